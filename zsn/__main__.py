@@ -1,0 +1,3 @@
+from zsn.cli import main
+
+raise SystemExit(main())

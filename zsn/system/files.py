@@ -1,0 +1,145 @@
+"""Files that must never be lost: tracked reads, atomic writes, backups, permissions.
+
+A write goes to a temporary file in the target's directory (mode set before any
+content is written), is fsynced and renamed over the target, and the directory is
+fsynced. The previous content is kept as ``<name>.zsn-bak`` with the same mode.
+A write is refused when the file changed on disk since zsn read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from zsn.errors import FileChangedError, ZsnError
+
+BACKUP_SUFFIX = ".zsn-bak"
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+@dataclass(frozen=True)
+class FileSnapshot:
+    """What a file held when zsn read it, and how to tell whether it changed since."""
+
+    path: Path
+    text: str
+    mtime_ns: int
+    size: int
+    inode: int
+    mode: int
+
+    def matches(self, st: os.stat_result) -> bool:
+        return (st.st_mtime_ns, st.st_size, st.st_ino) == (self.mtime_ns, self.size, self.inode)
+
+
+def read_tracked(path: Path) -> FileSnapshot:
+    """Read `path` as text, remembering its identity so a later write can check it."""
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            data = handle.read()
+    except FileNotFoundError as exc:
+        raise ZsnError(f"{path}: no such file") from exc
+    except PermissionError as exc:
+        raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+    except IsADirectoryError as exc:
+        raise ZsnError(f"{path}: is a directory") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZsnError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    return FileSnapshot(path, text, st.st_mtime_ns, st.st_size, st.st_ino, stat.S_IMODE(st.st_mode))
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) and make it 0700: it holds private keys."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    os.chmod(path, PRIVATE_DIR_MODE)
+
+
+def write_atomic(
+    path: Path,
+    content: str | bytes,
+    *,
+    previous: FileSnapshot | None,
+    mode: int | None = None,
+    backup: bool = True,
+) -> None:
+    """Replace `path` with `content` atomically.
+
+    `previous` is the snapshot the edit was based on; ``None`` means the file is
+    new and must not exist yet. `mode` forces a mode (0600 for anything holding a
+    private key); without it an existing file keeps its mode and a new one gets 0644.
+    """
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    directory = path.parent
+    if not directory.is_dir():
+        raise ZsnError(f"{directory}: directory does not exist")
+    try:
+        current = os.stat(path)
+    except FileNotFoundError:
+        current = None
+    if previous is None and current is not None:
+        raise FileChangedError(f"{path}: already exists; not overwriting a file zsn did not read")
+    if previous is not None:
+        if current is None:
+            raise FileChangedError(f"{path}: was removed since zsn read it; nothing written")
+        if not previous.matches(current):
+            raise FileChangedError(
+                f"{path}: changed on disk since zsn read it; reload before saving"
+            )
+    if mode is not None:
+        final_mode = mode
+    elif current is not None:
+        final_mode = stat.S_IMODE(current.st_mode)
+    else:
+        final_mode = 0o644
+
+    if backup and previous is not None:
+        _write_replace(backup_path(path), previous.text.encode("utf-8"), final_mode, current)
+    _write_replace(path, data, final_mode, current)
+
+
+def _write_replace(
+    path: Path, data: bytes, mode: int, owner_from: os.stat_result | None
+) -> None:
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # Mode first, content second: a private key is never readable by others.
+        os.fchmod(fd, mode)
+        if owner_from is not None and os.geteuid() == 0:
+            os.fchown(fd, owner_from.st_uid, owner_from.st_gid)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def is_world_readable(path: Path) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return False

@@ -1,0 +1,56 @@
+"""`Host`: the machine zsn looks at, rooted at `--root` (``/`` for the live system)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zsn.errors import ZsnError
+
+
+@dataclass(frozen=True)
+class Host:
+    """Resolves every system path under `root`, so tests and offline editing never touch /etc."""
+
+    root: Path = field(default_factory=lambda: Path("/"))
+
+    @classmethod
+    def at(cls, root: str | os.PathLike[str]) -> Host:
+        """A host rooted at `root`, refusing a root that does not exist or cannot be read."""
+        path = Path(root).resolve()
+        if not path.is_dir():
+            raise ZsnError(f"root {str(root)!r} is not a directory")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ZsnError(f"root {str(root)!r} cannot be read (permission denied)")
+        return cls(path)
+
+    @property
+    def is_live(self) -> bool:
+        """True when zsn looks at the running system rather than a tree under another root."""
+        return self.root == Path("/")
+
+    @property
+    def is_superuser(self) -> bool:
+        return os.geteuid() == 0
+
+    def path(self, system_path: str | os.PathLike[str]) -> Path:
+        """`system_path` (absolute, as on a real system) under this host's root."""
+        relative = os.fspath(system_path).lstrip("/")
+        return self.root / relative if relative else self.root
+
+    def hostname(self) -> str:
+        if self.is_live:
+            return socket.gethostname()
+        try:
+            return self.path("/etc/hostname").read_text().strip() or "localhost"
+        except OSError:
+            return "localhost"
+
+    @property
+    def system_bus_address(self) -> str:
+        """D-Bus address of the system bus; under `--root` the socket inside that tree."""
+        if self.is_live and "DBUS_SYSTEM_BUS_ADDRESS" in os.environ:
+            return os.environ["DBUS_SYSTEM_BUS_ADDRESS"]
+        return f"unix:path={self.path('/run/dbus/system_bus_socket')}"

@@ -1,0 +1,1 @@
+"""WireGuard: live state (UAPI, generic netlink), wg-quick config files, snapshots."""
