@@ -115,6 +115,14 @@ def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnaps
     )
 
 
+def _configured_addresses(link: Link | None) -> tuple[str, ...]:
+    # A tun device gets an IPv6 link-local address by itself; WireGuard never uses
+    # it and wg-quick never sets it, so it is not one of the interface's addresses.
+    if link is None:
+        return ()
+    return tuple(a for a in link.addresses if not a.lower().startswith("fe80:"))
+
+
 def _interface(
     name: str,
     implementation: str,
@@ -136,8 +144,8 @@ def _interface(
         private_key=device.private_key if device else None,
         listen_port=device.listen_port if device else None,
         fwmark=device.fwmark if device else None,
-        addresses=link.addresses if link else (),
-        config_path=str(path) if path.exists() else None,
+        addresses=_configured_addresses(link),
+        config_path=str(path) if os.path.exists(path) else None,  # False when unreadable
         peers=device.peers if device else (),
         in_namespace=in_namespace,
     )
