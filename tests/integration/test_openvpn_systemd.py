@@ -11,7 +11,6 @@ then stops it and checks that the DNS settings are gone.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,9 +19,15 @@ from pathlib import Path
 import pytest
 
 from tests.lab.container import Container, booted_container
-from tests.lab.netns import NsPair, namespace_pair, sh
-from tests.lab.pki import Pki, client_config, make_pki, server_config
-from tests.lab.require import require_lab
+from tests.lab.netns import require_lab, run
+from tests.lab.openvpn import (
+    OPENVPN_TOOLS,
+    NsPair,
+    namespace_pair,
+    openvpn_lab,
+    start_server,
+)
+from tests.lab.pki import Pki, client_config, make_pki
 from zsn.errors import ParseError, SocketError, ZsnError
 from zsn.openvpn import actions, management
 from zsn.openvpn.connections import ConfigFile, config_path, connections
@@ -35,7 +40,7 @@ TEST_CONFIG = ConfigFile("client", "test", config_path("client", "test"))
 
 
 @dataclass(frozen=True)
-class Lab:
+class OvpnLab:
     ns: NsPair
     container: Container
     pki: Pki
@@ -53,47 +58,36 @@ def wait_until(predicate, timeout: float, what: str):  # type: ignore[no-untyped
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    require_lab("systemd-nspawn", "debootstrap", "openvpn", "ip")
+def ovpn_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OvpnLab]:
+    require_lab(OPENVPN_TOOLS)
     pki = make_pki()
-    work = tmp_path_factory.mktemp("zov-server")
-    with namespace_pair() as ns:
-        server_sock = work / "server.sock"
-        (work / "server.conf").write_text(server_config(pki, management=str(server_sock)))
-        with open(work / "server.log", "wb") as log:
-            server = subprocess.Popen(
-                ["ip", "netns", "exec", ns.server_ns, "openvpn", "--config",
-                 str(work / "server.conf")],
-                stdout=log, stderr=subprocess.STDOUT,
-            )
-        try:
-            wait_until(server_sock.exists, 15, "OpenVPN server listening")
-            with booted_container(ns.client_ns) as container:
-                yield Lab(ns, container, pki)
-        finally:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    lab = openvpn_lab()
+    try:
+        pair = namespace_pair(lab)
+        start_server(lab, pair, pki, tmp_path_factory.mktemp("zov-server"))
+        with booted_container(lab, pair.client_ns) as container:
+            yield OvpnLab(pair, container, pki)
+    finally:
+        lab.close()
 
 
 def tun_index(ns: str) -> int | None:
-    links = json.loads(sh("ip", "-n", ns, "-j", "link", "show").stdout)
+    links = json.loads(run(["ip", "-n", ns, "-j", "link", "show"]).stdout)
     return next((link["ifindex"] for link in links if link["ifname"].startswith("tun")), None)
 
 
-def journal_tail(lab: Lab) -> str:
+def journal_tail(lab: OvpnLab) -> str:
     """The client unit's log, for a failure message."""
     lines = unit_lines(lab.container.host, UNIT, lines=40)
     return "journal of " + UNIT + ":\n" + "\n".join(line.message for line in lines)
 
 
-def link_dns(lab: Lab, ifindex: int) -> LinkDns:
+def link_dns(lab: OvpnLab, ifindex: int) -> LinkDns:
     return run_sync(lab.container.host, lambda bus: Resolved(bus).link(ifindex))
 
 
-def test_start_connects_and_hands_pushed_dns_to_resolved(lab: Lab) -> None:
+def test_start_connects_and_hands_pushed_dns_to_resolved(ovpn_lab: OvpnLab) -> None:
+    lab = ovpn_lab
     host = lab.container.host
     (host.path(TEST_CONFIG.path)).write_text(client_config(
         lab.pki, remote=lab.ns.server_ip,
@@ -152,7 +146,8 @@ def test_start_connects_and_hands_pushed_dns_to_resolved(lab: Lab) -> None:
         management.query(endpoint)
 
 
-def test_route_all_dns_sets_default_route(lab: Lab) -> None:
+def test_route_all_dns_sets_default_route(ovpn_lab: OvpnLab) -> None:
+    lab = ovpn_lab
     host = lab.container.host
     actions.plan_hook_install(host, TEST_CONFIG, route_all_dns=True).apply()
     try:
@@ -165,7 +160,8 @@ def test_route_all_dns_sets_default_route(lab: Lab) -> None:
     actions.plan_hook_install(host, TEST_CONFIG).apply()
 
 
-def test_enable_and_disable_change_unit_file_state(lab: Lab) -> None:
+def test_enable_and_disable_change_unit_file_state(ovpn_lab: OvpnLab) -> None:
+    lab = ovpn_lab
     host = lab.container.host
 
     def file_state() -> str:
@@ -179,7 +175,8 @@ def test_enable_and_disable_change_unit_file_state(lab: Lab) -> None:
     assert file_state() == "disabled"
 
 
-def test_bad_input_gives_specific_messages_and_writes_nothing(lab: Lab) -> None:
+def test_bad_input_gives_specific_messages_and_writes_nothing(ovpn_lab: OvpnLab) -> None:
+    lab = ovpn_lab
     host = lab.container.host
     with pytest.raises(ZsnError, match="openvpn-nosuch@x.service: no such unit"):
         actions.control(host, "openvpn-nosuch@x.service", "start")

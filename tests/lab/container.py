@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.lab.netns import sh, unique
+from tests.lab.netns import Lab, run
 from tests.lab.rootfs import ensure_rootfs
 from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, SystemBus, run_sync
 from zsn.system.host import Host
@@ -45,9 +45,10 @@ def _system_state(host: Host) -> str:
 
 
 @contextlib.contextmanager
-def booted_container(netns: str, *, boot_timeout: float = 90) -> Iterator[Container]:
+def booted_container(lab: Lab, netns: str, *,
+                     boot_timeout: float = 90) -> Iterator[Container]:
     rootfs = ensure_rootfs()
-    name = unique("ct")
+    name = lab.name("ct")
     work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/var/tmp"))
     merged = work / "root"
     mounts: list[Path] = []
@@ -56,8 +57,8 @@ def booted_container(netns: str, *, boot_timeout: float = 90) -> Iterator[Contai
     try:
         for sub in ("upper", "work", "root"):
             (work / sub).mkdir()
-        sh("mount", "-t", "overlay", "overlay", "-o",
-           f"lowerdir={rootfs},upperdir={work / 'upper'},workdir={work / 'work'}", str(merged))
+        run(["mount", "-t", "overlay", "overlay", "-o",
+           f"lowerdir={rootfs},upperdir={work / 'upper'},workdir={work / 'work'}", str(merged)])
         mounts.append(merged)
         binds: list[str] = []
         for sub in SHARED_RUN_DIRS:
@@ -65,7 +66,7 @@ def booted_container(netns: str, *, boot_timeout: float = 90) -> Iterator[Contai
             shared.mkdir(mode=0o755)
             target = merged / "run" / sub
             target.mkdir(parents=True, exist_ok=True)
-            sh("mount", "--bind", str(shared), str(target))
+            run(["mount", "--bind", str(shared), str(target)])
             mounts.append(target)
             binds.append(f"--bind={shared}:/run/{sub}")
         with open(log, "wb") as out:
@@ -102,5 +103,5 @@ def booted_container(netns: str, *, boot_timeout: float = 90) -> Iterator[Contai
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         for mount in reversed(mounts):
-            sh("umount", "--lazy", str(mount), check=False)
+            run(["umount", "--lazy", str(mount)], check=False)
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,56 @@
+"""WireGuard keys: Curve25519, 32 bytes, base64 (44 characters) in configs and `wg`, hex on UAPI."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from zsn.errors import ValidationError
+
+KEY_LENGTH = 32
+_BASE64_KEY_RE = re.compile(r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$")
+
+
+def is_valid_key(text: str) -> bool:
+    """True when `text` is a base64 WireGuard key as `wg` accepts it (32 bytes, canonical)."""
+    return bool(_BASE64_KEY_RE.match(text))
+
+
+def check_key(text: str, what: str = "key") -> str:
+    """`text` stripped, or a `ValidationError` saying exactly what is wrong with it."""
+    key = text.strip()
+    if not key:
+        raise ValidationError(f"{what} is empty")
+    if len(key) != 44:
+        raise ValidationError(f"{what} must be 44 base64 characters, got {len(key)}")
+    if not is_valid_key(key):
+        raise ValidationError(f"{what} is not a valid base64 WireGuard key")
+    return key
+
+
+def hex_to_base64(hex_key: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_key)).decode("ascii")
+
+
+def base64_to_hex(key: str) -> str:
+    try:
+        raw = base64.b64decode(key, validate=True)
+    except binascii.Error as exc:
+        raise ValidationError("key is not valid base64") from exc
+    if len(raw) != KEY_LENGTH:
+        raise ValidationError(f"key must decode to {KEY_LENGTH} bytes, got {len(raw)}")
+    return raw.hex()
+
+
+def public_key_from_private(private_key: str) -> str:
+    """The X25519 public key of a base64 private key, as `wg pubkey` computes it."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    raw = bytearray(base64.b64decode(check_key(private_key, "private key")))
+    # wg clamps before use; cryptography clamps too, but be explicit so the result
+    # never depends on a library detail.
+    raw[0] &= 248
+    raw[31] = (raw[31] & 127) | 64
+    public = X25519PrivateKey.from_private_bytes(bytes(raw)).public_key().public_bytes_raw()
+    return base64.b64encode(public).decode("ascii")

@@ -1,0 +1,75 @@
+"""Snapshots of WireGuard's live state: frozen, cheap to build, safe to hand between threads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Implementation = Literal["kernel", "userspace"]
+
+
+@dataclass(frozen=True, slots=True)
+class PeerState:
+    public_key: str
+    preshared_key: str | None
+    """Base64, ``None`` when the peer has no preshared key. A secret."""
+    endpoint: str | None
+    allowed_ips: tuple[str, ...]
+    latest_handshake: int | None
+    """Unix time of the latest handshake, ``None`` when there never was one."""
+    rx_bytes: int
+    tx_bytes: int
+    persistent_keepalive: int | None
+    """Seconds, ``None`` when off."""
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """What the device itself reports (UAPI or netlink), before zsn adds names and addresses."""
+
+    private_key: str | None
+    public_key: str | None
+    listen_port: int | None
+    fwmark: int | None
+    peers: tuple[PeerState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceState:
+    name: str
+    implementation: Implementation
+    public_key: str | None
+    private_key: str | None
+    """A secret: exported only with ``--include-secrets``."""
+    listen_port: int | None
+    fwmark: int | None
+    addresses: tuple[str, ...]
+    config_path: str | None
+    peers: tuple[PeerState, ...]
+    in_namespace: bool = True
+    """False for a userspace device whose link lives in another network namespace."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireGuardSnapshot:
+    interfaces: tuple[InterfaceState, ...]
+    errors: tuple[str, ...] = ()
+    taken_at: float = 0.0
+    """`time.time()` when the snapshot was read; rates are computed between two snapshots."""
+    read_only_reason: str | None = None
+    """Why part of the state could not be read (e.g. not root), shown instead of empty tables."""
+    notes: tuple[str, ...] = field(default=())
+
+
+# WireGuard rejects a session 180 s after its last handshake (REJECT_AFTER_TIME);
+# a peer whose handshake is older than that has no working session.
+HANDSHAKE_STALE_AFTER = 180
+
+HandshakeState = Literal["never", "fresh", "stale"]
+
+
+def handshake_state(latest: int | None, now: float) -> HandshakeState:
+    if not latest:
+        return "never"
+    return "stale" if now - latest > HANDSHAKE_STALE_AFTER else "fresh"
