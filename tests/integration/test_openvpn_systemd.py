@@ -11,6 +11,8 @@ then stops it and checks that the DNS settings are gone.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -82,6 +84,15 @@ def journal_tail(lab: OvpnLab) -> str:
     return "journal of " + UNIT + ":\n" + "\n".join(line.message for line in lines)
 
 
+def zsn_export(lab: OvpnLab, *args: str) -> str:
+    """`zsn --root CONTAINER --export ...` as a user would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "zsn", "--root", str(lab.container.root), "--export", *args],
+        capture_output=True, text=True, timeout=30, check=True,
+        cwd=Path(__file__).parents[2],  # this tree's zsn, not an installed one
+    ).stdout
+
+
 def link_dns(lab: OvpnLab, ifindex: int) -> LinkDns:
     return run_sync(lab.container.host, lambda bus: Resolved(bus).link(ifindex))
 
@@ -118,6 +129,12 @@ def test_start_connects_and_hands_pushed_dns_to_resolved(ovpn_lab: OvpnLab) -> N
 
     ifindex = tun_index(lab.ns.client_ns)
     assert ifindex is not None
+    exported = json.loads(zsn_export(lab, "openvpn"))["openvpn"]
+    (entry,) = exported["connections"]
+    assert entry["unit_state"]["active"] == "active" and entry["live"]["state"] == "CONNECTED"
+    assert not entry["errors"] and "BEGIN PRIVATE KEY" not in json.dumps(exported)
+    metrics = zsn_export(lab, "openvpn", "--format", "prometheus")
+    assert 'zsn_openvpn_connected{unit="openvpn-client@test.service"' in metrics
     dns = wait_until(lambda: (d := link_dns(lab, ifindex)).servers and d, 10, "link DNS set")
     assert dns.servers == ("10.87.0.1",)
     assert "zov.test" in dns.domains

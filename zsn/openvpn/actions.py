@@ -125,8 +125,7 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
                 f"runs only one, so remove it (or fold it into {HOOK_PATH}) first"
             )
     up_command = HOOK_PATH + (f" {ROUTE_ALL_FLAG}" if route_all_dns else "")
-    level = config.get("script-security")
-    if level is None or not (level.arg or "").isdigit() or int(level.arg or "0") < 2:
+    if config.script_security < 2:
         config.set_directive("script-security", "2")
     up = config.get("up")
     if up is None or " ".join(up.args) != up_command:

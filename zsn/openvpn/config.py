@@ -108,6 +108,14 @@ class OvpnConfig:
         return any(d.name == name for d in self.directives)
 
     @property
+    def script_security(self) -> int:
+        """The effective script-security level (OpenVPN's default is 1)."""
+        directive = self.get("script-security")
+        if directive is None or not directive.arg or not directive.arg.isdigit():
+            return 1
+        return int(directive.arg)
+
+    @property
     def newline(self) -> str:
         """The file's line ending, so added lines match the rest."""
         return "\r\n" if self.lines and self.lines[0].endswith("\r\n") else "\n"
@@ -119,8 +127,10 @@ class OvpnConfig:
         if current is not None and current.inline is None and current.args == tuple(args):
             return False
         if current is not None and current.inline is None:
-            indent = re.match(r"^\s*", self.lines[current.line])
-            self.lines[current.line] = (indent.group(0) if indent else "") + text + self.newline
+            original = self.lines[current.line]
+            indent = original[: len(original) - len(original.lstrip(" \t"))]
+            ending = original[len(original.rstrip("\r\n")):]
+            self.lines[current.line] = indent + text + ending
         else:
             self.append_line(text)
         self._reindex()

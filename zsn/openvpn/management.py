@@ -221,15 +221,3 @@ def _read_password(endpoint: Endpoint) -> str:
             f"{endpoint.password_file}: management password file cannot be read"
         ) from exc
 
-
-def rates(previous: LiveState | None, current: LiveState) -> tuple[float | None, float | None]:
-    """Bytes per second in and out between two queries, None when not computable."""
-    if previous is None or previous.bytes_in is None or current.bytes_in is None:
-        return None, None
-    seconds = current.at - previous.at
-    if seconds <= 0 or previous.bytes_out is None or current.bytes_out is None:
-        return None, None
-    if current.bytes_in < previous.bytes_in or current.bytes_out < previous.bytes_out:
-        return None, None  # counters reset: reconnected or restarted
-    return ((current.bytes_in - previous.bytes_in) / seconds,
-            (current.bytes_out - previous.bytes_out) / seconds)
