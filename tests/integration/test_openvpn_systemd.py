@@ -104,7 +104,7 @@ def test_start_connects_and_hands_pushed_dns_to_resolved(ovpn_lab: OvpnLab) -> N
         lab.pki, remote=lab.ns.server_ip,
         extra="management /run/openvpn-client/test.sock unix\n"))
     plan = actions.plan_hook_install(host, TEST_CONFIG)
-    assert [e.path.name for e in plan.edits] == ["zsn-resolved-hook", "test.conf"]
+    assert [e.path.name for e in plan.edits] == ["test.conf", "zsn-resolved-hook"]
     plan.apply()
     assert actions.plan_hook_install(host, TEST_CONFIG).edits == ()  # idempotent
 

@@ -51,6 +51,8 @@ class FileEdit:
     previous: FileSnapshot | None
     new_text: str
     mode: int | None = None
+    shown_in_full: bool = True
+    """False for files zsn ships (the hook script): the plan names them, no diff."""
 
     @property
     def description(self) -> str:
@@ -84,7 +86,11 @@ class ActionPlan:
             out.append("  (nothing to change)")
         out += [f"  warning: {w}" for w in self.warnings]
         for edit in self.edits:
-            out += ["", edit.diff().rstrip("\n")]
+            if edit.shown_in_full:
+                out += ["", edit.diff().rstrip("\n")]
+            else:
+                lines = len(edit.new_text.splitlines())
+                out += ["", f"{edit.path}: zsn's own file, {lines} lines (not shown)"]
         return "\n".join(out) + "\n"
 
     def apply(self) -> list[str]:
@@ -136,6 +142,8 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     if not config.has("down-pre"):
         config.append_line("down-pre")
     edits: list[FileEdit] = []
+    if config.render() != snapshot.text:
+        edits.append(FileEdit(path, snapshot, config.render()))
     hook_path = host.path(HOOK_PATH)
     script = hook_script()
     try:
@@ -143,12 +151,10 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     except ZsnError:
         if hook_path.exists():
             raise
-        edits.append(FileEdit(hook_path, None, script, HOOK_MODE))
+        edits.append(FileEdit(hook_path, None, script, HOOK_MODE, shown_in_full=False))
     else:
         if current.text != script or current.mode != HOOK_MODE:
-            edits.append(FileEdit(hook_path, current, script, HOOK_MODE))
-    if config.render() != snapshot.text:
-        edits.append(FileEdit(path, snapshot, config.render()))
+            edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False))
     return ActionPlan(f"DNS hook for {config_file.unit}", tuple(edits),
                       tuple(hook_warnings(host, config_file, config)))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zsn.openvpn.connections import CONFIG_DIR, Connection, connections
-from zsn.openvpn.lint import lint
+from zsn.openvpn.connections import CONFIG_DIR, Connection
+from zsn.openvpn.live import read_openvpn
 from zsn.openvpn.management import STATES
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
@@ -49,14 +49,13 @@ def connection_to_dict(conn: Connection) -> dict[str, Any]:
 
 def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: this section never carries key material."""
-    conns = connections(host)
+    snapshot = read_openvpn(host)
     data: dict[str, Any] = {
-        "connections": [connection_to_dict(c) for c in conns],
-        "findings": [f.as_dict() for f in lint(host)],
+        "connections": [connection_to_dict(c) for c in snapshot.connections],
+        "findings": [f.as_dict() for f in snapshot.findings],
     }
-    errors = [f"{c.config.unit}: {e}" for c in conns for e in c.errors]
-    if errors:
-        data["errors"] = errors
+    if snapshot.errors:
+        data["errors"] = snapshot.errors
     return data
 
 

@@ -52,9 +52,10 @@ def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> Non
     config = put(root, "client", "office", original)
     plan = actions.plan_hook_install(root, config)
     assert [e.description for e in plan.edits] == [
-        f"create {root.path(actions.HOOK_PATH)} (mode 0755)",
         f"edit {root.path(config.path)}",
+        f"create {root.path(actions.HOOK_PATH)} (mode 0755)",
     ]
+    assert "zsn's own file" in plan.describe() and "#!/bin/sh" not in plan.describe()
     assert "+script-security 2" in plan.describe()
     plan.apply()
     text = root.path(config.path).read_text()
