@@ -26,8 +26,11 @@ def rootfs_path() -> Path:
     return CACHE_DIR / ROOTFS_NAME
 
 
-def ensure_rootfs(timeout: float = 900) -> Path:
-    """The cached rootfs, built first when missing. Safe against concurrent builders."""
+def ensure_rootfs(timeout: float = 280) -> Path:
+    """The cached rootfs, built first when missing. Safe against concurrent builders.
+
+    The build's timeout stays under pytest's per-test limit (300 s) so a slow mirror
+    fails with debootstrap's own message rather than a bare pytest timeout."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     target = rootfs_path()
     with open(CACHE_DIR / f"{ROOTFS_NAME}.lock", "w") as lock:

@@ -141,6 +141,8 @@ async def test_start_reports_the_job_result(ovpn_app: ZsnApp,
         return JobResult(name, verb, "failed")
 
     monkeypatch.setattr("zsn.openvpn.actions.control", control)
+    # The fixed snapshot's configs are not on disk; the parse check has its own test.
+    monkeypatch.setattr("zsn.openvpn.actions.check_config", lambda host, config: None)
     async with ovpn_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         await pilot.press("down", "s")
@@ -218,3 +220,20 @@ async def test_hook_plan_cancelled_writes_nothing(tmp_path: Path) -> None:
         await pilot.pause()
     assert config.read_text() == "client\nremote vpn.example.net 1194\n"
     assert not (tmp_path / "etc/openvpn/zsn-resolved-hook").exists()
+
+
+async def test_start_refuses_a_config_that_does_not_parse(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "etc/openvpn/client").mkdir(parents=True)
+    (tmp_path / "etc/openvpn/client/bad.conf").write_text("client\n<ca>\n")
+    calls: list[str] = []
+    monkeypatch.setattr("zsn.openvpn.actions.control",
+                        lambda host, name, verb: calls.append(name))
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("s")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == []
+        assert any("<ca> block is never closed" in n.message for n in app._notifications)

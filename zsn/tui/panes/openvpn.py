@@ -222,6 +222,8 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
                 message, severity = job(), "information"
             except ZsnError as exc:
                 message, severity = str(exc), "error"
+            except Exception as exc:  # noqa: BLE001 - a failed action must not end the app
+                message, severity = f"{type(exc).__name__}: {exc}", "error"
             self.app.call_from_thread(self._after_job, what, message, severity)
 
         self.run_worker(run, thread=True, group="ovpn-actions", exclusive=False)
@@ -240,8 +242,14 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
             return
         unit = conn.config.unit
         self.notify(f"{verb} {unit} ...", timeout=2)
-        self._in_background(verb.capitalize(),
-                            lambda: actions.control(self.host, unit, verb).describe())
+
+        def job() -> str:
+            if verb != "stop":
+                # Refuse to start a config OpenVPN would reject: the parse error says where.
+                actions.check_config(self.host, conn.config)
+            return actions.control(self.host, unit, verb).describe()
+
+        self._in_background(verb.capitalize(), job)
 
     def action_enable(self, enabled: bool) -> None:
         conn = self._need_selection()
