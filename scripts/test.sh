@@ -37,7 +37,7 @@ fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
 echo "== ruff"
-.venv/bin/ruff check zsn tests bench
+.venv/bin/ruff check .
 echo "== mypy (core)"
 .venv/bin/mypy
 echo "== pytest"
