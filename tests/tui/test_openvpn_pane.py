@@ -237,3 +237,24 @@ async def test_start_refuses_a_config_that_does_not_parse(tmp_path: Path,
         await pilot.pause()
         assert calls == []
         assert any("<ca> block is never closed" in n.message for n in app._notifications)
+
+
+async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, bool]] = []
+
+    def set_enabled(host: Host, name: str, enabled: bool) -> list[object]:
+        calls.append((name, enabled))
+        return [object()]
+
+    monkeypatch.setattr("zsn.openvpn.actions.set_enabled", set_enabled)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down", "e")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("d")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == [("openvpn-client@backup.service", True),
+                         ("openvpn-client@backup.service", False)]
+        messages = [n.message for n in ovpn_app._notifications]
+        assert "enable openvpn-client@backup.service: done" in messages

@@ -41,12 +41,18 @@ class Directive:
 
 def tokenize(text: str, *, line: int | None = None, source: str | None = None) -> list[str]:
     """Split one config line into arguments as OpenVPN does; a comment ends the line."""
+    return _scan(text, line, source)[0]
+
+
+def _scan(text: str, line: int | None, source: str | None) -> tuple[list[str], int | None]:
+    """The line's arguments, and where its trailing comment starts (None if it has none)."""
     tokens: list[str] = []
     current: list[str] = []
     in_token = False
     quote: str | None = None
     backslash = False
-    for char in text.rstrip("\r\n"):
+    comment: int | None = None
+    for position, char in enumerate(text.rstrip("\r\n")):
         if backslash:
             current.append(char)
             backslash = False
@@ -65,6 +71,7 @@ def tokenize(text: str, *, line: int | None = None, source: str | None = None) -
                 current, in_token = [], False
             continue
         if not in_token and char in "#;":
+            comment = position
             break
         in_token = True
         if char in "\"'":
@@ -77,7 +84,7 @@ def tokenize(text: str, *, line: int | None = None, source: str | None = None) -
         raise ParseError(f"unterminated {quote} quote", line, source)
     if in_token:
         tokens.append("".join(current))
-    return tokens
+    return tokens, comment
 
 
 def quote_arg(value: str) -> str:
@@ -130,7 +137,14 @@ class OvpnConfig:
             original = self.lines[current.line]
             indent = original[: len(original) - len(original.lstrip(" \t"))]
             ending = original[len(original.rstrip("\r\n")):]
-            self.lines[current.line] = indent + text + ending
+            # Keep a trailing comment, with the spacing before it.
+            comment_at = _scan(original, None, self.source)[1]
+            comment = ""
+            if comment_at is not None:
+                before = original[:comment_at]
+                comment = before[len(before.rstrip(" \t")):] + original[comment_at:].rstrip(
+                    "\r\n")
+            self.lines[current.line] = indent + text + comment + ending
         else:
             self.append_line(text)
         self._reindex()

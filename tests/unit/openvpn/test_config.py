@@ -46,7 +46,7 @@ def test_edit_keeps_every_other_line_and_comment() -> None:
     config = parse(text)
     config.set_directive("script-security", "2")
     assert config.render() == (
-        "# office VPN\nclient\n  script-security 2\n;up /bin/old\nremote a 1\n")
+        "# office VPN\nclient\n  script-security 2   # strict\n;up /bin/old\nremote a 1\n")
 
 
 @pytest.mark.parametrize(("line", "tokens"), [
