@@ -20,7 +20,7 @@ and exits.\
 """
 
 EPILOG = """\
-sections for --export: wireguard (default: every section present)
+sections for --export: wireguard, openvpn (default: every section present)
 
 exit status of --export: 0 complete; 1 error (nothing written: unknown section,
 unreadable root, bad option); 2 partial: the snapshot was written, but a section

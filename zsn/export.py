@@ -26,6 +26,7 @@ from zsn.system.host import Host
 SCHEMA_VERSION = 1
 SECTIONS: dict[str, str] = {
     "wireguard": "zsn.wireguard.export",
+    "openvpn": "zsn.openvpn.export",
 }
 
 

@@ -1,0 +1,41 @@
+"""Show a plan (files to write, as diffs; warnings) and ask before applying it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.syntax import Syntax
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+
+class PlanScreen(ModalScreen[bool]):
+    """Dismisses with True when the user says apply, False otherwise."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Apply"),
+        Binding("n", "answer(False)", "Cancel"),
+        Binding("escape", "answer(False)", "Cancel", show=False),
+    ]
+
+    def __init__(self, title: str, text: str, *, can_apply: bool = True) -> None:
+        super().__init__()
+        self.plan_title = title
+        self.text = text
+        self.can_apply = can_apply
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="plan"):
+            yield Static(Syntax(self.text, "diff", theme="ansi_dark", word_wrap=True),
+                         id="plan-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        suffix = "y to apply, n to cancel" if self.can_apply else "esc to close"
+        self.query_one("#plan").border_title = f"{self.plan_title} ({suffix})"
+
+    def action_answer(self, apply: bool) -> None:
+        self.dismiss(apply and self.can_apply)
