@@ -14,7 +14,6 @@ from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.panes import PANES
 from zsn.tui.panes.base import LivePane
-from zsn.tui.screens.help import HelpScreen
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 
 STYLES = Path(__file__).parent / "styles"
@@ -72,6 +71,8 @@ class ZsnApp(App[int]):
         return panes.first() if panes else None
 
     def action_show_help(self) -> None:
+        from zsn.tui.screens.help import HelpScreen
+
         pane = self.active_pane()
         shown = [(b.key_display or b.key, b.description)
                  for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]
