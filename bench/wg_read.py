@@ -9,7 +9,9 @@ time of `wg show IFACE dump` on the same interface. Run as root:
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +31,15 @@ def wg_dump(output: list[str]) -> None:
     """`wg show IFACE dump` as a child process, its stdout read through a pipe."""
     argv = ["wg", "show", IFACE, "dump"]
     output[:] = [subprocess.run(argv, capture_output=True, text=True, check=True).stdout]
+
+
+def first_byte(sock: Path) -> None:
+    """Connect, send get=1 and wait for the first byte only: wireguard-go's time to build
+    the reply (it writes the reply in one piece when done)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(os.fspath(sock))
+        client.sendall(b"get=1\n\n")
+        client.recv(1)
 
 
 def check_same_data(sock: Path, wg_output: str, names: dict[str, str]) -> None:
@@ -75,6 +86,8 @@ def run_benchmarks(sock: Path, runs: int) -> int:
          "whole process: fork/exec, wg's netlink probe, UAPI get, print 5,000 lines to a pipe"),
         ("uapi.exchange (socket only)", lambda: uapi.exchange(sock, "get=1\n\n"),
          "connect, send get=1, receive the whole reply"),
+        ("UAPI time to first byte", lambda: first_byte(sock),
+         "wireguard-go building its reply (wg and zsn both wait for this)"),
         ("uapi.parse_get (parse only)", lambda: uapi.parse_get(reply, names=names),
          "parse the reply into frozen PeerStates, names from a ready dict"),
         ("uapi.get_device", lambda: uapi.get_device(sock),
