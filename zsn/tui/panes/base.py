@@ -45,10 +45,7 @@ class LivePane(Vertical):
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
-        # The first fetch starts once the first frame is painted: its thread holds
-        # the GIL for long stretches (importing pyroute2 takes ~150 ms), which would
-        # otherwise hold back the first frame.
-        self.call_after_refresh(self.poll)
+        self.poll()
 
     def _is_shown(self) -> bool:
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
