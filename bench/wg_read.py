@@ -22,7 +22,7 @@ import _lab
 from zsn.system.host import Host
 from zsn.system.netlink import list_links
 from zsn.wireguard import config, uapi
-from zsn.wireguard.live import PeerNames, read_wireguard
+from zsn.wireguard.live import LiveCache, read_wireguard
 
 IFACE = "zbnread0"
 
@@ -78,7 +78,8 @@ def run_benchmarks(sock: Path, runs: int) -> int:
           f"config: {conf.stat().st_size:,} bytes")
 
     host = Host()
-    warm_names = PeerNames()
+    warm_cache = LiveCache()
+    warm_peers = uapi.PeerCache()
     wg_output: list[str] = []
     WG = f"wg show {IFACE} dump"
     measured: list[tuple[str, Callable[[], object], str]] = [
@@ -89,17 +90,19 @@ def run_benchmarks(sock: Path, runs: int) -> int:
         ("UAPI time to first byte", lambda: first_byte(sock),
          "wireguard-go building its reply (wg and zsn both wait for this)"),
         ("uapi.parse_get (parse only)", lambda: uapi.parse_get(reply, names=names),
-         "parse the reply into frozen PeerStates, names from a ready dict"),
+         "parse the reply into PeerStates, names from a ready dict"),
         ("uapi.get_device", lambda: uapi.get_device(sock),
          "read+parse: exchange + parse_get, no names"),
         ("uapi.get_device + names", lambda: uapi.get_device(sock, names),
          "as above, names joined while parsing (dict given)"),
+        ("uapi.get_device, polling", lambda: uapi.get_device(sock, names, warm_peers),
+         "as above with the poller's PeerCache: peers whose lines did not change are reused"),
         ("config.parse + peer_names", lambda: config.parse(conf.read_text()).peer_names(),
          "read and parse the 5,000-peer wg-quick config"),
         ("netlink list_links", list_links,
          "pyroute2: open socket, dump links and addresses (lo + the interface here)"),
-        ("read_wireguard (TUI poll)", lambda: read_wireguard(host, warm_names),
-         "whole live read, root /; config names cached (file unchanged)"),
+        ("read_wireguard (TUI poll)", lambda: read_wireguard(host, warm_cache),
+         "whole live read, root /, with the TUI's LiveCache (names and unchanged peers)"),
         ("read_wireguard (cold)", lambda: read_wireguard(host),
          "whole live read, root /, incl. config parse, as one --export does"),
     ]
@@ -116,6 +119,7 @@ def run_benchmarks(sock: Path, runs: int) -> int:
     print("ratios zsn/wg (medians; goal: read+parse <= 1.00x):")
     for label, what in (("uapi.get_device", "read+parse (get_device)"),
                         ("uapi.get_device + names", "read+parse with names"),
+                        ("uapi.get_device, polling", "read+parse, polling"),
                         ("read_wireguard (TUI poll)", "read_wireguard, TUI poll"),
                         ("read_wireguard (cold)", "read_wireguard, cold"),
                         ("uapi.exchange (socket only)", "socket exchange alone")):

@@ -33,11 +33,22 @@ def config_path(host: Host, interface: str) -> Path:
 
 
 @dataclass
-class PeerNames:
-    """Peer names per interface from config comments, re-read only when a file changes."""
+class LiveCache:
+    """What a poller keeps between reads, so a big server costs little per refresh:
+    peer names per config (re-read only when the file changes) and each userspace
+    device's unchanged peers."""
 
     _cache: dict[Path, tuple[tuple[int, int], dict[str, str]]] = field(default_factory=dict)
+    _peers: dict[str, uapi.PeerCache] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+
+    def peers_of(self, interface: str) -> uapi.PeerCache:
+        return self._peers.setdefault(interface, uapi.PeerCache())
+
+    def forget_except(self, interfaces: set[str]) -> None:
+        for name in list(self._peers):
+            if name not in interfaces:
+                del self._peers[name]
 
     def for_config(self, path: Path) -> dict[str, str]:
         try:
@@ -61,10 +72,13 @@ class PeerNames:
         return names
 
 
-def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnapshot:
-    """Read every WireGuard interface visible from here; what cannot be read goes to `errors`."""
-    names = names or PeerNames()
-    names.errors.clear()
+def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnapshot:
+    """Read every WireGuard interface visible from here; what cannot be read goes to `errors`.
+
+    Pass the same `cache` on every poll; a one-off read needs none.
+    """
+    cache = cache if cache is not None else LiveCache()
+    cache.errors.clear()
     errors: list[str] = []
     permission_denied = False
 
@@ -87,7 +101,7 @@ def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnaps
         path = config_path(host, name)
         device: DeviceState | None = None
         try:
-            device = kernel.get_device(name, names.for_config(path))
+            device = kernel.get_device(name, cache.for_config(path))
         except NetlinkAccessError as exc:
             errors.append(str(exc))
             permission_denied |= "root" in str(exc)
@@ -98,7 +112,8 @@ def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnaps
         path = config_path(host, name)
         device = None
         try:
-            device = uapi.get_device(socket_path, names.for_config(path))
+            device = uapi.get_device(socket_path, cache.for_config(path),
+                                     cache.peers_of(name))
         except (SocketError, ParseError) as exc:
             errors.append(f"{name}: {exc}")
             permission_denied |= "permission denied" in str(exc)
@@ -106,7 +121,8 @@ def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnaps
         in_namespace = link is not None or not host.is_live
         interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
 
-    errors.extend(names.errors)
+    errors.extend(cache.errors)
+    cache.forget_except(set(sockets))
     return WireGuardSnapshot(
         interfaces=tuple(interfaces),
         errors=tuple(errors),

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import errno as errno_codes
 import os
+import re
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from zsn.errors import ParseError, SocketError
@@ -100,100 +101,191 @@ def check_errno(reply: str, source: str) -> None:
         raise SocketError(f"{source}: device refused the request: {reason} (errno {code})")
 
 
+# wireguard-go writes every peer with the same keys in the same order
+# (device/uapi.go, IpcGetOperation): one regex reads such a block in C. A block in
+# any other layout (boringtun's, a future version's) is read line by line.
+_WIREGUARD_GO_PEER = re.compile(
+    r"([0-9a-f]{64})\n"
+    r"preshared_key=([0-9a-f]{64})\n"
+    r"protocol_version=\d+"
+    r"(?:\nendpoint=([^\n]+))?\n"
+    r"last_handshake_time_sec=(\d+)\n"
+    r"last_handshake_time_nsec=\d+\n"
+    r"tx_bytes=(\d+)\n"
+    r"rx_bytes=(\d+)\n"
+    r"persistent_keepalive_interval=(\d+)"
+    r"((?:\nallowed_ip=[^\n]+)*)\n?"
+)
+_PEER_SEPARATOR = "\npublic_key="
+_NO_NAMES: Mapping[str, str] = {}
+_ALLOWED_SEPARATOR = "\nallowed_ip="
+
+
+class PeerCache:
+    """One device's peers from its previous read, by the exact text of their block.
+
+    Most peers of a big server are idle, so their lines do not change between
+    polls and need not be parsed again. Used only where handshakes are Unix times
+    (an age, as boringtun sends, changes every second anyway).
+    """
+
+    def __init__(self) -> None:
+        self._by_text: dict[str, PeerState] = {}
+        self._names: Mapping[str, str] | None = None
+
+    def previous(self, names: Mapping[str, str]) -> dict[str, PeerState]:
+        if names is not self._names:  # names changed: cached peers carry old ones
+            self._by_text = {}
+            self._names = names
+        return self._by_text
+
+    def keep(self, by_text: dict[str, PeerState]) -> None:
+        self._by_text = by_text
+
+
 def parse_get(
     reply: str,
     source: str = "uapi",
     now: float | None = None,
     names: Mapping[str, str] | None = None,
+    cache: PeerCache | None = None,
 ) -> DeviceState:
     """Parse a `get=1` reply into a `DeviceState` (keys converted to base64).
 
     `names` maps public keys to peer names (from the config), set while parsing
-    so a big server's peers are built once.
+    so a big server's peers are built once; `cache` lets a poller skip peers
+    whose lines did not change since its last read.
     """
     check_errno(reply, source)
-    return _parse_lines(reply, source, now, names or {})
-
-
-def _parse_lines(
-    reply: str, source: str, now: float | None, names: Mapping[str, str]
-) -> DeviceState:
-    """Line by line, in any key order, boringtun's fields included; strict about values."""
-    private_key: str | None = None
-    public_key: str | None = None
-    listen_port: int | None = None
-    fwmark: int | None = None
+    names = _NO_NAMES if names is None else names
+    header, *blocks = ("\n" + reply[: reply.rfind("errno=")]).split(_PEER_SEPARATOR)
+    private_key = public_key = None
+    listen_port = fwmark = None
     handshake_is_age = False
+    for number, key, value in _lines(header, 0, source):
+        if key == "private_key":
+            private_key = _hex_key(value, key, number, source)
+        elif key == "own_public_key":
+            public_key = _hex_key(value, key, number, source)
+            handshake_is_age = True  # only boringtun sends it
+        elif key == "listen_port":
+            listen_port = _number(value, key, number, source)
+        elif key == "fwmark":
+            fwmark = _number(value, key, number, source) or None
+    if handshake_is_age or cache is None:
+        previous: dict[str, PeerState] = {}
+        age_now = (now if now is not None else time.time()) if handshake_is_age else None
+    else:
+        previous, age_now = cache.previous(names), None
+    current: dict[str, PeerState] = {}
     peers: list[PeerState] = []
-    # Peer fields are gathered in locals and flushed when the next peer starts.
-    peer_key: str | None = None
+    line = header.count("\n") + 1  # of the block's first line, for error messages
+    for block in blocks:
+        peer = previous.get(block)
+        if peer is None:
+            peer = _parse_peer(block, names, age_now, line, source)
+        if cache is not None:
+            current[block] = peer
+        peers.append(peer)
+        line += block.count("\n") + 1
+    if cache is not None and not handshake_is_age:
+        cache.keep(current)
+    return DeviceState(private_key, public_key, listen_port, fwmark, tuple(peers))
+
+
+def _parse_peer(
+    block: str,
+    names: Mapping[str, str],
+    age_now: float | None,
+    first_line: int,
+    source: str,
+) -> PeerState:
+    """One peer's block (the text after ``public_key=``)."""
+    match = _WIREGUARD_GO_PEER.fullmatch(block)
+    if match is not None and age_now is None:
+        return _wireguard_go_peer(match, names)
+    key: str | None = None
     psk: str | None = None
     endpoint: str | None = None
-    allowed: list[str] = []
-    hs_sec = 0
-    rx = tx = 0
-    keepalive = 0
+    allowed_ips: list[str] = []
+    handshake_value = rx_bytes = tx_bytes = keepalive_value = 0
+    for number, name, value in _lines("public_key=" + block, first_line, source):
+        if name == "public_key":
+            key = _hex_key(value, name, number, source)
+        elif name == "allowed_ip":
+            allowed_ips.append(value)
+        elif name == "endpoint":
+            endpoint = value
+        elif name == "preshared_key":
+            psk = None if value == _ZERO_KEY else _hex_key(value, name, number, source)
+        elif name == "last_handshake_time_sec":
+            handshake_value = _number(value, name, number, source)
+        elif name == "rx_bytes":
+            rx_bytes = _number(value, name, number, source)
+        elif name == "tx_bytes":
+            tx_bytes = _number(value, name, number, source)
+        elif name == "persistent_keepalive_interval":
+            keepalive_value = _number(value, name, number, source)
+    assert key is not None
+    if not handshake_value:
+        latest: int | None = None
+    elif age_now is not None:
+        latest = int(age_now - handshake_value)
+    else:
+        latest = handshake_value
+    return PeerState(key, psk, endpoint, tuple(allowed_ips), latest, rx_bytes, tx_bytes,
+                     keepalive_value or None, names.get(key))
 
-    def flush() -> None:
-        if peer_key is None:
-            return
-        if hs_sec == 0:
-            handshake: int | None = None
-        elif handshake_is_age:
-            handshake = int((now if now is not None else time.time()) - hs_sec)
-        else:
-            handshake = hs_sec
-        peers.append(
-            PeerState(peer_key, psk, endpoint, tuple(allowed), handshake, rx, tx,
-                      keepalive or None, names.get(peer_key))
-        )
 
-    for number, line in enumerate(reply.split("\n"), start=1):
+def _wireguard_go_peer(match: re.Match[str], names: Mapping[str, str]) -> PeerState:
+    key_hex, psk_hex, endpoint, handshake, tx, rx, keepalive, allowed = match.groups()
+    key = hex_to_base64(key_hex)
+    return PeerState(
+        key,
+        None if psk_hex == _ZERO_KEY else hex_to_base64(psk_hex),
+        endpoint,
+        tuple(allowed.split(_ALLOWED_SEPARATOR)[1:]),
+        int(handshake) or None,
+        int(rx),
+        int(tx),
+        int(keepalive) or None,
+        names.get(key),
+    )
+
+
+def _lines(text: str, first_line: int, source: str) -> Iterator[tuple[int, str, str]]:
+    for offset, line in enumerate(text.split("\n")):
         if not line:
             continue
         key, sep, value = line.partition("=")
         if not sep:
-            raise ParseError(f"expected key=value, got {line[:40]!r}", number, source)
-        try:
-            if key == "allowed_ip":
-                allowed.append(value)
-            elif key == "public_key":
-                flush()
-                peer_key = hex_to_base64(value)
-                psk = endpoint = None
-                allowed = []
-                hs_sec = rx = tx = keepalive = 0
-            elif key == "rx_bytes":
-                rx = int(value)
-            elif key == "tx_bytes":
-                tx = int(value)
-            elif key == "last_handshake_time_sec":
-                hs_sec = int(value)
-            elif key == "endpoint":
-                endpoint = value
-            elif key == "preshared_key":
-                psk = None if value == _ZERO_KEY else hex_to_base64(value)
-            elif key == "persistent_keepalive_interval":
-                keepalive = int(value)
-            elif key == "private_key":
-                private_key = hex_to_base64(value)
-            elif key == "own_public_key":
-                public_key = hex_to_base64(value)
-                handshake_is_age = True  # only boringtun sends it
-            elif key == "listen_port":
-                listen_port = int(value)
-            elif key == "fwmark":
-                fwmark = int(value) or None
-        except ValueError as exc:
-            raise ParseError(f"bad value for {key}: {value[:40]!r}", number, source) from exc
-    flush()
-    return DeviceState(private_key, public_key, listen_port, fwmark, tuple(peers))
+            raise ParseError(f"expected key=value, got {line[:40]!r}", first_line + offset,
+                             source)
+        yield first_line + offset, key, value
+
+
+def _number(value: str, key: str, line: int, source: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ParseError(f"bad value for {key}: {value[:40]!r}", line, source) from None
+
+
+def _hex_key(value: str, key: str, line: int, source: str) -> str:
+    try:
+        return hex_to_base64(value)
+    except ValueError:
+        raise ParseError(f"bad value for {key}: {value[:40]!r}", line, source) from None
 
 
 def get_device(
-    path: Path, names: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    path: Path,
+    names: Mapping[str, str] | None = None,
+    cache: PeerCache | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> DeviceState:
-    return parse_get(exchange(path, "get=1\n\n", timeout), source=str(path), names=names)
+    reply = exchange(path, "get=1\n\n", timeout)
+    return parse_get(reply, source=str(path), names=names, cache=cache)
 
 
 def set_device(path: Path, lines: Iterable[str], timeout: float = DEFAULT_TIMEOUT) -> None:

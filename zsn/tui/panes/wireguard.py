@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
 from zsn.tui.panes.base import LivePane
-from zsn.wireguard.live import PeerNames, read_wireguard
+from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
 
 
@@ -55,7 +55,7 @@ the lower one the peers of the highlighted interface.
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
-        self._names = PeerNames()
+        self._live_cache = LiveCache()
         self._rates = RateTracker()
         self._snapshot: WireGuardSnapshot | None = None
         self._seen: set[str] = set()
@@ -88,7 +88,7 @@ the lower one the peers of the highlighted interface.
 
     # -- data ------------------------------------------------------------------
     def fetch(self) -> WireGuardSnapshot:
-        return read_wireguard(self.host, self._names)
+        return read_wireguard(self.host, self._live_cache)
 
     def show(self, snapshot: WireGuardSnapshot) -> None:
         self._snapshot = snapshot
