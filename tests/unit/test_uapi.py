@@ -115,3 +115,26 @@ def test_exchange_on_missing_socket_says_gone(tmp_path: Path) -> None:
 def test_set_refuses_blank_lines_that_would_end_the_request_early(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         uapi.set_device(tmp_path / "x.sock", ["listen_port=1", "", "fwmark=1"])
+
+
+def test_a_poller_reuses_unchanged_peers_and_rereads_changed_ones() -> None:
+    cache = uapi.PeerCache()
+    names = config.parse((WG / "zcapwg1.conf").read_text()).peer_names()
+    reply = TWO_PEERS.read_text()
+    first = uapi.parse_get(reply, names=names, cache=cache)
+    busier = reply.replace("tx_bytes=348", "tx_bytes=4096")
+    second = uapi.parse_get(busier, names=names, cache=cache)
+    assert second.peers[1] is first.peers[1]  # idle peer: same object, not re-parsed
+    assert second.peers[0] is not first.peers[0]
+    assert second.peers[0].tx_bytes == 4096
+    renamed = {key: f"{name}-2" for key, name in names.items()}
+    third = uapi.parse_get(busier, names=renamed, cache=cache)
+    assert [p.name for p in third.peers] == ["alice-laptop-2", "bob-site-2"]
+
+
+def test_a_reordered_reply_reads_the_same_as_wireguard_gos_layout() -> None:
+    # Same lines, another order: the line-by-line path must agree with the fast one.
+    reply = TWO_PEERS.read_text()
+    reordered = reply.replace("tx_bytes=348\nrx_bytes=436\n", "rx_bytes=436\ntx_bytes=348\n")
+    assert reordered != reply
+    assert uapi.parse_get(reordered) == uapi.parse_get(reply)
