@@ -60,3 +60,16 @@ class WireGuardSnapshot:
     read_only_reason: str | None = None
     """Why part of the state could not be read (e.g. not root), shown instead of empty tables."""
     notes: tuple[str, ...] = field(default=())
+
+
+# WireGuard rejects a session 180 s after its last handshake (REJECT_AFTER_TIME);
+# a peer whose handshake is older than that has no working session.
+HANDSHAKE_STALE_AFTER = 180
+
+HandshakeState = Literal["never", "fresh", "stale"]
+
+
+def handshake_state(latest: int | None, now: float) -> HandshakeState:
+    if not latest:
+        return "never"
+    return "stale" if now - latest > HANDSHAKE_STALE_AFTER else "fresh"

@@ -13,7 +13,7 @@ import errno as errno_codes
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from zsn.errors import ParseError, SocketError
@@ -99,8 +99,18 @@ def check_errno(reply: str, source: str) -> None:
         raise SocketError(f"{source}: device refused the request: {reason} (errno {code})")
 
 
-def parse_get(reply: str, source: str = "uapi", now: float | None = None) -> DeviceState:
-    """Parse a `get=1` reply into a `DeviceState` (keys converted to base64)."""
+def parse_get(
+    reply: str,
+    source: str = "uapi",
+    now: float | None = None,
+    names: Mapping[str, str] | None = None,
+) -> DeviceState:
+    """Parse a `get=1` reply into a `DeviceState` (keys converted to base64).
+
+    `names` maps public keys to peer names (from the config), set while parsing
+    so a big server's peers are built once.
+    """
+    names = names or {}
     check_errno(reply, source)
     private_key: str | None = None
     public_key: str | None = None
@@ -129,7 +139,7 @@ def parse_get(reply: str, source: str = "uapi", now: float | None = None) -> Dev
             handshake = hs_sec
         peers.append(
             PeerState(peer_key, psk, endpoint, tuple(allowed), handshake, rx, tx,
-                      keepalive or None)
+                      keepalive or None, names.get(peer_key))
         )
 
     for number, line in enumerate(reply.split("\n"), start=1):
@@ -174,8 +184,10 @@ def parse_get(reply: str, source: str = "uapi", now: float | None = None) -> Dev
     return DeviceState(private_key, public_key, listen_port, fwmark, tuple(peers))
 
 
-def get_device(path: Path, timeout: float = DEFAULT_TIMEOUT) -> DeviceState:
-    return parse_get(exchange(path, "get=1\n\n", timeout), source=str(path))
+def get_device(
+    path: Path, names: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> DeviceState:
+    return parse_get(exchange(path, "get=1\n\n", timeout), source=str(path), names=names)
 
 
 def set_device(path: Path, lines: Iterable[str], timeout: float = DEFAULT_TIMEOUT) -> None:

@@ -1,0 +1,135 @@
+"""Network namespaces, veth pairs and wireguard-go instances for integration tests.
+
+Everything gets a unique name (wireguard-go's UAPI sockets are shared by every
+namespace) and is removed at teardown, in reverse order, even when a test fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REQUIRED_TOOLS = ("ip", "wireguard-go", "wg", "ping")
+
+
+def require_lab() -> None:
+    """Skip (or, under CI, fail) when the lab cannot run here."""
+    missing = [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("root is needed for network namespaces")
+    if missing:
+        problems.append(f"missing tools: {', '.join(missing)}")
+    if not Path("/dev/net/tun").exists():
+        problems.append("/dev/net/tun is missing")
+    if problems:
+        message = "lab unavailable: " + "; ".join(problems)
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def run(argv: list[str], timeout: float = 15, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check)
+
+
+def new_private_key() -> str:
+    raw = bytearray(secrets.token_bytes(32))
+    raw[0] &= 248
+    raw[31] = (raw[31] & 127) | 64
+    return base64.b64encode(bytes(raw)).decode()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+
+
+@dataclass
+class Lab:
+    tag: str = field(default_factory=lambda: "zt" + secrets.token_hex(3))
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+    _daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def name(self, suffix: str) -> str:
+        name = f"{self.tag}{suffix}"
+        assert len(name) <= 15, name
+        return name
+
+    def defer(self, cleanup: Callable[[], None]) -> None:
+        self._cleanups.append(cleanup)
+
+    def namespace(self, suffix: str) -> str:
+        name = self.name(suffix)
+        run(["ip", "netns", "add", name])
+        self.defer(lambda: run(["ip", "netns", "del", name], check=False))
+        run(["ip", "-n", name, "link", "set", "lo", "up"])
+        return name
+
+    def veth(self, ns_a: str, addr_a: str, ns_b: str, addr_b: str) -> None:
+        a, b = self.name("va"), self.name("vb")
+        run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+        for dev, ns, addr in ((a, ns_a, addr_a), (b, ns_b, addr_b)):
+            run(["ip", "link", "set", dev, "netns", ns])
+            run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
+            run(["ip", "-n", ns, "link", "set", dev, "up"])
+
+    def wireguard_go(self, ns: str, ifname: str) -> Path:
+        """Start wireguard-go for `ifname` inside `ns`; return its UAPI socket."""
+        socket_path = Path("/var/run/wireguard") / f"{ifname}.sock"
+        process = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "wireguard-go", "-f", ifname],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "WG_PROCESS_FOREGROUND": "1"},
+        )
+        self._daemons[ifname] = process
+
+        def stop() -> None:
+            self.stop_daemon(ifname)
+
+        self.defer(stop)
+        wait_for(socket_path.exists, 10, f"{socket_path}")
+        return socket_path
+
+    def stop_daemon(self, ifname: str) -> None:
+        process = self._daemons.pop(ifname, None)
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        Path(f"/var/run/wireguard/{ifname}.sock").unlink(missing_ok=True)
+
+    def file(self, path: Path, text: str, mode: int = 0o600) -> Path:
+        """Write a file on the real system for the test, removed at teardown."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        os.chmod(path, mode)
+        self.defer(lambda: path.unlink(missing_ok=True))
+        return path
+
+    def close(self) -> None:
+        errors = []
+        for cleanup in reversed(self._cleanups):
+            try:
+                cleanup()
+            except Exception as exc:  # noqa: BLE001 - clean up everything, report after
+                errors.append(exc)
+        self._cleanups.clear()
+        if errors:
+            raise errors[0]

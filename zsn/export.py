@@ -1,0 +1,83 @@
+"""`zsn --export`: one versioned snapshot of every section, as JSON or Prometheus text.
+
+Sections are provider modules imported only when asked for, so the headless path
+stays lean (it never imports Textual or Rich). A provider module exposes:
+
+- ``present(host) -> bool``: whether the section exists on this host;
+- ``collect(host, *, include_secrets) -> dict``: JSON-ready data, with an
+  ``"errors"`` list when only part could be read;
+- ``prometheus(data) -> list[MetricFamily]``: metrics from the collected data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from zsn import __version__
+from zsn.errors import ZsnError
+from zsn.prometheus import MetricFamily, render
+from zsn.system.host import Host
+
+SCHEMA_VERSION = 1
+SECTIONS: dict[str, str] = {
+    "wireguard": "zsn.wireguard.export",
+}
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    document: dict[str, Any]
+    errors: list[str]
+    """Every section's errors as one-line messages prefixed by the section."""
+
+
+def _provider(section: str) -> ModuleType:
+    return importlib.import_module(SECTIONS[section])
+
+
+def check_sections(requested: list[str]) -> list[str]:
+    unknown = [name for name in requested if name not in SECTIONS]
+    if unknown:
+        known = ", ".join(sorted(SECTIONS))
+        raise ZsnError(f"unknown section {unknown[0]!r} (known: {known})")
+    return list(dict.fromkeys(requested))
+
+
+def collect(host: Host, requested: list[str], *, include_secrets: bool = False) -> ExportResult:
+    """Collect `requested` sections, or every section present on `host` when none is named."""
+    sections = check_sections(requested)
+    if not sections:
+        sections = [name for name in SECTIONS if _provider(name).present(host)]
+    document: dict[str, Any] = {
+        "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
+        "host": {"hostname": host.hostname(), "time": int(time.time())},
+    }
+    errors: list[str] = []
+    for name in sections:
+        data = _provider(name).collect(host, include_secrets=include_secrets)
+        document[name] = data
+        errors.extend(f"{name}: {message}" for message in data.get("errors", ()))
+    return ExportResult(document, errors)
+
+
+def to_json(result: ExportResult) -> str:
+    return json.dumps(result.document, indent=2) + "\n"
+
+
+def to_prometheus(result: ExportResult) -> str:
+    families: list[MetricFamily] = []
+    errors = MetricFamily(
+        "zsn_export_errors", "gauge", "Errors met while reading a section (0 = complete)."
+    )
+    for name in SECTIONS:
+        if name in result.document:
+            data = result.document[name]
+            families.extend(_provider(name).prometheus(data))
+            errors.add({"section": name}, len(data.get("errors", ())))
+    families.append(errors)
+    return render(families)

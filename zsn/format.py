@@ -1,0 +1,42 @@
+"""Human-readable numbers for the UI and notes: sizes, rates, ages, shortened keys."""
+
+from __future__ import annotations
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def human_bytes(count: float) -> str:
+    value = float(count)
+    for unit in _UNITS:
+        if abs(value) < 1024 or unit == _UNITS[-1]:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def human_rate(bytes_per_second: float | None) -> str:
+    if bytes_per_second is None:
+        return "-"
+    return human_bytes(bytes_per_second) + "/s"
+
+
+def human_duration(seconds: float) -> str:
+    """Compact, most significant two units: ``45s``, ``3m 05s``, ``2h 10m``, ``4d 03h``."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def short_key(key: str | None, length: int = 8) -> str:
+    """The first characters of a base64 key followed by an ellipsis, as WireGuard UIs show it."""
+    if not key:
+        return "-"
+    return key[:length] + "…"

@@ -1,0 +1,57 @@
+"""Prometheus text exposition (format 0.0.4), as node_exporter's textfile collector reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+MetricKind = Literal["gauge", "counter"]
+
+
+@dataclass
+class MetricFamily:
+    name: str
+    kind: MetricKind
+    help: str
+    samples: list[tuple[Mapping[str, str], float | int]] = field(default_factory=list)
+
+    def add(self, labels: Mapping[str, str], value: float | int) -> None:
+        self.samples.append((labels, value))
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _escape_help(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float | int) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value)
+
+
+def render(families: Iterable[MetricFamily]) -> str:
+    """Each family once, with HELP and TYPE; empty families are left out."""
+    out: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        out.append(f"# HELP {family.name} {_escape_help(family.help)}")
+        out.append(f"# TYPE {family.name} {family.kind}")
+        for labels, value in family.samples:
+            if labels:
+                text = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels.items())
+                out.append(f"{family.name}{{{text}}} {_number(value)}")
+            else:
+                out.append(f"{family.name} {_number(value)}")
+    return "\n".join(out) + "\n" if out else ""

@@ -1,0 +1,1 @@
+"""The Textual face of zsn. Only this package imports Textual."""

@@ -1,0 +1,88 @@
+"""The zsn terminal UI: tabs of live panes, themes from files, help and palette."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+
+from zsn.system.host import Host
+from zsn.tui.commands import ZsnCommands
+from zsn.tui.panes import PANES
+from zsn.tui.panes.base import LivePane
+from zsn.tui.screens.help import HelpScreen
+from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
+
+STYLES = Path(__file__).parent / "styles"
+
+
+class ZsnApp(App[int]):
+    TITLE = "zsn"
+    CSS_PATH: ClassVar[list[str | Path]] = sorted(STYLES.glob("*.tcss"))
+    COMMANDS = App.COMMANDS | {ZsnCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "show_help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
+        super().__init__()
+        self.host = host
+        self.refresh_seconds = refresh
+        self._requested_theme = theme
+        self._theme_problems: list[str] = []
+        loaded = load_themes()
+        for theme_object in loaded.themes:
+            self.register_theme(theme_object)
+        self._theme_problems.extend(loaded.problems)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(id="panes"):
+            for pane_id, title, module, class_name in PANES:
+                pane_class = getattr(importlib.import_module(module), class_name)
+                with TabPane(title, id=f"tab-{pane_id}"):
+                    yield pane_class(self.host, self.refresh_seconds, id=pane_id)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        wanted = self._requested_theme or FALLBACK_THEME
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            fallback = FALLBACK_THEME if FALLBACK_THEME in self.available_themes \
+                else BUILTIN_FALLBACK
+            self._theme_problems.append(f"theme {wanted!r} not found; using {fallback}")
+            self.theme = fallback
+        for problem in self._theme_problems:
+            self.notify(problem, title="Theme", severity="warning", timeout=8)
+        if not self.host.is_live:
+            self.sub_title = f"root: {self.host.root}"
+
+    def active_pane(self) -> LivePane | None:
+        tabs = self.query_one("#panes", TabbedContent)
+        active = tabs.active_pane
+        if active is None:
+            return None
+        panes = active.query(LivePane)
+        return panes.first() if panes else None
+
+    def action_show_help(self) -> None:
+        pane = self.active_pane()
+        shown = [(b.key_display or b.key, b.description)
+                 for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]
+        self.push_screen(HelpScreen(pane.PANE_HELP if pane else "", shown))
+
+    def action_refresh_pane(self) -> None:
+        pane = self.active_pane()
+        if pane is not None:
+            pane.poll(force=True)
+
+
+def run(host: Host, theme: str | None = None, refresh: float = 1.0, **kwargs: Any) -> int:
+    ZsnApp(host, theme=theme, refresh=refresh).run(**kwargs)
+    return 0

@@ -1,0 +1,35 @@
+"""Command-palette entries: pane actions and app actions, searchable by name."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class ZsnCommands(Provider):
+    def _commands(self) -> list[tuple[str, str, object]]:
+        app = self.app
+        commands: list[tuple[str, str, object]] = [
+            ("Help: keys and columns", "Show what every key does", partial(app.run_action,
+                                                                           "show_help")),
+            ("Refresh now", "Read the live state again", partial(app.run_action,
+                                                                  "refresh_pane")),
+            ("Quit zsn", "Leave zsn", partial(app.run_action, "quit")),
+        ]
+        for name in sorted(app.available_themes):
+            commands.append((f"Theme: {name}", f"Switch to the {name} theme",
+                             partial(setattr, app, "theme", name)))
+        return commands
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback,  # type: ignore[arg-type]
+                          help=help_text)

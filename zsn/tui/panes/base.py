@@ -1,0 +1,84 @@
+"""`LivePane`: a pane that polls core code in a thread and shows frozen snapshots.
+
+`fetch()` runs in a worker thread (pyroute2's sync API and socket I/O must not
+block Textual's loop); `show()` runs on the UI thread with the result. A fetch
+that raises is shown in the pane's status line and polling goes on, so the pane
+recovers when the daemon or socket comes back. Polling pauses while the pane is
+hidden behind another tab, and never overlaps itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widgets import Static
+
+from zsn.system.host import Host
+
+
+class LivePane(Vertical):
+    PANE_HELP: ClassVar[str] = ""
+    """Markdown shown in the help screen for this pane: columns, markers, keys."""
+
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.host = host
+        self.refresh_seconds = refresh_seconds
+        self._busy = threading.Event()
+        self._timer: Timer | None = None
+
+    # -- to implement ----------------------------------------------------------
+    def fetch(self) -> Any:
+        """Read the live state (worker thread). Return a frozen snapshot."""
+        raise NotImplementedError
+
+    def show(self, snapshot: Any) -> None:
+        """Show a snapshot (UI thread); update rows in place."""
+        raise NotImplementedError
+
+    # -- machinery -------------------------------------------------------------
+    def status_line(self) -> Static:
+        return self.query_one(".pane-status", Static)
+
+    def on_mount(self) -> None:
+        self._timer = self.set_interval(self.refresh_seconds, self.poll)
+        self.poll()
+
+    def _is_shown(self) -> bool:
+        return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
+
+    def poll(self, force: bool = False) -> None:
+        if self._busy.is_set() or (not force and not self._is_shown()):
+            return
+        self._busy.set()
+        self.run_worker(self._fetch_in_thread, thread=True, group=f"poll-{self.id}")
+
+    def _fetch_in_thread(self) -> None:
+        try:
+            snapshot = self.fetch()
+        except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
+            message = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+            self.app.call_from_thread(self._deliver_error, message)
+        else:
+            self.app.call_from_thread(self._deliver, snapshot)
+        finally:
+            self._busy.clear()
+
+    def _deliver(self, snapshot: Any) -> None:
+        if self.is_mounted:
+            self.show(snapshot)
+
+    def _deliver_error(self, message: str) -> None:
+        if self.is_mounted:
+            self.set_status([f"Cannot read: {message}. Retrying every "
+                             f"{self.refresh_seconds:g} s."], severity="error")
+
+    def set_status(self, lines: list[str], severity: str = "error") -> None:
+        """Show `lines` above the tables (hidden when empty)."""
+        status = self.status_line()
+        status.set_classes(f"pane-status -{severity}")
+        status.update("\n".join(lines))
+        status.display = bool(lines)

@@ -1,0 +1,83 @@
+"""Theme files (TOML) turned into Textual themes at start-up.
+
+Themes come from the project's `themes/` folder (installed as `zsn/_themes`) and
+from ``$XDG_CONFIG_HOME/zsn/themes``. A file that cannot be read or names a
+colour Textual cannot parse is reported and skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+import zsn
+
+_COLOUR_KEYS = (
+    "primary", "secondary", "warning", "error", "success", "accent",
+    "foreground", "background", "surface", "panel", "boost",
+)
+FALLBACK_THEME = "zsn-night"
+BUILTIN_FALLBACK = "textual-dark"
+
+
+@dataclass
+class LoadedThemes:
+    themes: list[Theme] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def theme_dirs() -> list[Path]:
+    package = Path(zsn.__file__).resolve().parent
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    candidates = [package.parent / "themes", package / "_themes", config_home / "zsn" / "themes"]
+    return [path for path in candidates if path.is_dir()]
+
+
+def _colour(value: object, key: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a colour string")
+    if not value.startswith("ansi_"):
+        try:
+            Color.parse(value)
+        except ColorParseError as exc:
+            raise ValueError(f"{key}: {value!r} is not a colour") from exc
+    return value
+
+
+def theme_from_toml(text: str) -> Theme:
+    data = tomllib.loads(text)
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("missing 'name'")
+    if "primary" not in data:
+        raise ValueError("missing 'primary' colour")
+    colours = {key: _colour(data[key], key) for key in _COLOUR_KEYS if key in data}
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(
+        isinstance(v, str) for v in variables.values()
+    ):
+        raise ValueError("[variables] must map names to strings")
+    return Theme(
+        name=name.strip(),
+        dark=bool(data.get("dark", True)),
+        ansi=bool(data.get("ansi", False)),
+        variables={str(k): str(v) for k, v in variables.items()},
+        **colours,
+    )
+
+
+def load_themes(directories: list[Path] | None = None) -> LoadedThemes:
+    loaded = LoadedThemes()
+    for directory in theme_dirs() if directories is None else directories:
+        for path in sorted(directory.glob("*.toml")):
+            try:
+                loaded.themes.append(theme_from_toml(path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError,
+                    TypeError) as exc:
+                loaded.problems.append(f"theme file {path.name}: {exc}")
+    return loaded

@@ -1,0 +1,109 @@
+"""The ``wireguard`` section of `zsn --export`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zsn.prometheus import MetricFamily
+from zsn.system.host import Host
+from zsn.wireguard import uapi
+from zsn.wireguard.live import CONFIG_DIR, read_wireguard
+from zsn.wireguard.model import InterfaceState, PeerState
+
+
+def present(host: Host) -> bool:
+    """WireGuard is present when an interface runs or a config exists."""
+    if any(host.path(d).is_dir() and any(host.path(d).glob("*.sock")) for d in uapi.SOCKET_DIRS):
+        return True
+    if host.path(CONFIG_DIR).is_dir():
+        return True
+    if host.is_live:
+        try:
+            from zsn.system.netlink import list_links
+
+            return any(link.kind == "wireguard" for link in list_links().values())
+        except Exception:  # noqa: BLE001 - absence of netlink just means "not present"
+            return False
+    return False
+
+
+def peer_to_dict(peer: PeerState, include_secrets: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": peer.name,
+        "public_key": peer.public_key,
+        "endpoint": peer.endpoint,
+        "allowed_ips": list(peer.allowed_ips),
+        "latest_handshake": peer.latest_handshake,
+        "rx_bytes": peer.rx_bytes,
+        "tx_bytes": peer.tx_bytes,
+        "persistent_keepalive": peer.persistent_keepalive,
+    }
+    if include_secrets:
+        data["preshared_key"] = peer.preshared_key
+    return data
+
+
+def interface_to_dict(interface: InterfaceState, include_secrets: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": interface.name,
+        "implementation": interface.implementation,
+        "public_key": interface.public_key,
+        "listen_port": interface.listen_port,
+        "fwmark": interface.fwmark,
+        "addresses": list(interface.addresses),
+        "config_path": interface.config_path,
+        "in_namespace": interface.in_namespace,
+        "peers": [peer_to_dict(peer, include_secrets) for peer in interface.peers],
+    }
+    if include_secrets:
+        data["private_key"] = interface.private_key
+    return data
+
+
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
+    snapshot = read_wireguard(host)
+    data: dict[str, Any] = {
+        "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces]
+    }
+    errors = list(snapshot.errors)
+    if snapshot.read_only_reason:
+        errors.insert(0, snapshot.read_only_reason)
+    if errors:
+        data["errors"] = errors
+    return data
+
+
+def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
+    info = MetricFamily(
+        "zsn_wireguard_interface_info", "gauge",
+        "WireGuard interface (value 1); labels carry its implementation and public key.",
+    )
+    peer_count = MetricFamily("zsn_wireguard_interface_peers", "gauge", "Peers on the interface.")
+    handshake = MetricFamily(
+        "zsn_wireguard_peer_latest_handshake_seconds", "gauge",
+        "Unix time of the peer's latest handshake; 0 means never.",
+    )
+    received = MetricFamily(
+        "zsn_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."
+    )
+    sent = MetricFamily(
+        "zsn_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."
+    )
+    keepalive = MetricFamily(
+        "zsn_wireguard_peer_persistent_keepalive_seconds", "gauge",
+        "Persistent keepalive interval; 0 means off.",
+    )
+    for interface in data.get("interfaces", ()):
+        name = interface["name"]
+        info.add({"interface": name, "implementation": interface["implementation"],
+                  "public_key": interface["public_key"] or "",
+                  "listen_port": str(interface["listen_port"] or "")}, 1)
+        peer_count.add({"interface": name}, len(interface["peers"]))
+        for peer in interface["peers"]:
+            labels = {"interface": name, "public_key": peer["public_key"],
+                      "name": peer["name"] or ""}
+            handshake.add(labels, peer["latest_handshake"] or 0)
+            received.add(labels, peer["rx_bytes"])
+            sent.add(labels, peer["tx_bytes"])
+            keepalive.add(labels, peer["persistent_keepalive"] or 0)
+    return [info, peer_count, handshake, received, sent, keepalive]

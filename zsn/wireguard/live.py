@@ -1,0 +1,151 @@
+"""This machine's WireGuard interfaces and peers, read live, as one snapshot.
+
+Kernel devices are found through netlink (link kind ``wireguard``) and read over
+generic netlink; userspace ones (wireguard-go, boringtun) through their UAPI
+sockets. Peer names come from the interface's wg-quick config, parsed only when
+the file changes. Nothing is owned or rewritten: a running interface and a
+hand-written config are shown as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
+from zsn.system.host import Host
+from zsn.system.netlink import Link, list_links
+from zsn.wireguard import config, kernel, uapi
+from zsn.wireguard.keys import public_key_from_private
+from zsn.wireguard.model import DeviceState, InterfaceState, WireGuardSnapshot
+
+CONFIG_DIR = "/etc/wireguard"
+NEEDS_ROOT = (
+    "Reading WireGuard devices needs root: the UAPI sockets are root-only and the "
+    "kernel refuses the netlink dump. Run zsn as root (e.g. sudo zsn) to see peers."
+)
+
+
+def config_path(host: Host, interface: str) -> Path:
+    return host.path(f"{CONFIG_DIR}/{interface}.conf")
+
+
+@dataclass
+class PeerNames:
+    """Peer names per interface from config comments, re-read only when a file changes."""
+
+    _cache: dict[Path, tuple[tuple[int, int], dict[str, str]]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def for_config(self, path: Path) -> dict[str, str]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            self._cache.pop(path, None)
+            return {}
+        signature = (st.st_mtime_ns, st.st_size)
+        cached = self._cache.get(path)
+        if cached and cached[0] == signature:
+            return cached[1]
+        try:
+            names = config.parse(path.read_text(encoding="utf-8"), str(path)).peer_names()
+        except ParseError as exc:
+            self.errors.append(f"peer names unavailable: {exc}")
+            names = {}
+        except (OSError, UnicodeDecodeError) as exc:
+            self.errors.append(f"{path}: cannot read config ({exc})")
+            names = {}
+        self._cache[path] = (signature, names)
+        return names
+
+
+def read_wireguard(host: Host, names: PeerNames | None = None) -> WireGuardSnapshot:
+    """Read every WireGuard interface visible from here; what cannot be read goes to `errors`."""
+    names = names or PeerNames()
+    names.errors.clear()
+    errors: list[str] = []
+    permission_denied = False
+
+    links: dict[str, Link] = {}
+    if host.is_live:
+        try:
+            links = list_links()
+        except NetlinkAccessError as exc:
+            errors.append(str(exc))
+    kernel_names = sorted(name for name, link in links.items() if link.kind == "wireguard")
+    try:
+        sockets = uapi.socket_paths(host)
+    except SocketError as exc:
+        errors.append(str(exc))
+        permission_denied = True
+        sockets = {}
+
+    interfaces: list[InterfaceState] = []
+    for name in kernel_names:
+        path = config_path(host, name)
+        device: DeviceState | None = None
+        try:
+            device = kernel.get_device(name, names.for_config(path))
+        except NetlinkAccessError as exc:
+            errors.append(str(exc))
+            permission_denied |= "root" in str(exc)
+        interfaces.append(_interface(name, "kernel", device, links.get(name), path))
+    for name, socket_path in sorted(sockets.items()):
+        if name in kernel_names:
+            continue
+        path = config_path(host, name)
+        device = None
+        try:
+            device = uapi.get_device(socket_path, names.for_config(path))
+        except (SocketError, ParseError) as exc:
+            errors.append(f"{name}: {exc}")
+            permission_denied |= "permission denied" in str(exc)
+        link = links.get(name)
+        in_namespace = link is not None or not host.is_live
+        interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
+
+    errors.extend(names.errors)
+    return WireGuardSnapshot(
+        interfaces=tuple(interfaces),
+        errors=tuple(errors),
+        taken_at=time.time(),
+        read_only_reason=NEEDS_ROOT if permission_denied and not host.is_superuser else None,
+    )
+
+
+def _configured_addresses(link: Link | None) -> tuple[str, ...]:
+    # A tun device gets an IPv6 link-local address by itself; WireGuard never uses
+    # it and wg-quick never sets it, so it is not one of the interface's addresses.
+    if link is None:
+        return ()
+    return tuple(a for a in link.addresses if not a.lower().startswith("fe80:"))
+
+
+def _interface(
+    name: str,
+    implementation: str,
+    device: DeviceState | None,
+    link: Link | None,
+    path: Path,
+    in_namespace: bool = True,
+) -> InterfaceState:
+    public_key = device.public_key if device else None
+    if device and public_key is None and device.private_key:
+        try:
+            public_key = public_key_from_private(device.private_key)
+        except ZsnError:
+            public_key = None
+    return InterfaceState(
+        name=name,
+        implementation="kernel" if implementation == "kernel" else "userspace",
+        public_key=public_key,
+        private_key=device.private_key if device else None,
+        listen_port=device.listen_port if device else None,
+        fwmark=device.fwmark if device else None,
+        addresses=_configured_addresses(link),
+        config_path=str(path) if os.path.exists(path) else None,  # False when unreadable
+        peers=device.peers if device else (),
+        in_namespace=in_namespace,
+    )
