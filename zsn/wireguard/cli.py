@@ -18,8 +18,6 @@ from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint, onboarding, routing
 from zsn.wireguard.qr import make_qr, qr_payload
 
-COMMANDS = ("peer", "wg")
-
 
 def build_parser(prog: str = "zsn") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Manage WireGuard headlessly.")
