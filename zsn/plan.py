@@ -52,6 +52,7 @@ class FileEdit:
     mode: int | None = None
     private_dir: bool = False
     """Create the parent directory 0700 (it holds private keys)."""
+    _old_backup: bytes | None = field(default=None, init=False, repr=False)
 
     @property
     def description(self) -> str:
@@ -78,6 +79,8 @@ class FileEdit:
                 directory = directory.parent
             for created in reversed(missing):
                 files.ensure_private_dir(created)
+        backup = files.backup_path(self.path)
+        self._old_backup = backup.read_bytes() if backup.exists() else None
         files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode)
 
     def undo(self) -> None:
@@ -87,6 +90,11 @@ class FileEdit:
             return
         files.write_atomic(self.path, self.previous.text, previous=written,
                            mode=self.previous.mode, backup=False)
+        backup = files.backup_path(self.path)
+        if self._old_backup is None:
+            backup.unlink(missing_ok=True)
+        else:
+            backup.write_bytes(self._old_backup)
 
 
 @dataclass
