@@ -288,7 +288,7 @@ class WgConfig:
         indent = ""
         if section.entries:
             sample = _strip_disabled(self.lines[section.entries[-1].line])
-            indent = sample[: len(sample) - len(sample.lstrip(" \t"))]
+            indent = sample[: len(sample) - len(sample.lstrip())]
         return f"{indent}{key} = {value}{self.newline}"
 
     def _insert(self, at: int, new_lines: list[str], disabled: bool) -> None:
@@ -421,13 +421,14 @@ def parse(text: str, source: str | None = None) -> WgConfig:
 
 
 def _set_peer_name(lines: list[str], peer: Section) -> None:
-    # The comment directly above [Peer] is the name; a "# Name = x" inside the
-    # block is a common alternative.
-    if peer.header > 0:
-        name = _name_from_comment(lines[peer.header - 1])
-        if name:
-            peer.name, peer.name_line = name, peer.header - 1
-            return
+    # The comment directly above [Peer] is the name; a comment directly below it
+    # (as in many blog configs) or a "# Name = x" inside the block are alternatives.
+    for index in (peer.header - 1, peer.header + 1):
+        if 0 <= index < len(lines) and index <= peer.last_line:
+            name = _name_from_comment(lines[index])
+            if name:
+                peer.name, peer.name_line = name, index
+                return
     for index in range(peer.header + 1, peer.last_line + 1):
         text = _comment_text(lines[index])
         if text is not None:
