@@ -41,6 +41,8 @@ def build_parser(prog: str = "zsn") -> argparse.ArgumentParser:
     add.add_argument("--endpoint", help="server HOST[:PORT] (default: the one stored)")
     add.add_argument("--route", nargs="*", default=[], metavar="SUBNET",
                      help="subnets behind this peer (site-to-site)")
+    add.add_argument("--public-key", metavar="KEY",
+                     help="the device's own public key (default: zsn generates the key pair)")
     add.add_argument("--qr", action="store_true", help="print a QR code instead of the config")
     _dry_run(add)
     for action, text in (("remove", "remove a peer"), ("disable", "disable a peer (kept in "
@@ -108,7 +110,7 @@ def _plan_for(host: Host, args: argparse.Namespace) -> Plan:
             request = onboarding.PeerRequest(
                 args.interface, args.name, onboarding.Profile(args.profile), args.ip,
                 list(args.dns), args.keepalive or None, not args.no_psk, args.endpoint,
-                list(args.route))
+                list(args.route), args.public_key)
             return onboarding.plan_add_peer(host, request)[0]
         builders = {"remove": onboarding.plan_remove_peer,
                     "disable": onboarding.plan_disable_peer,

@@ -22,7 +22,12 @@ from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse
 from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, find_device, remove_route
-from zsn.wireguard.keys import KeyPair, generate_preshared_key, public_key_from_private
+from zsn.wireguard.keys import (
+    KeyPair,
+    check_key,
+    generate_preshared_key,
+    public_key_from_private,
+)
 
 DEFAULT_KEEPALIVE = 25
 """Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
@@ -113,6 +118,8 @@ class PeerRequest:
     """``host`` or ``host:port``; ``None`` uses the one stored for the interface."""
     routed_subnets: list[str] = field(default_factory=list)
     """Networks behind this peer (site-to-site): server-side AllowedIPs and routes."""
+    public_key: str | None = None
+    """The device's own public key when it made its key pair itself; ``None`` generates one."""
 
 
 @dataclass(frozen=True)
@@ -186,12 +193,16 @@ class ClientConfig:
 
 
 def render_client_config(
-    *, name: str, interface: str, private_key: str, addresses: list[str], dns: list[str],
+    *, name: str, interface: str, private_key: str | None, addresses: list[str], dns: list[str],
     server_public_key: str, preshared_key: str | None, allowed_ips: list[str], endpoint: str,
     keepalive: int | None,
 ) -> str:
-    lines = [f"# {name}: client of {interface}, written by zsn", "[Interface]",
-             f"PrivateKey = {private_key}", f"Address = {', '.join(addresses)}"]
+    lines = [f"# {name}: client of {interface}, written by zsn", "[Interface]"]
+    if private_key:
+        lines.append(f"PrivateKey = {private_key}")
+    else:
+        lines.append("# PrivateKey: the device's own key (its public key was given to zsn)")
+    lines.append(f"Address = {', '.join(addresses)}")
     if dns:
         lines.append(f"DNS = {', '.join(dns)}")
     lines += ["", f"# {interface} server", "[Peer]", f"PublicKey = {server_public_key}"]
@@ -267,18 +278,25 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     routed = addressing.check_allowed_networks(request.routed_subnets)
     _check_routed_free(server.config, routed, None)
 
-    keys = KeyPair.generate()
+    if request.public_key:
+        public_key, private_key = check_key(request.public_key, "public key"), None
+        if server.config.find_peer(public_key) is not None:
+            raise ValidationError(f"{server.name} already has a peer with public key "
+                                  f"{public_key}")
+    else:
+        keys = KeyPair.generate()
+        public_key, private_key = keys.public_key, keys.private_key
     psk = generate_preshared_key() if request.preshared_key else None
     server_allowed = chosen.host_routes() + routed
     edited = server.edited()
-    fields = [("PublicKey", keys.public_key)]
+    fields = [("PublicKey", public_key)]
     if psk:
         fields.append(("PresharedKey", psk))
     fields.append(("AllowedIPs", ", ".join(server_allowed)))
     edited.append_peer(name, fields)
 
     text = render_client_config(
-        name=name, interface=server.name, private_key=keys.private_key,
+        name=name, interface=server.name, private_key=private_key,
         addresses=chosen.host_routes(), dns=dns, server_public_key=server.public_key,
         preshared_key=psk, allowed_ips=client_allowed_ips(host, server, profile),
         endpoint=endpoint, keepalive=keepalive,
@@ -290,7 +308,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     plan.steps.append(server.edit(edited))
     device = server.live()
     if device is not None:
-        peer = PeerSettings(keys.public_key, psk, tuple(server_allowed))
+        peer = PeerSettings(public_key, psk, tuple(server_allowed))
         plan.steps.append(_live_step_add(device, peer, f"add peer {name}"))
         plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
     else:
