@@ -195,3 +195,46 @@ def test_parse_of_render_gives_back_the_model(
              for p in again.all_peers]
     assert model == [(n, k, nets, d) for n, k, nets, d in peers]
     assert again.interface is not None and again.interface.get("ListenPort") == str(port)
+
+
+def _index(config_sections: list) -> list[tuple]:
+    return [(s.kind, s.header, s.end, s.entries, s.name, s.name_line, s.disabled)
+            for s in config_sections]
+
+
+_operations = st.lists(st.tuples(
+    st.sampled_from(["append", "remove", "disable", "enable", "rename", "set", "add_key",
+                     "add_items", "remove_items"]),
+    st.integers(0, 50)), max_size=12)
+
+
+@settings(max_examples=150)
+@given(st.sampled_from(REAL_CONFIGS), _operations)
+def test_every_edit_leaves_the_same_index_as_a_fresh_parse(path: Path, operations) -> None:
+    config = parse(path.read_text())
+    for number, (operation, pick) in enumerate(operations):
+        peers = config.all_peers
+        peer = peers[pick % len(peers)] if peers else None
+        try:
+            if operation == "append" or peer is None:
+                config.append_peer(f"p{number}", [("PublicKey", f"k{number}"),
+                                                  ("AllowedIPs", f"10.9.{number}.1/32")])
+            elif operation == "remove":
+                config.remove_peer(peer)
+            elif operation == "disable":
+                config.disable_peer(peer)
+            elif operation == "enable":
+                config.enable_peer(peer)
+            elif operation == "rename":
+                config.rename_peer(peer, f"renamed{number}")
+            elif operation == "set":
+                config.set_value(peer, "AllowedIPs", f"10.10.{number}.0/24")
+            elif operation == "add_key":
+                config.set_value(peer, "PersistentKeepalive", str(number))
+            elif operation == "add_items":
+                config.add_list_items(peer, "AllowedIPs", [f"10.11.{number}.0/24"])
+            else:
+                config.remove_list_items(peer, "AllowedIPs", peer.get_all("AllowedIPs")[:1])
+        except ValidationError:
+            continue  # e.g. enabling a peer that is not disabled
+        assert _index(config.sections) == _index(parse(config.render()).sections)

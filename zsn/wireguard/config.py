@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from zsn.errors import ParseError, ValidationError
 
 _SECTION_RE = re.compile(r"^\s*\[\s*([A-Za-z]+)\s*\]\s*(?:#.*)?$")
-_ENTRY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(.*?)\s*$")
 # The parts of an entry line an edit must keep: indentation and spacing around
 # "=", a trailing comment, the line ending.
 _ENTRY_PARTS_RE = re.compile(
@@ -160,25 +159,28 @@ class WgConfig:
         _check_value(key, value)
         existing = section.entries_for(key)
         if existing:
+            # Same line, same position: swap the entry, no need to re-read the file.
             entry = existing[-1]
             self.lines[entry.line] = _replace_value(self.lines[entry.line], value)
-        else:
-            self._insert(section.last_line + 1,
-                         [self._entry_line(section, key, value)], section.disabled)
-        self._reindex()
+            section.entries[section.entries.index(entry)] = Entry(entry.key, value.strip(),
+                                                                  entry.line)
+            return
+        self._insert(section.last_line + 1,
+                     [self._entry_line(section, key, value)], section.disabled)
+        self._reindex(section.header)
 
     def append_entry(self, section: Section, key: str, value: str) -> None:
         """Add one more `key` line after the block's last entry (e.g. another PostUp)."""
         _check_value(key, value)
         self._insert(section.last_line + 1, [self._entry_line(section, key, value)],
                      section.disabled)
-        self._reindex()
+        self._reindex(section.header)
 
     def remove_key(self, section: Section, key: str) -> None:
         """Remove every `key` line of `section`."""
         doomed = {entry.line for entry in section.entries_for(key)}
         self.lines = [line for index, line in enumerate(self.lines) if index not in doomed]
-        self._reindex()
+        self._reindex(section.header)
 
     def add_list_items(self, section: Section, key: str, items: Iterable[str]) -> None:
         """Append items (e.g. AllowedIPs) missing from `key`'s comma-separated values."""
@@ -209,7 +211,7 @@ class WgConfig:
             else:
                 del self.lines[entry.line]
         if changed:
-            self._reindex()
+            self._reindex(section.header)
 
     def append_peer(self, name: str | None, fields: Sequence[tuple[str, str]]) -> Section:
         """Add a ``[Peer]`` block at the end, its name as the comment above it."""
@@ -217,6 +219,7 @@ class WgConfig:
             _check_value(key, value)
         nl = self.newline
         block: list[str] = []
+        old_length = len(self.lines)
         if self.lines and not self.lines[-1].endswith(("\n", "\r")):
             self.lines[-1] += nl
         if self.lines and self.lines[-1].strip():
@@ -226,7 +229,7 @@ class WgConfig:
         block.append(f"[Peer]{nl}")
         block.extend(f"{key} = {value}{nl}" for key, value in fields)
         self.lines.extend(block)
-        self._reindex()
+        self._reindex(old_length)
         return self.all_peers[-1]
 
     def remove_peer(self, peer: Section) -> None:
@@ -237,7 +240,7 @@ class WgConfig:
         ):
             start -= 1
         del self.lines[start:end]
-        self._reindex()
+        self._reindex(start)
 
     def disable_peer(self, peer: Section) -> None:
         if peer.disabled:
@@ -246,7 +249,7 @@ class WgConfig:
         for index in range(start, end):
             if self.lines[index].strip():
                 self.lines[index] = DISABLED_PREFIX + self.lines[index]
-        self._reindex()
+        self._reindex(start)
 
     def enable_peer(self, peer: Section) -> None:
         if not peer.disabled:
@@ -255,7 +258,7 @@ class WgConfig:
         for index in range(start, end):
             if self.lines[index].startswith(DISABLED_PREFIX):
                 self.lines[index] = self.lines[index][len(DISABLED_PREFIX):]
-        self._reindex()
+        self._reindex(start)
 
     def rename_peer(self, peer: Section, new_name: str) -> None:
         """Rename a peer, keeping the style of its name comment (or adding ``# name``)."""
@@ -271,7 +274,8 @@ class WgConfig:
         else:
             prefix = DISABLED_PREFIX if peer.disabled else ""
             self._insert(peer.header, [f"{prefix}# {new_name}{self.newline}"], False)
-        self._reindex()
+        self._reindex(min(peer.header, peer.name_line if peer.name_line is not None
+                          else peer.header))
 
     def block_span(self, peer: Section) -> tuple[int, int]:
         """Line range of a peer's block, name comment (and PiVPN markers) included."""
@@ -297,9 +301,13 @@ class WgConfig:
         prefix = DISABLED_PREFIX if disabled else ""
         self.lines[at:at] = [prefix + line for line in new_lines]
 
-    def _reindex(self) -> None:
-        fresh = parse("".join(self.lines), self.source)
-        self.lines, self.sections = fresh.lines, fresh.sections
+    def _reindex(self, changed_from: int) -> None:
+        """Re-read the sections from line `changed_from` on (the lines before are unchanged)."""
+        kept = [s for s in self.sections if s.header < changed_from]
+        fresh = _walk(self.lines, changed_from, self.source)
+        if kept and kept[-1].end >= changed_from:
+            kept[-1].end = fresh[0].header if fresh else len(self.lines)
+        self.sections = kept + fresh
 
 
 def check_peer_name(name: str) -> str:
@@ -352,11 +360,6 @@ def _strip_disabled(line: str) -> str:
     return line[len(DISABLED_PREFIX):] if line.startswith(DISABLED_PREFIX) else line
 
 
-def _strip_inline_comment(value: str) -> str:
-    hash_at = value.find("#")
-    return value[:hash_at].rstrip() if hash_at >= 0 else value
-
-
 def _comment_text(line: str) -> str | None:
     stripped = _strip_disabled(line).strip()
     if not stripped.startswith("#"):
@@ -380,44 +383,60 @@ def _name_from_comment(line: str) -> str | None:
 def parse(text: str, source: str | None = None) -> WgConfig:
     """Parse a wg-quick config; raise `ParseError` naming the first line that is not valid."""
     lines = text.splitlines(keepends=True)
+    return WgConfig(lines, _walk(lines, 0, source), source)
+
+
+def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
+    """The sections of `lines` from line `start` on (indices stay absolute)."""
     sections: list[Section] = []
     current: Section | None = None
-    for index, line in enumerate(lines):
-        disabled = line.startswith(DISABLED_PREFIX)
-        body = line[len(DISABLED_PREFIX):] if disabled else line
+    skip = len(DISABLED_PREFIX)
+    # Cheap string tests first: this loop runs once per line of configs with
+    # thousands of peers, and most lines are comments, blanks or plain entries.
+    for index in range(start, len(lines)):
+        line = lines[index]
+        disabled = line[:1] == "#"
+        if disabled:
+            if not line.startswith(DISABLED_PREFIX):
+                continue
+            body = line[skip:]
+        else:
+            body = line
         stripped = body.strip()
-        if not stripped or stripped.startswith("#"):
+        if not stripped or stripped[0] == "#":
             continue
-        header = _SECTION_RE.match(body)
-        if header:
-            kind = header.group(1).capitalize()
-            if kind not in KNOWN_SECTIONS:
-                if disabled:
-                    continue
-                raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
-            if current is not None:
-                current.end = index
-            current = Section(kind=kind, header=index, end=len(lines), disabled=disabled)
-            sections.append(current)
-            continue
+        if stripped[0] == "[":
+            header = _SECTION_RE.match(body)
+            if header:
+                kind = header.group(1).capitalize()
+                if kind not in KNOWN_SECTIONS:
+                    if disabled:
+                        continue
+                    raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
+                if current is not None:
+                    current.end = index
+                current = Section(kind=kind, header=index, end=len(lines), disabled=disabled)
+                sections.append(current)
+                continue
         if disabled and (current is None or not current.disabled):
             continue  # a commented-out line outside a disabled block is just a comment
         if current is not None and current.disabled and not disabled:
             current.end = index
             current = None
-        entry = _ENTRY_RE.match(_strip_inline_comment(body.rstrip("\r\n")))
-        if entry is None:
+        hash_at = stripped.find("#")
+        key, equals, value = (stripped[:hash_at] if hash_at >= 0 else stripped).partition("=")
+        key = key.rstrip()
+        if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
             if disabled:
                 continue
             raise ParseError(f"expected 'Key = value', got {stripped[:40]!r}", index + 1, source)
         if current is None:
-            raise ParseError(f"{entry.group(1)} is outside any [Interface] or [Peer]",
-                             index + 1, source)
-        current.entries.append(Entry(entry.group(1), entry.group(2), index))
+            raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
+        current.entries.append(Entry(key, value.strip(), index))
     for section in sections:
         if section.kind == "Peer":
             _set_peer_name(lines, section)
-    return WgConfig(lines, sections, source)
+    return sections
 
 
 def _set_peer_name(lines: list[str], peer: Section) -> None:
