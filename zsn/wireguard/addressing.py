@@ -145,14 +145,29 @@ def peer_networks(peer: Section) -> list[IPNetwork]:
     return found
 
 
-def _taken(config: WgConfig) -> list[tuple[IPNetwork, str]]:
-    # Disabled peers keep their addresses: enabling one again must not collide.
-    taken: list[tuple[IPNetwork, str]] = [
-        (ipaddress.ip_network(addr.ip), "the server itself") for addr in interface_addresses(config)
-    ]
-    for peer in config.all_peers:
-        taken.extend((net, peer.label) for net in peer_networks(peer))
-    return taken
+class _Taken:
+    """Addresses in use: single hosts in a set (fast with thousands of peers), wider
+    networks (routed subnets) in a list."""
+
+    def __init__(self, config: WgConfig) -> None:
+        # Disabled peers keep their addresses: enabling one again must not collide.
+        self.hosts: dict[IPAddress, str] = {
+            addr.ip: "the server itself" for addr in interface_addresses(config)}
+        self.networks: list[tuple[IPNetwork, str]] = []
+        for peer in config.all_peers:
+            for network in peer_networks(peer):
+                if network.prefixlen == network.max_prefixlen:
+                    self.hosts.setdefault(network.network_address, peer.label)
+                else:
+                    self.networks.append((network, peer.label))
+
+    def owner(self, address: IPAddress) -> str | None:
+        if address in self.hosts:
+            return self.hosts[address]
+        for network, owner in self.networks:
+            if network.version == address.version and address in network:
+                return owner
+        return None
 
 
 @dataclass(frozen=True)
@@ -170,7 +185,7 @@ def next_free_address(config: WgConfig) -> PeerAddress:
     addresses = interface_addresses(config)
     if not addresses:
         raise ValidationError("the interface has no Address; cannot pick a peer address")
-    taken = _taken(config)
+    taken = _Taken(config)
     first = addresses[0]
     for offset, host in enumerate(first.network.hosts(), start=1):
         if offset > 65536:
@@ -181,7 +196,7 @@ def next_free_address(config: WgConfig) -> PeerAddress:
             chosen = _same_host_in_every_family(addresses, candidate)
         except ValidationError:
             continue
-        if not any(_collides(address, taken) for address in chosen.addresses):
+        if not any(taken.owner(address) for address in chosen.addresses):
             return chosen
     raise ValidationError(f"no free address left in {first.network}")
 
@@ -198,13 +213,6 @@ def _same_host_in_every_family(addresses: list[IPInterface], candidate: IPAddres
             raise ValidationError(f"{other.network} has no host number {host_number}")
         chosen.append(ipaddress.ip_address(value))
     return PeerAddress(tuple(chosen))
-
-
-def _collides(address: IPAddress, taken: Iterable[tuple[IPNetwork, str]]) -> str | None:
-    for network, owner in taken:
-        if network.version == address.version and address in network:
-            return owner
-    return None
 
 
 def check_peer_address(config: WgConfig, text: str) -> PeerAddress:
@@ -248,9 +256,9 @@ def check_peer_address(config: WgConfig, text: str) -> PeerAddress:
         derived = _same_host_in_every_family(networks, chosen[0]) if chosen[0].version == \
             networks[0].version else PeerAddress(tuple(chosen))
         chosen = list(derived.addresses)
-    taken = _taken(config)
+    taken = _Taken(config)
     for address in chosen:
-        owner = _collides(address, taken)
+        owner = taken.owner(address)
         if owner is not None:
             raise ValidationError(f"peer address {address} is already used by {owner}")
     return PeerAddress(tuple(chosen))
