@@ -117,6 +117,12 @@ class WgConfig:
     def render(self) -> str:
         return "".join(self.lines)
 
+    def copy(self) -> WgConfig:
+        """An independent copy to edit (entries are immutable and shared)."""
+        sections = [Section(s.kind, s.header, s.end, list(s.entries), s.name, s.name_line,
+                            s.disabled) for s in self.sections]
+        return WgConfig(list(self.lines), sections, self.source)
+
     def peer_names(self) -> dict[str, str]:
         """Peer name by public key, for the peers that have a name comment."""
         names: dict[str, str] = {}

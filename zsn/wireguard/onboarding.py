@@ -79,7 +79,7 @@ class ServerConfig:
 
     def edited(self) -> WgConfig:
         """A fresh copy of the config to edit (the loaded one stays as read)."""
-        return parse(self.snapshot.text, str(self.path))
+        return self.config.copy()
 
     def edit(self, config: WgConfig) -> FileEdit:
         return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)
