@@ -14,7 +14,7 @@ def fixtures() -> Path:
 
 
 @pytest.fixture
-def lab() -> Iterator["Lab"]:  # noqa: F821 - imported lazily below
+def lab() -> Iterator[Lab]:  # noqa: F821 - imported lazily below
     from tests.lab.netns import Lab, require_lab
 
     require_lab()

@@ -38,7 +38,9 @@ def require_lab() -> None:
         pytest.skip(message)
 
 
-def run(argv: list[str], timeout: float = 15, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], timeout: float = 15, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check)
 
 

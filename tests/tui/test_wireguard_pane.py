@@ -122,3 +122,29 @@ async def test_no_interfaces_says_how_to_start_one(tmp_path: Path) -> None:
         status = app.query_one(".pane-status")
         assert status.display
         assert "No WireGuard interfaces" in str(status.render())
+
+
+async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.tui.conftest import fixed_snapshot
+    from zsn.wireguard.live import NEEDS_ROOT
+
+    # What read_wireguard returns to a non-root user: names from the socket
+    # directory, no device data, and the reason.
+    snapshot = fixed_snapshot()
+    snapshot = replace(snapshot, read_only_reason=NEEDS_ROOT, interfaces=tuple(
+        replace(i, peers=(), public_key=None, listen_port=None)
+        for i in snapshot.interfaces))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.query_one(".pane-status")
+        for _ in range(100):
+            if status.display:
+                break
+            await pilot.pause(0.02)
+        text = str(status.render())
+        assert text.startswith("Read-only: Reading WireGuard devices needs root")
+        assert "sudo zsn" in text
+        assert app.query_one("#wg-interfaces", DataTable).row_count == 2

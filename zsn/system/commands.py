@@ -51,7 +51,7 @@ def run(
     full_env = {**os.environ, **env} if env else None
     started = time.monotonic()
     try:
-        completed = subprocess.run(  # noqa: S603 - argv list, no shell
+        completed = subprocess.run(
             args,
             input=input_text,
             capture_output=True,

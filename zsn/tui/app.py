@@ -22,7 +22,7 @@ STYLES = Path(__file__).parent / "styles"
 
 class ZsnApp(App[int]):
     TITLE = "zsn"
-    CSS_PATH: ClassVar[list[str | Path]] = sorted(STYLES.glob("*.tcss"))
+    CSS_PATH = [str(path) for path in sorted(STYLES.glob("*.tcss"))]
     COMMANDS = App.COMMANDS | {ZsnCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),

@@ -62,13 +62,16 @@ def theme_from_toml(text: str) -> Theme:
         isinstance(v, str) for v in variables.values()
     ):
         raise ValueError("[variables] must map names to strings")
-    return Theme(
+    theme = Theme(
         name=name.strip(),
+        primary=colours.pop("primary"),
         dark=bool(data.get("dark", True)),
         ansi=bool(data.get("ansi", False)),
         variables={str(k): str(v) for k, v in variables.items()},
-        **colours,
     )
+    for key, value in colours.items():
+        setattr(theme, key, value)
+    return theme
 
 
 def load_themes(directories: list[Path] | None = None) -> LoadedThemes:

@@ -1,0 +1,103 @@
+"""The export document, Prometheus text, and the CLI around them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from zsn import export
+from zsn.prometheus import MetricFamily, render
+from zsn.system.host import Host
+from zsn.wireguard.export import prometheus as wireguard_metrics
+
+
+def zsn(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zsn", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True)
+    code = (
+        "import sys, zsn.cli\n"
+        f"rc = zsn.cli.main(['--root', {str(tmp_path)!r}, '--export'])\n"
+        "leaked = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
+        "print('LEAKED', leaked, file=sys.stderr)\n"
+        "raise SystemExit(rc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "LEAKED []" in result.stderr
+    assert json.loads(result.stdout)["wireguard"] == {"interfaces": []}
+
+
+def test_document_shape_under_an_empty_root(tmp_path: Path) -> None:
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True)
+    (tmp_path / "etc" / "hostname").write_text("nas01\n")
+    result = export.collect(Host(tmp_path), [])
+    assert result.document["zsn"]["schema"] == 1
+    assert result.document["host"]["hostname"] == "nas01"
+    assert isinstance(result.document["host"]["time"], int)
+    assert result.errors == []
+
+
+def test_a_root_without_wireguard_exports_no_section(tmp_path: Path) -> None:
+    result = export.collect(Host(tmp_path), [])
+    assert "wireguard" not in result.document
+
+
+def test_unknown_section_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    result = zsn("--root", str(tmp_path), "--export", "wireguard", "zfsx")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "zsn: unknown section 'zfsx' (known: wireguard)"]
+
+
+def test_unreadable_root_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    result = zsn("--root", str(tmp_path / "nope"), "--export")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "is not a directory" in result.stderr
+
+
+def test_help_documents_every_option() -> None:
+    text = zsn("--help").stdout
+    for option in ("--theme", "--refresh", "--root", "--version", "--export", "--format",
+                   "--include-secrets", "SECTION", "exit status"):
+        assert option in text
+
+
+def test_export_only_options_need_export() -> None:
+    result = zsn("--format", "prometheus")
+    assert result.returncode == 2
+    assert "only apply with --export" in result.stderr
+
+
+def test_prometheus_text_parses_with_the_reference_parser() -> None:
+    data = {"interfaces": [{
+        "name": "wg0", "implementation": "kernel", "public_key": "K=", "listen_port": 51820,
+        "peers": [
+            {"name": 'say "hi"\\ there', "public_key": "P1=", "latest_handshake": 1700000000,
+             "rx_bytes": 10, "tx_bytes": 20, "persistent_keepalive": 25},
+            {"name": None, "public_key": "P2=", "latest_handshake": None,
+             "rx_bytes": 0, "tx_bytes": 0, "persistent_keepalive": None},
+        ]}]}
+    text = render(wireguard_metrics(data))
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    received = families["zsn_wireguard_peer_receive_bytes"]
+    assert received.type == "counter"
+    first = received.samples[0]
+    assert first.labels == {"interface": "wg0", "public_key": "P1=", "name": 'say "hi"\\ there'}
+    assert first.value == 10
+    handshakes = families["zsn_wireguard_peer_latest_handshake_seconds"].samples
+    assert [s.value for s in handshakes] == [1700000000, 0]
+
+
+def test_empty_families_are_left_out() -> None:
+    assert render([MetricFamily("zsn_x", "gauge", "nothing")]) == ""

@@ -1,0 +1,78 @@
+"""Atomic writes that keep backups and never overwrite someone else's edit."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from zsn.errors import FileChangedError, ZsnError
+from zsn.system import files
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_write_keeps_a_backup_and_the_mode(tmp_path: Path) -> None:
+    path = tmp_path / "wg0.conf"
+    path.write_text("[Interface]\n# keep me\n")
+    os.chmod(path, 0o640)
+    before = files.read_tracked(path)
+    files.write_atomic(path, "[Interface]\n# keep me\nListenPort = 1\n", previous=before)
+    assert path.read_text().endswith("ListenPort = 1\n")
+    assert files.backup_path(path).read_text() == "[Interface]\n# keep me\n"
+    assert mode(path) == mode(files.backup_path(path)) == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_private_mode_is_set_before_content_lands(tmp_path: Path) -> None:
+    path = tmp_path / "client.conf"
+    files.write_atomic(path, "PrivateKey = secret\n", previous=None,
+                       mode=files.PRIVATE_FILE_MODE)
+    assert mode(path) == 0o600
+
+
+def test_refuses_when_the_file_changed_since_read(tmp_path: Path) -> None:
+    path = tmp_path / "wg0.conf"
+    path.write_text("one\n")
+    before = files.read_tracked(path)
+    path.write_text("someone else's edit\n")
+    with pytest.raises(FileChangedError, match="changed on disk"):
+        files.write_atomic(path, "mine\n", previous=before)
+    assert path.read_text() == "someone else's edit\n"
+    assert not files.backup_path(path).exists()
+
+
+def test_refuses_to_create_over_an_existing_file(tmp_path: Path) -> None:
+    path = tmp_path / "wg0.conf"
+    path.write_text("existing\n")
+    with pytest.raises(FileChangedError, match="already exists"):
+        files.write_atomic(path, "new\n", previous=None)
+    assert path.read_text() == "existing\n"
+
+
+def test_refuses_when_the_file_was_removed(tmp_path: Path) -> None:
+    path = tmp_path / "wg0.conf"
+    path.write_text("x\n")
+    before = files.read_tracked(path)
+    path.unlink()
+    with pytest.raises(FileChangedError, match="removed"):
+        files.write_atomic(path, "y\n", previous=before)
+    assert not path.exists()
+
+
+def test_read_errors_are_plain(tmp_path: Path) -> None:
+    with pytest.raises(ZsnError, match="no such file"):
+        files.read_tracked(tmp_path / "missing.conf")
+    (tmp_path / "bin").write_bytes(b"\xff\xfe")
+    with pytest.raises(ZsnError, match="not UTF-8"):
+        files.read_tracked(tmp_path / "bin")
+
+
+def test_private_dir_is_0700(tmp_path: Path) -> None:
+    directory = tmp_path / "clients" / "wg0"
+    files.ensure_private_dir(directory)
+    assert mode(directory) == 0o700

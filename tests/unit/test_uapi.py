@@ -1,0 +1,101 @@
+"""The UAPI parser on replies captured from wireguard-go (see fixtures/wireguard/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zsn.errors import ParseError, SocketError
+from zsn.wireguard import config, uapi
+
+WG = Path(__file__).parent.parent / "fixtures" / "wireguard"
+TWO_PEERS = WG / "uapi-get.wireguard-go-0.0.20220316.two-peers.txt"
+
+
+def test_two_peers_match_wg_show_dump_of_the_same_moment() -> None:
+    device = uapi.parse_get(TWO_PEERS.read_text())
+    dump = (WG / "wg-show-dump.wireguard-tools-1.0.20210914.two-peers.txt").read_text()
+    head, *peer_lines = dump.splitlines()
+    private, public, port, fwmark = head.split("\t")
+    assert device.private_key == private
+    assert device.listen_port == int(port)
+    assert device.fwmark is None and fwmark == "off"
+    by_key = {p.public_key: p for p in device.peers}
+    assert len(by_key) == len(peer_lines) == 2
+    for line in peer_lines:
+        key, psk, endpoint, allowed, handshake, rx, tx, keepalive = line.split("\t")
+        peer = by_key[key]
+        assert peer.preshared_key == (None if psk == "(none)" else psk)
+        assert peer.endpoint == (None if endpoint == "(none)" else endpoint)
+        assert ",".join(peer.allowed_ips) == allowed
+        assert peer.latest_handshake == (int(handshake) or None)
+        assert (peer.rx_bytes, peer.tx_bytes) == (int(rx), int(tx))
+        assert peer.persistent_keepalive == (None if keepalive == "off" else int(keepalive))
+
+
+def test_names_from_the_config_are_attached_by_public_key() -> None:
+    names = config.parse((WG / "zcapwg1.conf").read_text()).peer_names()
+    device = uapi.parse_get(TWO_PEERS.read_text(), names=names)
+    assert [p.name for p in device.peers] == ["alice-laptop", "bob-site"]
+
+
+def test_never_handshaked_peer_has_no_handshake_and_no_psk() -> None:
+    device = uapi.parse_get(TWO_PEERS.read_text())
+    never = device.peers[1]
+    assert never.latest_handshake is None
+    assert never.preshared_key is None
+    assert never.endpoint is None
+    assert never.allowed_ips == ("10.77.0.3/32", "10.99.0.0/16")
+
+
+def test_fresh_device_has_no_keys_and_no_peers() -> None:
+    fresh = WG / "uapi-get.wireguard-go-0.0.20220316.fresh-device.txt"
+    device = uapi.parse_get(fresh.read_text())
+    assert device.private_key is None and device.peers == ()
+    assert device.listen_port == 59884
+
+
+def test_negative_errno_from_wireguard_go_is_an_error() -> None:
+    reply = (WG / "uapi-set-error.wireguard-go-0.0.20220316.bad-key.txt").read_text()
+    with pytest.raises(SocketError, match="Invalid argument .errno -22"):
+        uapi.check_errno(reply, "wg0")
+
+
+def test_positive_errno_as_boringtun_sends_it_is_an_error() -> None:
+    # boringtun answers errno with a positive value (reference/wireguard.md).
+    with pytest.raises(SocketError, match="errno 22"):
+        uapi.parse_get("errno=22\n\n", "wg0")
+
+
+def test_reply_without_errno_is_refused() -> None:
+    reply = (WG / "uapi-unknown-op.wireguard-go-0.0.20220316.txt").read_text()
+    assert reply == ""
+    truncated = TWO_PEERS.read_text().split("errno=")[0]
+    with pytest.raises(SocketError, match="without errno"):
+        uapi.parse_get(truncated, "wg0")
+
+
+def test_garbage_line_names_its_line() -> None:
+    text = TWO_PEERS.read_text().replace("tx_bytes=348", "tx_bytes=lots")
+    with pytest.raises(ParseError, match=r"wg0:9: bad value for tx_bytes"):
+        uapi.parse_get(text, "wg0")
+
+
+def test_socket_paths_finds_sockets_under_root(tmp_path: Path) -> None:
+    from zsn.system.host import Host
+
+    (tmp_path / "run" / "wireguard").mkdir(parents=True)
+    (tmp_path / "run" / "wireguard" / "wg0.sock").touch()
+    (tmp_path / "run" / "wireguard" / "wg0.name").touch()
+    assert uapi.socket_paths(Host(tmp_path)) == {"wg0": tmp_path / "run/wireguard/wg0.sock"}
+
+
+def test_exchange_on_missing_socket_says_gone(tmp_path: Path) -> None:
+    with pytest.raises(SocketError, match="socket is gone"):
+        uapi.exchange(tmp_path / "wg9.sock", "get=1\n\n")
+
+
+def test_set_refuses_blank_lines_that_would_end_the_request_early(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        uapi.set_device(tmp_path / "x.sock", ["listen_port=1", "", "fwmark=1"])
