@@ -152,7 +152,7 @@ class Plan:
                     try:
                         finished.undo()
                         undone.append(finished.description)
-                    except Exception as undo_exc:  # report, keep undoing the rest
+                    except Exception as undo_exc:  # noqa: BLE001 - report it, keep undoing
                         stuck.append(f"{finished.description} ({undo_exc})")
                 raise ApplyError(f"{self.title}: failed at '{step.description}': {exc}",
                                  [s.description for s in done], undone, stuck) from exc
