@@ -154,3 +154,29 @@ def test_snapshot_qr_screen_80x24(snap_compare, app: ZsnApp) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_qr)
+
+
+async def test_palette_lists_pane_actions(app: ZsnApp) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Add peer")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await _wait_for_screen(pilot, OnboardPeerScreen)
+
+
+async def test_client_to_client_from_the_pane(app: ZsnApp, root: Path) -> None:
+    if shutil.which("iptables") is None:
+        pytest.skip("iptables is not installed")
+    (root / "etc/sysctl.d").mkdir(parents=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("C")
+        await _wait_for_screen(pilot, PlanScreen)
+        assert "let clients of zcapwg1 reach each other" in app.screen.plan.title
+        await pilot.press("y")
+        config = root / "etc/wireguard/zcapwg1.conf"
+        await _wait_for(pilot, lambda: "PostUp = iptables -A FORWARD -i %i -o %i -j ACCEPT"
+                        in config.read_text())
+    assert "net.ipv4.ip_forward = 1" in (root / "etc/sysctl.d/99-zsn-wireguard.conf").read_text()

@@ -32,6 +32,11 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("n", "rename_peer", "Rename", show=False),
     Binding("s", "routed_subnets", "Subnets behind", show=False),
     Binding("l", "show_findings", "Lint"),
+    Binding("U", "interface_up", "Bring up…", show=False),
+    Binding("D", "interface_down", "Bring down", show=False),
+    Binding("C", "client_to_client", "Client-to-client", show=False),
+    Binding("K", "link_interfaces", "Link interfaces…", show=False),
+    Binding("G", "gateway", "Gateway (NAT)…", show=False),
 ]
 
 ACTION_HELP = """
@@ -43,6 +48,14 @@ ACTION_HELP = """
   stays in the file, commented out with `#[disabled]`); `E` enable a disabled peer;
   `n` rename; `s` set the subnets behind a peer (site-to-site).
 - `l` lint findings; `f` there applies a safe fix. Every change shows its plan first.
+
+#### Interfaces and routing
+- `U` bring an interface up (wg-quick; with wireguard-go when the kernel has no
+  WireGuard module, as the plan says), `D` bring the highlighted one down.
+- `C` let its clients reach each other (forwarding, FORWARD rules in PostUp/PostDown,
+  client configs widened to the subnet); `K` route it to another interface;
+  `G` gateway: NAT out of the default-route interface (found through netlink,
+  editable). Client configs that change must be re-imported on the devices (`v`).
 """
 
 
@@ -58,6 +71,8 @@ class WireGuardActions:
     notify: Callable[..., None]
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
+
+    _snapshot: Any
 
     def start_findings(self) -> None:
         self.set_interval(LINT_SECONDS, self.refresh_findings)
@@ -213,6 +228,82 @@ class WireGuardActions:
                                        "Networks routed to this peer (site-to-site), "
                                        "comma-separated; empty for none:",
                                        ", ".join(current)), answered)
+
+    # -- interfaces and routing -----------------------------------------------------
+    def _highlighted_interface(self) -> str | None:
+        interface = self.selected_interface()
+        if interface is None:
+            self.notify("Highlight an interface first.", severity="warning")
+            return None
+        return interface.name
+
+    def action_interface_up(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+        from zsn.wireguard import interfaces
+
+        running = {i.name for i in (self._snapshot.interfaces if self._snapshot else ())}
+        choices = [(name, name) for name in self.config_interfaces() if name not in running]
+        if not choices:
+            self.notify("Every interface with a config is already up.")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.run_plan(lambda: interfaces.plan_up(self.host, name))
+
+        self.app.push_screen(ChooseScreen("Bring up", choices), chosen)
+
+    def action_interface_down(self) -> None:
+        from zsn.wireguard import interfaces
+
+        name = self._highlighted_interface()
+        if name is not None:
+            self.run_plan(lambda: interfaces.plan_down(self.host, name))
+
+    def action_client_to_client(self) -> None:
+        from zsn.wireguard import routing
+
+        name = self._highlighted_interface()
+        if name is not None:
+            self.run_plan(lambda: routing.plan_client_to_client(self.host, name))
+
+    def action_link_interfaces(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+        from zsn.wireguard import routing
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+        choices = [(other, other) for other in self.config_interfaces() if other != name]
+        if not choices:
+            self.notify("There is no other interface to route to.")
+            return
+
+        def chosen(other: str | None) -> None:
+            if other:
+                self.run_plan(lambda: routing.plan_link_interfaces(self.host, name, other))
+
+        self.app.push_screen(ChooseScreen(f"Route {name} to", choices), chosen)
+
+    def action_gateway(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import routing
+        from zsn.wireguard.device import default_route_device
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+
+        def answered(egress: str | None) -> None:
+            if egress:
+                self.run_plan(lambda: routing.plan_gateway(self.host, name, egress.strip()))
+
+        def ask(detected: str | None) -> None:
+            self.app.push_screen(AskScreen(f"Gateway: NAT clients of {name}",
+                                           "Outgoing interface (found from the default "
+                                           "route):", detected or ""), answered)
+
+        self._in_thread(default_route_device, ask)
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:
