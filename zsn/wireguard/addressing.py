@@ -201,6 +201,37 @@ def next_free_address(config: WgConfig) -> PeerAddress:
     raise ValidationError(f"no free address left in {first.network}")
 
 
+Span = tuple[int, int, int, int]
+"""(IP version, first address, last address, prefix length) as integers."""
+
+
+def network_span(text: str) -> Span | None:
+    """The span of a CIDR such as ``10.0.0.2/32``; ``None`` when it is not one.
+
+    Dotted IPv4 takes a string-only path: configs hold thousands of these and
+    `ipaddress` objects cost tens of microseconds each.
+    """
+    address, _, prefix = text.strip().partition("/")
+    parts = address.split(".")
+    if len(parts) == 4 and (not prefix or prefix.isdigit()) and all(
+        part.isdigit() and len(part) <= 3 and (part == "0" or part[0] != "0") for part in parts
+    ):
+        octets = [int(part) for part in parts]
+        length = int(prefix) if prefix else 32
+        if max(octets) > 255 or length > 32:
+            return None
+        host_bits = 32 - length
+        value = (octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]
+        first = value >> host_bits << host_bits
+        return 4, first, first | ((1 << host_bits) - 1), length
+    try:
+        network = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return None
+    return (network.version, int(network.network_address), int(network.broadcast_address),
+            network.prefixlen)
+
+
 def _same_host_in_every_family(addresses: list[IPInterface], candidate: IPAddress) -> PeerAddress:
     first = addresses[0]
     host_number = int(candidate) - int(first.network.network_address)

@@ -73,16 +73,23 @@ def lint_host(host: Host) -> list[Finding]:
                                     str(path)))
             continue
         findings += lint_config(host, server, names)
-    findings += _client_keepalive_findings(host, directory)
+        findings += _keepalive_findings(server.path, server.config)
+    for path in sorted(directory.glob("clients/*/*.conf")):
+        try:
+            config = parse(files.read_tracked(path).text, str(path))
+        except ZsnError:
+            continue
+        findings += _keepalive_findings(path, config)
     return findings
 
 
 def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> list[Finding]:
     config, name, path = server.config, server.name, str(server.path)
+    spans = [(peer, _spans(peer)) for peer in config.peers]
     found: list[Finding] = []
-    found += _overlaps(config, name, path)
+    found += _overlaps(spans, name, path)
     found += _duplicate_keys(config, name, path)
-    found += _outside_subnet(config, name, path)
+    found += _outside_subnet(config, spans, name, path)
     interface = config.interface
     if interface is None:
         return found
@@ -118,20 +125,22 @@ def _plan_set(host: Host, interface: str, key: str, value: str) -> Plan:
     return Plan(f"set {key} = {value} in {server.path}", [server.edit(edited)])
 
 
-def _intervals(peer: Section) -> list[tuple[int, int, int, str]]:
-    out: list[tuple[int, int, int, str]] = []
-    for network in addressing.peer_networks(peer):
-        out.append((network.version, int(network.network_address),
-                    int(network.broadcast_address), str(network)))
-    return out
+PeerSpans = list[tuple[Section, list[tuple[addressing.Span, str]]]]
 
 
-def _overlaps(config: WgConfig, name: str, path: str) -> list[Finding]:
+def _spans(peer: Section) -> list[tuple[addressing.Span, str]]:
+    found = []
+    for item in peer.get_all("AllowedIPs"):
+        span = addressing.network_span(item)
+        if span is not None:
+            found.append((span, item))
+    return found
+
+
+def _overlaps(peers: PeerSpans, name: str, path: str) -> list[Finding]:
     # Sort by start and sweep: O(n log n), fine for thousands of peers.
-    spans = []
-    for peer in config.peers:
-        for version, start, end, text in _intervals(peer):
-            spans.append((version, start, end, text, peer))
+    spans = [(span[0], span[1], span[2], text, peer)
+             for peer, items in peers for span, text in items]
     spans.sort(key=lambda span: (span[0], span[1], -span[2]))
     found: list[Finding] = []
     reported: set[tuple[int, int]] = set()
@@ -171,21 +180,23 @@ def _duplicate_keys(config: WgConfig, name: str, path: str) -> list[Finding]:
     return found
 
 
-def _outside_subnet(config: WgConfig, name: str, path: str) -> list[Finding]:
-    own = addressing.interface_addresses(config)
+def _outside_subnet(config: WgConfig, peers: PeerSpans, name: str, path: str
+                    ) -> list[Finding]:
+    own = [(a.version, int(a.network.network_address), int(a.network.broadcast_address),
+            str(a.network)) for a in addressing.interface_addresses(config)]
     if not own:
         return []
     found: list[Finding] = []
-    for peer in config.peers:
-        for network in addressing.peer_networks(peer):
-            if network.prefixlen != network.max_prefixlen:
+    for peer, items in peers:
+        for (version, first, _last, prefix), text in items:
+            if prefix != (32 if version == 4 else 128):
                 continue  # a routed subnet behind the peer, not its address
-            same = [a for a in own if a.version == network.version]
-            if same and not any(network.network_address in a.network for a in same):
+            same = [o for o in own if o[0] == version]
+            if same and not any(o[1] <= first <= o[2] for o in same):
                 found.append(Finding(
                     "WG003", "warning", name,
-                    f"{peer.label} has address {network} outside the interface subnet "
-                    f"{', '.join(str(a.network) for a in same)}",
+                    f"{peer.label} has address {text} outside the interface subnet "
+                    f"{', '.join(o[3] for o in same)}",
                     "give the peer an address inside the subnet (or widen the Address prefix)",
                     path, peer.header + 1))
     return found
@@ -291,25 +302,19 @@ def _plan_chmod(path: Path, wanted: int, current: int) -> Plan:
                                                       partial(os.chmod, path, current))])
 
 
-def _client_keepalive_findings(host: Host, directory: Path) -> list[Finding]:
+def _keepalive_findings(path: Path, config: WgConfig) -> list[Finding]:
+    interface = config.interface
+    if interface is None or interface.get("ListenPort"):
+        return []  # a server: it waits for clients, it needs no keepalive
     found: list[Finding] = []
-    candidates = sorted(directory.glob("*.conf")) + sorted(directory.glob("clients/*/*.conf"))
-    for path in candidates:
-        try:
-            config = parse(files.read_tracked(path).text, str(path))
-        except ZsnError:
-            continue
-        interface = config.interface
-        if interface is None or interface.get("ListenPort"):
-            continue  # a server: it waits for clients, it needs no keepalive
-        for peer in config.peers:
-            if peer.get("Endpoint") and not peer.get("PersistentKeepalive"):
-                found.append(Finding(
-                    "WG009", "warning", path.stem,
-                    f"{path.name}: client without PersistentKeepalive; behind NAT the server "
-                    "and other clients cannot reach it once the mapping expires",
-                    f"set PersistentKeepalive = {DEFAULT_KEEPALIVE}", str(path), peer.header + 1,
-                    partial(_plan_keepalive, path)))
+    for peer in config.peers:
+        if peer.get("Endpoint") and not peer.get("PersistentKeepalive"):
+            found.append(Finding(
+                "WG009", "warning", path.stem,
+                f"{path.name}: client without PersistentKeepalive; behind NAT the server "
+                "and other clients cannot reach it once the mapping expires",
+                f"set PersistentKeepalive = {DEFAULT_KEEPALIVE}", str(path), peer.header + 1,
+                partial(_plan_keepalive, path)))
     return found
 
 
