@@ -21,7 +21,7 @@ def zsn(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
-    (tmp_path / "etc" / "wireguard").mkdir(parents=True)
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)  # 0700: no WG006
     code = (
         "import sys, zsn.cli\n"
         f"rc = zsn.cli.main(['--root', {str(tmp_path)!r}, '--export'])\n"
@@ -33,7 +33,7 @@ def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "LEAKED []" in result.stderr
-    assert json.loads(result.stdout)["wireguard"] == {"interfaces": []}
+    assert json.loads(result.stdout)["wireguard"] == {"interfaces": [], "findings": []}
 
 
 def test_document_shape_under_an_empty_root(tmp_path: Path) -> None:
