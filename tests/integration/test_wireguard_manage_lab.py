@@ -278,3 +278,36 @@ def test_files_zsn_wrote_pass_wg_quick_strip_and_wg_setconf(mlab: ManageLab) -> 
         assert len(expected) == 2, "alice and bob; dave is disabled"
     finally:
         mlab.zsn("srv", "peer", "enable", mlab.iface("w0"), "dave")
+
+
+def test_disable_takes_the_peer_off_the_live_interface_and_enable_brings_it_back(
+        mlab: ManageLab) -> None:
+    config = mlab.server_config("w0")
+    bob = parse(config.read_text()).require_peer("bob").get("PublicKey")
+    mlab.zsn("srv", "peer", "disable", mlab.iface("w0"), "bob")
+    try:
+        assert bob not in _device_keys(mlab, "w0")
+        assert "#[disabled] [Peer]" in config.read_text()
+    finally:
+        mlab.zsn("srv", "peer", "enable", mlab.iface("w0"), "bob")
+    assert bob in _device_keys(mlab, "w0")
+    _reaches_without_loss(mlab, "c1", "10.61.0.3", "client1 reaching client2 again")
+
+
+def test_subnets_behind_a_peer_get_allowed_ips_and_a_route(mlab: ManageLab) -> None:
+    w0 = mlab.iface("w0")
+
+    def route_device() -> str:
+        return run(["ip", "-n", mlab.ns["srv"], "route", "get", "192.168.77.1"],
+                   check=False).stdout
+
+    mlab.zsn("srv", "peer", "routes", w0, "bob", "192.168.77.0/24")
+    try:
+        assert f"dev {w0}" in route_device()
+        socket = Path(f"/var/run/wireguard/{w0}.sock")
+        bob = parse(mlab.server_config("w0").read_text()).require_peer("bob")
+        live = {p.public_key: p for p in uapi.get_device(socket).peers}
+        assert "192.168.77.0/24" in live[bob.get("PublicKey") or ""].allowed_ips
+    finally:
+        mlab.zsn("srv", "peer", "routes", w0, "bob")
+    assert f"dev {w0}" not in route_device()
