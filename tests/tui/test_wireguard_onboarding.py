@@ -15,6 +15,7 @@ from tests.tui.test_wireguard_pane import wait_for_rows
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.client_config import ClientConfigScreen
+from zsn.tui.screens.create_interface import CreateInterfaceScreen
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.onboarding import OnboardPeerScreen
 from zsn.tui.screens.plan import PlanScreen
@@ -180,3 +181,24 @@ async def test_client_to_client_from_the_pane(app: ZsnApp, root: Path) -> None:
         await _wait_for(pilot, lambda: "PostUp = iptables -A FORWARD -i %i -o %i -j ACCEPT"
                         in config.read_text())
     assert "net.ipv4.ip_forward = 1" in (root / "etc/sysctl.d/99-zsn-wireguard.conf").read_text()
+
+
+async def test_create_interface_by_keys(app: ZsnApp, root: Path) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("N")
+        await _wait_for_screen(pilot, CreateInterfaceScreen)
+        await pilot.press(*"wg7", "tab", *"10.70.0.0/24", "ctrl+s")
+        error = app.screen.query_one("#onboard-error", Static)
+        await _wait_for(pilot, lambda: error.display)
+        assert "network address" in str(error.render())
+        await pilot.press("shift+tab")  # back to the address: fix it
+        address = app.screen.query_one("#create-ipv4", Input)
+        address.value = "10.70.0.1/24"
+        await pilot.press("ctrl+s")
+        await _wait_for_screen(pilot, PlanScreen)
+        await pilot.press("y")
+        path = root / "etc/wireguard/wg7.conf"
+        await _wait_for(pilot, path.exists)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "ListenPort = 51820" in path.read_text()

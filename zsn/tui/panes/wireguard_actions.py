@@ -32,6 +32,7 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("n", "rename_peer", "Rename", show=False),
     Binding("s", "routed_subnets", "Subnets behind", show=False),
     Binding("l", "show_findings", "Lint"),
+    Binding("N", "create_interface", "New interface…", show=False),
     Binding("U", "interface_up", "Bring up…", show=False),
     Binding("D", "interface_down", "Bring down", show=False),
     Binding("C", "client_to_client", "Client-to-client", show=False),
@@ -50,8 +51,9 @@ ACTION_HELP = """
 - `l` lint findings; `f` there applies a safe fix. Every change shows its plan first.
 
 #### Interfaces and routing
-- `U` bring an interface up (wg-quick; with wireguard-go when the kernel has no
-  WireGuard module, as the plan says), `D` bring the highlighted one down.
+- `N` create a server interface (key generated, config 0600); `U` bring one up
+  (wg-quick; with wireguard-go when the kernel has no WireGuard module, as the plan
+  says), `D` bring the highlighted one down.
 - `C` let its clients reach each other (forwarding, FORWARD rules in PostUp/PostDown,
   client configs widened to the subnet); `K` route it to another interface;
   `G` gateway: NAT out of the default-route interface (found through netlink,
@@ -236,6 +238,15 @@ class WireGuardActions:
             self.notify("Highlight an interface first.", severity="warning")
             return None
         return interface.name
+
+    def action_create_interface(self) -> None:
+        from zsn.tui.screens.create_interface import CreateInterfaceScreen
+
+        def submitted(plan: Plan | None) -> None:
+            if plan is not None:
+                self.run_plan(lambda: plan)
+
+        self.app.push_screen(CreateInterfaceScreen(self.host), submitted)
 
     def action_interface_up(self) -> None:
         from zsn.tui.screens.ask import ChooseScreen
