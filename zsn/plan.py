@@ -46,9 +46,10 @@ class ApplyError(ZsnError):
 @dataclass
 class FileEdit:
     path: Path
-    previous: files.FileSnapshot | None
+    previous: files.FileSnapshot | None = field(repr=False)
     """What the edit is based on; ``None`` creates a new file."""
-    new_text: str
+    new_text: str = field(repr=False)
+    """May hold private keys: never in a repr, shown only through `diff` (masked)."""
     mode: int | None = None
     private_dir: bool = False
     """Create the parent directory 0700 (it holds private keys)."""
@@ -121,7 +122,7 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Things the user should know (e.g. "interface is down: takes effect at next up")."""
-    output: str = ""
+    output: str = field(default="", repr=False)
     """What the action produces for the user once applied (e.g. a client config)."""
 
     def describe(self, diffs: bool = True) -> str:

@@ -281,3 +281,13 @@ def test_cli_prints_config_and_one_line_errors(host: Host,
     assert cli_main(["--root", root, "peer", "remove", "wg0", "alice", "--dry-run"]) == 0
     assert "Plan: remove peer alice" in capsys.readouterr().out
     assert host.path("/etc/wireguard/clients/wg0/alice.conf").exists()
+
+
+def test_plans_and_results_never_show_private_keys_in_reprs(host: Host) -> None:
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    private = next(line.split(" = ")[1] for line in client.text.splitlines()
+                   if line.startswith("PrivateKey"))
+    psk = next(line.split(" = ")[1] for line in client.text.splitlines()
+               if line.startswith("PresharedKey"))
+    shown = repr(plan) + repr(client) + plan.describe() + "".join(map(repr, plan.steps))
+    assert private not in shown and psk not in shown
