@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -16,7 +17,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint, onboarding, routing
-from zsn.wireguard.qr import make_qr, qr_payload
+from zsn.wireguard.qr import DEFAULT_SIZE, make_qr, qr_payload
 
 
 def build_parser(prog: str = "zsn") -> argparse.ArgumentParser:
@@ -139,7 +140,9 @@ def _plan_for(host: Host, args: argparse.Namespace) -> Plan:
 
 def _print_config(text: str, as_qr: bool) -> None:
     if as_qr:
-        code = make_qr(qr_payload(text))
+        # Made for this terminal when there is one (the level is chosen to fit it).
+        size = shutil.get_terminal_size(DEFAULT_SIZE) if sys.stdout.isatty() else DEFAULT_SIZE
+        code = make_qr(qr_payload(text), columns=size[0], lines=size[1] - 2)
         sys.stdout.write(code.ansi())
         print(code.describe(), file=sys.stderr)
     else:
