@@ -10,6 +10,7 @@ Every wireguard-go instance comes from `zsn wg up` (wg-quick) in its namespace.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -311,3 +312,20 @@ def test_subnets_behind_a_peer_get_allowed_ips_and_a_route(mlab: ManageLab) -> N
     finally:
         mlab.zsn("srv", "peer", "routes", w0, "bob")
     assert f"dev {w0}" not in route_device()
+
+
+def test_a_server_set_up_by_zsn_lints_clean_and_exports_findings(mlab: ManageLab) -> None:
+    lint = mlab.zsn("srv", "wg", "lint")
+    assert lint.stdout == "no findings\n"
+    exported = json.loads(mlab.zsn("srv", "--export", "wireguard").stdout)["wireguard"]
+    assert exported["findings"] == []
+    names = {i["name"] for i in exported["interfaces"]}
+    assert {mlab.iface("w0"), mlab.iface("w1")} <= names
+    # Forwarding off: the routed server gets a WG008 error with a safe fix.
+    run(["ip", "netns", "exec", mlab.ns["srv"], "sysctl", "-qw", "net.ipv4.ip_forward=0"])
+    try:
+        broken = mlab.zsn("srv", "wg", "lint", "--json", check=False)
+        assert broken.returncode == 1
+        assert {f["id"] for f in json.loads(broken.stdout)} == {"WG008"}
+    finally:
+        run(["ip", "netns", "exec", mlab.ns["srv"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
