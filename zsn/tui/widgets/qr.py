@@ -10,7 +10,7 @@ from zsn.wireguard.qr import QrCode
 
 # Scanners need real dark-on-light contrast whatever the theme, so this is the one
 # place zsn uses literal colours instead of theme variables.
-QR_STYLE = Style(color="black", bgcolor="white")
+QR_STYLE = Style(color="#000000", bgcolor="#ffffff")
 
 
 class QrCodeView(Static):
