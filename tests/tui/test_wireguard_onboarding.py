@@ -72,7 +72,7 @@ async def test_onboarding_by_keys_writes_configs_and_shows_the_qr(app: ZsnApp,
         await pilot.press(*"vpn.example.com")
         await pilot.press("ctrl+s")
         await _wait_for_screen(pilot, PlanScreen)
-        assert "add peer carol to zcapwg1 (whole VPN subnet" in app.screen.plan.title
+        assert "add peer carol to zcapwg1 (whole VPN subnet" in app.screen.plan_title
         await pilot.press("y")
         await _wait_for_screen(pilot, ClientConfigScreen)
         shown = app.screen.config_text
@@ -111,7 +111,7 @@ async def test_disable_shows_the_plan_and_comments_the_block_out(app: ZsnApp,
         assert peers.row_count == 2
         await pilot.press("down", "e")  # bob-site
         await _wait_for_screen(pilot, PlanScreen)
-        assert "disable peer bob-site" in app.screen.plan.title
+        assert "disable peer bob-site" in app.screen.plan_title
         await pilot.press("y")
         await _wait_for(pilot, lambda: "#[disabled] [Peer]" in
                         (root / "etc/wireguard/zcapwg1.conf").read_text())
@@ -175,7 +175,7 @@ async def test_client_to_client_from_the_pane(app: ZsnApp, root: Path) -> None:
         await wait_for_rows(pilot)
         await pilot.press("C")
         await _wait_for_screen(pilot, PlanScreen)
-        assert "let clients of zcapwg1 reach each other" in app.screen.plan.title
+        assert "let clients of zcapwg1 reach each other" in app.screen.plan_title
         await pilot.press("y")
         config = root / "etc/wireguard/zcapwg1.conf"
         await _wait_for(pilot, lambda: "PostUp = iptables -A FORWARD -i %i -o %i -j ACCEPT"

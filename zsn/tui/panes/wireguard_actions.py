@@ -104,7 +104,8 @@ class WireGuardActions:
                 self._in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
 
         self._in_thread(build, lambda plan: self.app.push_screen(
-            PlanScreen(plan), lambda yes: confirmed(plan, yes)))
+            PlanScreen(plan.title, plan.describe(), can_apply=bool(plan.steps)),
+            lambda yes: confirmed(plan, yes)))
 
     def _applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
         notes = "\n".join(plan.notes)

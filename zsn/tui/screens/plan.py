@@ -1,45 +1,41 @@
-"""Shows a plan (file diffs with secrets masked, live operations) and asks before applying."""
+"""Show a plan (files to write, as diffs; warnings) and ask before applying it."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
+from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from zsn.plan import Plan
-
 
 class PlanScreen(ModalScreen[bool]):
-    """Dismisses with True when the user confirms (`y` or `enter`), False otherwise."""
+    """Dismisses with True when the user says apply, False otherwise."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "confirm", "Apply"),
-        Binding("enter", "confirm", "Apply", show=False),
-        Binding("n", "cancel", "Cancel"),
-        Binding("escape", "cancel", "Cancel", show=False),
+        Binding("y", "answer(True)", "Apply"),
+        Binding("n", "answer(False)", "Cancel"),
+        Binding("escape", "answer(False)", "Cancel", show=False),
     ]
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, title: str, text: str, *, can_apply: bool = True) -> None:
         super().__init__()
-        self.plan = plan
+        self.plan_title = title
+        self.text = text
+        self.can_apply = can_apply
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="plan"):
-            yield Static(Text(self.plan.describe()), id="plan-body")
+            yield Static(Syntax(self.text, "diff", theme="ansi_dark", word_wrap=True),
+                         id="plan-body")
         yield Footer()
 
     def on_mount(self) -> None:
-        box = self.query_one("#plan")
-        box.border_title = "Apply this plan? y = apply, n = cancel"
-        box.focus()
+        suffix = "y to apply, n to cancel" if self.can_apply else "esc to close"
+        self.query_one("#plan").border_title = f"{self.plan_title} ({suffix})"
 
-    def action_confirm(self) -> None:
-        self.dismiss(True)
-
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def action_answer(self, apply: bool) -> None:
+        self.dismiss(apply and self.can_apply)
