@@ -20,7 +20,7 @@ and exits.\
 """
 
 EPILOG = """\
-sections for --export: wireguard (default: every section present)
+sections for --export: wireguard, openvpn (default: every section present)
 
 exit status of --export: 0 complete; 1 error (nothing written: unknown section,
 unreadable root, bad option); 2 partial: the snapshot was written, but a section
@@ -120,7 +120,10 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) 
 
     assert isinstance(host, Host)
     result = export.collect(host, sections, include_secrets=include_secrets)
-    text = export.to_prometheus(result) if fmt == "prometheus" else export.to_json(result)
+    if fmt == "prometheus":
+        text = export.to_prometheus(result)
+    else:
+        text = export.to_json(result, pretty=sys.stdout.isatty())
     sys.stdout.write(text)
     sys.stdout.flush()
     for message in result.errors:

@@ -26,6 +26,7 @@ from zsn.system.host import Host
 SCHEMA_VERSION = 1
 SECTIONS: dict[str, str] = {
     "wireguard": "zsn.wireguard.export",
+    "openvpn": "zsn.openvpn.export",
 }
 
 
@@ -65,8 +66,15 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False) 
     return ExportResult(document, errors)
 
 
-def to_json(result: ExportResult) -> str:
-    return json.dumps(result.document, indent=2) + "\n"
+def to_json(result: ExportResult, pretty: bool = False) -> str:
+    """Compact JSON (one line) for scripts; indented for a person at a terminal.
+
+    Indenting switches `json` to its pure-Python encoder, several times slower
+    on a big server's snapshot, so only a terminal gets it.
+    """
+    if pretty:
+        return json.dumps(result.document, indent=2) + "\n"
+    return json.dumps(result.document, separators=(",", ":")) + "\n"
 
 
 def to_prometheus(result: ExportResult) -> str:

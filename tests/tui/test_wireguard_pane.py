@@ -41,8 +41,8 @@ def test_snapshot_peer_details_80x24(snap_compare, fixed_app: ZsnApp) -> None:
 
 
 def test_snapshot_16_colour_theme_80x24(snap_compare, fixed_app: ZsnApp) -> None:
-    fixed_app._requested_theme = "zsn-16"
-    assert snap_compare(fixed_app, terminal_size=(80, 24), run_before=wait_for_rows)
+    sixteen = ZsnApp(fixed_app.host, theme="zsn-16", refresh=3600)
+    assert snap_compare(sixteen, terminal_size=(80, 24), run_before=wait_for_rows)
 
 
 async def test_peers_show_names_ages_and_never(fixed_app: ZsnApp) -> None:

@@ -22,6 +22,7 @@ def zsn(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
     (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)  # 0700: no WG006
+    (tmp_path / "etc" / "openvpn" / "client").mkdir(parents=True)
     code = (
         "import sys, zsn.cli\n"
         f"rc = zsn.cli.main(['--root', {str(tmp_path)!r}, '--export'])\n"
@@ -34,6 +35,7 @@ def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "LEAKED []" in result.stderr
     assert json.loads(result.stdout)["wireguard"] == {"interfaces": [], "findings": []}
+    assert json.loads(result.stdout)["openvpn"] == {"connections": [], "findings": []}
 
 
 def test_document_shape_under_an_empty_root(tmp_path: Path) -> None:
@@ -56,7 +58,7 @@ def test_unknown_section_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
-        "zsn: unknown section 'zfsx' (known: wireguard)"]
+        "zsn: unknown section 'zfsx' (known: openvpn, wireguard)"]
 
 
 def test_unreadable_root_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -62,10 +62,26 @@ def test_negative_errno_from_wireguard_go_is_an_error() -> None:
         uapi.check_errno(reply, "wg0")
 
 
-def test_positive_errno_as_boringtun_sends_it_is_an_error() -> None:
-    # boringtun answers errno with a positive value (reference/wireguard.md).
+BORINGTUN = WG / "uapi-get.boringtun-0.7.1.handshaked.txt"
+BORINGTUN_CAPTURED_AT = 1795368636
+
+
+def test_boringtun_reports_its_public_key_and_a_handshake_age() -> None:
+    device = uapi.parse_get(BORINGTUN.read_text(), now=BORINGTUN_CAPTURED_AT)
+    assert device.private_key is None
+    assert device.public_key == "86HowwcTsuB7UPkVhtvZc9CWzbkCW37VTfDeHDtZWnA="
+    [peer] = device.peers
+    # An age of 4 s, turned into the Unix time of the handshake.
+    assert peer.latest_handshake == BORINGTUN_CAPTURED_AT - 4
+    assert peer.preshared_key is None
+    assert (peer.rx_bytes, peer.tx_bytes, peer.persistent_keepalive) == (168, 168, 25)
+    assert peer.endpoint == "192.168.77.1:51901"
+
+
+def test_positive_errno_from_boringtun_is_an_error() -> None:
+    reply = (WG / "uapi-set-error.boringtun-0.7.1.bad-key.txt").read_text()
     with pytest.raises(SocketError, match="errno 22"):
-        uapi.parse_get("errno=22\n\n", "wg0")
+        uapi.check_errno(reply, "wg0")
 
 
 def test_reply_without_errno_is_refused() -> None:

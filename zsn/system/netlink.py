@@ -7,6 +7,9 @@ Textual's event loop, so callers use these functions from thread workers.
 from __future__ import annotations
 
 import errno
+import importlib
+import importlib.util
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +32,44 @@ _PLAIN_REASONS = {
 }
 
 
+def _lean_pyroute2() -> None:
+    """Let ``import pyroute2.a.b`` load a.b and what it needs, not the whole library.
+
+    pyroute2's ``__init__`` imports every module it has (about 130 ms and 18 MiB),
+    which `zsn --export` and start-up would pay to list links. The package module
+    is registered without running ``__init__``; the first time one of its
+    top-level names is asked for, ``__init__`` runs after all, so code that does
+    ``from pyroute2 import X`` keeps working.
+    """
+    if "pyroute2" in sys.modules:
+        return
+    spec = importlib.util.find_spec("pyroute2")
+    if spec is None or spec.loader is None:
+        return  # not installed: the import below reports it
+    package = importlib.util.module_from_spec(spec)
+
+    def load_on_demand(name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return importlib.import_module(f"pyroute2.{name}")
+        except ModuleNotFoundError:
+            pass
+        vars(package).pop("__getattr__", None)
+        assert spec.loader is not None
+        spec.loader.exec_module(package)
+        return getattr(package, name)
+
+    package.__getattr__ = load_on_demand  # type: ignore[method-assign]
+    sys.modules["pyroute2"] = package
+
+
+def pyroute2_module(name: str) -> Any:
+    """A pyroute2 submodule (e.g. ``iproute.linux``), loaded without the rest of pyroute2."""
+    _lean_pyroute2()
+    return importlib.import_module(f"pyroute2.{name}")
+
+
 def plain_netlink_reason(code: int) -> str:
     """A user-facing reason for a netlink errno."""
     return _PLAIN_REASONS.get(code, f"error {code}")
@@ -37,11 +78,11 @@ def plain_netlink_reason(code: int) -> str:
 @contextmanager
 def translate_netlink_errors(what: str) -> Iterator[None]:
     """Turn pyroute2's `NetlinkError` (and socket failures) into `NetlinkAccessError`."""
-    from pyroute2.netlink.exceptions import NetlinkError
+    netlink_error = pyroute2_module("netlink.exceptions").NetlinkError
 
     try:
         yield
-    except NetlinkError as exc:
+    except netlink_error as exc:
         raise NetlinkAccessError(f"{what}: {plain_netlink_reason(exc.code)}") from exc
     except PermissionError as exc:
         raise NetlinkAccessError(f"{what}: {plain_netlink_reason(errno.EPERM)}") from exc
@@ -52,10 +93,9 @@ def translate_netlink_errors(what: str) -> Iterator[None]:
 @contextmanager
 def iproute(what: str = "netlink") -> Iterator[Any]:
     """An `IPRoute` socket for the duration of a call, closed afterwards."""
-    from pyroute2 import IPRoute
-
+    iproute_class = pyroute2_module("iproute.linux").IPRoute
     with translate_netlink_errors(what):
-        ipr = IPRoute()
+        ipr = iproute_class()
         try:
             yield ipr
         finally:

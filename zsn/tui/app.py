@@ -14,7 +14,6 @@ from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.panes import PANES
 from zsn.tui.panes.base import LivePane
-from zsn.tui.screens.help import HelpScreen
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 
 STYLES = Path(__file__).parent / "styles"
@@ -39,6 +38,18 @@ class ZsnApp(App[int]):
         for theme_object in loaded.themes:
             self.register_theme(theme_object)
         self._theme_problems.extend(loaded.problems)
+        # Chosen before mount: set in on_mount, a theme makes Textual re-parse and
+        # re-apply the whole stylesheet before the first frame.
+        self.theme = self._starting_theme()
+
+    def _starting_theme(self) -> str:
+        wanted = self._requested_theme or FALLBACK_THEME
+        if wanted in self.available_themes:
+            return wanted
+        fallback = FALLBACK_THEME if FALLBACK_THEME in self.available_themes \
+            else BUILTIN_FALLBACK
+        self._theme_problems.append(f"theme {wanted!r} not found; using {fallback}")
+        return fallback
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -50,14 +61,6 @@ class ZsnApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        wanted = self._requested_theme or FALLBACK_THEME
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            fallback = FALLBACK_THEME if FALLBACK_THEME in self.available_themes \
-                else BUILTIN_FALLBACK
-            self._theme_problems.append(f"theme {wanted!r} not found; using {fallback}")
-            self.theme = fallback
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         if not self.host.is_live:
@@ -72,6 +75,8 @@ class ZsnApp(App[int]):
         return panes.first() if panes else None
 
     def action_show_help(self) -> None:
+        from zsn.tui.screens.help import HelpScreen
+
         pane = self.active_pane()
         shown = [(b.key_display or b.key, b.description)
                  for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zsn.system.netlink import translate_netlink_errors
+from zsn.system.netlink import pyroute2_module, translate_netlink_errors
 from zsn.wireguard.model import DeviceState, PeerState
 
 
@@ -93,10 +93,9 @@ def parse_messages(
 
 def get_device(ifname: str, names: Mapping[str, str] | None = None) -> DeviceState:
     """Read a kernel WireGuard device (needs root and the wireguard module)."""
-    from pyroute2 import WireGuard
-
+    wireguard_class = pyroute2_module("netlink.generic.wireguard").WireGuard
     with translate_netlink_errors(f"reading WireGuard device {ifname}"):
-        wg = WireGuard()
+        wg = wireguard_class()
         try:
             return parse_messages(wg.info(ifname), names)
         finally:

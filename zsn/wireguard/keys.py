@@ -32,7 +32,8 @@ def check_key(text: str, what: str = "key") -> str:
 
 
 def hex_to_base64(hex_key: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_key)).decode("ascii")
+    # binascii directly: this runs twice per peer on every poll of a big server.
+    return binascii.b2a_base64(bytes.fromhex(hex_key), newline=False).decode("ascii")
 
 
 def base64_to_hex(key: str) -> str:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Implementation = Literal["kernel", "userspace"]
 
 
-@dataclass(frozen=True, slots=True)
-class PeerState:
+class PeerState(NamedTuple):
+    """One peer as the device reports it.
+
+    A NamedTuple rather than a frozen dataclass: just as immutable, and about four
+    times cheaper to build, which matters when a server with thousands of peers is
+    read every second.
+    """
+
     public_key: str
     preshared_key: str | None
     """Base64, ``None`` when the peer has no preshared key. A secret."""

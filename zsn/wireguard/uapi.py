@@ -61,15 +61,16 @@ def exchange(path: Path, request: str, timeout: float = DEFAULT_TIMEOUT) -> str:
         except PermissionError as exc:
             raise SocketError(f"{path}: permission denied (root needed)") from exc
         sock.sendall(request.encode("ascii"))
-        tail = b""
+        last_byte = b""
         while True:
-            data = sock.recv(262144)
+            data = sock.recv(1 << 20)
             if not data:
                 break
             chunks.append(data)
-            tail = (tail + data)[-2:]
-            if tail == b"\n\n":
+            # The reply ends with a blank line; the two newlines may arrive apart.
+            if data.endswith(b"\n\n") or (data == b"\n" and last_byte == b"\n"):
                 break
+            last_byte = data[-1:]
     except TimeoutError as exc:
         raise SocketError(f"{path}: no answer within {timeout:g} s") from exc
     except OSError as exc:
@@ -110,16 +111,21 @@ def parse_get(
     `names` maps public keys to peer names (from the config), set while parsing
     so a big server's peers are built once.
     """
-    names = names or {}
     check_errno(reply, source)
+    return _parse_lines(reply, source, now, names or {})
+
+
+def _parse_lines(
+    reply: str, source: str, now: float | None, names: Mapping[str, str]
+) -> DeviceState:
+    """Line by line, in any key order, boringtun's fields included; strict about values."""
     private_key: str | None = None
     public_key: str | None = None
     listen_port: int | None = None
     fwmark: int | None = None
     handshake_is_age = False
     peers: list[PeerState] = []
-    # Peer fields are gathered in locals and flushed when the next peer starts:
-    # this loop runs 10+ times per peer and dominates reading big servers.
+    # Peer fields are gathered in locals and flushed when the next peer starts.
     peer_key: str | None = None
     psk: str | None = None
     endpoint: str | None = None

@@ -2,4 +2,5 @@
 
 PANES: list[tuple[str, str, str, str]] = [
     ("wireguard", "WireGuard", "zsn.tui.panes.wireguard", "WireGuardPane"),
+    ("openvpn", "OpenVPN", "zsn.tui.panes.openvpn", "OpenVpnPane"),
 ]

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from zsn.system.host import Host
 
@@ -82,3 +82,20 @@ class LivePane(Vertical):
         status.set_classes(f"pane-status -{severity}")
         status.update("\n".join(lines))
         status.display = bool(lines)
+
+    def _update_rows(self, table: DataTable[Any], rows: dict[str, dict[str, Any]],
+                     cache: dict[str, dict[str, Any]]) -> None:
+        """Update `table` in place: change only cells that differ, add and drop rows by key."""
+        for key in list(cache):
+            if key not in rows:
+                table.remove_row(key)
+                del cache[key]
+        for key, cells in rows.items():
+            old = cache.get(key)
+            if old is None:
+                table.add_row(*cells.values(), key=key)
+            else:
+                for column, value in cells.items():
+                    if old.get(column) != value:
+                        table.update_cell(key, column, value)
+            cache[key] = cells

@@ -146,23 +146,6 @@ the lower one the peers of the highlighted interface.
             "key": Text(short_key(interface.public_key, 12)),
         }
 
-    def _update_rows(self, table: DataTable[Any], rows: dict[str, dict[str, Any]],
-                     cache: dict[str, dict[str, Any]]) -> None:
-        """Update `table` in place: change only cells that differ, add and drop rows by key."""
-        for key in list(cache):
-            if key not in rows:
-                table.remove_row(key)
-                del cache[key]
-        for key, cells in rows.items():
-            old = cache.get(key)
-            if old is None:
-                table.add_row(*cells.values(), key=key)
-            else:
-                for column, value in cells.items():
-                    if old.get(column) != value:
-                        table.update_cell(key, column, value)
-            cache[key] = cells
-
     def _update_interfaces(self, snapshot: WireGuardSnapshot) -> None:
         table = self.query_one("#wg-interfaces", DataTable)
         rows = {i.name: self._interface_row(i) for i in snapshot.interfaces}

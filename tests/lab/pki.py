@@ -1,0 +1,120 @@
+"""A throw-away PKI for OpenVPN labs, made with `cryptography` (CA, server, client)."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_cert: str
+    server_cert: str
+    server_key: str
+    client_cert: str
+    client_key: str
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True, key_encipherment=False, content_commitment=False,
+        data_encipherment=False, key_agreement=not ca, key_cert_sign=ca, crl_sign=ca,
+        encipher_only=False, decipher_only=False)
+
+
+def _issue(
+    ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, common_name: str,
+    usage: x509.ObjectIdentifier,
+) -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name)).issuer_name(ca_name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key)
+
+
+def make_pki() -> Pki:
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("zov-lab-ca")
+    now = datetime.datetime.now(datetime.UTC)
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name).issuer_name(ca_name)
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server_cert, server_key = _issue(ca_key, ca_name, "zov-server", ExtendedKeyUsageOID.SERVER_AUTH)
+    client_cert, client_key = _issue(ca_key, ca_name, "zov-client", ExtendedKeyUsageOID.CLIENT_AUTH)
+    return Pki(ca.public_bytes(serialization.Encoding.PEM).decode(),
+               server_cert, server_key, client_cert, client_key)
+
+
+def server_config(pki: Pki, *, management: str, port: int = 1194, extra: str = "") -> str:
+    """A tun server pushing one DNS server and one search domain to its clients."""
+    return f"""\
+port {port}
+proto udp
+dev tun
+topology subnet
+server 10.87.0.0 255.255.255.0
+push "dhcp-option DNS 10.87.0.1"
+push "dhcp-option DOMAIN zov.test"
+dh none
+keepalive 5 30
+verb 3
+management {management} unix
+{extra}<ca>
+{pki.ca_cert}</ca>
+<cert>
+{pki.server_cert}</cert>
+<key>
+{pki.server_key}</key>
+"""
+
+
+def client_config(pki: Pki, *, remote: str, port: int = 1194, extra: str = "") -> str:
+    return f"""\
+# zsn lab client
+client
+dev tun
+proto udp
+remote {remote} {port}
+nobind
+remote-cert-tls server
+verb 3
+{extra}<ca>
+{pki.ca_cert}</ca>
+<cert>
+{pki.client_cert}</cert>
+<key>
+{pki.client_key}</key>
+"""

@@ -1,0 +1,260 @@
+"""The OpenVPN pane at 80x24, fed with snapshots built from real captures, keys only."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from zsn.errors import ZsnError
+from zsn.openvpn import management
+from zsn.openvpn.config import parse
+from zsn.openvpn.connections import ConfigFile, Connection, config_path, summarize
+from zsn.openvpn.lint import Finding
+from zsn.openvpn.live import OpenVpnSnapshot
+from zsn.system.dbus import JobResult, UnitState
+from zsn.system.host import Host
+from zsn.tui.app import ZsnApp
+from zsn.tui.screens.journal import JournalScreen
+from zsn.tui.screens.plan import PlanScreen
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "openvpn"
+NOW = 1795367600.0
+
+
+def live_from(transcript: str) -> management.LiveState:
+    lines = (FIXTURES / transcript).read_text().splitlines()[1:]
+    cut = lines.index("END") + 1
+    name, desc, since, ipv4, remote, rport, ipv6 = management.parse_state(lines[:cut])
+    bytes_in, bytes_out, clients = management.parse_status(lines[cut:])
+    return management.LiveState(name, desc, since, ipv4, ipv6, remote, rport, bytes_in,
+                                bytes_out, clients, at=100.0)
+
+
+def unit(name: str, active: str, sub: str, enabled: str, pid: int) -> UnitState:
+    return UnitState(name, "loaded", active, sub, enabled, pid,
+                     int((NOW - 3725) * 1e6) if active == "active" else 0, 0, "success")
+
+
+def connection(kind: str, name: str, sample: str, state: UnitState | None,
+               live: management.LiveState | None, errors: tuple[str, ...] = ()) -> Connection:
+    config = ConfigFile(kind, name, config_path(kind, name))
+    summary = summarize(parse((FIXTURES / "configs" / sample).read_text()), Host(),
+                        config.working_dir)
+    return Connection(config, summary, state, live, errors)
+
+
+def fixed_snapshot() -> OpenVpnSnapshot:
+    office = connection("client", "office", "client.conf",
+                        unit("openvpn-client@office.service", "active", "running", "enabled", 412),
+                        live_from("mgmt-client-connected.txt"))
+    backup = connection("client", "backup", "client.conf",
+                        unit("openvpn-client@backup.service", "inactive", "dead", "disabled", 0),
+                        None)
+    home = connection("server", "home", "server.conf",
+                      unit("openvpn-server@home.service", "active", "running", "enabled", 388),
+                      live_from("mgmt-server.txt"))
+    findings = (Finding("OVPN004", "info", "openvpn-client@office.service",
+                        "DNS servers the server pushes are ignored (no up hook)",
+                        "install zsn's DNS hook (key h in the OpenVPN pane)"),)
+    return OpenVpnSnapshot((office, backup, home), findings, 100.0)
+
+
+@pytest.fixture
+def ovpn_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn", lambda host: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.openvpn.now", lambda: NOW)
+    return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+
+async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()  # the app has mounted, as when a user switches tabs
+    pilot.app.query_one("#panes").active = "tab-openvpn"
+    table = pilot.app.query_one("#ovpn-connections", DataTable)
+    for _ in range(100):
+        if table.row_count:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def test_snapshot_80x24(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(ovpn_app, terminal_size=(80, 24), run_before=open_tab)
+
+
+@pytest.fixture
+def fixed_root() -> Iterator[Path]:
+    """A root at a fixed path: the plan shows paths, and snapshots must not vary."""
+    root = Path(tempfile.gettempdir()) / "zov-snapshot-root"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "etc/openvpn/client").mkdir(parents=True)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+                                  fixed_root: Path) -> None:
+    (fixed_root / "etc/openvpn/client/office.conf").write_text(
+        (FIXTURES / "configs/client.conf").read_text())
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn", lambda host: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.openvpn.now", lambda: NOW)
+    app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+
+    async def open_plan(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_tab(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_plan)
+
+
+async def test_rows_show_unit_and_tunnel_state(ovpn_app: ZsnApp) -> None:
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = ovpn_app.query_one("#ovpn-connections", DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        assert rows[0][:4] == ["office", "active/running", "enabled", "CONNECTED"]
+        assert rows[1][:4] == ["backup", "inactive/dead", "disabled", "-"]
+        assert rows[2][:4] == ["home", "active/running", "enabled", "CONNECTED"]
+        details = str(ovpn_app.query_one("#ovpn-details").render())
+        assert "PID 412, active for 1h 02m" in details and "OVPN004" in details
+        await pilot.press("down", "down")
+        assert "1 clients" in str(ovpn_app.query_one("#ovpn-details").render())
+
+
+async def test_start_reports_the_job_result(ovpn_app: ZsnApp,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+
+    def control(host: Host, name: str, verb: str) -> JobResult:
+        calls.append((name, verb))
+        return JobResult(name, verb, "failed")
+
+    monkeypatch.setattr("zsn.openvpn.actions.control", control)
+    # The fixed snapshot's configs are not on disk; the parse check has its own test.
+    monkeypatch.setattr("zsn.openvpn.actions.check_config", lambda host, config: None)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down", "s")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == [("openvpn-client@backup.service", "start")]
+        messages = [n.message for n in ovpn_app._notifications]
+        assert any("start openvpn-client@backup.service: failed" in m for m in messages)
+
+
+async def test_refused_call_is_shown_not_raised(ovpn_app: ZsnApp,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def control(host: Host, name: str, verb: str) -> JobResult:
+        raise ZsnError(f"stop {name}: access denied (root needed?)")
+
+    monkeypatch.setattr("zsn.openvpn.actions.control", control)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("x")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any("access denied" in n.message for n in ovpn_app._notifications)
+
+
+async def test_log_key_opens_the_journal(ovpn_app: ZsnApp,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("zsn.tui.screens.journal.unit_lines", lambda host, unit, lines: [])
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(ovpn_app.screen, JournalScreen)
+        assert ovpn_app.screen.unit == "openvpn-client@office.service"
+        await pilot.press("escape")
+        assert not isinstance(ovpn_app.screen, JournalScreen)
+
+
+async def test_import_by_keyboard_writes_a_private_config(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "etc/openvpn/client").mkdir(parents=True)
+    profile = tmp_path / "office.ovpn"
+    profile.write_text("client\nremote vpn.example.net 1194\n<key>\nPRIVATE\n</key>\n")
+    app = ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-openvpn"
+        await pilot.pause()
+        await pilot.press("i")
+        await pilot.pause()
+        app.screen.query_one("#import-path", Input).value = str(profile)
+        await pilot.press("enter", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        assert "PRIVATE" not in app.screen.text
+        await pilot.press("y")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+    target = root / "etc/openvpn/client/office.conf"
+    assert target.read_text() == profile.read_text()
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+async def test_hook_plan_cancelled_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "etc/openvpn/client").mkdir(parents=True)
+    config = tmp_path / "etc/openvpn/client/office.conf"
+    config.write_text("client\nremote vpn.example.net 1194\n")
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        assert "+script-security 2" in app.screen.text
+        await pilot.press("n")
+        await pilot.pause()
+    assert config.read_text() == "client\nremote vpn.example.net 1194\n"
+    assert not (tmp_path / "etc/openvpn/zsn-resolved-hook").exists()
+
+
+async def test_start_refuses_a_config_that_does_not_parse(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "etc/openvpn/client").mkdir(parents=True)
+    (tmp_path / "etc/openvpn/client/bad.conf").write_text("client\n<ca>\n")
+    calls: list[str] = []
+    monkeypatch.setattr("zsn.openvpn.actions.control",
+                        lambda host, name, verb: calls.append(name))
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("s")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == []
+        assert any("<ca> block is never closed" in n.message for n in app._notifications)
+
+
+async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, bool]] = []
+
+    def set_enabled(host: Host, name: str, enabled: bool) -> list[object]:
+        calls.append((name, enabled))
+        return [object()]
+
+    monkeypatch.setattr("zsn.openvpn.actions.set_enabled", set_enabled)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down", "e")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("d")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == [("openvpn-client@backup.service", True),
+                         ("openvpn-client@backup.service", False)]
+        messages = [n.message for n in ovpn_app._notifications]
+        assert "enable openvpn-client@backup.service: done" in messages

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from zsn.errors import FileChangedError, ParseError, ValidationError, ZsnError
+from zsn.openvpn import actions
+from zsn.openvpn.config import parse
+from zsn.openvpn.connections import ConfigFile, config_path, discover, summarize
+from zsn.system.host import Host
+
+SAMPLES = Path(__file__).parents[2] / "fixtures/openvpn/configs"
+
+
+def put(host: Host, kind: str, name: str, text: str) -> ConfigFile:
+    config = ConfigFile(kind, name, config_path(kind, name))
+    host.path(config.path).write_text(text)
+    return config
+
+
+def test_discovery_names_the_right_units(root: Host) -> None:
+    put(root, "client", "office", "client\n")
+    put(root, "server", "home", "server 10.8.0.0 255.255.255.0\n")
+    put(root, "legacy", "old", "client\n")
+    (root.path("/etc/openvpn/client/notes.txt")).write_text("x")
+    assert [c.unit for c in discover(root)] == [
+        "openvpn-client@office.service", "openvpn-server@home.service", "openvpn@old.service"]
+
+
+def test_summary_of_the_sample_server(root: Host) -> None:
+    summary = summarize(parse((SAMPLES / "server.conf").read_text()), root,
+                        Path("/etc/openvpn/server"))
+    assert (summary.role, summary.proto, summary.dev) == ("server", "udp", "tun")
+    assert summary.management is None
+
+
+def test_management_endpoints_resolve_under_root(root: Host) -> None:
+    unix = summarize(parse("client\nmanagement /run/openvpn-client/a.sock unix\n"), root,
+                     Path("/etc/openvpn/client")).management
+    assert unix is not None and unix.unix_path == root.path("/run/openvpn-client/a.sock")
+    tcp = summarize(parse("client\nmanagement 127.0.0.1 7505 pw.txt\n"), root,
+                    Path("/etc/openvpn/client")).management
+    assert tcp is not None and (tcp.tcp_host, tcp.tcp_port) == ("127.0.0.1", 7505)
+    assert tcp.password_file == root.path("/etc/openvpn/client/pw.txt")
+
+
+def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> None:
+    original = (SAMPLES / "client.conf").read_text()
+    config = put(root, "client", "office", original)
+    plan = actions.plan_hook_install(root, config)
+    assert [e.description for e in plan.edits] == [
+        f"edit {root.path(config.path)}",
+        f"create {root.path(actions.HOOK_PATH)} (mode 0755)",
+    ]
+    assert "zsn's own file" in plan.describe() and "#!/bin/sh" not in plan.describe()
+    assert "+script-security 2" in plan.describe()
+    plan.apply()
+    text = root.path(config.path).read_text()
+    assert text.startswith(original)
+    assert text[len(original):] == (
+        "script-security 2\nup /etc/openvpn/zsn-resolved-hook\n"
+        "down /etc/openvpn/zsn-resolved-hook\ndown-pre\n")
+    hook = root.path(actions.HOOK_PATH)
+    assert stat.S_IMODE(hook.stat().st_mode) == 0o755
+    assert hook.read_text() == actions.hook_script()
+    assert actions.plan_hook_install(root, config).edits == ()
+    assert root.path(config.path).with_name("office.conf.zsn-bak").read_text() == original
+
+
+def test_hook_install_raises_a_low_script_security_and_switches_route_all(root: Host) -> None:
+    config = put(root, "client", "c", "client\nscript-security 1\n")
+    actions.plan_hook_install(root, config, route_all_dns=True).apply()
+    text = root.path(config.path).read_text()
+    assert "script-security 2\n" in text and "script-security 1" not in text
+    assert 'up "/etc/openvpn/zsn-resolved-hook --route-all-dns"\n' in text
+    actions.plan_hook_install(root, config).apply()
+    assert "up /etc/openvpn/zsn-resolved-hook\n" in root.path(config.path).read_text()
+
+
+def test_hook_install_refuses_to_replace_another_up_script(root: Host) -> None:
+    config = put(root, "client", "c",
+                 "client\nscript-security 2\nup /etc/openvpn/update-resolv-conf\n")
+    before = root.path(config.path).read_bytes()
+    with pytest.raises(ValidationError, match="already runs '/etc/openvpn/update-resolv-conf'"):
+        actions.plan_hook_install(root, config)
+    assert root.path(config.path).read_bytes() == before
+    assert not root.path(actions.HOOK_PATH).exists()
+
+
+def test_hook_install_on_unparseable_config_writes_nothing(root: Host) -> None:
+    config = put(root, "client", "c", "client\n<key>\nsecret\n")
+    with pytest.raises(ParseError, match="<key> block is never closed"):
+        actions.plan_hook_install(root, config)
+    assert not root.path(actions.HOOK_PATH).exists()
+
+
+def test_config_changed_on_disk_after_planning_is_not_overwritten(root: Host) -> None:
+    config = put(root, "client", "c", "client\n")
+    plan = actions.plan_hook_install(root, config)
+    root.path(config.path).write_text("client\nverb 4\n")
+    with pytest.raises(ZsnError, match="changed on disk"):
+        plan.apply()
+    assert root.path(config.path).read_text() == "client\nverb 4\n"
+    assert isinstance(plan.edits[0], actions.FileEdit)
+    assert FileChangedError
+
+
+def test_warnings_for_dropped_privileges_and_sandbox(root: Host) -> None:
+    config = put(root, "client", "c", "client\nuser nobody\ngroup nogroup\n")
+    dropin = root.path("/etc/systemd/system/openvpn-client@.service.d")
+    dropin.mkdir(parents=True)
+    (dropin / "harden.conf").write_text(
+        "[Service]\nRestrictAddressFamilies=AF_INET AF_INET6 AF_NETLINK\n")
+    warnings = actions.plan_hook_install(root, config).warnings
+    assert any("drops privileges to 'nobody'" in w for w in warnings)
+    assert any("without AF_UNIX" in w for w in warnings)
+
+
+def test_debian_unit_sandbox_does_not_stop_the_hook(root: Host) -> None:
+    unit_dir = root.path("/lib/systemd/system")
+    unit_dir.mkdir(parents=True)
+    real = Path("/lib/systemd/system/openvpn-client@.service")
+    if not real.exists():
+        pytest.skip("Debian's openvpn package is not installed here")
+    (unit_dir / real.name).write_text(real.read_text())
+    config = put(root, "client", "c", "client\n")
+    assert actions.plan_hook_install(root, config).warnings == ()
+
+
+def test_import_ovpn_with_inline_blocks_is_0600_and_byte_for_byte(root: Host,
+                                                                   tmp_path: Path) -> None:
+    source = tmp_path / "office.ovpn"
+    text = ("client\r\nremote vpn.example.net 1194\r\n<ca>\r\nCA\r\n</ca>\r\n<cert>\r\nC\r\n"
+            "</cert>\r\n<key>\r\nPRIVATE\r\n</key>\r\n<tls-crypt>\r\nTC\r\n</tls-crypt>\r\n")
+    source.write_bytes(text.encode())
+    plan = actions.plan_import(root, source, "office")
+    assert "PRIVATE" not in plan.describe() and "(hidden)" in plan.describe()
+    plan.apply()
+    target = root.path("/etc/openvpn/client/office.conf")
+    assert target.read_bytes() == text.encode()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    with pytest.raises(ValidationError, match="already exists"):
+        actions.plan_import(root, source, "office")
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("../etc", "client\n", "not a usable connection name"),
+    ("ok", "verb 3\n", "not a client profile"),
+    ("ok", "client\n<ca>\n", "never closed"),
+])
+def test_bad_imports_write_nothing(root: Host, tmp_path: Path, name: str, text: str,
+                                   message: str) -> None:
+    source = tmp_path / "in.ovpn"
+    source.write_text(text)
+    with pytest.raises(ZsnError, match=message):
+        actions.plan_import(root, source, name)
+    assert os.listdir(root.path("/etc/openvpn/client")) == []
+
+
+def test_management_socket_added_once(root: Host) -> None:
+    config = put(root, "client", "office", "client\n# keep me\n")
+    plan = actions.plan_management_socket(root, config)
+    plan.apply()
+    assert root.path(config.path).read_text() == (
+        "client\n# keep me\nmanagement /run/openvpn-client/office.sock unix\n")
+    again = actions.plan_management_socket(root, config)
+    assert again.edits == () and "already configured" in again.warnings[0]

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from zsn.openvpn.connections import ConfigFile, config_path
+from zsn.openvpn.lint import lint
+from zsn.system.host import Host
+
+SAMPLES = Path(__file__).parents[2] / "fixtures/openvpn/configs"
+
+
+def put(host: Host, kind: str, name: str, text: str, mode: int = 0o600) -> ConfigFile:
+    config = ConfigFile(kind, name, config_path(kind, name))
+    path = host.path(config.path)
+    path.write_text(text)
+    os.chmod(path, mode)
+    return config
+
+
+def ids(host: Host) -> set[tuple[str, str]]:
+    return {(f.id, f.unit.split("@")[1]) for f in lint(host)}
+
+
+def test_server_config_in_the_client_folder(root: Host) -> None:
+    put(root, "client", "s", (SAMPLES / "server.conf").read_text())
+    found = [f for f in lint(root) if f.id == "OVPN001"]
+    assert found and "openvpn-server@s" in found[0].fix
+
+
+def test_missing_and_world_readable_key_files(root: Host) -> None:
+    put(root, "client", "c", "client\nca ca.crt\nkey c.key\nup /x\nscript-security 2\n")
+    key = root.path("/etc/openvpn/client/c.key")
+    key.write_text("k")
+    os.chmod(key, 0o644)
+    findings = {f.id: f for f in lint(root)}
+    assert "ca.crt does not exist" in findings["OVPN002"].message
+    assert findings["OVPN003"].fix == "chmod 600 /etc/openvpn/client/c.key"
+
+
+def test_inline_key_in_a_world_readable_config(root: Host) -> None:
+    put(root, "client", "c", "client\n<key>\nK\n</key>\n", mode=0o644)
+    assert ("OVPN003", "c.service") in ids(root)
+
+
+def test_dns_leak_warning_when_no_hook(root: Host) -> None:
+    put(root, "client", "c", "client\nredirect-gateway def1\n")
+    (finding,) = [f for f in lint(root) if f.id == "OVPN004"]
+    assert finding.severity == "warning"
+
+
+def test_script_security_too_low(root: Host) -> None:
+    put(root, "client", "c", "client\nup /etc/openvpn/update-resolv-conf\n")
+    (finding,) = [f for f in lint(root) if f.id == "OVPN005"]
+    assert finding.fix == "add 'script-security 2'"
+
+
+def test_unparseable_config_is_a_finding(root: Host) -> None:
+    put(root, "client", "bad", "client\n<ca>\n")
+    (finding,) = lint(root)
+    assert finding.id == "OVPN000" and "never closed" in finding.message
+
+
+def test_hooked_config_with_dropped_privileges(root: Host) -> None:
+    put(root, "client", "c", "client\nscript-security 2\nup /etc/openvpn/zsn-resolved-hook\n"
+        "down /etc/openvpn/zsn-resolved-hook\nuser nobody\n")
+    assert {f.id for f in lint(root)} == {"OVPN006"}

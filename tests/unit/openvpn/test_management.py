@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zsn.errors import SocketError
+from zsn.openvpn import management
+from zsn.rates import RateTracker
+
+
+def replies(transcript: str) -> tuple[str, list[list[str]]]:
+    """Split a captured transcript into the greeting and the reply to each command."""
+    lines = transcript.splitlines()
+    greeting, rest = lines[0], lines[1:]
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in rest:
+        current.append(line)
+        if line == "END":
+            blocks.append(current)
+            current = []
+    return greeting, blocks
+
+
+def test_client_connected_transcript(ovpn_fixtures: Path) -> None:
+    greeting, (state, status) = replies(
+        (ovpn_fixtures / "mgmt-client-connected.txt").read_text())
+    assert greeting.startswith(">INFO:OpenVPN Management Interface")
+    name, description, since, ipv4, remote, port, ipv6 = management.parse_state(state)
+    assert (name, description) == ("CONNECTED", "SUCCESS")
+    assert ipv4.startswith("10.87.0.") and remote.startswith("10.86.") and port == "1194"
+    assert since > 1_600_000_000 and ipv6 == ""
+    bytes_in, bytes_out, clients = management.parse_status(status)
+    assert bytes_in and bytes_out and clients is None
+
+
+def test_server_transcript_sums_its_clients(ovpn_fixtures: Path) -> None:
+    _greeting, (state, status) = replies((ovpn_fixtures / "mgmt-server.txt").read_text())
+    assert management.parse_state(state)[0] == "CONNECTED"
+    bytes_in, bytes_out, clients = management.parse_status(status)
+    assert clients == 1 and bytes_in and bytes_out
+
+
+def test_waiting_client_transcript(ovpn_fixtures: Path) -> None:
+    _greeting, (state, status) = replies(
+        (ovpn_fixtures / "mgmt-client-waiting.txt").read_text())
+    assert management.parse_state(state)[0] == "WAIT"
+    assert management.parse_status(status)[0] == 0
+
+
+@pytest.fixture
+def replay(tmp_path: Path, ovpn_fixtures: Path) -> Iterator[Path]:
+    """A unix socket that answers like the captured client (one connection)."""
+    greeting, blocks = replies((ovpn_fixtures / "mgmt-client-connected.txt").read_text())
+    answers = {"state": blocks[0], "status 2": blocks[1]}
+    path = tmp_path / "client.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    seen: list[str] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn, conn.makefile("rw", newline="\n") as stream:
+            stream.write(greeting + "\r\n")
+            stream.flush()
+            for command in stream:
+                seen.append(command.strip())
+                if command.strip() == "quit":
+                    return
+                stream.write(">BYTECOUNT:1,2\r\n")  # a real-time line in between
+                stream.write("".join(f"{line}\r\n" for line in answers[command.strip()]))
+                stream.flush()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path
+    thread.join(5)
+    server.close()
+    assert seen == ["state", "status 2", "quit"]
+
+
+def test_query_asks_briefly_and_skips_real_time_lines(replay: Path) -> None:
+    live = management.query(management.Endpoint(unix_path=replay))
+    assert live.state == "CONNECTED" and live.bytes_in and live.bytes_out
+
+
+def test_gone_socket_is_a_specific_error(tmp_path: Path) -> None:
+    with pytest.raises(SocketError, match="management socket is gone"):
+        management.query(management.Endpoint(unix_path=tmp_path / "nope.sock"))
+
+
+def test_socket_with_no_listener(tmp_path: Path) -> None:
+    path = tmp_path / "stale.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.close()  # the file stays, nobody listens: a crashed OpenVPN
+    with pytest.raises(SocketError, match="nothing listening"):
+        management.query(management.Endpoint(unix_path=path))
+
+
+def test_bad_state_reply_is_a_parse_error() -> None:
+    with pytest.raises(Exception, match="unexpected 'state' record"):
+        management.parse_state(["garbage", "END"])
+
+
+def test_rates_from_two_counter_readings() -> None:
+    tracker = RateTracker()
+    assert tracker.update("u", 10.0, 1000, 500) == (None, None)
+    assert tracker.update("u", 12.0, 3000, 900) == (1000.0, 200.0)

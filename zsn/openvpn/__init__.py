@@ -1,0 +1,1 @@
+"""OpenVPN connections run as systemd units: configs, live state, DNS hook, lint."""

@@ -1,0 +1,312 @@
+"""Changes zsn makes to OpenVPN connections: each a plan that is shown, then applied.
+
+File edits go through `write_atomic` (backup kept, refused if the file changed on
+disk since it was read); unit control goes over D-Bus to systemd.
+"""
+
+from __future__ import annotations
+
+import configparser
+import difflib
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
+from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
+from zsn.system.dbus import JobResult, SystemBus, Systemd, UnitFileChange, run_sync
+from zsn.system.files import (
+    PRIVATE_FILE_MODE,
+    FileSnapshot,
+    read_tracked,
+    write_atomic,
+)
+from zsn.system.host import Host
+
+HOOK_PATH = "/etc/openvpn/zsn-resolved-hook"
+HOOK_MODE = 0o755
+ROUTE_ALL_FLAG = "--route-all-dns"
+SECRET_BLOCKS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "secret", "pkcs12")
+_SECRET_BLOCK_RE = re.compile(
+    r"(<(" + "|".join(SECRET_BLOCKS) + r")>\r?\n).*?(</\2>)", re.DOTALL | re.IGNORECASE
+)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with the bodies of inline private-key blocks replaced, for diffs and logs."""
+    return _SECRET_BLOCK_RE.sub(r"\1(hidden)\n\3", text)
+
+
+def hook_script() -> str:
+    """The hook script zsn ships (package data next to this module)."""
+    return resources.files("zsn.openvpn").joinpath("zsn-resolved-hook").read_text()
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    path: Path
+    """Where to write, already resolved under the host's root."""
+    previous: FileSnapshot | None
+    new_text: str
+    mode: int | None = None
+    shown_in_full: bool = True
+    """False for files zsn ships (the hook script): the plan names them, no diff."""
+
+    @property
+    def description(self) -> str:
+        verb = "create" if self.previous is None else "edit"
+        mode = f" (mode {self.mode:04o})" if self.mode is not None else ""
+        return f"{verb} {self.path}{mode}"
+
+    def diff(self) -> str:
+        before = self.previous.text if self.previous else ""
+        lines = difflib.unified_diff(
+            mask_secrets(before).splitlines(keepends=True),
+            mask_secrets(self.new_text).splitlines(keepends=True),
+            fromfile=str(self.path) if self.previous else "/dev/null", tofile=str(self.path),
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+    def apply(self) -> None:
+        write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode)
+
+
+@dataclass(frozen=True)
+class ActionPlan:
+    title: str
+    edits: tuple[FileEdit, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        out = [f"Plan: {self.title}"]
+        out += [f"  {n}. {e.description}" for n, e in enumerate(self.edits, start=1)]
+        if not self.edits:
+            out.append("  (nothing to change)")
+        out += [f"  warning: {w}" for w in self.warnings]
+        for edit in self.edits:
+            if edit.shown_in_full:
+                out += ["", edit.diff().rstrip("\n")]
+            else:
+                lines = len(edit.new_text.splitlines())
+                out += ["", f"{edit.path}: zsn's own file, {lines} lines (not shown)"]
+        return "\n".join(out) + "\n"
+
+    def apply(self) -> list[str]:
+        """Write each file in order; a refusal stops before the next file is touched."""
+        done: list[str] = []
+        for edit in self.edits:
+            try:
+                edit.apply()
+            except ZsnError as exc:
+                already = f" (already done: {'; '.join(done)})" if done else ""
+                raise ZsnError(f"{self.title}: {exc}{already}") from exc
+            done.append(edit.description)
+        return done
+
+
+# The DNS hook ----------------------------------------------------------------------
+
+
+def _is_our_hook(config: OvpnConfig, name: str) -> bool | None:
+    """True if `name` (up/down) runs zsn's hook, False if another command, None if unset."""
+    directive = config.get(name)
+    if directive is None or not directive.args:
+        return None
+    return " ".join(directive.args).split()[0] == HOOK_PATH
+
+
+def plan_hook_install(host: Host, config_file: ConfigFile, *,
+                      route_all_dns: bool = False) -> ActionPlan:
+    """Add zsn's DNS hook to a config, idempotently; install or update the script itself."""
+    path = host.path(config_file.path)
+    snapshot = read_tracked(path)
+    config = parse(snapshot.text, str(config_file.path))
+    for name in ("up", "down"):
+        if _is_our_hook(config, name) is False:
+            other = " ".join(config.get(name).args)  # type: ignore[union-attr]
+            raise ValidationError(
+                f"{config_file.path} already runs '{other}' as its {name} script; OpenVPN "
+                f"runs only one, so remove it (or fold it into {HOOK_PATH}) first"
+            )
+    up_command = HOOK_PATH + (f" {ROUTE_ALL_FLAG}" if route_all_dns else "")
+    if config.script_security < 2:
+        config.set_directive("script-security", "2")
+    up = config.get("up")
+    if up is None or " ".join(up.args) != up_command:
+        config.set_directive("up", up_command)
+    down = config.get("down")
+    if down is None or " ".join(down.args) != HOOK_PATH:
+        config.set_directive("down", HOOK_PATH)
+    if not config.has("down-pre"):
+        config.append_line("down-pre")
+    edits: list[FileEdit] = []
+    if config.render() != snapshot.text:
+        edits.append(FileEdit(path, snapshot, config.render()))
+    hook_path = host.path(HOOK_PATH)
+    script = hook_script()
+    try:
+        current = read_tracked(hook_path)
+    except ZsnError:
+        if hook_path.exists():
+            raise
+        edits.append(FileEdit(hook_path, None, script, HOOK_MODE, shown_in_full=False))
+    else:
+        if current.text != script or current.mode != HOOK_MODE:
+            edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False))
+    return ActionPlan(f"DNS hook for {config_file.unit}", tuple(edits),
+                      tuple(hook_warnings(host, config_file, config)))
+
+
+def hook_warnings(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[str]:
+    """Where the unit's sandbox or dropped privileges would stop the hook from working."""
+    warnings: list[str] = []
+    user = config.get("user")
+    if user is not None:
+        warnings.append(
+            f"the config drops privileges to '{user.arg}': the down hook then runs "
+            "without CAP_NET_ADMIN and resolved refuses the revert; the link's DNS "
+            "only goes when the tun device does (never with persist-tun)"
+        )
+    if config.has("chroot"):
+        warnings.append(f"the config uses chroot: {HOOK_PATH} and resolvectl must exist "
+                        "inside the chroot for the down hook")
+    service = unit_service_settings(host, config_file.unit)
+    private_network = service.get("privatenetwork", "no").lower()
+    if private_network in ("yes", "true", "1", "on"):
+        warnings.append(f"{config_file.unit} has PrivateNetwork=yes: the hook cannot see the "
+                        "host's links")
+    families = service.get("restrictaddressfamilies", "")
+    if families and ("AF_UNIX" not in families) != families.startswith("~"):
+        warnings.append(f"{config_file.unit} restricts address families without AF_UNIX: "
+                        "resolvectl cannot reach systemd-resolved over D-Bus")
+    caps = service.get("capabilityboundingset", "")
+    if caps and ("CAP_NET_ADMIN" not in caps) != caps.startswith("~"):
+        warnings.append(f"{config_file.unit} drops CAP_NET_ADMIN: resolved will refuse "
+                        "the hook's changes (no polkit agent for a service)")
+    run_as = service.get("user", "root")
+    if run_as not in ("", "root", "0"):
+        warnings.append(f"{config_file.unit} runs as User={run_as}: resolved will refuse "
+                        "the hook's changes")
+    return warnings
+
+
+_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system",
+              "/lib/systemd/system")
+
+
+def unit_service_settings(host: Host, unit: str) -> dict[str, str]:
+    """The [Service] settings of `unit` as systemd would merge them (last one wins),
+    read from the unit file and its drop-ins under the host's root."""
+    template = re.sub(r"@[^.]*\.", "@.", unit)
+    names = [template, unit] if template != unit else [unit]
+    files: list[Path] = []
+    for name in names:
+        for directory in _UNIT_DIRS:
+            candidate = host.path(Path(directory, name))
+            if candidate.is_file():
+                files.append(candidate)
+                break
+    for name in names:
+        for directory in reversed(_UNIT_DIRS):
+            dropins = host.path(Path(directory, name + ".d"))
+            if dropins.is_dir():
+                files.extend(sorted(dropins.glob("*.conf")))
+    settings: dict[str, str] = {}
+    for path in files:
+        parser = configparser.ConfigParser(strict=False, interpolation=None,
+                                           allow_no_value=True, delimiters=("=",))
+        try:
+            parser.read_string(path.read_text(), str(path))
+        except (OSError, configparser.Error):
+            continue
+        if parser.has_section("Service"):
+            for key, value in parser.items("Service"):
+                settings[key] = value or ""
+    return settings
+
+
+# Import and management socket ------------------------------------------------------
+
+
+def plan_import(host: Host, source: Path, name: str) -> ActionPlan:
+    """Import a .ovpn file as /etc/openvpn/client/NAME.conf, byte for byte, mode 0600."""
+    validate_name(name)
+    text = read_tracked(source).text
+    config = parse(text, str(source))
+    if not (config.has("client") or config.has("remote")):
+        raise ValidationError(f"{source}: no 'client' or 'remote' line; not a client profile")
+    target_file = ConfigFile("client", name, config_path("client", name))
+    target = host.path(target_file.path)
+    if target.exists():
+        raise ValidationError(f"{target_file.path} already exists; choose another name")
+    if not target.parent.is_dir():
+        raise ValidationError(f"{target_file.path.parent} does not exist (is openvpn installed?)")
+    warnings = [
+        f"'{d.name} {d.arg}' refers to a file next to the profile: copy it to "
+        f"{target_file.path.parent}/ as well"
+        for d in config.directives
+        if d.name in ("ca", "cert", "key", "tls-auth", "tls-crypt", "pkcs12")
+        and d.arg and d.arg != INLINE and not Path(d.arg).is_absolute()
+    ]
+    return ActionPlan(f"import {source.name} as {target_file.unit}",
+                      (FileEdit(target, None, text, PRIVATE_FILE_MODE),), tuple(warnings))
+
+
+def plan_management_socket(host: Host, config_file: ConfigFile) -> ActionPlan:
+    """Add a unix management socket (/run/openvpn-client/NAME.sock etc.) to a config."""
+    path = host.path(config_file.path)
+    snapshot = read_tracked(path)
+    config = parse(snapshot.text, str(config_file.path))
+    existing = config.get("management")
+    if existing is not None:
+        return ActionPlan(f"management socket for {config_file.unit}", (),
+                          (f"already configured: management {' '.join(existing.args)}",))
+    socket_path = KINDS[config_file.kind][2].format(config_file.name)
+    config.append_line(f"management {quote_arg(socket_path)} unix")
+    return ActionPlan(
+        f"management socket for {config_file.unit}",
+        (FileEdit(path, snapshot, config.render()),),
+        (f"takes effect when {config_file.unit} restarts",),
+    )
+
+
+def check_config(host: Host, config_file: ConfigFile) -> None:
+    """Raise ParseError if the config no longer parses (before starting its unit)."""
+    load(host, config_file)
+
+
+# Unit control -----------------------------------------------------------------------
+
+VERBS = ("start", "stop", "restart")
+
+
+def control(host: Host, unit: str, verb: str, *, timeout: float = 90.0) -> JobResult:
+    """Start, stop or restart `unit` over D-Bus and wait for systemd's job result."""
+    if verb not in VERBS:
+        raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
+
+    async def act(bus: SystemBus) -> JobResult:
+        systemd = Systemd(bus)
+        state = await systemd.unit_state(unit)
+        if not state.exists:
+            raise ZsnError(f"{unit}: no such unit on this system (is openvpn installed?)")
+        job = {"start": systemd.start, "stop": systemd.stop, "restart": systemd.restart}[verb]
+        return await job(unit, timeout=timeout)
+
+    return run_sync(host, act, timeout=15.0)
+
+
+def set_enabled(host: Host, unit: str, enabled: bool) -> list[UnitFileChange]:
+    """Enable or disable `unit`'s start at boot; returns the symlinks systemd changed."""
+
+    async def act(bus: SystemBus) -> list[UnitFileChange]:
+        systemd = Systemd(bus)
+        state = await systemd.unit_state(unit)
+        if not state.exists:
+            raise ZsnError(f"{unit}: no such unit on this system (is openvpn installed?)")
+        return await (systemd.enable(unit) if enabled else systemd.disable(unit))
+
+    return run_sync(host, act, timeout=15.0)
+

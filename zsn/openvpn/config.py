@@ -1,0 +1,211 @@
+"""OpenVPN configuration files, kept byte for byte.
+
+A config is its list of raw lines (each with its own line ending). Parsing builds
+an index of directives over those lines, tokenised the way OpenVPN's own
+`parse_line` does it (whitespace-separated, "double" and 'single' quotes, backslash
+escapes outside single quotes, `#`/`;` starting a comment at the start of a token)
+and folds `<tag>...</tag>` inline blocks into one directive. Rendering is
+``"".join(lines)``; an edit changes only the lines it touches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from zsn.errors import ParseError, ValidationError
+
+_INLINE_OPEN_RE = re.compile(r"^\s*<([A-Za-z][A-Za-z0-9-]*)>\s*$")
+_INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+INLINE = "[[inline]]"
+"""The argument OpenVPN itself uses for a file given inline."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    name: str
+    """Lower-case option name, without a leading ``--``."""
+    args: tuple[str, ...]
+    line: int
+    """0-based index of the first line in `OvpnConfig.lines`."""
+    end: int
+    """Index one past the directive's last line (more than one for inline blocks)."""
+    inline: str | None = None
+    """The body of an inline ``<tag>`` block, or None for an ordinary line."""
+
+    @property
+    def arg(self) -> str | None:
+        return self.args[0] if self.args else None
+
+
+def tokenize(text: str, *, line: int | None = None, source: str | None = None) -> list[str]:
+    """Split one config line into arguments as OpenVPN does; a comment ends the line."""
+    return _scan(text, line, source)[0]
+
+
+def _scan(text: str, line: int | None, source: str | None) -> tuple[list[str], int | None]:
+    """The line's arguments, and where its trailing comment starts (None if it has none)."""
+    tokens: list[str] = []
+    current: list[str] = []
+    in_token = False
+    quote: str | None = None
+    backslash = False
+    comment: int | None = None
+    for position, char in enumerate(text.rstrip("\r\n")):
+        if backslash:
+            current.append(char)
+            backslash = False
+            continue
+        if quote is not None:
+            if char == quote:
+                quote = None
+            elif char == "\\" and quote == '"':
+                backslash = True
+            else:
+                current.append(char)
+            continue
+        if char in " \t\f\v":
+            if in_token:
+                tokens.append("".join(current))
+                current, in_token = [], False
+            continue
+        if not in_token and char in "#;":
+            comment = position
+            break
+        in_token = True
+        if char in "\"'":
+            quote = char
+        elif char == "\\":
+            backslash = True
+        else:
+            current.append(char)
+    if quote is not None:
+        raise ParseError(f"unterminated {quote} quote", line, source)
+    if in_token:
+        tokens.append("".join(current))
+    return tokens, comment
+
+
+def quote_arg(value: str) -> str:
+    """`value` written so `tokenize` reads it back unchanged."""
+    if value and not re.search(r"[\s\"'\\#;]", value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass
+class OvpnConfig:
+    lines: list[str]
+    directives: list[Directive]
+    source: str | None = None
+
+    def render(self) -> str:
+        return "".join(self.lines)
+
+    def get(self, name: str) -> Directive | None:
+        """The last `name` directive (the one OpenVPN obeys for single-valued options)."""
+        found = [d for d in self.directives if d.name == name]
+        return found[-1] if found else None
+
+    def get_all(self, name: str) -> list[Directive]:
+        return [d for d in self.directives if d.name == name]
+
+    def has(self, name: str) -> bool:
+        return any(d.name == name for d in self.directives)
+
+    @property
+    def script_security(self) -> int:
+        """The effective script-security level (OpenVPN's default is 1)."""
+        directive = self.get("script-security")
+        if directive is None or not directive.arg or not directive.arg.isdigit():
+            return 1
+        return int(directive.arg)
+
+    @property
+    def newline(self) -> str:
+        """The file's line ending, so added lines match the rest."""
+        return "\r\n" if self.lines and self.lines[0].endswith("\r\n") else "\n"
+
+    def set_directive(self, name: str, *args: str) -> bool:
+        """Make the last `name` directive read `name args`, or append it. True if changed."""
+        text = " ".join([name, *(quote_arg(a) for a in args)])
+        current = self.get(name)
+        if current is not None and current.inline is None and current.args == tuple(args):
+            return False
+        if current is not None and current.inline is None:
+            original = self.lines[current.line]
+            indent = original[: len(original) - len(original.lstrip(" \t"))]
+            ending = original[len(original.rstrip("\r\n")):]
+            # Keep a trailing comment, with the spacing before it.
+            comment_at = _scan(original, None, self.source)[1]
+            comment = ""
+            if comment_at is not None:
+                before = original[:comment_at]
+                comment = before[len(before.rstrip(" \t")):] + original[comment_at:].rstrip(
+                    "\r\n")
+            self.lines[current.line] = indent + text + comment + ending
+        else:
+            self.append_line(text)
+        self._reindex()
+        return True
+
+    def append_line(self, text: str) -> None:
+        if self.lines and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += self.newline
+        self.lines.append(text + self.newline)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self.directives = parse(self.render(), self.source).directives
+
+
+def parse(text: str, source: str | None = None) -> OvpnConfig:
+    """Parse `text`; raise `ParseError` naming the line when OpenVPN would refuse it."""
+    if "\x00" in text:
+        raise ParseError("contains a NUL byte; not a text config", None, source)
+    lines = text.splitlines(keepends=True)
+    directives: list[Directive] = []
+    index = 0
+    while index < len(lines):
+        raw = lines[index]
+        opened = _INLINE_OPEN_RE.match(raw)
+        if opened:
+            tag = opened.group(1).lower()
+            body: list[str] = []
+            close = index + 1
+            while close < len(lines):
+                closed = _INLINE_CLOSE_RE.match(lines[close])
+                if closed:
+                    if closed.group(1).lower() != tag:
+                        raise ParseError(
+                            f"</{closed.group(1)}> closes <{tag}>", close + 1, source
+                        )
+                    break
+                body.append(lines[close])
+                close += 1
+            else:
+                raise ParseError(f"<{tag}> block is never closed", index + 1, source)
+            directives.append(Directive(tag, (INLINE,), index, close + 1, "".join(body)))
+            index = close + 1
+            continue
+        if _INLINE_CLOSE_RE.match(raw):
+            raise ParseError(f"{raw.strip()} without a matching opening tag", index + 1, source)
+        tokens = tokenize(raw, line=index + 1, source=source)
+        if tokens:
+            name = tokens[0].removeprefix("--").lower()
+            if not _NAME_RE.match(name):
+                raise ParseError(f"{tokens[0]!r} is not an option name", index + 1, source)
+            directives.append(Directive(name, tuple(tokens[1:]), index, index + 1))
+        index += 1
+    return OvpnConfig(lines, directives, source)
+
+
+def validate_name(name: str) -> str:
+    """A connection name usable as a systemd instance and a file name, or ValidationError."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name) or name.endswith(".conf"):
+        raise ValidationError(
+            f"{name!r} is not a usable connection name: use letters, digits, '-', '_' "
+            "and '.', up to 64 characters, without '.conf'"
+        )
+    return name

@@ -1,0 +1,197 @@
+"""OpenVPN connections: the configs under /etc/openvpn, their units and their live state.
+
+Three places, three unit templates (upstream's and Debian's):
+``client/NAME.conf`` -> ``openvpn-client@NAME.service``,
+``server/NAME.conf`` -> ``openvpn-server@NAME.service``,
+``NAME.conf`` (top level) -> ``openvpn@NAME.service``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from zsn.errors import ZsnError
+from zsn.openvpn import management
+from zsn.openvpn.config import OvpnConfig, parse
+from zsn.system.dbus import SystemBus, Systemd, UnitState, run_sync
+from zsn.system.files import read_tracked
+from zsn.system.host import Host
+
+CONFIG_DIR = "/etc/openvpn"
+KINDS = {
+    "client": ("client", "openvpn-client@{}.service", "/run/openvpn-client/{}.sock"),
+    "server": ("server", "openvpn-server@{}.service", "/run/openvpn-server/{}.sock"),
+    "legacy": ("", "openvpn@{}.service", "/run/openvpn/{}.sock"),
+}
+"""kind -> (folder under /etc/openvpn, unit name pattern, default management socket)."""
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    kind: str
+    """client, server or legacy (Debian's top-level openvpn@NAME)."""
+    name: str
+    path: Path
+    """Path on the system (not under --root); `Host.path` resolves it."""
+
+    @property
+    def unit(self) -> str:
+        return KINDS[self.kind][1].format(self.name)
+
+    @property
+    def working_dir(self) -> Path:
+        """Where the unit runs OpenVPN, so relative paths in the config start here."""
+        return self.path.parent
+
+
+def config_path(kind: str, name: str) -> Path:
+    folder = KINDS[kind][0]
+    return Path(CONFIG_DIR, folder, f"{name}.conf") if folder else Path(CONFIG_DIR,
+                                                                         f"{name}.conf")
+
+
+def discover(host: Host) -> list[ConfigFile]:
+    """Every config OpenVPN's units would run, client first, in name order."""
+    found: list[ConfigFile] = []
+    for kind, (folder, _unit, _sock) in KINDS.items():
+        directory = host.path(Path(CONFIG_DIR, folder))
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.conf")):
+            if path.is_file():
+                found.append(ConfigFile(kind, path.stem, config_path(kind, path.stem)))
+    return found
+
+
+@dataclass(frozen=True)
+class Remote:
+    host: str
+    port: str
+    proto: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a config says about the connection, read without touching secrets."""
+
+    role: str
+    """client or server."""
+    remotes: tuple[Remote, ...]
+    proto: str
+    dev: str
+    management: management.Endpoint | None
+
+
+def summarize(config: OvpnConfig, host: Host, working_dir: Path) -> Summary:
+    proto_directive = config.get("proto")
+    proto = proto_directive.arg if proto_directive and proto_directive.arg else "udp"
+    port_directive = config.get("port") or config.get("rport")
+    default_port = port_directive.arg if port_directive and port_directive.arg else "1194"
+    remotes = tuple(
+        Remote(
+            d.args[0],
+            d.args[1] if len(d.args) > 1 else default_port,
+            d.args[2] if len(d.args) > 2 else proto,
+        )
+        for d in config.get_all("remote") if d.args
+    )
+    dev_directive = config.get("dev")
+    role = "server" if config.has("server") or config.has("mode") and any(
+        d.arg == "server" for d in config.get_all("mode")) else "client"
+    if config.has("client") or config.has("pull") or config.has("tls-client"):
+        role = "client"
+    return Summary(
+        role=role,
+        remotes=remotes,
+        proto=proto,
+        dev=dev_directive.arg if dev_directive and dev_directive.arg else "",
+        management=management_endpoint(config, host, working_dir),
+    )
+
+
+def management_endpoint(config: OvpnConfig, host: Host,
+                        working_dir: Path) -> management.Endpoint | None:
+    directive = config.get("management")
+    if directive is None or len(directive.args) < 2:
+        return None
+    address, port = directive.args[0], directive.args[1]
+    if port == "unix":
+        return management.Endpoint(unix_path=host.path(working_dir / address))
+    if not port.isdigit():
+        return None
+    password = None
+    if len(directive.args) > 2 and directive.args[2] != "stdin":
+        password = host.path(working_dir / directive.args[2])
+    return management.Endpoint(tcp_host=address, tcp_port=int(port), password_file=password)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One config with everything zsn could learn about it; errors say what could not."""
+
+    config: ConfigFile
+    summary: Summary | None
+    unit: UnitState | None
+    live: management.LiveState | None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.config.unit
+
+
+def load(host: Host, config: ConfigFile) -> OvpnConfig:
+    path = host.path(config.path)
+    return parse(read_tracked(path).text, str(config.path))
+
+
+def connections(host: Host, *, with_units: bool = True,
+                with_live: bool = True) -> list[Connection]:
+    """Every discovered connection with its unit state (one bus connection) and live state."""
+    configs = discover(host)
+    units: Mapping[str, UnitState | ZsnError] = {}
+    if with_units and configs:
+        units = _unit_states(host, [c.unit for c in configs])
+    result: list[Connection] = []
+    for config in configs:
+        errors: list[str] = []
+        summary: Summary | None = None
+        try:
+            summary = summarize(load(host, config), host, config.working_dir)
+        except ZsnError as exc:
+            errors.append(str(exc))
+        unit_state: UnitState | None = None
+        got = units.get(config.unit)
+        if isinstance(got, ZsnError):
+            errors.append(str(got))
+        else:
+            unit_state = got
+        live = None
+        running = unit_state is None or unit_state.active_state in ("active", "activating",
+                                                                    "reloading")
+        if with_live and summary and summary.management and running:
+            try:
+                live = management.query(summary.management)
+            except ZsnError as exc:
+                errors.append(str(exc))
+        result.append(Connection(config, summary, unit_state, live, tuple(errors)))
+    return result
+
+
+def _unit_states(host: Host, names: list[str]) -> dict[str, UnitState | ZsnError]:
+    async def read(bus: SystemBus) -> dict[str, UnitState | ZsnError]:
+        systemd = Systemd(bus)
+        states: dict[str, UnitState | ZsnError] = {}
+        for name in names:
+            try:
+                states[name] = await systemd.unit_state(name)
+            except ZsnError as exc:
+                states[name] = exc
+        return states
+
+    try:
+        return run_sync(host, read)
+    except ZsnError as exc:
+        return dict.fromkeys(names, exc)

@@ -1,0 +1,119 @@
+"""Advice on OpenVPN configs: each finding has an id, a severity and a one-line fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zsn.errors import ZsnError
+from zsn.openvpn.actions import HOOK_PATH
+from zsn.openvpn.config import INLINE, OvpnConfig
+from zsn.openvpn.connections import ConfigFile, discover, load, summarize
+from zsn.system.files import is_world_readable
+from zsn.system.host import Host
+
+FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12",
+                "secret", "dh", "crl-verify", "auth-user-pass", "askpass", "extra-certs")
+SECRET_OPTIONS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12", "secret",
+                  "auth-user-pass", "askpass")
+SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
+                  "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str
+    """error, warning or info."""
+    unit: str
+    message: str
+    fix: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "severity": self.severity, "unit": self.unit,
+                "message": self.message, "fix": self.fix}
+
+
+def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[Finding]:
+    unit = config_file.unit
+    where = config_file.working_dir
+    findings: list[Finding] = []
+
+    def add(rule: str, severity: str, message: str, fix: str) -> None:
+        findings.append(Finding(rule, severity, unit, message, fix))
+
+    role = summarize(config, host, where).role
+    if config_file.kind != "legacy" and role != config_file.kind:
+        right = config_file.path.parent.parent / role / config_file.path.name
+        add("OVPN001", "error",
+            f"{config_file.path} is a {role} config in the {config_file.kind}/ folder, so "
+            f"{unit} runs it with the wrong unit's settings",
+            f"move it to {right} and use openvpn-{role}@{config_file.name}")
+
+    for directive in config.directives:
+        if directive.name not in FILE_OPTIONS or not directive.arg:
+            continue
+        if directive.arg == INLINE or (directive.name == "dh" and directive.arg == "none"):
+            continue
+        if directive.name in ("auth-user-pass", "askpass") and directive.arg == "stdin":
+            continue
+        path = host.path(where / directive.arg)
+        shown = where / directive.arg
+        if not path.exists():
+            add("OVPN002", "error", f"'{directive.name}' file {shown} does not exist",
+                f"copy the file to {shown} or inline it as <{directive.name}>")
+        elif directive.name in SECRET_OPTIONS and is_world_readable(path):
+            add("OVPN003", "error", f"'{directive.name}' file {shown} is readable by everyone",
+                f"chmod 600 {shown}")
+    has_inline_secret = any(d.inline is not None and d.name in SECRET_OPTIONS
+                            for d in config.directives)
+    if has_inline_secret and is_world_readable(host.path(config_file.path)):
+        add("OVPN003", "error", f"{config_file.path} holds an inline private key and is "
+            "readable by everyone", f"chmod 600 {config_file.path}")
+
+    up = config.get("up")
+    runs_hook = up is not None and " ".join(up.args).split()[:1] == [HOOK_PATH]
+    if role == "client" and up is None:
+        dns_expected = config.has("redirect-gateway") or any(
+            d.arg in ("DNS", "DNS6") for d in config.get_all("dhcp-option"))
+        add("OVPN004", "warning" if dns_expected else "info",
+            "DNS servers the server pushes are ignored (no up hook): queries may leak "
+            "outside the tunnel",
+            "install zsn's DNS hook (key h in the OpenVPN pane)")
+    elif runs_hook and not config.has("down"):
+        add("OVPN004", "warning", "the DNS hook sets DNS on up but nothing reverts it on down",
+            f"add 'down {HOOK_PATH}' and 'down-pre'")
+
+    scripts = [d.name for d in config.directives if d.name in SCRIPT_OPTIONS]
+    level = config.script_security
+    if scripts and level < 2:
+        add("OVPN005", "error",
+            f"script-security is {level}, so OpenVPN refuses to run the configured "
+            f"{', '.join(sorted(set(scripts)))} script(s)",
+            "add 'script-security 2'")
+    if runs_hook and config.has("user"):
+        add("OVPN006", "warning",
+            "privileges are dropped ('user'), so the down hook cannot revert the link's DNS",
+            "remove 'user'/'group', or rely on resolved dropping the link when tun goes")
+
+    management = config.get("management")
+    if management is not None and len(management.args) == 2 and management.args[1] != "unix":
+        add("OVPN007", "warning",
+            f"management interface on TCP {management.args[0]}:{management.args[1]} "
+            "without a password file: any local user can control the tunnel",
+            f"use 'management /run/openvpn-{config_file.kind}/{config_file.name}.sock unix'")
+    return findings
+
+
+def lint(host: Host) -> list[Finding]:
+    """Findings for every discovered config; one that does not parse is itself a finding."""
+    findings: list[Finding] = []
+    for config_file in discover(host):
+        try:
+            config = load(host, config_file)
+        except ZsnError as exc:
+            findings.append(Finding("OVPN000", "error", config_file.unit, str(exc),
+                                    "fix the config at the line named, then reload"))
+            continue
+        findings.extend(lint_config(host, config_file, config))
+    return findings
+

@@ -1,0 +1,223 @@
+"""OpenVPN's management interface: connect briefly, ask, disconnect.
+
+The interface serves one client at a time, so zsn never holds it: each query opens
+the socket, reads the greeting (answering a password prompt when the config names
+a password file), sends ``state`` and ``status 2`` and closes. Real-time lines
+(``>INFO:``, ``>HOLD:``, ``>LOG:`` ...) arriving in between are skipped.
+See OpenVPN's doc/management-notes.txt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from zsn.errors import ParseError, SocketError
+
+STATES = (
+    "CONNECTING", "WAIT", "AUTH", "GET_CONFIG", "ASSIGN_IP", "ADD_ROUTES", "CONNECTED",
+    "RECONNECTING", "EXITING", "RESOLVE", "TCP_CONNECT", "AUTH_PENDING",
+)
+DEFAULT_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a config's `management` directive listens."""
+
+    unix_path: Path | None = None
+    tcp_host: str | None = None
+    tcp_port: int | None = None
+    password_file: Path | None = None
+
+    def describe(self) -> str:
+        if self.unix_path is not None:
+            return str(self.unix_path)
+        return f"{self.tcp_host}:{self.tcp_port}"
+
+
+@dataclass(frozen=True)
+class LiveState:
+    state: str
+    """CONNECTED, CONNECTING, RECONNECTING ... as OpenVPN names it."""
+    description: str
+    since: int
+    """Unix time of the last state change."""
+    tunnel_ipv4: str
+    tunnel_ipv6: str
+    remote: str
+    remote_port: str
+    bytes_in: int | None
+    """Bytes received on the link (TCP/UDP read bytes, or the server's total)."""
+    bytes_out: int | None
+    clients: int | None = None
+    """Connected clients, for a server."""
+    at: float = 0.0
+    """Monotonic time of the query, to compute rates between two states."""
+
+
+def parse_state(lines: list[str]) -> tuple[str, str, int, str, str, str, str]:
+    """The current state from a ``state`` reply (the last record before END)."""
+    records = [line for line in lines if line and line != "END" and not line.startswith(">")]
+    if not records:
+        raise ParseError("empty reply to 'state'", None, "management")
+    fields = records[-1].split(",")
+    if len(fields) < 3 or not fields[0].isdigit():
+        raise ParseError(f"unexpected 'state' record {records[-1]!r}", None, "management")
+    fields += [""] * (9 - len(fields))
+    since, state, description, local_ipv4, remote, rport = fields[:6]
+    return state, description, int(since), local_ipv4, remote, rport, fields[8]
+
+
+def parse_status(lines: list[str]) -> tuple[int | None, int | None, int | None]:
+    """(bytes in, bytes out, clients) from a ``status 2`` reply, client or server form."""
+    client_stats: dict[str, int] = {}
+    clients = 0
+    bytes_in = bytes_out = 0
+    server = False
+    for line in lines:
+        key, _, value = line.partition(",")
+        if key in ("TCP/UDP read bytes", "TCP/UDP write bytes") and value.strip().isdigit():
+            client_stats[key] = int(value)
+        elif key == "TITLE":
+            server = True
+        elif key == "CLIENT_LIST":
+            # CLIENT_LIST,name,real,virt,virt6,bytes received,bytes sent,...
+            fields = line.split(",")
+            if len(fields) > 6 and fields[5].isdigit() and fields[6].isdigit():
+                clients += 1
+                bytes_in += int(fields[5])
+                bytes_out += int(fields[6])
+    if server:
+        return bytes_in, bytes_out, clients
+    if client_stats:
+        return (client_stats.get("TCP/UDP read bytes"),
+                client_stats.get("TCP/UDP write bytes"), None)
+    raise ParseError("'status' reply has neither client statistics nor a client list",
+                     None, "management")
+
+
+class _Session:
+    def __init__(self, sock: socket.socket, where: str):
+        self.sock = sock
+        self.where = where
+        self.buffer = b""
+
+    def _fill(self) -> None:
+        try:
+            chunk = self.sock.recv(65536)
+        except TimeoutError as exc:
+            raise SocketError(f"{self.where}: OpenVPN did not answer in time") from exc
+        except OSError as exc:
+            raise SocketError(f"{self.where}: connection lost ({exc.strerror})") from exc
+        if not chunk:
+            raise SocketError(
+                f"{self.where}: OpenVPN closed the management connection "
+                "(another client may be holding it)"
+            )
+        self.buffer += chunk
+
+    def read_line(self) -> str:
+        while b"\n" not in self.buffer:
+            # The password prompt has no newline after it.
+            if self.buffer.startswith(b"ENTER PASSWORD:"):
+                self.buffer = self.buffer[len(b"ENTER PASSWORD:"):]
+                return "ENTER PASSWORD:"
+            self._fill()
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+    def send(self, command: str) -> None:
+        try:
+            self.sock.sendall(command.encode() + b"\n")
+        except OSError as exc:
+            raise SocketError(f"{self.where}: could not send ({exc.strerror})") from exc
+
+    def command(self, command: str) -> list[str]:
+        """Send `command`; return its reply lines, up to END or a single SUCCESS line."""
+        self.send(command)
+        reply: list[str] = []
+        while True:
+            line = self.read_line()
+            if line.startswith(">"):
+                continue
+            if line.startswith("ERROR:"):
+                raise SocketError(f"{self.where}: '{command}' refused: {line[6:].strip()}")
+            if line.startswith("SUCCESS:") and not reply:
+                return [line]
+            if line == "END":
+                return reply
+            reply.append(line)
+
+
+_CONNECT_ERRORS: tuple[tuple[type[OSError], str], ...] = (
+    (FileNotFoundError, "management socket is gone (is the connection running?)"),
+    (ConnectionRefusedError, "nothing listening (is the connection running?)"),
+    (PermissionError, "permission denied (root needed?)"),
+    (TimeoutError, "no answer in time"),
+)
+
+
+def _connect(endpoint: Endpoint, timeout: float) -> socket.socket:
+    where = endpoint.describe()
+    if endpoint.unix_path is not None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address: str | tuple[str, int] = str(endpoint.unix_path)
+    else:
+        assert endpoint.tcp_host is not None and endpoint.tcp_port is not None
+        family = socket.AF_INET6 if ":" in endpoint.tcp_host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        address = (endpoint.tcp_host, endpoint.tcp_port)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(address)
+    except OSError as exc:
+        sock.close()
+        reason = next((text for kind, text in _CONNECT_ERRORS if isinstance(exc, kind)),
+                      f"cannot connect ({exc.strerror})")
+        raise SocketError(f"{where}: {reason}") from exc
+    return sock
+
+
+def query(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT) -> LiveState:
+    """Ask the running OpenVPN for its state and counters, holding the slot only briefly."""
+    where = endpoint.describe()
+    sock = _connect(endpoint, timeout)
+    try:
+        session = _Session(sock, where)
+        first = session.read_line()
+        if first == "ENTER PASSWORD:":
+            session.send(_read_password(endpoint))
+            answer = session.read_line()
+            if not answer.startswith("SUCCESS"):
+                raise SocketError(f"{where}: management password was refused")
+            first = session.read_line()
+        if not first.startswith(">INFO:"):
+            raise SocketError(f"{where}: not an OpenVPN management interface ({first[:60]!r})")
+        state = parse_state(session.command("state"))
+        counters = parse_status(session.command("status 2"))
+        with contextlib.suppress(SocketError):
+            session.send("quit")
+    finally:
+        sock.close()
+    name, description, since, ipv4, remote, rport, ipv6 = state
+    return LiveState(
+        state=name, description=description, since=since, tunnel_ipv4=ipv4,
+        tunnel_ipv6=ipv6, remote=remote, remote_port=rport, bytes_in=counters[0],
+        bytes_out=counters[1], clients=counters[2], at=time.monotonic(),
+    )
+
+
+def _read_password(endpoint: Endpoint) -> str:
+    if endpoint.password_file is None:
+        raise SocketError(f"{endpoint.describe()}: asks for a password but none is configured")
+    try:
+        return endpoint.password_file.read_text().splitlines()[0]
+    except (OSError, IndexError) as exc:
+        raise SocketError(
+            f"{endpoint.password_file}: management password file cannot be read"
+        ) from exc
+

@@ -1,0 +1,57 @@
+"""A unit's recent log lines from the systemd journal.
+
+There is no D-Bus API for reading the journal, so this runs `journalctl` (argv, no
+shell) on the journal files themselves: for the live system as usual, and with
+`--root DIR` on the files under DIR (DIR/var/log/journal, the persistent journal;
+a volatile journal in a running system's private /run cannot be read from outside).
+Reading the files needs no daemon and no bus, and works on an offline tree too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from zsn.errors import ValidationError
+from zsn.system.commands import run
+from zsn.system.host import Host
+
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|target|timer|mount)$")
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    timestamp_us: int
+    priority: int
+    """syslog priority: 0 emergency ... 3 error, 4 warning ... 7 debug."""
+    identifier: str
+    message: str
+
+
+def unit_lines(host: Host, unit: str, *, lines: int = 100,
+               timeout: float = 10.0) -> list[JournalLine]:
+    """The last `lines` journal entries of `unit`, oldest first."""
+    if not _UNIT_RE.match(unit):
+        raise ValidationError(f"{unit!r} is not a unit name")
+    argv = ["journalctl", "--no-pager", "--quiet", "--output=json", f"--lines={lines}",
+            f"--unit={unit}"]
+    if not host.is_live:
+        argv.insert(1, f"--root={host.root}")
+    result = run(argv, timeout=timeout)
+    entries: list[JournalLine] = []
+    for raw in result.stdout.splitlines():
+        try:
+            entry = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        message = entry.get("MESSAGE", "")
+        if isinstance(message, list):  # journalctl's form for non-UTF-8 messages
+            message = bytes(message).decode("utf-8", "replace")
+        entries.append(JournalLine(
+            timestamp_us=int(entry.get("__REALTIME_TIMESTAMP", 0)),
+            priority=int(entry.get("PRIORITY", 6)),
+            identifier=str(entry.get("SYSLOG_IDENTIFIER", "")),
+            message=str(message),
+        ))
+    return entries
