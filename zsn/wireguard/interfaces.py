@@ -1,16 +1,19 @@
 """Server interfaces: create the config (key generated, file 0600), bring up and down.
 
-Up/down goes through wg-quick. When the kernel has no WireGuard module, wg-quick
-is told to use wireguard-go (``WG_QUICK_USERSPACE_IMPLEMENTATION``) and the plan
-says so.
+Where systemd runs (on the host, or in the tree under --root), up and down start
+and stop the ``wg-quick@NAME`` unit over D-Bus, so the interface is systemd's to
+supervise and `systemctl status` agrees. Elsewhere zsn runs wg-quick itself. When
+the kernel has no WireGuard module, wg-quick uses wireguard-go
+(``WG_QUICK_USERSPACE_IMPLEMENTATION``) and the plan says so.
 """
 
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
-from zsn.errors import ValidationError
+from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files
 from zsn.system.host import Host
@@ -77,6 +80,36 @@ def kernel_has_wireguard() -> bool:
     return Path("/sys/module/wireguard").exists()
 
 
+def systemd_runs(host: Host) -> bool:
+    """Whether systemd is the running init: sd_booted()'s test, or, for a tree under
+    --root whose /run is private (a container), systemd answering on its bus."""
+    if host.path("/run/systemd/system").is_dir():
+        return True
+    if not host.path("/run/dbus/system_bus_socket").exists():
+        return False
+    from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, run_sync
+
+    try:
+        run_sync(host, lambda bus: bus.get_all(SYSTEMD, SYSTEMD_PATH, SYSTEMD_MANAGER),
+                 timeout=2.0)
+    except ZsnError:
+        return False
+    return True
+
+
+def unit_name(name: str) -> str:
+    return f"wg-quick@{name}.service"
+
+
+def _unit(host: Host, verb: str, name: str) -> None:
+    from zsn.system.dbus import control_unit
+
+    job = control_unit(host, unit_name(name), verb, missing="is wireguard-tools installed?",
+                       timeout=WG_QUICK_TIMEOUT)
+    if not job.ok:
+        raise ZsnError(job.describe())
+
+
 def _wg_quick(host: Host, action: str, name: str) -> None:
     target = name if host.is_live else str(config_path(host, name))
     env = None if kernel_has_wireguard() else {
@@ -91,19 +124,22 @@ def plan_up(host: Host, name: str) -> Plan:
         raise ValidationError(f"no interface {name!r}: {path} does not exist")
     if find_device(host, name) is not None:
         raise ValidationError(f"{name} is already up")
+    plan = Plan(f"bring {name} up")
+    if not kernel_has_wireguard():
+        plan.notes.append("the kernel has no WireGuard module: wg-quick uses the userspace "
+                          "implementation wireguard-go (slower, same protocol)")
+    if systemd_runs(host):
+        plan.steps.append(LiveStep(f"start {unit_name(name)} (systemd, over D-Bus)",
+                                   partial(_unit, host, "start", name),
+                                   partial(_unit, host, "stop", name)))
+        return plan
     if shutil.which("wg-quick") is None:
         raise ValidationError("wg-quick is not installed (Debian: apt install wireguard-tools)")
-    plan = Plan(f"bring {name} up")
-    how = "wg-quick"
-    if not kernel_has_wireguard():
-        if shutil.which(USERSPACE_IMPLEMENTATION) is None:
-            raise ValidationError("the kernel has no WireGuard module and wireguard-go is not "
-                                  "installed (Debian: apt install wireguard-go)")
-        how = "wg-quick with wireguard-go"
-        plan.notes.append("the kernel has no WireGuard module: using the userspace "
-                          "implementation wireguard-go (slower, same protocol)")
-    plan.steps.append(LiveStep(f"{how} up {name}", lambda: _wg_quick(host, "up", name),
-                               lambda: _wg_quick(host, "down", name)))
+    if not kernel_has_wireguard() and shutil.which(USERSPACE_IMPLEMENTATION) is None:
+        raise ValidationError("the kernel has no WireGuard module and wireguard-go is not "
+                              "installed (Debian: apt install wireguard-go)")
+    plan.steps.append(LiveStep(f"wg-quick up {name}", partial(_wg_quick, host, "up", name),
+                               partial(_wg_quick, host, "down", name)))
     return plan
 
 
@@ -112,6 +148,11 @@ def plan_down(host: Host, name: str) -> Plan:
     if not config_path(host, name).exists():
         raise ValidationError(f"no interface {name!r}: {config_path(host, name)} does not exist")
     plan = Plan(f"bring {name} down")
-    plan.steps.append(LiveStep(f"wg-quick down {name}", lambda: _wg_quick(host, "down", name),
-                               lambda: _wg_quick(host, "up", name)))
+    if systemd_runs(host):
+        plan.steps.append(LiveStep(f"stop {unit_name(name)} (systemd, over D-Bus)",
+                                   partial(_unit, host, "stop", name),
+                                   partial(_unit, host, "start", name)))
+    else:
+        plan.steps.append(LiveStep(f"wg-quick down {name}", partial(_wg_quick, host, "down", name),
+                                   partial(_wg_quick, host, "up", name)))
     return plan

@@ -52,8 +52,9 @@ ACTION_HELP = """
 
 #### Interfaces and routing
 - `N` create a server interface (key generated, config 0600); `U` bring one up
-  (wg-quick; with wireguard-go when the kernel has no WireGuard module, as the plan
-  says), `D` bring the highlighted one down.
+  (the `wg-quick@` unit over D-Bus where systemd runs, else wg-quick; wireguard-go
+  when the kernel has no WireGuard module, as the plan says), `D` bring the
+  highlighted one down.
 - `C` let its clients reach each other (forwarding, FORWARD rules in PostUp/PostDown,
   client configs widened to the subnet); `K` route it to another interface;
   `G` gateway: NAT out of the default-route interface (found through netlink,
