@@ -54,7 +54,8 @@ def build(lab: Lab, root: Path, peers: int) -> tuple[str, Path]:
     path = directory / f"{interface}.conf"
     path.write_text("\n".join(config) + "\n")
     os.chmod(path, 0o600)
-    (root / "run").symlink_to("/run")  # the UAPI socket, seen under --root
+    (root / "run").mkdir()
+    (root / "run/wireguard").symlink_to("/run/wireguard")  # the UAPI socket, under --root
     (root / "etc/zsn").mkdir(mode=0o700)
     (root / "etc/zsn/wireguard.json").write_text(
         f'{{"{interface}": {{"endpoint_host": "vpn.example.com", "links": []}}}}\n')

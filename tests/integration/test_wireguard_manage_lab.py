@@ -118,8 +118,11 @@ def _veth(lab: Lab, suffix: str, ns_a: str, ns_b: str) -> tuple[str, str]:
 def _root(tmp: Path, name: str) -> Path:
     root = tmp / name
     (root / "etc/sysctl.d").mkdir(parents=True)
-    # Sockets and /proc/sys are the real ones, seen from the namespace zsn runs in.
-    (root / "run").symlink_to("/run")
+    # UAPI sockets and /proc/sys are the real ones, seen from the namespace zsn runs
+    # in. Only run/wireguard: the host's /run/systemd must not make zsn use the
+    # host's systemd for interfaces that belong in the test's namespaces.
+    (root / "run").mkdir()
+    (root / "run/wireguard").symlink_to("/run/wireguard")
     (root / "proc").symlink_to("/proc")
     return root
 
