@@ -238,3 +238,13 @@ def test_every_edit_leaves_the_same_index_as_a_fresh_parse(path: Path, operation
         except ValidationError:
             continue  # e.g. enabling a peer that is not disabled
         assert _index(config.sections) == _index(parse(config.render()).sections)
+
+
+def test_parse_shared_reuses_a_parse_only_for_identical_text() -> None:
+    from zsn.wireguard.config import parse_shared
+
+    text = (FIXTURES / "zcapwg1.conf").read_text()
+    first = parse_shared(text, "/test/shared.conf")
+    assert parse_shared(text, "/test/shared.conf") is first
+    changed = parse_shared(text.replace("bob-site", "bob"), "/test/shared.conf")
+    assert changed is not first and [p.name for p in changed.peers] == ["alice-laptop", "bob"]

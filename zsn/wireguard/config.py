@@ -392,6 +392,23 @@ def parse(text: str, source: str | None = None) -> WgConfig:
     return WgConfig(lines, _walk(lines, 0, source), source)
 
 
+_LAST_PARSED: dict[str, tuple[str, WgConfig]] = {}
+
+
+def parse_shared(text: str, source: str) -> WgConfig:
+    """`parse`, reusing the previous result for the same source when the text is identical.
+
+    The live read (peer names) and lint read the same files in one export; this
+    parses each once. The result is shared: read it, or edit a `WgConfig.copy()`.
+    """
+    previous = _LAST_PARSED.get(source)
+    if previous is not None and previous[0] == text:
+        return previous[1]
+    config = parse(text, source)
+    _LAST_PARSED[source] = (text, config)
+    return config
+
+
 def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
     """The sections of `lines` from line `start` on (indices stay absolute)."""
     sections: list[Section] = []

@@ -20,7 +20,7 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse
+from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse_shared
 from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, find_device, remove_route
 from zsn.wireguard.keys import (
     KeyPair,
@@ -75,7 +75,7 @@ class ServerConfig:
         if not path.exists():
             raise ValidationError(f"no interface {name!r}: {path} does not exist")
         snapshot = files.read_tracked(path)
-        return cls(host, name, path, snapshot, parse(snapshot.text, str(path)))
+        return cls(host, name, path, snapshot, parse_shared(snapshot.text, str(path)))
 
     def edited(self) -> WgConfig:
         """A fresh copy of the config to edit (the loaded one stays as read)."""
