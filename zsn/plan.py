@@ -8,7 +8,6 @@ what was done, what was undone and what could not be.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +61,8 @@ class FileEdit:
         return f"{verb} {self.path}{mode}"
 
     def diff(self) -> str:
+        import difflib  # only plans that are shown need it; the export path never does
+
         before = self.previous.text if self.previous else ""
         lines = difflib.unified_diff(
             mask_secrets(before).splitlines(keepends=True),
