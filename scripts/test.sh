@@ -10,6 +10,7 @@ DEBIAN_PACKAGES=(
     python3 python3-venv python3-pip   # a Python >= 3.11 with venv (Debian 12 has 3.11)
     iproute2 iputils-ping              # namespaces, veth, ping through tunnels
     wireguard-go wireguard-tools       # userspace WireGuard (no kernel module here), wg, wg-quick
+    iptables                           # PostUp/PostDown FORWARD and NAT rules in the WireGuard lab
     openvpn easy-rsa                   # OpenVPN lab
     systemd-container debootstrap      # a real systemd in a container for D-Bus tests
     zbar-tools                         # decodes rendered QR codes

@@ -26,6 +26,10 @@ exit status of --export: 0 complete; 1 error (nothing written: unknown section,
 unreadable root, bad option); 2 partial: the snapshot was written, but a section
 could not be read fully (each reason on stderr and in the section's "errors").
 
+headless WireGuard management (see 'zsn peer --help', 'zsn wg --help'):
+  zsn [--root DIR] peer add|remove|show|disable|enable|rename|routes IFACE NAME ...
+  zsn [--root DIR] wg create|up|down|endpoint|clients|link|gateway|lint ...
+
 examples:
   zsn                                   start the UI
   zsn --theme zsn-16 --refresh 2        16-colour theme, refresh every 2 s
@@ -33,6 +37,10 @@ examples:
   zsn --export --format prometheus > /var/lib/node_exporter/zsn.prom.$$ && \\
       mv /var/lib/node_exporter/zsn.prom.$$ /var/lib/node_exporter/zsn.prom
 """
+
+
+HEADLESS_COMMANDS = ("peer", "wg")
+"""First words that run a headless command (`zsn.wireguard.cli`) instead of the UI."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _headless_command(args: list[str]) -> bool:
+    """Whether the arguments name a headless command (``peer``, ``wg``), after any --root."""
+    rest = args[2:] if args[:1] == ["--root"] else args[1:] if args[:1] and \
+        args[0].startswith("--root=") else args
+    return bool(rest) and rest[0] in HEADLESS_COMMANDS
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -77,6 +92,10 @@ def _positive_float(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if _headless_command(args_list):
+        from zsn.wireguard import cli as wireguard_cli
+
+        return wireguard_cli.main(args_list)
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not args.export and (args.sections or args.include_secrets or args.format != "json"):

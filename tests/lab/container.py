@@ -2,7 +2,8 @@
 
 The cached rootfs (tests/lab/rootfs.py) is the read-only lower layer of an overlay,
 so each container starts clean and leaves the cache untouched. The container's
-/run/dbus and /run/openvpn-client are host directories bound in, and the same
+/run/dbus, /run/openvpn-client and /run/wireguard (UAPI sockets) are host
+directories bound in, and the same
 directories are bind-mounted onto the overlay on the host, so `Host(root)` finds
 the container's system bus and management sockets where `--root` expects them.
 """
@@ -25,7 +26,7 @@ from tests.lab.rootfs import ensure_rootfs
 from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, SystemBus, run_sync
 from zsn.system.host import Host
 
-SHARED_RUN_DIRS = ("dbus", "openvpn-client")
+SHARED_RUN_DIRS = ("dbus", "openvpn-client", "wireguard")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ def zsn(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
-    (tmp_path / "etc" / "wireguard").mkdir(parents=True)
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)  # 0700: no WG006
     (tmp_path / "etc" / "openvpn" / "client").mkdir(parents=True)
     code = (
         "import sys, zsn.cli\n"
@@ -34,7 +34,7 @@ def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "LEAKED []" in result.stderr
-    assert json.loads(result.stdout)["wireguard"] == {"interfaces": []}
+    assert json.loads(result.stdout)["wireguard"] == {"interfaces": [], "findings": []}
     assert json.loads(result.stdout)["openvpn"] == {"connections": [], "findings": []}
 
 

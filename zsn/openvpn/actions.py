@@ -16,7 +16,14 @@ from pathlib import Path
 from zsn.errors import ValidationError, ZsnError
 from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
-from zsn.system.dbus import JobResult, SystemBus, Systemd, UnitFileChange, run_sync
+from zsn.system.dbus import (
+    JobResult,
+    SystemBus,
+    Systemd,
+    UnitFileChange,
+    control_unit,
+    run_sync,
+)
 from zsn.system.files import (
     PRIVATE_FILE_MODE,
     FileSnapshot,
@@ -286,16 +293,7 @@ def control(host: Host, unit: str, verb: str, *, timeout: float = 90.0) -> JobRe
     """Start, stop or restart `unit` over D-Bus and wait for systemd's job result."""
     if verb not in VERBS:
         raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
-
-    async def act(bus: SystemBus) -> JobResult:
-        systemd = Systemd(bus)
-        state = await systemd.unit_state(unit)
-        if not state.exists:
-            raise ZsnError(f"{unit}: no such unit on this system (is openvpn installed?)")
-        job = {"start": systemd.start, "stop": systemd.stop, "restart": systemd.restart}[verb]
-        return await job(unit, timeout=timeout)
-
-    return run_sync(host, act, timeout=15.0)
+    return control_unit(host, unit, verb, missing="is openvpn installed?", timeout=timeout)
 
 
 def set_enabled(host: Host, unit: str, enabled: bool) -> list[UnitFileChange]:

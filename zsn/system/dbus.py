@@ -285,6 +285,25 @@ class Systemd:
         await self._manager("Reload", "", [], "reloading systemd")
 
 
+def control_unit(host: Host, unit: str, verb: str, *, missing: str,
+                 timeout: float = JOB_TIMEOUT) -> JobResult:
+    """Start, stop or restart `unit` over D-Bus and wait for systemd's job result.
+
+    `missing` is the hint given when the unit does not exist (e.g. "is openvpn
+    installed?").
+    """
+
+    async def act(bus: SystemBus) -> JobResult:
+        systemd = Systemd(bus)
+        state = await systemd.unit_state(unit)
+        if not state.exists:
+            raise ZsnError(f"{unit}: no such unit on this system ({missing})")
+        job = {"start": systemd.start, "stop": systemd.stop, "restart": systemd.restart}[verb]
+        return await job(unit, timeout=timeout)
+
+    return run_sync(host, act, timeout=15.0)
+
+
 # systemd-resolved ------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
@@ -17,6 +18,13 @@ class ZsnCommands(Provider):
                                                                   "refresh_pane")),
             ("Quit zsn", "Leave zsn", partial(app.run_action, "quit")),
         ]
+        # The active pane's own actions (add peer, lint, ...), with the key that runs them.
+        pane = app.active_pane() if hasattr(app, "active_pane") else None
+        for binding in getattr(pane, "BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.description and pane is not None:
+                commands.append((f"{binding.description.rstrip('…')}",
+                                 f"key {binding.key_display or binding.key}",
+                                 partial(pane.run_action, binding.action)))
         for name in sorted(app.available_themes):
             commands.append((f"Theme: {name}", f"Switch to the {name} theme",
                              partial(setattr, app, "theme", name)))

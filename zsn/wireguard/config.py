@@ -1,23 +1,37 @@
-"""wg-quick configuration files, kept byte for byte.
+"""wg-quick configuration files, kept byte for byte, and edited line by line.
 
 A config is its list of raw lines (each with its own line ending); parsing builds
 an index of sections and entries over those lines without normalising anything,
 so rendering is ``"".join(lines)`` and an edit changes only the lines it touches.
+
+A disabled peer stays in the file with every line of its block prefixed by
+``#[disabled] `` (the marker PiVPN uses): wg-quick sees comments, zsn sees a peer.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from zsn.errors import ParseError
+from zsn.errors import ParseError, ValidationError
 
 _SECTION_RE = re.compile(r"^\s*\[\s*([A-Za-z]+)\s*\]\s*(?:#.*)?$")
-_ENTRY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(.*?)\s*$")
+# The parts of an entry line an edit must keep: indentation and spacing around
+# "=", a trailing comment, the line ending.
+_ENTRY_PARTS_RE = re.compile(
+    r"^(?P<head>\s*[A-Za-z][A-Za-z0-9]*\s*=[ \t]*)(?P<value>[^#\r\n]*?)"
+    r"(?P<tail>[ \t]*(?:#[^\r\n]*)?)(?P<eol>\r?\n|\r)?$"
+)
 # Name comment styles seen in the wild: "# alice", "#alice", "# Name = alice",
 # "# name: alice", "# friendly_name = alice" (wireguard-ui / wg-gen-web).
 _NAME_KEY_RE = re.compile(r"^(?:friendly[_ ]?)?name\s*[=:]\s*(.+)$", re.IGNORECASE)
+# PiVPN wraps each client block in "### begin NAME ###" ... "### end NAME ###".
+_PIVPN_BEGIN_RE = re.compile(r"^#+\s*begin\s+(\S+)\s*#+\s*$")
+_PIVPN_END_RE = re.compile(r"^\s*#+\s*end\s+(\S+)\s*#+\s*$")
+DISABLED_PREFIX = "#[disabled] "
 KNOWN_SECTIONS = ("Interface", "Peer")
+PEER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,10 @@ class Section:
     entries: list[Entry] = field(default_factory=list)
     name: str | None = None
     """For a peer: the name from its comment, when there is one."""
+    name_line: int | None = None
+    """The line the name was read from."""
+    disabled: bool = False
+    """The block is commented out with `DISABLED_PREFIX` (kept in the file, not live)."""
 
     def get(self, key: str) -> str | None:
         """The last value of `key` (case-insensitive), as wg reads it."""
@@ -60,6 +78,21 @@ class Section:
                 items.extend(part.strip() for part in entry.value.split(",") if part.strip())
         return items
 
+    def entries_for(self, key: str) -> list[Entry]:
+        wanted = key.lower()
+        return [entry for entry in self.entries if entry.key.lower() == wanted]
+
+    @property
+    def last_line(self) -> int:
+        """Index of the block's last meaningful line (header or last entry)."""
+        return self.entries[-1].line if self.entries else self.header
+
+    @property
+    def label(self) -> str:
+        if self.kind == "Interface":
+            return "[Interface]"
+        return f"peer {self.name!r}" if self.name else f"peer {self.get('PublicKey')}"
+
 
 @dataclass
 class WgConfig:
@@ -73,10 +106,22 @@ class WgConfig:
 
     @property
     def peers(self) -> list[Section]:
+        """The active peers (what wg-quick loads)."""
+        return [s for s in self.sections if s.kind == "Peer" and not s.disabled]
+
+    @property
+    def all_peers(self) -> list[Section]:
+        """Active and disabled peers, in file order."""
         return [s for s in self.sections if s.kind == "Peer"]
 
     def render(self) -> str:
         return "".join(self.lines)
+
+    def copy(self) -> WgConfig:
+        """An independent copy to edit (entries are immutable and shared)."""
+        sections = [Section(s.kind, s.header, s.end, list(s.entries), s.name, s.name_line,
+                            s.disabled) for s in self.sections]
+        return WgConfig(list(self.lines), sections, self.source)
 
     def peer_names(self) -> dict[str, str]:
         """Peer name by public key, for the peers that have a name comment."""
@@ -87,20 +132,254 @@ class WgConfig:
                 names[key] = peer.name
         return names
 
+    # -- lookups -------------------------------------------------------------------
 
-def _strip_inline_comment(value: str) -> str:
-    hash_at = value.find("#")
-    return value[:hash_at].rstrip() if hash_at >= 0 else value
+    def find_peer(self, name_or_key: str) -> Section | None:
+        """The peer (active or disabled) with this name or public key."""
+        for peer in self.all_peers:
+            if name_or_key in (peer.name, peer.get("PublicKey")):
+                return peer
+        return None
+
+    def require_peer(self, name_or_key: str) -> Section:
+        peer = self.find_peer(name_or_key)
+        if peer is None:
+            where = f" in {self.source}" if self.source else ""
+            raise ValidationError(f"no peer named {name_or_key!r}{where}")
+        return peer
+
+    # -- edits: each changes only the lines it must, then re-indexes -------------
+
+    @property
+    def newline(self) -> str:
+        """The file's line ending, for lines zsn adds."""
+        for line in self.lines:
+            if line.endswith("\r\n"):
+                return "\r\n"
+            if line.endswith("\n"):
+                return "\n"
+        return "\n"
+
+    def set_value(self, section: Section, key: str, value: str) -> None:
+        """Set `key` in `section`: rewrite its last line in place, or add a line after the block."""
+        _check_value(key, value)
+        existing = section.entries_for(key)
+        if existing:
+            # Same line, same position: swap the entry, no need to re-read the file.
+            entry = existing[-1]
+            self.lines[entry.line] = _replace_value(self.lines[entry.line], value)
+            section.entries[section.entries.index(entry)] = Entry(entry.key, value.strip(),
+                                                                  entry.line)
+            return
+        self._insert(section.last_line + 1,
+                     [self._entry_line(section, key, value)], section.disabled)
+        self._reindex(section.header)
+
+    def append_entry(self, section: Section, key: str, value: str) -> None:
+        """Add one more `key` line after the block's last entry (e.g. another PostUp)."""
+        _check_value(key, value)
+        self._insert(section.last_line + 1, [self._entry_line(section, key, value)],
+                     section.disabled)
+        self._reindex(section.header)
+
+    def remove_key(self, section: Section, key: str) -> None:
+        """Remove every `key` line of `section`."""
+        doomed = {entry.line for entry in section.entries_for(key)}
+        self.lines = [line for index, line in enumerate(self.lines) if index not in doomed]
+        self._reindex(section.header)
+
+    def add_list_items(self, section: Section, key: str, items: Iterable[str]) -> None:
+        """Append items (e.g. AllowedIPs) missing from `key`'s comma-separated values."""
+        present = set(section.get_all(key))
+        new = [item for item in items if item not in present]
+        if not new:
+            return
+        existing = section.entries_for(key)
+        if existing:
+            entry = existing[-1]
+            joined = ", ".join([*([entry.value] if entry.value else []), *new])
+            self.set_value(section, key, joined)
+        else:
+            self.set_value(section, key, ", ".join(new))
+
+    def remove_list_items(self, section: Section, key: str, items: Iterable[str]) -> None:
+        """Remove items from every `key` line; a line left empty is removed."""
+        doomed = set(items)
+        changed = False
+        for entry in reversed(section.entries_for(key)):
+            parts = [part.strip() for part in entry.value.split(",") if part.strip()]
+            kept = [part for part in parts if part not in doomed]
+            if kept == parts:
+                continue
+            changed = True
+            if kept:
+                self.lines[entry.line] = _replace_value(self.lines[entry.line], ", ".join(kept))
+            else:
+                del self.lines[entry.line]
+        if changed:
+            self._reindex(section.header)
+
+    def append_peer(self, name: str | None, fields: Sequence[tuple[str, str]]) -> Section:
+        """Add a ``[Peer]`` block at the end, its name as the comment above it."""
+        for key, value in fields:
+            _check_value(key, value)
+        nl = self.newline
+        block: list[str] = []
+        old_length = len(self.lines)
+        if self.lines and not self.lines[-1].endswith(("\n", "\r")):
+            self.lines[-1] += nl
+        if self.lines and self.lines[-1].strip():
+            block.append(nl)
+        if name is not None:
+            block.append(f"# {check_peer_name(name)}{nl}")
+        block.append(f"[Peer]{nl}")
+        block.extend(f"{key} = {value}{nl}" for key, value in fields)
+        self.lines.extend(block)
+        self._reindex(old_length)
+        return self.all_peers[-1]
+
+    def remove_peer(self, peer: Section) -> None:
+        """Remove a peer's block: its name comment, header, entries, and one blank line."""
+        start, end = self.block_span(peer)
+        if start > 0 and not self.lines[start - 1].strip() and (
+            end >= len(self.lines) or not self.lines[end].strip()
+        ):
+            start -= 1
+        del self.lines[start:end]
+        self._reindex(start)
+
+    def disable_peer(self, peer: Section) -> None:
+        if peer.disabled:
+            raise ValidationError(f"{peer.label} is already disabled")
+        start, end = self.block_span(peer)
+        for index in range(start, end):
+            if self.lines[index].strip():
+                self.lines[index] = DISABLED_PREFIX + self.lines[index]
+        self._reindex(start)
+
+    def enable_peer(self, peer: Section) -> None:
+        if not peer.disabled:
+            raise ValidationError(f"{peer.label} is not disabled")
+        start, end = self.block_span(peer)
+        for index in range(start, end):
+            if self.lines[index].startswith(DISABLED_PREFIX):
+                self.lines[index] = self.lines[index][len(DISABLED_PREFIX):]
+        self._reindex(start)
+
+    def rename_peer(self, peer: Section, new_name: str) -> None:
+        """Rename a peer, keeping the style of its name comment (or adding ``# name``)."""
+        check_peer_name(new_name)
+        if self.find_peer(new_name) is not None:
+            raise ValidationError(f"a peer named {new_name!r} already exists")
+        old = peer.name
+        if peer.name_line is not None and old is not None:
+            self.lines[peer.name_line] = _rename_in_line(self.lines[peer.name_line], old, new_name)
+            end_marker = _pivpn_end_line(self.lines, peer)
+            if end_marker is not None:
+                self.lines[end_marker] = _rename_in_line(self.lines[end_marker], old, new_name)
+        else:
+            prefix = DISABLED_PREFIX if peer.disabled else ""
+            self._insert(peer.header, [f"{prefix}# {new_name}{self.newline}"], False)
+        self._reindex(min(peer.header, peer.name_line if peer.name_line is not None
+                          else peer.header))
+
+    def block_span(self, peer: Section) -> tuple[int, int]:
+        """Line range of a peer's block, name comment (and PiVPN markers) included."""
+        start = peer.header
+        if peer.name_line is not None and peer.name_line == peer.header - 1:
+            start = peer.name_line
+        end = peer.last_line + 1
+        end_marker = _pivpn_end_line(self.lines, peer)
+        if end_marker is not None:
+            end = end_marker + 1
+        return start, end
+
+    def _entry_line(self, section: Section, key: str, value: str) -> str:
+        indent = ""
+        if section.entries:
+            sample = _strip_disabled(self.lines[section.entries[-1].line])
+            indent = sample[: len(sample) - len(sample.lstrip())]
+        return f"{indent}{key} = {value}{self.newline}"
+
+    def _insert(self, at: int, new_lines: list[str], disabled: bool) -> None:
+        if at > 0 and not self.lines[at - 1].endswith(("\n", "\r")):
+            self.lines[at - 1] += self.newline
+        prefix = DISABLED_PREFIX if disabled else ""
+        self.lines[at:at] = [prefix + line for line in new_lines]
+
+    def _reindex(self, changed_from: int) -> None:
+        """Re-read the sections from line `changed_from` on (the lines before are unchanged)."""
+        kept = [s for s in self.sections if s.header < changed_from]
+        fresh = _walk(self.lines, changed_from, self.source)
+        if kept and kept[-1].end >= changed_from:
+            kept[-1].end = fresh[0].header if fresh else len(self.lines)
+        self.sections = kept + fresh
+
+
+def check_peer_name(name: str) -> str:
+    """`name` if it can be a peer name (and a file name), else a `ValidationError`."""
+    if not name:
+        raise ValidationError("peer name is empty")
+    if not PEER_NAME_RE.match(name):
+        raise ValidationError(
+            f"peer name {name!r} is not allowed: use letters, digits, '.', '_', '@', '-' "
+            "(up to 63 characters, starting with a letter or digit)"
+        )
+    return name
+
+
+def _check_value(key: str, value: str) -> None:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", key):
+        raise ValidationError(f"{key!r} is not a config key")
+    if any(ch in value for ch in "\r\n#"):
+        raise ValidationError(f"{key} value must be one line without '#'")
+
+
+def _replace_value(line: str, value: str) -> str:
+    disabled = line.startswith(DISABLED_PREFIX)
+    body = line[len(DISABLED_PREFIX):] if disabled else line
+    match = _ENTRY_PARTS_RE.match(body)
+    if match is None:  # parse() accepted it, so this cannot happen for an entry line
+        raise ParseError(f"cannot edit line {line[:40]!r}")
+    tail = match.group("tail")
+    if tail and not tail[0].isspace():
+        tail = " " + tail
+    new = f"{match.group('head')}{value}{tail}{match.group('eol') or ''}"
+    return DISABLED_PREFIX + new if disabled else new
+
+
+def _rename_in_line(line: str, old: str, new: str) -> str:
+    at = line.rfind(old)
+    return line[:at] + new + line[at + len(old):] if at >= 0 else line
+
+
+def _pivpn_end_line(lines: list[str], peer: Section) -> int | None:
+    after = peer.last_line + 1
+    if peer.name and after < len(lines):
+        match = _PIVPN_END_RE.match(_strip_disabled(lines[after]))
+        if match and match.group(1) == peer.name:
+            return after
+    return None
+
+
+def _strip_disabled(line: str) -> str:
+    return line[len(DISABLED_PREFIX):] if line.startswith(DISABLED_PREFIX) else line
 
 
 def _comment_text(line: str) -> str | None:
-    stripped = line.strip()
+    stripped = _strip_disabled(line).strip()
     if not stripped.startswith("#"):
         return None
     return stripped.lstrip("#").strip()
 
 
-def _name_from_comment(text: str) -> str | None:
+def _name_from_comment(line: str) -> str | None:
+    pivpn = _PIVPN_BEGIN_RE.match(_strip_disabled(line).strip())
+    if pivpn:
+        return pivpn.group(1)
+    text = _comment_text(line)
+    if text is None:
+        return None
     match = _NAME_KEY_RE.match(text)
     if match:
         return match.group(1).strip() or None
@@ -110,48 +389,92 @@ def _name_from_comment(text: str) -> str | None:
 def parse(text: str, source: str | None = None) -> WgConfig:
     """Parse a wg-quick config; raise `ParseError` naming the first line that is not valid."""
     lines = text.splitlines(keepends=True)
+    return WgConfig(lines, _walk(lines, 0, source), source)
+
+
+_LAST_PARSED: dict[str, tuple[str, WgConfig]] = {}
+
+
+def parse_shared(text: str, source: str) -> WgConfig:
+    """`parse`, reusing the previous result for the same source when the text is identical.
+
+    The live read (peer names) and lint read the same files in one export; this
+    parses each once. The result is shared: read it, or edit a `WgConfig.copy()`.
+    """
+    previous = _LAST_PARSED.get(source)
+    if previous is not None and previous[0] == text:
+        return previous[1]
+    config = parse(text, source)
+    _LAST_PARSED[source] = (text, config)
+    return config
+
+
+def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
+    """The sections of `lines` from line `start` on (indices stay absolute)."""
     sections: list[Section] = []
     current: Section | None = None
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    skip = len(DISABLED_PREFIX)
+    # Cheap string tests first: this loop runs once per line of configs with
+    # thousands of peers, and most lines are comments, blanks or plain entries.
+    for index in range(start, len(lines)):
+        line = lines[index]
+        disabled = line[:1] == "#"
+        if disabled:
+            if not line.startswith(DISABLED_PREFIX):
+                continue
+            body = line[skip:]
+        else:
+            body = line
+        stripped = body.strip()
+        if not stripped or stripped[0] == "#":
             continue
-        header = _SECTION_RE.match(line)
-        if header:
-            kind = header.group(1).capitalize()
-            if kind not in KNOWN_SECTIONS:
-                raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
-            if current is not None:
-                current.end = index
-            current = Section(kind=kind, header=index, end=len(lines))
-            sections.append(current)
-            continue
-        entry = _ENTRY_RE.match(_strip_inline_comment(line.rstrip("\r\n")))
-        if entry is None:
+        if stripped[0] == "[":
+            header = _SECTION_RE.match(body)
+            if header:
+                kind = header.group(1).capitalize()
+                if kind not in KNOWN_SECTIONS:
+                    if disabled:
+                        continue
+                    raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
+                if current is not None:
+                    current.end = index
+                current = Section(kind=kind, header=index, end=len(lines), disabled=disabled)
+                sections.append(current)
+                continue
+        if disabled and (current is None or not current.disabled):
+            continue  # a commented-out line outside a disabled block is just a comment
+        if current is not None and current.disabled and not disabled:
+            current.end = index
+            current = None
+        hash_at = stripped.find("#")
+        key, equals, value = (stripped[:hash_at] if hash_at >= 0 else stripped).partition("=")
+        key = key.rstrip()
+        if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
+            if disabled:
+                continue
             raise ParseError(f"expected 'Key = value', got {stripped[:40]!r}", index + 1, source)
         if current is None:
-            raise ParseError(f"{entry.group(1)} is outside any [Interface] or [Peer]",
-                             index + 1, source)
-        current.entries.append(Entry(entry.group(1), entry.group(2), index))
+            raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
+        current.entries.append(Entry(key, value.strip(), index))
     for section in sections:
         if section.kind == "Peer":
-            section.name = _peer_name(lines, section)
-    return WgConfig(lines, sections, source)
+            _set_peer_name(lines, section)
+    return sections
 
 
-def _peer_name(lines: list[str], peer: Section) -> str | None:
-    # The comment directly above [Peer] is the name; a "# Name = x" inside the
-    # block is a common alternative.
-    if peer.header > 0:
-        above = _comment_text(lines[peer.header - 1])
-        if above is not None:
-            name = _name_from_comment(above)
+def _set_peer_name(lines: list[str], peer: Section) -> None:
+    # The comment directly above [Peer] is the name; a comment directly below it
+    # (as in many blog configs) or a "# Name = x" inside the block are alternatives.
+    for index in (peer.header - 1, peer.header + 1):
+        if 0 <= index < len(lines) and index <= peer.last_line:
+            name = _name_from_comment(lines[index])
             if name:
-                return name
-    for index in range(peer.header + 1, peer.end):
+                peer.name, peer.name_line = name, index
+                return
+    for index in range(peer.header + 1, peer.last_line + 1):
         text = _comment_text(lines[index])
         if text is not None:
             match = _NAME_KEY_RE.match(text)
             if match and match.group(1).strip():
-                return match.group(1).strip()
-    return None
+                peer.name, peer.name_line = match.group(1).strip(), index
+                return

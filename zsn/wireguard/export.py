@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.wireguard import uapi
+from zsn.wireguard.lint import lint_host
 from zsn.wireguard.live import CONFIG_DIR, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState
 
@@ -66,6 +68,11 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
         "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces]
     }
     errors = list(snapshot.errors)
+    try:
+        data["findings"] = [finding.as_dict() for finding in lint_host(host)]
+    except ZsnError as exc:
+        data["findings"] = []
+        errors.append(f"lint: {exc}")
     if snapshot.read_only_reason:
         errors.insert(0, snapshot.read_only_reason)
     if errors:

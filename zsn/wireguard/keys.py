@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
+from dataclasses import dataclass
 
 from zsn.errors import ValidationError
 
@@ -44,14 +46,44 @@ def base64_to_hex(key: str) -> str:
     return raw.hex()
 
 
+def _clamp(raw: bytearray) -> bytearray:
+    # Curve25519 scalar clamping, exactly as `wg genkey` does it.
+    raw[0] &= 248
+    raw[31] = (raw[31] & 127) | 64
+    return raw
+
+
 def public_key_from_private(private_key: str) -> str:
     """The X25519 public key of a base64 private key, as `wg pubkey` computes it."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-    raw = bytearray(base64.b64decode(check_key(private_key, "private key")))
     # wg clamps before use; cryptography clamps too, but be explicit so the result
     # never depends on a library detail.
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
+    raw = _clamp(bytearray(base64.b64decode(check_key(private_key, "private key"))))
     public = X25519PrivateKey.from_private_bytes(bytes(raw)).public_key().public_bytes_raw()
     return base64.b64encode(public).decode("ascii")
+
+
+def generate_private_key() -> str:
+    """A new private key, as `wg genkey` makes it: 32 random bytes, clamped, base64."""
+    return base64.b64encode(bytes(_clamp(bytearray(os.urandom(KEY_LENGTH))))).decode("ascii")
+
+
+def generate_preshared_key() -> str:
+    """A new preshared key, as `wg genpsk` makes it: 32 random bytes, base64."""
+    return base64.b64encode(os.urandom(KEY_LENGTH)).decode("ascii")
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    private_key: str
+    """A secret: never logged, exported or shown in notifications."""
+    public_key: str
+
+    def __repr__(self) -> str:
+        return f"KeyPair(public_key={self.public_key!r}, private_key=<hidden>)"
+
+    @classmethod
+    def generate(cls) -> KeyPair:
+        private = generate_private_key()
+        return cls(private, public_key_from_private(private))

@@ -61,7 +61,7 @@ class LiveCache:
         if cached and cached[0] == signature:
             return cached[1]
         try:
-            names = config.parse(path.read_text(encoding="utf-8"), str(path)).peer_names()
+            names = config.parse_shared(path.read_text(encoding="utf-8"), str(path)).peer_names()
         except ParseError as exc:
             self.errors.append(f"peer names unavailable: {exc}")
             names = {}

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
 from zsn.tui.panes.base import LivePane
+from zsn.tui.panes.wireguard_actions import ACTION_BINDINGS, ACTION_HELP, WireGuardActions
 from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
 
@@ -33,7 +34,7 @@ PEER_COLUMNS = (
 )
 
 
-class WireGuardPane(LivePane):
+class WireGuardPane(WireGuardActions, LivePane):
     PANE_HELP: ClassVar[str] = """\
 ### WireGuard
 The upper table lists interfaces (kernel or userspace: wireguard-go, boringtun);
@@ -45,12 +46,13 @@ the lower one the peers of the highlighted interface.
   `stale` = older than 180 s, so the peer has no working session.
 - **↓ Rate / ↑ Rate**: received / sent per second over the last refresh.
 - **Received / Sent**: totals since the interface came up.
-"""
+""" + ACTION_HELP
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "peer_details", "Details", show=True),
         Binding("r", "refresh_now", "Refresh", show=True),
         Binding("tab", "focus_next_table", "Next table", show=False),
+        *ACTION_BINDINGS,
     ]
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
@@ -67,6 +69,7 @@ the lower one the peers of the highlighted interface.
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="pane-status")
+        yield Static("", id="wg-findings")
         interfaces: DataTable[Any] = DataTable(id="wg-interfaces", cursor_type="row",
                                                zebra_stripes=False)
         interfaces.border_title = "Interfaces"
@@ -83,8 +86,10 @@ the lower one the peers of the highlighted interface.
         for key, label in PEER_COLUMNS:
             peers.add_column(label, key=key)
         self.status_line().display = False
+        self.query_one("#wg-findings", Static).display = False
         peers.focus()
         super().on_mount()
+        self.start_findings()
 
     # -- data ------------------------------------------------------------------
     def fetch(self) -> WireGuardSnapshot:

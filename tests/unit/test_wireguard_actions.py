@@ -1,0 +1,293 @@
+"""Onboarding, routing and lint plans on a config tree under a temporary --root (no live device)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from zsn.errors import ValidationError
+from zsn.plan import ApplyError, LiveStep
+from zsn.system.host import Host
+from zsn.wireguard import interfaces, lint, onboarding, routing
+from zsn.wireguard.cli import main as cli_main
+from zsn.wireguard.config import parse
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "wireguard"
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(root)): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Host:
+    (tmp_path / "etc/sysctl.d").mkdir(parents=True)
+    (tmp_path / "proc/sys/net/ipv4").mkdir(parents=True)
+    (tmp_path / "proc/sys/net/ipv4/ip_forward").write_text("0\n")
+    h = Host(tmp_path)
+    interfaces.plan_create_interface(h, "wg0", ["10.66.0.1/24", "fd66::1/64"], 51820,
+                                     "vpn.example.com").apply()
+    return h
+
+
+def _add(host: Host, name: str, **fields: object) -> onboarding.ClientConfig:
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", name,
+                                                                         **fields))  # type: ignore[arg-type]
+    plan.apply()
+    return client
+
+
+def test_create_writes_a_private_config_in_a_private_dir(host: Host) -> None:
+    path = host.path("/etc/wireguard/wg0.conf")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    config = parse(path.read_text())
+    assert config.interface is not None
+    assert config.interface.get_all("Address") == ["10.66.0.1/24", "fd66::1/64"]
+
+
+def test_onboarding_picks_free_addresses_and_writes_both_configs(host: Host) -> None:
+    alice = _add(host, "alice")
+    bob = _add(host, "bob", profile=onboarding.Profile.ALL, dns=["10.66.0.1"])
+    assert "Address = 10.66.0.2/32, fd66::2/128" in alice.text
+    assert "Address = 10.66.0.3/32, fd66::3/128" in bob.text
+    assert "AllowedIPs = 10.66.0.1/32, fd66::1/128" in alice.text
+    assert "AllowedIPs = 0.0.0.0/0, ::/0" in bob.text
+    assert "Endpoint = vpn.example.com:51820" in alice.text
+    assert "PersistentKeepalive = 25" in alice.text and "PresharedKey = " in alice.text
+    assert stat.S_IMODE(alice.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(alice.path.parent.stat().st_mode) == 0o700
+    server = parse(host.path("/etc/wireguard/wg0.conf").read_text())
+    assert [p.name for p in server.peers] == ["alice", "bob"]
+    assert server.peers[1].get_all("AllowedIPs") == ["10.66.0.3/32", "fd66::3/128"]
+    assert onboarding.onboarding_defaults(host, "wg0").address == "10.66.0.4, fd66::4"
+
+
+def test_a_freed_address_is_reused_but_a_disabled_peer_keeps_its_own(host: Host) -> None:
+    _add(host, "alice")
+    _add(host, "bob")
+    onboarding.plan_disable_peer(host, "wg0", "alice").apply()
+    assert "10.66.0.4/32" in _add(host, "carol").text
+    onboarding.plan_remove_peer(host, "wg0", "bob").apply()
+    assert "10.66.0.3/32" in _add(host, "dave").text
+
+
+def test_dry_run_shows_diffs_without_secrets(host: Host) -> None:
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    text = plan.describe()
+    private = next(line for line in client.text.splitlines() if line.startswith("PrivateKey"))
+    assert private.split(" = ")[1] not in text
+    assert "PrivateKey = (hidden)" in text and "PresharedKey = (hidden)" in text
+    assert "+# alice" in text and "create " in text
+    assert not client.path.exists()
+
+
+BAD_REQUESTS = [
+    ({"name": ""}, "peer name is empty"),
+    ({"name": "../etc"}, "not allowed"),
+    ({"name": "x" * 64}, "not allowed"),
+    ({"address": "10.66.0.1"}, "already used by the server itself"),
+    ({"address": "10.67.0.5"}, "outside the interface subnet"),
+    ({"address": "10.66.0.255"}, "network or broadcast"),
+    ({"address": "10.66.0.0/24"}, "must be a single host"),
+    ({"address": "10.66.0.300"}, "is not an IP address"),
+    ({"routed_subnets": ["192.168.1.1/24"]}, "host bits set; did you mean 192.168.1.0/24"),
+    ({"routed_subnets": ["10.66.0.0/25"]}, "overlaps the VPN subnet"),
+    ({"routed_subnets": ["bogus"]}, "not a CIDR network"),
+    ({"endpoint": "vpn.example.com:0"}, "endpoint port 0 is outside 1-65535"),
+    ({"endpoint": "bad host!"}, "neither an IP address nor a hostname"),
+    ({"dns": ["1.1.1.1;rm"]}, "DNS entry"),
+    ({"keepalive": 70000}, "keepalive 70000 is outside"),
+    ({"public_key": "abc"}, "public key must be 44 base64 characters"),
+    ({"public_key": "A" * 43 + "B"}, "not a valid base64 WireGuard key"),
+    ({"interface": "wg0/../x"}, "may only use"),
+    ({"interface": "wg9"}, "does not exist"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), BAD_REQUESTS, ids=[m for _, m in BAD_REQUESTS])
+def test_bad_input_is_refused_and_nothing_changes(host: Host, fields: dict[str, object],
+                                                  message: str) -> None:
+    _add(host, "alice")
+    before = _tree(host.root)
+    request = onboarding.PeerRequest(**{"interface": "wg0", "name": "eve", **fields})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        onboarding.plan_add_peer(host, request)
+    assert _tree(host.root) == before
+
+
+def test_colliding_routed_subnets_and_duplicate_keys(host: Host) -> None:
+    _add(host, "site", routed_subnets=["192.168.50.0/24"])
+    with pytest.raises(ValidationError, match="overlaps 192.168.50.0/24 of peer 'site'"):
+        onboarding.plan_add_peer(host, onboarding.PeerRequest(
+            "wg0", "other", routed_subnets=["192.168.0.0/16"]))
+    key = parse(host.path("/etc/wireguard/wg0.conf").read_text()).peers[0].get("PublicKey")
+    assert key
+    with pytest.raises(ValidationError, match="already has a peer with public key"):
+        onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "twin", public_key=key))
+
+
+def test_interface_creation_refuses_bad_input(tmp_path: Path) -> None:
+    h = Host(tmp_path)
+    for args, message in [
+        (("wg0", ["10.1.0.0/24"], 51820), "network address"),
+        (("wg0", ["10.1.0.1"], 51820), "needs a /prefix"),
+        (("wg0", ["10.1.0.1/24", "10.2.0.1/24"], 51820), "at most one IPv4"),
+        (("wg0", ["10.1.0.1/24"], "port"), "is not a number"),
+        (("wg0", ["10.1.0.1/24"], 70000), "outside 1-65535"),
+        (("a-very-long-interface", ["10.1.0.1/24"], 1), "longer than 15"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            interfaces.plan_create_interface(h, *args)  # type: ignore[arg-type]
+    assert not any(tmp_path.rglob("*"))
+
+
+def test_a_failing_step_undoes_everything_before_it(host: Host) -> None:
+    _add(host, "alice")
+    before = _tree(host.root)
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "bob"))
+
+    def fail() -> None:
+        raise OSError("the device went away")
+
+    plan.steps.append(LiveStep("add peer bob on the running interface", fail))
+    with pytest.raises(ApplyError) as info:
+        plan.apply()
+    assert "the device went away" in str(info.value)
+    assert "undone: edit" in str(info.value)
+    assert _tree(host.root) == before
+    assert not client.path.exists()
+
+
+def test_rename_moves_the_client_config(host: Host) -> None:
+    _add(host, "alice")
+    onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone").apply()
+    assert onboarding.show_client_config(host, "wg0", "alice-phone").text.startswith("# alice")
+    with pytest.raises(ValidationError, match="no client config"):
+        onboarding.show_client_config(host, "wg0", "alice")
+
+
+def test_routed_subnets_behind_a_peer(host: Host) -> None:
+    _add(host, "site")
+    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
+    peer = parse(host.path("/etc/wireguard/wg0.conf").read_text()).require_peer("site")
+    assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.50.0/24"]
+    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.60.0/24"]).apply()
+    peer = parse(host.path("/etc/wireguard/wg0.conf").read_text()).require_peer("site")
+    assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.60.0/24"]
+
+
+def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
+    if shutil.which("iptables") is None or shutil.which("ip6tables") is None:
+        pytest.skip("iptables is not installed")
+    routing.plan_gateway(host, "wg0", "eth0").apply()
+    config = parse(host.path("/etc/wireguard/wg0.conf").read_text())
+    assert config.interface is not None
+    ups = [e.value for e in config.interface.entries_for("PostUp")]
+    assert "iptables -t nat -A POSTROUTING -s 10.66.0.0/24 -o eth0 -j MASQUERADE" in ups
+    assert "ip6tables -A FORWARD -i %i -j ACCEPT" in ups
+    assert all("wg0" not in up for up in ups)
+    downs = [e.value for e in config.interface.entries_for("PostDown")]
+    assert [d.replace(" -D ", " -A ") for d in downs] == ups
+    sysctl = host.path("/etc/sysctl.d/99-zsn-wireguard.conf").read_text()
+    assert "net.ipv4.ip_forward = 1" in sysctl and "net.ipv6.conf.all.forwarding = 1" in sysctl
+    assert host.path("/proc/sys/net/ipv4/ip_forward").read_text().strip() == "1"
+    again = routing.plan_gateway(host, "wg0", "eth0")
+    assert not again.steps
+
+
+def _lint_ids(host: Host) -> dict[str, list[lint.Finding]]:
+    found: dict[str, list[lint.Finding]] = {}
+    for finding in lint.lint_host(host):
+        found.setdefault(finding.id, []).append(finding)
+    return found
+
+
+def _install(host: Host, fixture: str, name: str) -> Path:
+    target = host.path(f"/etc/wireguard/{name}.conf")
+    shutil.copyfile(FIXTURES / fixture, target)
+    os.chmod(target, 0o600)
+    return target
+
+
+def test_lint_catches_the_notes_mixing_wg0_and_wg1_and_fixes_it(host: Host) -> None:
+    target = _install(host, "notes-gateway-server.conf", "wg2")
+    found = _lint_ids(host)["WG007"]
+    assert found[0].interface == "wg2" and "-i wg1" in found[0].message
+    assert found[0].fix_plan is not None
+    before = target.read_text()
+    found[0].fix_plan().apply()
+    after = target.read_text()
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True)
+               if a != b]
+    assert len(changed) == 1 and "-A FORWARD -i %i -j ACCEPT" in changed[0][1]
+    assert "WG007" in {f.id for f in lint.lint_host(host) if f.interface == "wg2"}  # PostDown
+
+
+def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -> None:
+    _install(host, "manpage-server-multipeer.conf", "wg3")  # SaveConfig = true
+    _install(host, "manpage-client-gateway.conf", "wg4")  # DNS, no resolvconf under root
+    _install(host, "notes-gateway-client.conf", "wg5")  # client without keepalive
+    overlap = _install(host, "zcapwg1.conf", "wg6")
+    config = parse(overlap.read_text())
+    config.set_value(config.require_peer("bob-site"), "AllowedIPs", "10.77.0.0/24")
+    config.append_peer("twin", [("PublicKey", config.peers[0].get("PublicKey") or ""),
+                                ("AllowedIPs", "10.77.0.9/32")])
+    config.append_peer("far", [("PublicKey", "f" * 43 + "="), ("AllowedIPs", "10.99.9.9/32")])
+    overlap.write_text(config.render())
+    os.chmod(host.path("/etc/wireguard/wg3.conf"), 0o644)
+    found = _lint_ids(host)
+    assert found["WG004"][0].interface == "wg3" and found["WG004"][0].fix_plan
+    assert found["WG005"][0].interface == "wg4" and found["WG005"][0].line == 3
+    assert {f.interface for f in found["WG009"]} == {"wg4", "wg5"}  # both are clients
+    assert any("bob-site" in f.message and "alice-laptop" in f.message for f in found["WG001"])
+    assert any("twin" in f.message for f in found["WG002"])
+    assert any("far" in f.message for f in found["WG003"])
+    assert [f.path for f in found["WG006"]] == [str(host.path("/etc/wireguard/wg3.conf"))]
+    for finding in (found["WG004"][0], found["WG006"][0], *found["WG009"]):
+        assert finding.fix_plan is not None
+        finding.fix_plan().apply()
+    after = _lint_ids(host)
+    assert "WG004" not in after and "WG006" not in after and "WG009" not in after
+
+
+def test_lint_forwarding_off_under_routing(host: Host) -> None:
+    if shutil.which("iptables") is None:
+        pytest.skip("iptables is not installed")
+    routing.plan_client_to_client(host, "wg0").apply()
+    host.path("/proc/sys/net/ipv4/ip_forward").write_text("0\n")
+    found = _lint_ids(host)["WG008"]
+    assert found[0].fix_plan is not None
+    found[0].fix_plan().apply()
+    assert "WG008" not in _lint_ids(host)
+
+
+def test_cli_prints_config_and_one_line_errors(host: Host,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(host.root)
+    assert cli_main(["--root", root, "peer", "add", "wg0", "alice", "--no-psk"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("# alice: client of wg0") and "PresharedKey" not in out.out
+    assert cli_main(["--root", root, "peer", "show", "wg0", "alice", "--qr"]) == 0
+    assert "\u2580" in capsys.readouterr().out
+    assert cli_main(["--root", root, "peer", "add", "wg0", "alice"]) == 2
+    err = capsys.readouterr().err
+    assert err == "zsn: invalid: wg0 already has a peer named 'alice'\n"
+    assert cli_main(["--root", root, "peer", "remove", "wg0", "alice", "--dry-run"]) == 0
+    assert "Plan: remove peer alice" in capsys.readouterr().out
+    assert host.path("/etc/wireguard/clients/wg0/alice.conf").exists()
+
+
+def test_plans_and_results_never_show_private_keys_in_reprs(host: Host) -> None:
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    private = next(line.split(" = ")[1] for line in client.text.splitlines()
+                   if line.startswith("PrivateKey"))
+    psk = next(line.split(" = ")[1] for line in client.text.splitlines()
+               if line.startswith("PresharedKey"))
+    shown = repr(plan) + repr(client) + plan.describe() + "".join(map(repr, plan.steps))
+    assert private not in shown and psk not in shown

@@ -1,0 +1,117 @@
+"""Keys checked against the real `wg pubkey`; QR codes decoded back with the real zbarimg."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from zsn.wireguard.keys import (
+    KeyPair,
+    generate_preshared_key,
+    generate_private_key,
+    is_valid_key,
+    public_key_from_private,
+)
+from zsn.wireguard.onboarding import render_client_config
+from zsn.wireguard.qr import make_qr, matrix_from_half_blocks, qr_payload
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        message = f"{tool} is not installed"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def test_generated_keys_match_wg_pubkey() -> None:
+    wg = _require("wg")
+    for _ in range(25):
+        private = generate_private_key()
+        raw = base64.b64decode(private)
+        assert raw[0] & 7 == 0 and raw[31] & 128 == 0 and raw[31] & 64  # clamped like genkey
+        real = subprocess.run([wg, "pubkey"], input=private + "\n", capture_output=True,
+                              text=True, timeout=5, check=True).stdout.strip()
+        assert public_key_from_private(private) == real
+
+
+def test_wg_genkey_keys_give_the_same_public_key() -> None:
+    wg = _require("wg")
+    private = subprocess.run([wg, "genkey"], capture_output=True, text=True, timeout=5,
+                             check=True).stdout.strip()
+    real = subprocess.run([wg, "pubkey"], input=private + "\n", capture_output=True, text=True,
+                          timeout=5, check=True).stdout.strip()
+    assert public_key_from_private(private) == real
+
+
+def test_preshared_keys_are_accepted_by_wg() -> None:
+    psk = generate_preshared_key()
+    assert is_valid_key(psk) and psk != generate_preshared_key()
+
+
+def test_key_pair_repr_hides_the_private_key() -> None:
+    pair = KeyPair.generate()
+    assert pair.private_key not in repr(pair) and pair.public_key in repr(pair)
+
+
+def _decode(lines: list[str], tmp_path: Path) -> str:
+    """Turn half-block text back into pixels (4 per module) and let zbarimg read it."""
+    zbarimg = _require("zbarimg")
+    rows = matrix_from_half_blocks(lines)
+    scale = 4
+    image = tmp_path / "qr.pbm"
+    with image.open("w") as out:
+        out.write(f"P1\n{len(rows[0]) * scale} {len(rows) * scale}\n")
+        for row in rows:
+            pixels = " ".join("1" if dark else "0" for dark in row for _ in range(scale))
+            out.write((pixels + "\n") * scale)
+    # QR only: with every symbology on, zbar sometimes also "finds" a short linear
+    # barcode inside the modules of a random-looking code.
+    result = subprocess.run([zbarimg, "--quiet", "--raw", "-Sdisable", "-Sqrcode.enable",
+                             str(image)], capture_output=True, text=True, timeout=30,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _client_config(dns: list[str], allowed: list[str]) -> str:
+    pair, server = KeyPair.generate(), KeyPair.generate()
+    return render_client_config(
+        name="alice-phone", interface="wg0", private_key=pair.private_key,
+        addresses=["10.66.0.2/32", "fd66::2/128"], dns=dns, server_public_key=server.public_key,
+        preshared_key=generate_preshared_key(), allowed_ips=allowed,
+        endpoint="vpn.example.com:51820", keepalive=25)
+
+
+def test_qr_of_a_client_config_decodes_back_to_it(tmp_path: Path) -> None:
+    text = _client_config(["10.66.0.1"], ["0.0.0.0/0", "::/0"])
+    payload = qr_payload(text)
+    code = make_qr(payload)
+    decoded = _decode(code.half_blocks(), tmp_path)
+    assert decoded.rstrip("\n") == payload.rstrip("\n")
+    assert "PrivateKey = " in decoded and "# " not in decoded
+
+
+def test_long_configs_drop_to_level_l_and_still_decode(tmp_path: Path) -> None:
+    many = [f"10.{i}.0.0/16" for i in range(40)]
+    payload = qr_payload(_client_config(["10.66.0.1", "10.66.0.2", "example.lan"], many))
+    code = make_qr(payload, columns=200, lines=200)
+    roomy = make_qr(payload, columns=400, lines=400)
+    assert code.error == "L" or roomy.error in "HQM"
+    small = make_qr("short", columns=80, lines=22)
+    assert small.error == "H" and small.fits
+    assert _decode(code.half_blocks(), tmp_path).rstrip("\n") == payload.rstrip("\n")
+
+
+def test_a_code_that_cannot_fit_says_so() -> None:
+    payload = qr_payload(_client_config([], ["10.66.0.0/24"]))
+    code = make_qr(payload, columns=80, lines=20)
+    assert not code.fits and code.error == "L"
+    assert "does not fit" in code.describe()

@@ -1,0 +1,162 @@
+"""Plans: every change zsn makes is first a list of steps that can be shown, then applied.
+
+A step is a file edit (shown as a diff, secrets masked) or a live operation
+(netlink, UAPI, a program run). `Plan.apply` runs the steps in order; when one
+fails it undoes the finished ones in reverse and raises `ApplyError`, which says
+what was done, what was undone and what could not be.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zsn.errors import ZsnError
+from zsn.system import files
+
+# Values that must never reach a diff, a log or a notification.
+_SECRET_LINE_RE = re.compile(r"^(\s*(?:#\[disabled\] )?(?:PrivateKey|PresharedKey)\s*=\s*)(\S+)",
+                             re.IGNORECASE | re.MULTILINE)
+
+
+def mask_secrets(text: str) -> str:
+    return _SECRET_LINE_RE.sub(r"\1(hidden)", text)
+
+
+class ApplyError(ZsnError):
+    """Applying a plan failed part-way; the message lists what was done and undone."""
+
+    def __init__(self, message: str, done: list[str], undone: list[str], stuck: list[str]):
+        report = [message]
+        if undone:
+            report.append("undone: " + "; ".join(undone))
+        if stuck:
+            report.append("NOT undone (fix by hand): " + "; ".join(stuck))
+        if done and not undone and not stuck:
+            report.append("done before the failure: " + "; ".join(done))
+        super().__init__("\n".join(report))
+        self.done = done
+        self.undone = undone
+        self.stuck = stuck
+
+
+@dataclass
+class FileEdit:
+    path: Path
+    previous: files.FileSnapshot | None = field(repr=False)
+    """What the edit is based on; ``None`` creates a new file."""
+    new_text: str = field(repr=False)
+    """May hold private keys: never in a repr, shown only through `diff` (masked)."""
+    mode: int | None = None
+    private_dir: bool = False
+    """Create the parent directory 0700 (it holds private keys)."""
+    _old_backup: bytes | None = field(default=None, init=False, repr=False)
+
+    @property
+    def description(self) -> str:
+        verb = "create" if self.previous is None else "edit"
+        mode = f" (mode {self.mode:04o})" if self.mode is not None else ""
+        return f"{verb} {self.path}{mode}"
+
+    def diff(self) -> str:
+        import difflib  # only plans that are shown need it; the export path never does
+
+        before = self.previous.text if self.previous else ""
+        lines = difflib.unified_diff(
+            mask_secrets(before).splitlines(keepends=True),
+            mask_secrets(self.new_text).splitlines(keepends=True),
+            fromfile=str(self.path) if self.previous else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+    def apply(self) -> None:
+        if self.private_dir:
+            missing = []
+            directory = self.path.parent
+            while not directory.exists():
+                missing.append(directory)
+                directory = directory.parent
+            for created in reversed(missing):
+                files.ensure_private_dir(created)
+        backup = files.backup_path(self.path)
+        self._old_backup = backup.read_bytes() if backup.exists() else None
+        files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode)
+
+    def undo(self) -> None:
+        written = files.read_tracked(self.path)
+        if self.previous is None:
+            self.path.unlink()
+            return
+        files.write_atomic(self.path, self.previous.text, previous=written,
+                           mode=self.previous.mode, backup=False)
+        backup = files.backup_path(self.path)
+        if self._old_backup is None:
+            backup.unlink(missing_ok=True)
+        else:
+            backup.write_bytes(self._old_backup)
+
+
+@dataclass
+class LiveStep:
+    description: str
+    run: Callable[[], object]
+    undo_run: Callable[[], object] | None = None
+
+    def apply(self) -> None:
+        self.run()
+
+    def undo(self) -> None:
+        if self.undo_run is None:
+            raise ZsnError("cannot be undone automatically")
+        self.undo_run()
+
+
+Step = FileEdit | LiveStep
+
+
+@dataclass
+class Plan:
+    title: str
+    steps: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Things the user should know (e.g. "interface is down: takes effect at next up")."""
+    output: str = field(default="", repr=False)
+    """What the action produces for the user once applied (e.g. a client config)."""
+
+    def describe(self, diffs: bool = True) -> str:
+        """The plan as text: `--dry-run` prints this, the TUI shows it before asking."""
+        out = [f"Plan: {self.title}"]
+        for number, step in enumerate(self.steps, start=1):
+            out.append(f"  {number}. {step.description}")
+        if not self.steps:
+            out.append("  (nothing to change)")
+        out.extend(f"  note: {note}" for note in self.notes)
+        if diffs:
+            for step in self.steps:
+                if isinstance(step, FileEdit):
+                    out.append("")
+                    out.append(step.diff().rstrip("\n"))
+        return "\n".join(out) + "\n"
+
+    def apply(self) -> list[str]:
+        """Run every step; on failure undo the finished ones and raise `ApplyError`."""
+        done: list[Step] = []
+        for step in self.steps:
+            try:
+                step.apply()
+            except Exception as exc:
+                undone: list[str] = []
+                stuck: list[str] = []
+                for finished in reversed(done):
+                    try:
+                        finished.undo()
+                        undone.append(finished.description)
+                    except Exception as undo_exc:  # noqa: BLE001 - report it, keep undoing
+                        stuck.append(f"{finished.description} ({undo_exc})")
+                raise ApplyError(f"{self.title}: failed at '{step.description}': {exc}",
+                                 [s.description for s in done], undone, stuck) from exc
+            done.append(step)
+        return [step.description for step in done]

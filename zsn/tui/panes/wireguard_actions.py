@@ -1,0 +1,345 @@
+"""WireGuard pane actions: onboarding, peer changes, the client QR, lint with safe fixes.
+
+Every action builds a plan in a worker thread (files are read, the live device
+looked up), shows it, and applies it only after the user confirms. The pane
+keeps polling, so a change shows up in the tables on the next refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from zsn.errors import ZsnError
+from zsn.plan import Plan
+from zsn.system.host import Host
+from zsn.wireguard import lint, onboarding
+from zsn.wireguard.config import parse
+from zsn.wireguard.model import InterfaceState, PeerState
+
+LINT_SECONDS = 10.0
+"""How often the findings line is refreshed (lint reads every config file)."""
+
+ACTION_BINDINGS: list[BindingType] = [
+    Binding("a", "add_peer", "Add peer"),
+    Binding("v", "show_client", "QR/config"),
+    Binding("x", "remove_peer", "Remove"),
+    Binding("e", "disable_peer", "Disable"),
+    Binding("E", "enable_peer", "Enable…", show=False),
+    Binding("n", "rename_peer", "Rename", show=False),
+    Binding("s", "routed_subnets", "Subnets behind", show=False),
+    Binding("l", "show_findings", "Lint"),
+    Binding("N", "create_interface", "New interface…", show=False),
+    Binding("U", "interface_up", "Bring up…", show=False),
+    Binding("D", "interface_down", "Bring down", show=False),
+    Binding("C", "client_to_client", "Client-to-client", show=False),
+    Binding("K", "link_interfaces", "Link interfaces…", show=False),
+    Binding("G", "gateway", "Gateway (NAT)…", show=False),
+]
+
+ACTION_HELP = """
+#### Managing peers
+- `a` add a peer: a form with the next free address, profile, DNS, keepalive,
+  preshared key and endpoint pre-filled; it shows the plan, then the client config
+  and its QR code (`c` copies it to your terminal's clipboard over SSH).
+- `v` show a peer's client config and QR again; `x` remove; `e` disable (the block
+  stays in the file, commented out with `#[disabled]`); `E` enable a disabled peer;
+  `n` rename; `s` set the subnets behind a peer (site-to-site).
+- `l` lint findings; `f` there applies a safe fix. Every change shows its plan first.
+
+#### Interfaces and routing
+- `N` create a server interface (key generated, config 0600); `U` bring one up
+  (the `wg-quick@` unit over D-Bus where systemd runs, else wg-quick; wireguard-go
+  when the kernel has no WireGuard module, as the plan says), `D` bring the
+  highlighted one down.
+- `C` let its clients reach each other (forwarding, FORWARD rules in PostUp/PostDown,
+  client configs widened to the subnet); `K` route it to another interface;
+  `G` gateway: NAT out of the default-route interface (found through netlink,
+  editable). Client configs that change must be re-imported on the devices (`v`).
+"""
+
+
+class WireGuardActions:
+    """Mixed into `WireGuardPane`; uses its `host`, selection and `poll`."""
+
+    host: Host
+    app: Any
+    selected_interface: Callable[[], InterfaceState | None]
+    selected_peer: Callable[[], PeerState | None]
+    poll: Callable[..., None]
+    run_worker: Callable[..., Any]
+    notify: Callable[..., None]
+    query_one: Callable[..., Any]
+    set_interval: Callable[..., Any]
+
+    _snapshot: Any
+
+    def start_findings(self) -> None:
+        self.set_interval(LINT_SECONDS, self.refresh_findings)
+        self.refresh_findings()
+
+    # -- plumbing ----------------------------------------------------------------
+    def _in_thread(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run `job` in a worker thread; `done(result)` on the UI thread, errors notified."""
+
+        def runner() -> None:
+            try:
+                result = job()
+            except ZsnError as exc:
+                self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
+                return
+            self.app.call_from_thread(done, result)
+
+        self.run_worker(runner, thread=True, group="wireguard-action")
+
+    def run_plan(self, build: Callable[[], Plan],
+                 after: Callable[[Plan], None] | None = None) -> None:
+        """Build a plan, show it, apply it when confirmed."""
+        from zsn.tui.screens.plan import PlanScreen
+
+        def confirmed(plan: Plan, yes: bool | None) -> None:
+            if yes:
+                self._in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
+
+        self._in_thread(build, lambda plan: self.app.push_screen(
+            PlanScreen(plan.title, plan.describe(), can_apply=bool(plan.steps)),
+            lambda yes: confirmed(plan, yes)))
+
+    def _applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
+        notes = "\n".join(plan.notes)
+        self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
+        self.poll(force=True)
+        self.refresh_findings()
+        if after is not None:
+            after(plan)
+
+    def config_interfaces(self) -> list[str]:
+        directory = self.host.path(onboarding.WIREGUARD_DIR)
+        return sorted(p.stem for p in directory.glob("*.conf")) if directory.is_dir() else []
+
+    def _interface_name(self) -> str | None:
+        interface = self.selected_interface()
+        if interface is not None:
+            return interface.name
+        names = self.config_interfaces()
+        return names[0] if names else None
+
+    def _peer_ref(self) -> tuple[str, str] | None:
+        """(interface, peer name or public key) of the highlighted peer."""
+        interface, peer = self.selected_interface(), self.selected_peer()
+        if interface is None or peer is None:
+            self.notify("Highlight a peer first.", severity="warning")
+            return None
+        return interface.name, peer.name or peer.public_key
+
+    # -- actions -----------------------------------------------------------------
+    def action_add_peer(self) -> None:
+        from zsn.tui.screens.onboarding import OnboardPeerScreen
+
+        names = self.config_interfaces()
+        if not names:
+            self.notify("No /etc/wireguard/*.conf to add a peer to: create an interface "
+                        "with 'zsn wg create'.", severity="warning", timeout=8)
+            return
+
+        def submitted(result: tuple[Plan, onboarding.ClientConfig] | None) -> None:
+            if result is not None:
+                plan, client = result
+                self.run_plan(lambda: plan, lambda _: self._show_client(client, plan.notes))
+
+        self.app.push_screen(OnboardPeerScreen(self.host, names, self._interface_name()),
+                             submitted)
+
+    def _show_client(self, client: onboarding.ClientConfig, notes: list[str]) -> None:
+        from zsn.tui.screens.client_config import ClientConfigScreen
+
+        self.app.push_screen(ClientConfigScreen(f"{client.name} on {client.interface}",
+                                                client.text, notes))
+
+    def action_show_client(self) -> None:
+        ref = self._peer_ref()
+        if ref is not None:
+            self._in_thread(lambda: onboarding.show_client_config(self.host, *ref),
+                            lambda client: self._show_client(client, []))
+
+    def action_remove_peer(self) -> None:
+        ref = self._peer_ref()
+        if ref is not None:
+            self.run_plan(lambda: onboarding.plan_remove_peer(self.host, *ref))
+
+    def action_disable_peer(self) -> None:
+        ref = self._peer_ref()
+        if ref is not None:
+            self.run_plan(lambda: onboarding.plan_disable_peer(self.host, *ref))
+
+    def action_enable_peer(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+
+        interface = self._interface_name()
+        if interface is None:
+            return
+
+        def disabled_peers() -> list[tuple[str, str]]:
+            path = onboarding.config_path(self.host, interface)
+            config = parse(path.read_text(), str(path))
+            return [(p.name or p.get("PublicKey") or "", p.name or p.get("PublicKey") or "")
+                    for p in config.all_peers if p.disabled]
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.run_plan(lambda: onboarding.plan_enable_peer(self.host, interface, name))
+
+        def show(choices: list[tuple[str, str]]) -> None:
+            if not choices:
+                self.notify(f"{interface} has no disabled peers.")
+                return
+            self.app.push_screen(ChooseScreen(f"Enable a peer of {interface}", choices), chosen)
+
+        self._in_thread(disabled_peers, show)
+
+    def action_rename_peer(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+
+        ref = self._peer_ref()
+        if ref is None:
+            return
+
+        def answered(new_name: str | None) -> None:
+            if new_name:
+                self.run_plan(lambda: onboarding.plan_rename_peer(self.host, *ref, new_name))
+
+        self.app.push_screen(AskScreen(f"Rename {ref[1]}", "New name:", ref[1]), answered)
+
+    def action_routed_subnets(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+
+        ref = self._peer_ref()
+        peer = self.selected_peer()
+        if ref is None or peer is None:
+            return
+        current = [n for n in peer.allowed_ips if not n.endswith(("/32", "/128"))]
+
+        def answered(text: str | None) -> None:
+            if text is not None:
+                subnets = [s.strip() for s in text.replace(",", " ").split() if s.strip()]
+                self.run_plan(lambda: onboarding.plan_set_routed_subnets(self.host, *ref,
+                                                                         subnets))
+
+        self.app.push_screen(AskScreen(f"Subnets behind {ref[1]}",
+                                       "Networks routed to this peer (site-to-site), "
+                                       "comma-separated; empty for none:",
+                                       ", ".join(current)), answered)
+
+    # -- interfaces and routing -----------------------------------------------------
+    def _highlighted_interface(self) -> str | None:
+        interface = self.selected_interface()
+        if interface is None:
+            self.notify("Highlight an interface first.", severity="warning")
+            return None
+        return interface.name
+
+    def action_create_interface(self) -> None:
+        from zsn.tui.screens.create_interface import CreateInterfaceScreen
+
+        def submitted(plan: Plan | None) -> None:
+            if plan is not None:
+                self.run_plan(lambda: plan)
+
+        self.app.push_screen(CreateInterfaceScreen(self.host), submitted)
+
+    def action_interface_up(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+        from zsn.wireguard import interfaces
+
+        running = {i.name for i in (self._snapshot.interfaces if self._snapshot else ())}
+        choices = [(name, name) for name in self.config_interfaces() if name not in running]
+        if not choices:
+            self.notify("Every interface with a config is already up.")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.run_plan(lambda: interfaces.plan_up(self.host, name))
+
+        self.app.push_screen(ChooseScreen("Bring up", choices), chosen)
+
+    def action_interface_down(self) -> None:
+        from zsn.wireguard import interfaces
+
+        name = self._highlighted_interface()
+        if name is not None:
+            self.run_plan(lambda: interfaces.plan_down(self.host, name))
+
+    def action_client_to_client(self) -> None:
+        from zsn.wireguard import routing
+
+        name = self._highlighted_interface()
+        if name is not None:
+            self.run_plan(lambda: routing.plan_client_to_client(self.host, name))
+
+    def action_link_interfaces(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+        from zsn.wireguard import routing
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+        choices = [(other, other) for other in self.config_interfaces() if other != name]
+        if not choices:
+            self.notify("There is no other interface to route to.")
+            return
+
+        def chosen(other: str | None) -> None:
+            if other:
+                self.run_plan(lambda: routing.plan_link_interfaces(self.host, name, other))
+
+        self.app.push_screen(ChooseScreen(f"Route {name} to", choices), chosen)
+
+    def action_gateway(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import routing
+        from zsn.wireguard.device import default_route_device
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+
+        def answered(egress: str | None) -> None:
+            if egress:
+                self.run_plan(lambda: routing.plan_gateway(self.host, name, egress.strip()))
+
+        def ask(detected: str | None) -> None:
+            self.app.push_screen(AskScreen(f"Gateway: NAT clients of {name}",
+                                           "Outgoing interface (found from the default "
+                                           "route):", detected or ""), answered)
+
+        self._in_thread(default_route_device, ask)
+
+    # -- lint ----------------------------------------------------------------------
+    def refresh_findings(self) -> None:
+        self._in_thread(lambda: lint.lint_host(self.host), self._show_findings_line)
+
+    def _show_findings_line(self, findings: list[lint.Finding]) -> None:
+        line = self.query_one("#wg-findings", Static)
+        self.findings = findings
+        if not findings:
+            line.display = False
+            return
+        errors = sum(1 for f in findings if f.severity == "error")
+        first = findings[0]
+        line.update(f"Lint: {len(findings)} finding(s), {errors} error(s); l shows them. "
+                    f"{first.id}: {first.message}")
+        line.display = True
+
+    def action_show_findings(self) -> None:
+        from zsn.tui.screens.findings import FindingsScreen
+
+        def chosen(finding: lint.Finding | None) -> None:
+            if finding is not None and finding.fix_plan is not None:
+                self.run_plan(finding.fix_plan)
+
+        self._in_thread(lambda: lint.lint_host(self.host),
+                        lambda findings: self.app.push_screen(FindingsScreen(findings), chosen))

@@ -1,0 +1,70 @@
+"""Lint findings with their one-line fixes; a safe fix is one key (`f`) away."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from zsn.wireguard.lint import Finding
+
+
+def finding_text(finding: Finding) -> Text:
+    text = Text()
+    text.append(f"{finding.id} {finding.severity}", style="bold")
+    if finding.interface:
+        text.append(f" [{finding.interface}]")
+    text.append(f": {finding.message}\n  fix: {finding.fix}")
+    if finding.fix_plan is not None:
+        text.append("  (press f)", style="bold")
+    return text
+
+
+class FindingsScreen(ModalScreen[Finding | None]):
+    """Dismisses with the finding whose safe fix the user asked for."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "fix", "Apply safe fix"),
+        Binding("escape", "dismiss_none", "Close"),
+    ]
+
+    def __init__(self, findings: list[Finding]) -> None:
+        super().__init__()
+        self.findings = findings
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="findings"):
+            if self.findings:
+                yield OptionList(*[Option(finding_text(f), id=str(i))
+                                   for i, f in enumerate(self.findings)], id="findings-list")
+            else:
+                yield Static("No findings: the WireGuard configs look right.")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#findings").border_title = f"Lint: {len(self.findings)} finding(s)"
+        lists = self.query("#findings-list")
+        if lists:
+            lists.first().focus()
+
+    def action_fix(self) -> None:
+        lists = self.query("#findings-list")
+        if not lists:
+            return
+        index = lists.first(OptionList).highlighted
+        if index is None:
+            return
+        finding = self.findings[index]
+        if finding.fix_plan is None:
+            self.notify("This fix needs your judgement: " + finding.fix, severity="warning")
+            return
+        self.dismiss(finding)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

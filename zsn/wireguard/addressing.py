@@ -1,0 +1,299 @@
+"""Checking user input for WireGuard (names, ports, CIDRs, endpoints) and handing out addresses.
+
+Every check raises `ValidationError` with a message that names the field and says
+what is wrong, before anything is changed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from zsn.errors import ValidationError
+from zsn.wireguard.config import Section, WgConfig
+
+IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# wg-quick's own rule for interface names (it derives the name from the file name).
+_IFACE_RE = re.compile(r"^[a-zA-Z0-9_=+.-]{1,15}$")
+_HOSTNAME_RE = re.compile(
+    r"^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)"
+    r"(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
+)
+
+
+def check_interface_name(name: str) -> str:
+    if not name:
+        raise ValidationError("interface name is empty")
+    if len(name) > 15:
+        raise ValidationError(f"interface name {name!r} is longer than 15 characters")
+    if not _IFACE_RE.match(name) or name in (".", ".."):
+        raise ValidationError(
+            f"interface name {name!r} may only use letters, digits and _ = + . -"
+        )
+    return name
+
+
+def check_port(value: str | int, what: str = "listen port") -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{what} {value!r} is not a number") from None
+    if not 1 <= port <= 65535:
+        raise ValidationError(f"{what} {port} is outside 1-65535")
+    return port
+
+
+def check_keepalive(value: str | int) -> int:
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"keepalive {value!r} is not a number of seconds") from None
+    if not 0 <= seconds <= 65535:
+        raise ValidationError(f"keepalive {seconds} is outside 0-65535 seconds")
+    return seconds
+
+
+def check_interface_address(text: str) -> IPInterface:
+    """An interface address with prefix, e.g. ``10.0.0.1/24`` (host bits required)."""
+    try:
+        iface = ipaddress.ip_interface(text.strip())
+    except ValueError:
+        raise ValidationError(f"address {text!r} is not an IP address with /prefix") from None
+    if "/" not in text:
+        raise ValidationError(f"address {text!r} needs a /prefix (e.g. {text}/24)")
+    if iface.ip == iface.network.network_address and iface.network.num_addresses > 2:
+        raise ValidationError(f"address {text!r} is the network address; use a host (e.g. .1)")
+    return iface
+
+
+def check_network(text: str, what: str = "subnet") -> IPNetwork:
+    """A network in CIDR form, e.g. ``192.168.50.0/24`` (no host bits)."""
+    try:
+        return ipaddress.ip_network(text.strip(), strict=True)
+    except ValueError as exc:
+        if "has host bits set" in str(exc):
+            fixed = ipaddress.ip_network(text.strip(), strict=False)
+            raise ValidationError(f"{what} {text!r} has host bits set; did you mean {fixed}?")\
+                from None
+        raise ValidationError(f"{what} {text!r} is not a CIDR network (e.g. 10.1.0.0/24)")\
+            from None
+
+
+def check_ip(text: str, what: str = "address") -> IPAddress:
+    try:
+        return ipaddress.ip_address(text.strip())
+    except ValueError:
+        raise ValidationError(f"{what} {text!r} is not an IP address") from None
+
+
+def check_dns(text: str) -> str:
+    """A DNS server (IP) or search domain, as wg-quick's ``DNS =`` accepts."""
+    value = text.strip()
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    if not _HOSTNAME_RE.match(value):
+        raise ValidationError(f"DNS entry {text!r} is neither an IP address nor a domain")
+    return value
+
+
+def check_endpoint_host(text: str) -> str:
+    """A public address or hostname clients use to reach the server."""
+    value = text.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    if not _HOSTNAME_RE.match(value):
+        raise ValidationError(f"endpoint {text!r} is neither an IP address nor a hostname")
+    return value
+
+
+def format_endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def interface_addresses(config: WgConfig) -> list[IPInterface]:
+    """The addresses of the config's ``[Interface]`` (``Address =``), parsed."""
+    interface = config.interface
+    if interface is None:
+        return []
+    found: list[IPInterface] = []
+    for item in interface.get_all("Address"):
+        try:
+            found.append(ipaddress.ip_interface(item))
+        except ValueError:
+            continue  # lint reports it; addressing ignores what it cannot read
+    return found
+
+
+def peer_networks(peer: Section) -> list[IPNetwork]:
+    found: list[IPNetwork] = []
+    for item in peer.get_all("AllowedIPs"):
+        try:
+            found.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            continue
+    return found
+
+
+class _Taken:
+    """Addresses in use: single hosts in a set (fast with thousands of peers), wider
+    networks (routed subnets) in a list."""
+
+    def __init__(self, config: WgConfig) -> None:
+        # Disabled peers keep their addresses: enabling one again must not collide.
+        self.hosts: dict[IPAddress, str] = {
+            addr.ip: "the server itself" for addr in interface_addresses(config)}
+        self.networks: list[tuple[IPNetwork, str]] = []
+        for peer in config.all_peers:
+            for network in peer_networks(peer):
+                if network.prefixlen == network.max_prefixlen:
+                    self.hosts.setdefault(network.network_address, peer.label)
+                else:
+                    self.networks.append((network, peer.label))
+
+    def owner(self, address: IPAddress) -> str | None:
+        if address in self.hosts:
+            return self.hosts[address]
+        for network, owner in self.networks:
+            if network.version == address.version and address in network:
+                return owner
+        return None
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    """The tunnel addresses of one client: IPv4 and/or IPv6, each a single host."""
+
+    addresses: tuple[IPAddress, ...]
+
+    def host_routes(self) -> list[str]:
+        return [f"{a}/{a.max_prefixlen}" for a in self.addresses]
+
+
+def next_free_address(config: WgConfig) -> PeerAddress:
+    """The lowest free host in the interface's IPv4 subnet (and the same host in IPv6)."""
+    addresses = interface_addresses(config)
+    if not addresses:
+        raise ValidationError("the interface has no Address; cannot pick a peer address")
+    taken = _Taken(config)
+    first = addresses[0]
+    for offset, host in enumerate(first.network.hosts(), start=1):
+        if offset > 65536:
+            break
+        candidate: IPAddress = (ipaddress.IPv4Address(int(host)) if first.version == 4
+                                else ipaddress.IPv6Address(int(host)))
+        try:
+            chosen = _same_host_in_every_family(addresses, candidate)
+        except ValidationError:
+            continue
+        if not any(taken.owner(address) for address in chosen.addresses):
+            return chosen
+    raise ValidationError(f"no free address left in {first.network}")
+
+
+Span = tuple[int, int, int, int]
+"""(IP version, first address, last address, prefix length) as integers."""
+
+
+def network_span(text: str) -> Span | None:
+    """The span of a CIDR such as ``10.0.0.2/32``; ``None`` when it is not one.
+
+    Dotted IPv4 takes a string-only path: configs hold thousands of these and
+    `ipaddress` objects cost tens of microseconds each.
+    """
+    address, _, prefix = text.strip().partition("/")
+    parts = address.split(".")
+    if len(parts) == 4 and (not prefix or prefix.isdigit()) and all(
+        part.isdigit() and len(part) <= 3 and (part == "0" or part[0] != "0") for part in parts
+    ):
+        octets = [int(part) for part in parts]
+        length = int(prefix) if prefix else 32
+        if max(octets) > 255 or length > 32:
+            return None
+        host_bits = 32 - length
+        value = (octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]
+        first = value >> host_bits << host_bits
+        return 4, first, first | ((1 << host_bits) - 1), length
+    try:
+        network = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return None
+    return (network.version, int(network.network_address), int(network.broadcast_address),
+            network.prefixlen)
+
+
+def _same_host_in_every_family(addresses: list[IPInterface], candidate: IPAddress) -> PeerAddress:
+    first = addresses[0]
+    host_number = int(candidate) - int(first.network.network_address)
+    chosen: list[IPAddress] = [candidate]
+    for other in addresses[1:]:
+        if other.version == first.version:
+            continue
+        value = int(other.network.network_address) + host_number
+        if value > int(other.network.broadcast_address):
+            raise ValidationError(f"{other.network} has no host number {host_number}")
+        chosen.append(ipaddress.ip_address(value))
+    return PeerAddress(tuple(chosen))
+
+
+def check_peer_address(config: WgConfig, text: str) -> PeerAddress:
+    """A user-given peer address: inside the interface subnet, not the network, not taken.
+
+    ``10.0.0.7`` picks IPv4 (the IPv6 twin is derived when the interface has IPv6);
+    several addresses may be given comma-separated.
+    """
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    if not wanted:
+        raise ValidationError("peer address is empty")
+    networks = interface_addresses(config)
+    if not networks:
+        raise ValidationError("the interface has no Address; cannot place a peer in it")
+    chosen: list[IPAddress] = []
+    for item in wanted:
+        if "/" in item:
+            try:
+                iface = ipaddress.ip_interface(item)
+            except ValueError:
+                raise ValidationError(f"peer address {item!r} is not an IP address") from None
+            if iface.network.prefixlen != iface.max_prefixlen:
+                raise ValidationError(
+                    f"peer address {item!r} must be a single host (/{iface.max_prefixlen})"
+                )
+            address: IPAddress = iface.ip
+        else:
+            address = check_ip(item, "peer address")
+        inside = [n for n in networks if n.version == address.version and address in n.network]
+        if not inside:
+            subnets = ", ".join(str(n.network) for n in networks)
+            raise ValidationError(f"peer address {address} is outside the interface subnet "
+                                  f"({subnets})")
+        network = inside[0].network
+        if network.num_addresses > 2 and address in (network.network_address,
+                                                     network.broadcast_address):
+            raise ValidationError(f"peer address {address} is the network or broadcast address "
+                                  f"of {network}")
+        chosen.append(address)
+    if len({a.version for a in chosen}) == 1 and len(networks) > 1:
+        derived = _same_host_in_every_family(networks, chosen[0]) if chosen[0].version == \
+            networks[0].version else PeerAddress(tuple(chosen))
+        chosen = list(derived.addresses)
+    taken = _Taken(config)
+    for address in chosen:
+        owner = taken.owner(address)
+        if owner is not None:
+            raise ValidationError(f"peer address {address} is already used by {owner}")
+    return PeerAddress(tuple(chosen))
+
+
+def check_allowed_networks(items: Iterable[str], what: str = "routed subnet") -> list[str]:
+    return [str(check_network(item, what)) for item in items]

@@ -1,0 +1,142 @@
+"""Changing a running WireGuard interface without restarting it.
+
+Userspace interfaces (wireguard-go, boringtun) are changed through their UAPI
+socket, kernel ones through generic netlink (pyroute2 `WireGuard`). Adding or
+removing one peer never touches the other peers' sessions.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from zsn.errors import ZsnError
+from zsn.system import netlink
+from zsn.system.host import Host
+from zsn.wireguard import uapi
+from zsn.wireguard.keys import base64_to_hex
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """What zsn puts on a live interface for one peer."""
+
+    public_key: str
+    preshared_key: str | None
+    allowed_ips: tuple[str, ...]
+    persistent_keepalive: int | None = None
+    endpoint: str | None = None
+
+    def __repr__(self) -> str:  # the preshared key is a secret
+        return f"PeerSettings(public_key={self.public_key!r}, allowed_ips={self.allowed_ips!r})"
+
+
+@dataclass(frozen=True)
+class LiveDevice:
+    name: str
+    implementation: Literal["kernel", "userspace"]
+    socket: Path | None = None
+
+    def add_peer(self, peer: PeerSettings) -> None:
+        """Add (or replace the settings of) one peer on the running interface."""
+        if self.socket is not None:
+            uapi.set_device(self.socket, _uapi_peer_lines(peer))
+        else:
+            _kernel_set(self.name, _kernel_peer(peer))
+
+    def remove_peer(self, public_key: str) -> None:
+        if self.socket is not None:
+            uapi.set_device(self.socket, [f"public_key={base64_to_hex(public_key)}",
+                                          "remove=true"])
+        else:
+            _kernel_set(self.name, {"public_key": public_key, "remove": True})
+
+
+def find_device(host: Host, name: str) -> LiveDevice | None:
+    """The running interface `name` (userspace socket first), or ``None`` when it is down."""
+    socket = uapi.socket_paths(host).get(name)
+    if socket is not None:
+        return LiveDevice(name, "userspace", socket)
+    if not host.is_live:
+        return None
+    try:
+        links = netlink.list_links()
+    except ZsnError:
+        return None
+    link = links.get(name)
+    if link is not None and link.kind == "wireguard":
+        return LiveDevice(name, "kernel")
+    return None
+
+
+def _uapi_peer_lines(peer: PeerSettings) -> list[str]:
+    lines = [f"public_key={base64_to_hex(peer.public_key)}"]
+    if peer.preshared_key:
+        lines.append(f"preshared_key={base64_to_hex(peer.preshared_key)}")
+    if peer.endpoint:
+        lines.append(f"endpoint={peer.endpoint}")
+    if peer.persistent_keepalive is not None:
+        lines.append(f"persistent_keepalive_interval={peer.persistent_keepalive}")
+    lines.append("replace_allowed_ips=true")
+    lines.extend(f"allowed_ip={network}" for network in peer.allowed_ips)
+    return lines
+
+
+def _kernel_peer(peer: PeerSettings) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "public_key": peer.public_key,
+        "replace_allowed_ips": True,
+        "allowed_ips": list(peer.allowed_ips),
+    }
+    if peer.preshared_key:
+        spec["preshared_key"] = peer.preshared_key
+    if peer.persistent_keepalive is not None:
+        spec["persistent_keepalive"] = peer.persistent_keepalive
+    if peer.endpoint:
+        host, _, port = peer.endpoint.rpartition(":")
+        spec["endpoint_addr"] = str(ipaddress.ip_address(host.strip("[]")))
+        spec["endpoint_port"] = int(port)
+    return spec
+
+
+def _kernel_set(name: str, peer: dict[str, object]) -> None:
+    wireguard_class = netlink.pyroute2_module("netlink.generic.wireguard").WireGuard
+    with netlink.translate_netlink_errors(f"changing {name}"):
+        wg = wireguard_class()
+        try:
+            wg.set(name, peer=peer)
+        finally:
+            wg.close()
+
+
+def add_route(device: str, network: str) -> None:
+    """Route `network` into `device` (site-to-site subnets behind a peer)."""
+    with netlink.iproute(f"adding route {network} dev {device}") as ipr:
+        index = ipr.link_lookup(ifname=device)
+        if not index:
+            raise ZsnError(f"{device}: no such interface")
+        ipr.route("replace", dst=network, oif=index[0])
+
+
+def remove_route(device: str, network: str) -> None:
+    with netlink.iproute(f"removing route {network} dev {device}") as ipr:
+        index = ipr.link_lookup(ifname=device)
+        if not index:
+            return
+        ipr.route("del", dst=network, oif=index[0])
+
+
+def default_route_device() -> str | None:
+    """The interface holding the IPv4 default route, found through netlink."""
+    with netlink.iproute("reading the default route") as ipr:
+        routes = ipr.get_default_routes(family=2)
+        for route in routes:
+            oif = route.get("oif") or route.get(("multipath", 0, "oif"))
+            if oif:
+                links = ipr.get_links(oif)
+                if links:
+                    name = links[0].get("ifname")
+                    return str(name) if name else None
+    return None

@@ -1,0 +1,330 @@
+"""Advice on WireGuard configs: findings with ids, severities and one-line fixes.
+
+Findings come from the files under ``<root>/etc/wireguard`` and the host's state
+(forwarding, resolvconf). A fix that is safe to apply without further thought
+carries a plan builder (`Finding.fix_plan`): the TUI offers it on one key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from zsn.errors import ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.system import files
+from zsn.system.host import Host
+from zsn.wireguard import addressing, settings
+from zsn.wireguard.config import Section, WgConfig, parse
+from zsn.wireguard.onboarding import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig
+from zsn.wireguard.routing import forwarding_enabled, forwarding_steps
+
+Severity = Literal["error", "warning"]
+_RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
+# "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
+_IN_IFACE_RE = re.compile(r"(?:^|\s)(?:-i|--in-interface|iifname)\s+\"?([^\s\";]+)")
+_OUT_IFACE_RE = re.compile(r"(?:^|\s)(?:-o|--out-interface|oifname)\s+\"?([^\s\";]+)")
+_ROUTING_RULE_RE = re.compile(r"FORWARD|MASQUERADE|SNAT|forward", re.IGNORECASE)
+RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
+                     "/bin/resolvectl")
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    interface: str | None
+    message: str
+    fix: str
+    """One line saying how to fix it."""
+    path: str | None = None
+    line: int | None = None
+    """1-based line in `path`, when the finding is about one line."""
+    fix_plan: Callable[[], Plan] | None = field(default=None, compare=False, repr=False)
+    """Builds the plan of a safe fix; ``None`` when the fix needs a person's judgement."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.id, "severity": self.severity, "interface": self.interface,
+                "message": self.message, "fix": self.fix, "path": self.path,
+                "line": self.line, "safe_fix": self.fix_plan is not None}
+
+
+def lint_host(host: Host) -> list[Finding]:
+    """Every finding for the WireGuard configs of `host`."""
+    directory = host.path(WIREGUARD_DIR)
+    findings: list[Finding] = []
+    if not directory.is_dir():
+        return findings
+    paths = sorted(directory.glob("*.conf"))
+    names = {path.stem for path in paths}
+    findings += _permission_findings(host, directory)
+    for path in paths:
+        try:
+            server = ServerConfig.load(host, path.stem)
+        except ZsnError as exc:
+            findings.append(Finding("WG000", "error", path.stem, str(exc),
+                                    "fix the line named, or restore the .zsn-bak backup",
+                                    str(path)))
+            continue
+        findings += lint_config(host, server, names)
+        findings += _keepalive_findings(server.path, server.config)
+    for path in sorted(directory.glob("clients/*/*.conf")):
+        try:
+            config = parse(files.read_tracked(path).text, str(path))
+        except ZsnError:
+            continue
+        findings += _keepalive_findings(path, config)
+    return findings
+
+
+def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> list[Finding]:
+    config, name, path = server.config, server.name, str(server.path)
+    spans = [(peer, _spans(peer)) for peer in config.peers]
+    found: list[Finding] = []
+    found += _overlaps(spans, name, path)
+    found += _duplicate_keys(config, name, path)
+    found += _outside_subnet(config, spans, name, path)
+    interface = config.interface
+    if interface is None:
+        return found
+    save = interface.get("SaveConfig")
+    if save is not None and save.strip().lower() == "true":
+        entry = interface.entries_for("SaveConfig")[-1]
+        found.append(Finding(
+            "WG004", "warning", name,
+            "SaveConfig = true: wg-quick rewrites the file on down, losing comments and "
+            "freezing resolved endpoints",
+            "set SaveConfig = false (zsn changes peers live without it)", path, entry.line + 1,
+            partial(_plan_set, host, name, "SaveConfig", "false")))
+    if interface.get("DNS") and not any(host.path(p).exists() for p in RESOLVER_PROGRAMS):
+        entry = interface.entries_for("DNS")[-1]
+        found.append(Finding(
+            "WG005", "error", name,
+            "DNS = is set but neither resolvconf nor resolvectl is installed: wg-quick up "
+            "will fail",
+            "install openresolv or systemd-resolved, or remove the DNS line", path,
+            entry.line + 1))
+    found += _rules_naming_other_interfaces(host, config, name, path, wireguard_names)
+    found += _forwarding_off(host, config, name, path)
+    return found
+
+
+def _plan_set(host: Host, interface: str, key: str, value: str) -> Plan:
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    section = edited.interface
+    if section is None:
+        raise ZsnError(f"{server.path}: no [Interface]")
+    edited.set_value(section, key, value)
+    return Plan(f"set {key} = {value} in {server.path}", [server.edit(edited)])
+
+
+PeerSpans = list[tuple[Section, list[tuple[addressing.Span, str]]]]
+
+
+def _spans(peer: Section) -> list[tuple[addressing.Span, str]]:
+    found = []
+    for item in peer.get_all("AllowedIPs"):
+        span = addressing.network_span(item)
+        if span is not None:
+            found.append((span, item))
+    return found
+
+
+def _overlaps(peers: PeerSpans, name: str, path: str) -> list[Finding]:
+    # Sort by start and sweep: O(n log n), fine for thousands of peers.
+    spans = [(span[0], span[1], span[2], text, peer)
+             for peer, items in peers for span, text in items]
+    spans.sort(key=lambda span: (span[0], span[1], -span[2]))
+    found: list[Finding] = []
+    reported: set[tuple[int, int]] = set()
+    widest: tuple[int, int, int, str, Section] | None = None
+    for span in spans:
+        if widest is not None and widest[0] == span[0] and span[1] <= widest[2] \
+                and widest[4] is not span[4]:
+            pair = (id(widest[4]), id(span[4]))
+            if pair not in reported:
+                reported.add(pair)
+                found.append(Finding(
+                    "WG001", "error", name,
+                    f"AllowedIPs overlap: {widest[3]} of {widest[4].label} and {span[3]} of "
+                    f"{span[4].label}; only one of them receives that traffic",
+                    "give each peer its own /32 (or /128) and put shared ranges on the clients",
+                    path, span[4].header + 1))
+        if widest is None or widest[0] != span[0] or span[2] > widest[2]:
+            widest = span
+    return found
+
+
+def _duplicate_keys(config: WgConfig, name: str, path: str) -> list[Finding]:
+    seen: dict[str, Section] = {}
+    found: list[Finding] = []
+    for peer in config.peers:
+        key = peer.get("PublicKey")
+        if not key:
+            continue
+        if key in seen:
+            found.append(Finding(
+                "WG002", "error", name,
+                f"{peer.label} has the same public key as {seen[key].label}",
+                "remove one of the two peers (each device needs its own key pair)",
+                path, peer.header + 1))
+        else:
+            seen[key] = peer
+    return found
+
+
+def _outside_subnet(config: WgConfig, peers: PeerSpans, name: str, path: str
+                    ) -> list[Finding]:
+    own = [(a.version, int(a.network.network_address), int(a.network.broadcast_address),
+            str(a.network)) for a in addressing.interface_addresses(config)]
+    if not own:
+        return []
+    found: list[Finding] = []
+    for peer, items in peers:
+        for (version, first, _last, prefix), text in items:
+            if prefix != (32 if version == 4 else 128):
+                continue  # a routed subnet behind the peer, not its address
+            same = [o for o in own if o[0] == version]
+            if same and not any(o[1] <= first <= o[2] for o in same):
+                found.append(Finding(
+                    "WG003", "warning", name,
+                    f"{peer.label} has address {text} outside the interface subnet "
+                    f"{', '.join(o[3] for o in same)}",
+                    "give the peer an address inside the subnet (or widen the Address prefix)",
+                    path, peer.header + 1))
+    return found
+
+
+def _rules_naming_other_interfaces(host: Host, config: WgConfig, name: str, path: str,
+                                   wireguard_names: set[str]) -> list[Finding]:
+    interface = config.interface
+    if interface is None:
+        return []
+    linked = set(settings.load(host).get(name).links)
+    found: list[Finding] = []
+    for key in _RULE_KEYS:
+        for entry in interface.entries_for(key):
+            for match in _IN_IFACE_RE.finditer(entry.value):
+                other = match.group(1)
+                if other in (name, "%i"):
+                    continue
+                if other in wireguard_names or other.startswith("wg"):
+                    found.append(_other_interface_finding(host, name, path, entry.line, key,
+                                                          other, "-i"))
+            for match in _OUT_IFACE_RE.finditer(entry.value):
+                other = match.group(1)
+                if other != name and other in wireguard_names and other not in linked:
+                    found.append(_other_interface_finding(host, name, path, entry.line, key,
+                                                          other, "-o"))
+    return found
+
+
+def _other_interface_finding(host: Host, name: str, path: str, line: int, key: str,
+                             other: str, flag: str) -> Finding:
+    return Finding(
+        "WG007", "warning", name,
+        f"{key} names {flag} {other} in the config of {name}: the rule follows {name}'s "
+        f"up/down, not {other}'s",
+        f"write %i for this interface (wg-quick replaces it with {name})", path, line + 1,
+        partial(_plan_use_percent_i, host, name, line, other) if flag == "-i" else None)
+
+
+def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Plan:
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    section = edited.interface
+    entry = next((e for e in section.entries if e.line == line), None) if section else None
+    if section is None or entry is None:
+        raise ZsnError(f"{server.path}: the line changed; lint again")
+    fixed = re.sub(rf"(-i|--in-interface|iifname)(\s+\"?){re.escape(other)}(?=[\s\";]|$)",
+                   r"\g<1>\g<2>%i", entry.value)
+    edited.lines[line] = edited.lines[line].replace(entry.value, fixed, 1)
+    edited = parse(edited.render(), str(server.path))
+    return Plan(f"use %i instead of {other} in {server.path}:{line + 1}", [server.edit(edited)])
+
+
+def _forwarding_off(host: Host, config: WgConfig, name: str, path: str) -> list[Finding]:
+    interface = config.interface
+    if interface is None:
+        return []
+    routes = any(_ROUTING_RULE_RE.search(entry.value)
+                 for entry in interface.entries_for("PostUp"))
+    routes = routes or bool(settings.load(host).get(name).links)
+    if not routes:
+        return []
+    versions: set[int] = {a.version for a in addressing.interface_addresses(config)} or {4}
+    off: set[int] = {v for v in versions if forwarding_enabled(host, v) is False}
+    if not off:
+        return []
+    return [Finding(
+        "WG008", "error", name,
+        f"{name} routes or NATs traffic but IPv{'/IPv'.join(map(str, sorted(off)))} "
+        "forwarding is off: clients reach only the server",
+        "enable forwarding (now and in /etc/sysctl.d)", path, None,
+        partial(_plan_forwarding, host, off))]
+
+
+def _plan_forwarding(host: Host, versions: set[int]) -> Plan:
+    return Plan("enable forwarding", forwarding_steps(host, versions))
+
+
+def _permission_findings(host: Host, directory: Path) -> list[Finding]:
+    found: list[Finding] = []
+    for path in [directory, *sorted(directory.rglob("*"))]:
+        if path.is_symlink() or path.name.endswith(".tmp"):
+            continue
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            continue
+        wanted = files.PRIVATE_DIR_MODE if path.is_dir() else files.PRIVATE_FILE_MODE
+        secret = path.is_dir() or path.suffix in (".conf", ".key", ".psk") or \
+            path.name.endswith(files.BACKUP_SUFFIX)
+        if secret and mode & stat.S_IROTH:
+            found.append(Finding(
+                "WG006", "error", None,
+                f"{path} is readable by other users (mode {mode:04o}); it holds private keys",
+                f"chmod {wanted:o} {path}", str(path), None,
+                partial(_plan_chmod, path, wanted, mode)))
+    return found
+
+
+def _plan_chmod(path: Path, wanted: int, current: int) -> Plan:
+    return Plan(f"chmod {wanted:o} {path}", [LiveStep(f"chmod {wanted:04o} {path}",
+                                                      partial(os.chmod, path, wanted),
+                                                      partial(os.chmod, path, current))])
+
+
+def _keepalive_findings(path: Path, config: WgConfig) -> list[Finding]:
+    interface = config.interface
+    if interface is None or interface.get("ListenPort"):
+        return []  # a server: it waits for clients, it needs no keepalive
+    found: list[Finding] = []
+    for peer in config.peers:
+        if peer.get("Endpoint") and not peer.get("PersistentKeepalive"):
+            found.append(Finding(
+                "WG009", "warning", path.stem,
+                f"{path.name}: client without PersistentKeepalive; behind NAT the server "
+                "and other clients cannot reach it once the mapping expires",
+                f"set PersistentKeepalive = {DEFAULT_KEEPALIVE}", str(path), peer.header + 1,
+                partial(_plan_keepalive, path)))
+    return found
+
+
+def _plan_keepalive(path: Path) -> Plan:
+    snapshot = files.read_tracked(path)
+    config = parse(snapshot.text, str(path))
+    for index in range(len(config.peers)):
+        peer = config.peers[index]  # re-read: every edit re-indexes the config
+        if peer.get("Endpoint") and not peer.get("PersistentKeepalive"):
+            config.set_value(peer, "PersistentKeepalive", str(DEFAULT_KEEPALIVE))
+    return Plan(f"add PersistentKeepalive = {DEFAULT_KEEPALIVE} to {path}",
+                [FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)])
+

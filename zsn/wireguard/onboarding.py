@@ -1,0 +1,494 @@
+"""Peers on a server interface: add, remove, disable, enable, rename, show, routed subnets.
+
+Each action is a `Plan`: the server config edit (only the peer's lines change),
+the client config written 0600 under ``/etc/wireguard/clients/<iface>/``, and the
+live change on the running interface (UAPI or netlink, never a restart). The TUI
+form and ``zsn peer ...`` both build their plans here.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.system import files
+from zsn.system.host import Host
+from zsn.wireguard import addressing, settings
+from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse_shared
+from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, find_device, remove_route
+from zsn.wireguard.keys import (
+    KeyPair,
+    check_key,
+    generate_preshared_key,
+    public_key_from_private,
+)
+
+DEFAULT_KEEPALIVE = 25
+"""Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
+WIREGUARD_DIR = "/etc/wireguard"
+
+
+class Profile(enum.StrEnum):
+    SERVER = "server"
+    """The client reaches the server only."""
+    SUBNET = "subnet"
+    """The whole VPN subnet (client-to-client) and the subnets of linked interfaces."""
+    ALL = "all"
+    """All traffic through the server (gateway)."""
+
+
+PROFILE_LABELS = {
+    Profile.SERVER: "server only",
+    Profile.SUBNET: "whole VPN subnet (client-to-client)",
+    Profile.ALL: "all traffic (gateway)",
+}
+
+
+def config_path(host: Host, interface: str) -> Path:
+    return host.path(f"{WIREGUARD_DIR}/{interface}.conf")
+
+
+def client_config_path(host: Host, interface: str, name: str) -> Path:
+    return host.path(f"{WIREGUARD_DIR}/clients/{interface}/{name}.conf")
+
+
+@dataclass
+class ServerConfig:
+    """A server interface's config file as read, ready to be edited into a plan."""
+
+    host: Host
+    name: str
+    path: Path
+    snapshot: files.FileSnapshot
+    config: WgConfig
+
+    @classmethod
+    def load(cls, host: Host, name: str) -> ServerConfig:
+        addressing.check_interface_name(name)
+        path = config_path(host, name)
+        if not path.exists():
+            raise ValidationError(f"no interface {name!r}: {path} does not exist")
+        snapshot = files.read_tracked(path)
+        return cls(host, name, path, snapshot, parse_shared(snapshot.text, str(path)))
+
+    def edited(self) -> WgConfig:
+        """A fresh copy of the config to edit (the loaded one stays as read)."""
+        return self.config.copy()
+
+    def edit(self, config: WgConfig) -> FileEdit:
+        return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)
+
+    @property
+    def listen_port(self) -> int | None:
+        interface = self.config.interface
+        value = interface.get("ListenPort") if interface else None
+        return int(value) if value and value.isdigit() else None
+
+    @property
+    def public_key(self) -> str:
+        interface = self.config.interface
+        private = interface.get("PrivateKey") if interface else None
+        if not private:
+            raise ValidationError(f"{self.path}: [Interface] has no PrivateKey")
+        return public_key_from_private(private)
+
+    def live(self) -> LiveDevice | None:
+        return find_device(self.host, self.name)
+
+
+@dataclass
+class PeerRequest:
+    """Everything the onboarding form (or ``zsn peer add``) asks for."""
+
+    interface: str
+    name: str
+    profile: Profile = Profile.SERVER
+    address: str | None = None
+    """``None`` takes the next free address in the interface's subnet."""
+    dns: list[str] = field(default_factory=list)
+    keepalive: int | None = DEFAULT_KEEPALIVE
+    preshared_key: bool = True
+    endpoint: str | None = None
+    """``host`` or ``host:port``; ``None`` uses the one stored for the interface."""
+    routed_subnets: list[str] = field(default_factory=list)
+    """Networks behind this peer (site-to-site): server-side AllowedIPs and routes."""
+    public_key: str | None = None
+    """The device's own public key when it made its key pair itself; ``None`` generates one."""
+
+
+@dataclass(frozen=True)
+class OnboardingDefaults:
+    """What the form pre-fills."""
+
+    address: str
+    endpoint: str
+    profile: Profile = Profile.SERVER
+    keepalive: int = DEFAULT_KEEPALIVE
+
+
+def onboarding_defaults(host: Host, interface: str) -> OnboardingDefaults:
+    server = ServerConfig.load(host, interface)
+    chosen = addressing.next_free_address(server.config)
+    stored = settings.load(host).get(interface).endpoint_host
+    endpoint = ""
+    if stored and server.listen_port:
+        endpoint = addressing.format_endpoint(stored, server.listen_port)
+    return OnboardingDefaults(", ".join(str(a) for a in chosen.addresses), endpoint)
+
+
+def _resolve_endpoint(server: ServerConfig, given: str | None) -> str:
+    if given:
+        text = given.strip()
+        host_part, sep, port_part = text.rpartition(":")
+        if sep and port_part.isdigit() and (not host_part.count(":") or host_part.endswith("]")):
+            host = addressing.check_endpoint_host(host_part)
+            return addressing.format_endpoint(host, addressing.check_port(port_part,
+                                                                          "endpoint port"))
+        host = addressing.check_endpoint_host(text)
+    else:
+        stored = settings.load(server.host).get(server.name).endpoint_host
+        if not stored:
+            raise ValidationError(
+                f"no server endpoint for {server.name}: pass --endpoint HOST, or set it once "
+                f"with 'zsn wg endpoint {server.name} HOST'"
+            )
+        host = stored
+    if server.listen_port is None:
+        raise ValidationError(f"{server.path}: [Interface] has no ListenPort; clients need one")
+    return addressing.format_endpoint(host, server.listen_port)
+
+
+def client_allowed_ips(host: Host, server: ServerConfig, profile: Profile) -> list[str]:
+    """What the client routes into the tunnel for `profile`."""
+    own = addressing.interface_addresses(server.config)
+    if profile is Profile.ALL:
+        return ["0.0.0.0/0", "::/0"]
+    if profile is Profile.SERVER:
+        return [f"{a.ip}/{a.max_prefixlen}" for a in own]
+    networks = [str(a.network) for a in own]
+    for linked in settings.load(host).get(server.name).links:
+        try:
+            other = ServerConfig.load(host, linked)
+        except ZsnError:
+            continue  # lint reports a link to an interface that is gone
+        networks.extend(str(a.network) for a in addressing.interface_addresses(other.config))
+    return list(dict.fromkeys(networks))
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    name: str
+    interface: str
+    text: str
+    path: Path
+
+    def __repr__(self) -> str:  # holds a private key
+        return f"ClientConfig(name={self.name!r}, interface={self.interface!r})"
+
+
+def render_client_config(
+    *, name: str, interface: str, private_key: str | None, addresses: list[str], dns: list[str],
+    server_public_key: str, preshared_key: str | None, allowed_ips: list[str], endpoint: str,
+    keepalive: int | None,
+) -> str:
+    lines = [f"# {name}: client of {interface}, written by zsn", "[Interface]"]
+    if private_key:
+        lines.append(f"PrivateKey = {private_key}")
+    else:
+        lines.append("# PrivateKey: the device's own key (its public key was given to zsn)")
+    lines.append(f"Address = {', '.join(addresses)}")
+    if dns:
+        lines.append(f"DNS = {', '.join(dns)}")
+    lines += ["", f"# {interface} server", "[Peer]", f"PublicKey = {server_public_key}"]
+    if preshared_key:
+        lines.append(f"PresharedKey = {preshared_key}")
+    lines += [f"AllowedIPs = {', '.join(allowed_ips)}", f"Endpoint = {endpoint}"]
+    if keepalive:
+        lines.append(f"PersistentKeepalive = {keepalive}")
+    return "\n".join(lines) + "\n"
+
+
+def _live_step_add(device: LiveDevice, peer: PeerSettings, what: str) -> LiveStep:
+    return LiveStep(
+        f"{what} on running {device.name} ({device.implementation}, no restart)",
+        lambda: device.add_peer(peer),
+        lambda: device.remove_peer(peer.public_key),
+    )
+
+
+def _live_step_remove(device: LiveDevice, peer: PeerSettings, what: str) -> LiveStep:
+    return LiveStep(
+        f"{what} on running {device.name} ({device.implementation}, no restart)",
+        lambda: device.remove_peer(peer.public_key),
+        lambda: device.add_peer(peer),
+    )
+
+
+def _route_steps(device: LiveDevice, networks: list[str], add: bool) -> list[LiveStep]:
+    steps: list[LiveStep] = []
+    for network in networks:
+        put = partial(add_route, device.name, network)
+        drop = partial(remove_route, device.name, network)
+        if add:
+            steps.append(LiveStep(f"route {network} dev {device.name}", put, drop))
+        else:
+            steps.append(LiveStep(f"remove route {network} dev {device.name}", drop, put))
+    return steps
+
+
+def _down_note(server: ServerConfig) -> str:
+    return f"{server.name} is not running: the change takes effect when it comes up"
+
+
+def _outside_subnet(server: ServerConfig, networks: list[str]) -> list[str]:
+    """The networks the interface's own subnet route does not already cover."""
+    own = [a.network for a in addressing.interface_addresses(server.config)]
+    result = []
+    for text in networks:
+        network = ipaddress.ip_network(text, strict=False)
+        if not any(network.version == o.version and network.subnet_of(o)  # type: ignore[arg-type]
+                   for o in own):
+            result.append(text)
+    return result
+
+
+def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]:
+    """Validate `request` fully, then plan the peer's addition; nothing is changed yet."""
+    server = ServerConfig.load(host, request.interface)
+    name = check_peer_name(request.name.strip())
+    if server.config.find_peer(name) is not None:
+        raise ValidationError(f"{server.name} already has a peer named {name!r}")
+    client_path = client_config_path(host, server.name, name)
+    if client_path.exists():
+        raise ValidationError(f"{client_path} already exists; remove it or pick another name")
+    profile = Profile(request.profile)
+    if request.address and request.address.strip():
+        chosen = addressing.check_peer_address(server.config, request.address)
+    else:
+        chosen = addressing.next_free_address(server.config)
+    dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
+    keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
+    endpoint = _resolve_endpoint(server, request.endpoint)
+    routed = addressing.check_allowed_networks(request.routed_subnets)
+    _check_routed_free(server.config, routed, None)
+
+    if request.public_key:
+        public_key, private_key = check_key(request.public_key, "public key"), None
+        if server.config.find_peer(public_key) is not None:
+            raise ValidationError(f"{server.name} already has a peer with public key "
+                                  f"{public_key}")
+    else:
+        keys = KeyPair.generate()
+        public_key, private_key = keys.public_key, keys.private_key
+    psk = generate_preshared_key() if request.preshared_key else None
+    server_allowed = chosen.host_routes() + routed
+    edited = server.edited()
+    fields = [("PublicKey", public_key)]
+    if psk:
+        fields.append(("PresharedKey", psk))
+    fields.append(("AllowedIPs", ", ".join(server_allowed)))
+    edited.append_peer(name, fields)
+
+    text = render_client_config(
+        name=name, interface=server.name, private_key=private_key,
+        addresses=chosen.host_routes(), dns=dns, server_public_key=server.public_key,
+        preshared_key=psk, allowed_ips=client_allowed_ips(host, server, profile),
+        endpoint=endpoint, keepalive=keepalive,
+    )
+    plan = Plan(f"add peer {name} to {server.name} ({PROFILE_LABELS[profile]}, "
+                f"{', '.join(str(a) for a in chosen.addresses)})")
+    plan.steps.append(FileEdit(client_path, None, text, mode=files.PRIVATE_FILE_MODE,
+                               private_dir=True))
+    plan.steps.append(server.edit(edited))
+    device = server.live()
+    if device is not None:
+        peer = PeerSettings(public_key, psk, tuple(server_allowed))
+        plan.steps.append(_live_step_add(device, peer, f"add peer {name}"))
+        plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
+    else:
+        plan.notes.append(_down_note(server))
+    if dns and not _has_resolver(host):
+        plan.notes.append("the client config sets DNS: the client needs resolvconf or "
+                          "resolvectl, or wg-quick will not bring it up")
+    plan.output = text
+    return plan, ClientConfig(name, server.name, text, client_path)
+
+
+def _has_resolver(host: Host) -> bool:
+    return any(host.path(p).exists() for p in ("/usr/sbin/resolvconf", "/sbin/resolvconf",
+                                               "/usr/bin/resolvectl"))
+
+
+def _check_routed_free(config: WgConfig, routed: list[str], owner: Section | None) -> None:
+    own = addressing.interface_addresses(config)
+    for text in routed:
+        network = ipaddress.ip_network(text)
+        for addr in own:
+            if addr.version == network.version and network.overlaps(addr.network):
+                raise ValidationError(f"routed subnet {network} overlaps the VPN subnet "
+                                      f"{addr.network}")
+        for peer in config.all_peers:
+            if peer is owner:
+                continue
+            for taken in addressing.peer_networks(peer):
+                if taken.version == network.version and network.overlaps(taken):
+                    raise ValidationError(f"routed subnet {network} overlaps {taken} of "
+                                          f"{peer.label}")
+
+
+def _settings_of(peer: Section) -> PeerSettings:
+    key = peer.get("PublicKey")
+    if not key:
+        raise ValidationError(f"{peer.label} has no PublicKey")
+    keepalive = peer.get("PersistentKeepalive")
+    return PeerSettings(
+        key, peer.get("PresharedKey"), tuple(peer.get_all("AllowedIPs")),
+        int(keepalive) if keepalive and keepalive.isdigit() and int(keepalive) else None,
+        peer.get("Endpoint"),
+    )
+
+
+def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    peer = edited.require_peer(name)
+    live_settings = _settings_of(peer)
+    edited.remove_peer(peer)
+    plan = Plan(f"remove peer {name} from {server.name}")
+    plan.steps.append(server.edit(edited))
+    client_path = client_config_path(host, server.name, peer.name or name)
+    if client_path.exists():
+        kept = files.backup_path(client_path)
+        plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
+                                   lambda: client_path.replace(kept),
+                                   lambda: kept.replace(client_path)))
+    device = server.live()
+    if device is not None and not peer.disabled:
+        plan.steps.append(_live_step_remove(device, live_settings, f"remove peer {name}"))
+        plan.steps.extend(_route_steps(
+            device, _outside_subnet(server, list(live_settings.allowed_ips)), add=False))
+    elif device is None:
+        plan.notes.append(_down_note(server))
+    return plan
+
+
+def _file_and_live(server: ServerConfig, edited: WgConfig, title: str,
+                   live: Callable[[LiveDevice], LiveStep]) -> Plan:
+    """A plan editing the server config, then changing the running interface if it is up."""
+    plan = Plan(title, [server.edit(edited)])
+    device = server.live()
+    if device is None:
+        plan.notes.append(_down_note(server))
+    else:
+        plan.steps.append(live(device))
+    return plan
+
+
+def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
+    """Comment the peer's block out (``#[disabled]``) and take it off the live interface."""
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    peer = edited.require_peer(name)
+    live_settings = _settings_of(peer)
+    edited.disable_peer(peer)
+    return _file_and_live(
+        server, edited, f"disable peer {name} on {server.name} (kept in the file)",
+        lambda device: _live_step_remove(device, live_settings, f"remove peer {name}"))
+
+
+def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    edited.enable_peer(edited.require_peer(name))
+    enabled = edited.require_peer(name)
+    live_settings = _settings_of(enabled)
+    _check_enable_free(edited, enabled)
+    return _file_and_live(
+        server, edited, f"enable peer {name} on {server.name}",
+        lambda device: _live_step_add(device, live_settings, f"add peer {name}"))
+
+
+def _check_enable_free(config: WgConfig, peer: Section) -> None:
+    mine = addressing.peer_networks(peer)
+    for other in config.peers:
+        if other is peer:
+            continue
+        for taken in addressing.peer_networks(other):
+            for network in mine:
+                if network.version == taken.version and network.overlaps(taken):
+                    raise ValidationError(f"cannot enable {peer.label}: {network} overlaps "
+                                          f"{taken} of {other.label}")
+
+
+def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Plan:
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    peer = edited.require_peer(name)
+    new_name = check_peer_name(new_name.strip())
+    old_client = client_config_path(host, server.name, peer.name or name)
+    new_client = client_config_path(host, server.name, new_name)
+    if new_client.exists():
+        raise ValidationError(f"{new_client} already exists")
+    edited.rename_peer(peer, new_name)
+    plan = Plan(f"rename peer {name} to {new_name} on {server.name}")
+    plan.steps.append(server.edit(edited))
+    if old_client.exists():
+        plan.steps.append(LiveStep(f"rename {old_client.name} to {new_client.name}",
+                                   lambda: old_client.rename(new_client),
+                                   lambda: new_client.rename(old_client)))
+    return plan
+
+
+def plan_set_routed_subnets(host: Host, interface: str, name: str,
+                            subnets: list[str]) -> Plan:
+    """Set the networks behind a peer (site-to-site): its server-side AllowedIPs and routes."""
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    peer = edited.require_peer(name)
+    routed = addressing.check_allowed_networks(subnets)
+    _check_routed_free(edited, routed, peer)
+    before = _settings_of(peer)
+    host_routes = [n for n in before.allowed_ips
+                   if not _outside_subnet(server, [n]) or _is_host(n)]
+    old_routed = [n for n in before.allowed_ips if n not in host_routes]
+    edited.remove_list_items(peer, "AllowedIPs", old_routed)
+    peer = edited.require_peer(name)
+    edited.add_list_items(peer, "AllowedIPs", routed)
+    after = _settings_of(edited.require_peer(name))
+    plan = Plan(f"set subnets behind {name} on {server.name}: {', '.join(routed) or 'none'}")
+    plan.steps.append(server.edit(edited))
+    device = server.live()
+    if device is not None and not peer.disabled:
+        plan.steps.append(LiveStep(
+            f"set allowed IPs of {name} on running {device.name}",
+            lambda: device.add_peer(after), lambda: device.add_peer(before)))
+        plan.steps.extend(_route_steps(device, [n for n in old_routed if n not in routed],
+                                       add=False))
+        plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
+    elif device is None:
+        plan.notes.append(_down_note(server))
+    return plan
+
+
+def _is_host(network: str) -> bool:
+    parsed = ipaddress.ip_network(network, strict=False)
+    return parsed.prefixlen == parsed.max_prefixlen
+
+
+def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
+    """The client config zsn wrote for a peer (the private key lives only there)."""
+    addressing.check_interface_name(interface)
+    check_peer_name(name)
+    path = client_config_path(host, interface, name)
+    if not path.exists():
+        raise ValidationError(
+            f"no client config for {name!r} on {interface} ({path}): zsn only has the "
+            "configs it generated; the private key of a peer added by hand is on the client"
+        )
+    return ClientConfig(name, interface, files.read_tracked(path).text, path)

@@ -1,0 +1,250 @@
+"""Server-side routing: client-to-client, interface-to-interface, and gateway (NAT) mode.
+
+Each action enables forwarding persistently (``/etc/sysctl.d/``) and now, and adds
+firewall rules as PostUp/PostDown pairs that name the interface as ``%i``, so the
+rules follow the config they are in. When the interface is running the rules are
+also applied at once (argv, no shell), and undone if a later step fails.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.system import commands, files
+from zsn.system.host import Host
+from zsn.wireguard import addressing, settings
+from zsn.wireguard.config import parse
+from zsn.wireguard.device import default_route_device
+from zsn.wireguard.onboarding import WIREGUARD_DIR, ServerConfig
+
+SYSCTL_FILE = "/etc/sysctl.d/99-zsn-wireguard.conf"
+FORWARDING_KEYS = {4: "net.ipv4.ip_forward", 6: "net.ipv6.conf.all.forwarding"}
+_FULL_TUNNEL = {"0.0.0.0/0", "::/0"}
+
+
+def _proc_path(host: Host, key: str) -> Path:
+    return host.path("/proc/sys/" + key.replace(".", "/"))
+
+
+def forwarding_enabled(host: Host, version: int) -> bool | None:
+    """Whether the kernel forwards IPv4/IPv6 now (``None`` when it cannot be read)."""
+    try:
+        return _proc_path(host, FORWARDING_KEYS[version]).read_text().strip() == "1"
+    except OSError:
+        return None
+
+
+def _write_sysctl(path: Path, value: str) -> None:
+    path.write_text(value + "\n")
+
+
+def forwarding_steps(host: Host, versions: set[int]) -> list[FileEdit | LiveStep]:
+    """Enable forwarding for `versions`: persistently in sysctl.d, and live when it is off."""
+    steps: list[FileEdit | LiveStep] = []
+    path = host.path(SYSCTL_FILE)
+    snapshot = files.read_tracked(path) if path.exists() else None
+    text = snapshot.text if snapshot else "# Written by zsn: WireGuard routing needs forwarding\n"
+    lines = text.splitlines()
+    changed = False
+    for version in sorted(versions):
+        key = FORWARDING_KEYS[version]
+        if not any(line.replace(" ", "") == f"{key}=1" for line in lines):
+            lines.append(f"{key} = 1")
+            changed = True
+    if changed:
+        if not path.parent.is_dir():
+            raise ValidationError(f"{path.parent} does not exist; cannot make forwarding "
+                                  "persistent")
+        steps.append(FileEdit(path, snapshot, "\n".join(lines) + "\n"))
+    for version in sorted(versions):
+        if forwarding_enabled(host, version) is False:
+            proc = _proc_path(host, FORWARDING_KEYS[version])
+            steps.append(LiveStep(f"enable {FORWARDING_KEYS[version]} now",
+                                  partial(_write_sysctl, proc, "1"),
+                                  partial(_write_sysctl, proc, "0")))
+    return steps
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One firewall rule as written in PostUp (``%i`` for the config's own interface)."""
+
+    command: str
+
+    @property
+    def down(self) -> str:
+        return self.command.replace(" -A ", " -D ").replace(" -I ", " -D ")
+
+    def argv(self, interface: str, delete: bool = False) -> list[str]:
+        text = self.down if delete else self.command
+        return text.replace("%i", interface).split()
+
+
+def _tools(versions: set[int]) -> list[str]:
+    return ["iptables" if version == 4 else "ip6tables" for version in sorted(versions)]
+
+
+def _run_rule(rule: Rule, interface: str, delete: bool) -> None:
+    commands.run(rule.argv(interface, delete), timeout=10.0)
+
+
+def rule_steps(server: ServerConfig, rules: list[Rule]) -> tuple[list[FileEdit | LiveStep],
+                                                                  list[str]]:
+    """PostUp/PostDown lines for the rules not yet in the config, and their live application."""
+    config = server.edited()
+    interface = config.interface
+    if interface is None:
+        raise ValidationError(f"{server.path}: no [Interface] section")
+    present = {entry.value for entry in interface.entries_for("PostUp")}
+    new = [rule for rule in rules if rule.command not in present]
+    steps: list[FileEdit | LiveStep] = []
+    notes: list[str] = []
+    if not new:
+        return steps, notes
+    for tool in {rule.command.split()[0] for rule in new}:
+        if shutil.which(tool) is None:
+            raise ValidationError(f"{tool} is not installed (Debian: apt install iptables)")
+    for rule in new:
+        config.append_entry(config.interface or interface, "PostUp", rule.command)
+        config.append_entry(config.interface or interface, "PostDown", rule.down)
+    steps.append(server.edit(config))
+    device = server.live()
+    if device is None:
+        notes.append(f"{server.name} is not running: the rules apply when it comes up")
+    else:
+        for rule in new:
+            steps.append(LiveStep(f"run {' '.join(rule.argv(server.name))}",
+                                  partial(_run_rule, rule, server.name, False),
+                                  partial(_run_rule, rule, server.name, True)))
+    return steps, notes
+
+
+def _versions(server: ServerConfig) -> set[int]:
+    return {a.version for a in addressing.interface_addresses(server.config)} or {4}
+
+
+def _client_config_edits(host: Host, interface: str, networks: list[str]) -> list[FileEdit]:
+    """Add `networks` to AllowedIPs of every client config zsn wrote for `interface`."""
+    directory = host.path(f"{WIREGUARD_DIR}/clients/{interface}")
+    edits: list[FileEdit] = []
+    if not directory.is_dir():
+        return edits
+    for path in sorted(directory.glob("*.conf")):
+        snapshot = files.read_tracked(path)
+        config = parse(snapshot.text, str(path))
+        changed = False
+        for index in range(len(config.peers)):
+            peer = config.peers[index]  # re-read: every edit re-indexes the config
+            current = set(peer.get_all("AllowedIPs"))
+            if current & _FULL_TUNNEL:
+                continue  # all traffic already goes to the server
+            missing = [n for n in networks if n not in current]
+            if missing:
+                covered = [item for item in current if _covered(item, missing)]
+                config.remove_list_items(peer, "AllowedIPs", covered)
+                config.add_list_items(config.peers[index], "AllowedIPs", missing)
+                changed = True
+        if changed:
+            edits.append(FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE))
+    return edits
+
+
+def _covered(item: str, networks: list[str]) -> bool:
+    """Whether `item` (e.g. the server's /32) lies inside one of `networks`."""
+    try:
+        inner = ipaddress.ip_network(item, strict=False)
+    except ValueError:
+        return False
+    for text in networks:
+        outer = ipaddress.ip_network(text, strict=False)
+        if inner.version == outer.version and inner.subnet_of(outer):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str]) -> Plan:
+    plan.steps.extend(steps)
+    plan.notes.extend(notes)
+    if any(isinstance(s, FileEdit) and "/clients/" in str(s.path) for s in plan.steps):
+        plan.notes.append("client configs changed: re-import them on the clients "
+                          "('zsn peer show IFACE NAME --qr')")
+    return plan
+
+
+def plan_client_to_client(host: Host, interface: str) -> Plan:
+    """Let the clients of one interface reach each other through the server."""
+    server = ServerConfig.load(host, interface)
+    versions = _versions(server)
+    plan = Plan(f"let clients of {interface} reach each other")
+    rules = [Rule(f"{tool} -A FORWARD -i %i -o %i -j ACCEPT") for tool in _tools(versions)]
+    steps, notes = rule_steps(server, rules)
+    subnets = [str(a.network) for a in addressing.interface_addresses(server.config)]
+    return _finish(plan, [*forwarding_steps(host, versions), *steps,
+                          *_client_config_edits(host, interface, subnets)], notes)
+
+
+def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
+    """Route two WireGuard interfaces to each other (wg0 <-> wg1)."""
+    if first == second:
+        raise ValidationError("link two different interfaces")
+    one, two = ServerConfig.load(host, first), ServerConfig.load(host, second)
+    versions = _versions(one) & _versions(two) or {4}
+    plan = Plan(f"route {first} <-> {second}")
+    all_steps: list[FileEdit | LiveStep] = list(forwarding_steps(host, versions))
+    all_notes: list[str] = []
+    for server, other in ((one, two), (two, one)):
+        rules = [Rule(f"{tool} -A FORWARD -i %i -o {other.name} -j ACCEPT")
+                 for tool in _tools(versions)]
+        steps, notes = rule_steps(server, rules)
+        all_steps.extend(steps)
+        all_notes.extend(notes)
+        subnets = [str(a.network) for a in addressing.interface_addresses(other.config)
+                   if a.version in versions]
+        all_steps.extend(_client_config_edits(host, server.name, subnets))
+    stored = settings.load(host)
+    changes = {}
+    for name, other_name in ((first, second), (second, first)):
+        current = stored.get(name)
+        if other_name not in current.links:
+            current.links = [*current.links, other_name]
+            changes[name] = current
+    if changes:
+        all_steps.append(stored.edit(changes))
+    return _finish(plan, all_steps, all_notes)
+
+
+def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
+    """NAT the interface's clients out of the interface holding the default route."""
+    server = ServerConfig.load(host, interface)
+    if egress:
+        addressing.check_interface_name(egress)
+    else:
+        try:
+            egress = default_route_device()
+        except ZsnError as exc:
+            raise ValidationError(f"cannot find the default route ({exc}); give --egress") \
+                from exc
+        if not egress:
+            raise ValidationError("no default route: give the outgoing interface (--egress)")
+    if egress == interface:
+        raise ValidationError("the outgoing interface cannot be the WireGuard interface itself")
+    versions = _versions(server)
+    rules: list[Rule] = []
+    for address in addressing.interface_addresses(server.config):
+        tool = "iptables" if address.version == 4 else "ip6tables"
+        rules += [
+            Rule(f"{tool} -A FORWARD -i %i -j ACCEPT"),
+            Rule(f"{tool} -A FORWARD -o %i -m conntrack --ctstate RELATED,ESTABLISHED "
+                 "-j ACCEPT"),
+            Rule(f"{tool} -t nat -A POSTROUTING -s {address.network} -o {egress} "
+                 "-j MASQUERADE"),
+        ]
+    plan = Plan(f"make {interface} a gateway: NAT out of {egress}")
+    steps, notes = rule_steps(server, rules)
+    return _finish(plan, [*forwarding_steps(host, versions | {4}), *steps], notes)

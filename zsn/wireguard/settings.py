@@ -1,0 +1,69 @@
+"""What zsn remembers per WireGuard interface that wg-quick has no key for.
+
+The server's public address (set once, pre-filled in every onboarding) and the
+interfaces it is routed to, in ``<root>/etc/zsn/wireguard.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zsn.errors import ParseError
+from zsn.plan import FileEdit
+from zsn.system import files
+from zsn.system.host import Host
+
+SETTINGS_PATH = "/etc/zsn/wireguard.json"
+
+
+@dataclass
+class InterfaceSettings:
+    endpoint_host: str | None = None
+    """Public address or hostname clients connect to (the port is the ListenPort)."""
+    links: list[str] = field(default_factory=list)
+    """Other WireGuard interfaces this one is routed to (their subnets go to clients)."""
+
+
+@dataclass
+class Settings:
+    path: Path
+    snapshot: files.FileSnapshot | None
+    interfaces: dict[str, InterfaceSettings]
+
+    def get(self, name: str) -> InterfaceSettings:
+        return self.interfaces.get(name) or InterfaceSettings()
+
+    def edit(self, changes: dict[str, InterfaceSettings]) -> FileEdit:
+        """The file edit that stores the settings in `changes` (by interface name)."""
+        merged = {**self.interfaces, **changes}
+        document = {
+            iface: {"endpoint_host": value.endpoint_host, "links": sorted(set(value.links))}
+            for iface, value in sorted(merged.items())
+        }
+        return FileEdit(self.path, self.snapshot, json.dumps(document, indent=2) + "\n",
+                        private_dir=True)
+
+
+def load(host: Host) -> Settings:
+    path = host.path(SETTINGS_PATH)
+    if not path.exists():
+        return Settings(path, None, {})
+    snapshot = files.read_tracked(path)
+    try:
+        raw = json.loads(snapshot.text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"not valid JSON: {exc.msg}", exc.lineno, str(path)) from exc
+    if not isinstance(raw, dict):
+        raise ParseError("expected an object of interfaces", None, str(path))
+    interfaces: dict[str, InterfaceSettings] = {}
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            raise ParseError(f"settings of {name!r} must be an object", None, str(path))
+        endpoint = value.get("endpoint_host")
+        links = value.get("links") or []
+        interfaces[str(name)] = InterfaceSettings(
+            str(endpoint) if endpoint else None, [str(link) for link in links]
+        )
+    return Settings(path, snapshot, interfaces)
