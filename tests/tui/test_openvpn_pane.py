@@ -77,6 +77,7 @@ def ovpn_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
 async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()  # the app has mounted, as when a user switches tabs
     pilot.app.query_one("#panes").active = "tab-openvpn"
+    await pilot.pause()  # the pane is mounted when its tab is first shown
     table = pilot.app.query_one("#ovpn-connections", DataTable)
     for _ in range(100):
         if table.row_count:

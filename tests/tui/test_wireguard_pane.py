@@ -148,3 +148,18 @@ async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> N
         assert text.startswith("Read-only: Reading WireGuard devices needs root")
         assert "sudo zsn" in text
         assert app.query_one("#wg-interfaces", DataTable).row_count == 2
+
+
+async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
+        fixed_app: ZsnApp) -> None:
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        tabs = fixed_app.query_one("#panes")
+        await pilot.press("2")
+        await pilot.pause()
+        assert tabs.active == "tab-openvpn"
+        assert fixed_app.focused is fixed_app.query_one("#ovpn-connections")
+        await pilot.press("1")
+        await pilot.pause()
+        assert tabs.active == "tab-wireguard"
+        assert fixed_app.focused is fixed_app.query_one("#wg-peers")

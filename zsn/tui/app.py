@@ -26,6 +26,8 @@ class ZsnApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "show_help", "Help", key_display="?"),
+        *(Binding(str(number), f"show_pane('{pane_id}')", title, show=False)
+          for number, (pane_id, title, _, _) in enumerate(PANES, start=1)),
     ]
 
     def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
@@ -54,13 +56,38 @@ class ZsnApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="panes"):
-            for pane_id, title, module, class_name in PANES:
-                pane_class = getattr(importlib.import_module(module), class_name)
-                with TabPane(title, id=f"tab-{pane_id}"):
-                    yield pane_class(self.host, self.refresh_seconds, id=pane_id)
+            for index, (pane_id, title, _, _) in enumerate(PANES):
+                with TabPane(f"{index + 1} {title}", id=f"tab-{pane_id}"):
+                    if index == 0:
+                        yield self._new_pane(pane_id)
         yield Footer()
 
+    def _new_pane(self, pane_id: str) -> LivePane:
+        """A pane, its module imported only when the pane is made."""
+        _, _, module, class_name = next(p for p in PANES if p[0] == pane_id)
+        pane_class = getattr(importlib.import_module(module), class_name)
+        pane: LivePane = pane_class(self.host, self.refresh_seconds, id=pane_id)
+        return pane
+
+    async def _mount_remaining_panes(self) -> None:
+        # After the first frame: start-up pays for the first pane only, and every
+        # tab has its pane before a user can switch to it (an empty tab would
+        # leave the keyboard focus behind on the old one).
+        for pane_id, *_ in PANES[1:]:
+            tab_pane = self.query_one(f"#tab-{pane_id}", TabPane)
+            if not tab_pane.query(LivePane):
+                await tab_pane.mount(self._new_pane(pane_id))
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = self.active_pane()
+        if pane is not None:
+            pane.focus_main()
+
+    def action_show_pane(self, pane_id: str) -> None:
+        self.query_one("#panes", TabbedContent).active = f"tab-{pane_id}"
+
     def on_mount(self) -> None:
+        self.call_after_refresh(self._mount_remaining_panes)
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         if not self.host.is_live:

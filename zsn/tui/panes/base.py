@@ -39,12 +39,23 @@ class LivePane(Vertical):
         """Show a snapshot (UI thread); update rows in place."""
         raise NotImplementedError
 
+    def focus_main(self) -> None:
+        """Give the keyboard to the pane's main table (the last one: peers, connections)."""
+        tables = self.query(DataTable)
+        if tables:
+            tables.last().focus()
+
     # -- machinery -------------------------------------------------------------
     def status_line(self) -> Static:
         return self.query_one(".pane-status", Static)
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
+        self.poll()
+
+    def on_show(self) -> None:
+        # A pane mounted with its tab, or shown again after polling paused while
+        # hidden, reads at once rather than at the next tick.
         self.poll()
 
     def _is_shown(self) -> bool:

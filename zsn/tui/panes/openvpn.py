@@ -90,7 +90,6 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
 
     def on_show(self) -> None:
         """Focus the table and read at once when the tab is opened, not at the next tick."""
-        self.query_one("#ovpn-connections", DataTable).focus()
         self.poll()
 
     # -- data ------------------------------------------------------------------

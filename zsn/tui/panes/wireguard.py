@@ -87,7 +87,6 @@ the lower one the peers of the highlighted interface.
             peers.add_column(label, key=key)
         self.status_line().display = False
         self.query_one("#wg-findings", Static).display = False
-        peers.focus()
         super().on_mount()
         self.start_findings()
 

@@ -16,6 +16,7 @@ GENERAL = """\
 |---|---|
 | `?` | this help |
 | `ctrl+p` | command palette: every action, theme switching |
+| `1` `2` … | switch pane (the number is on each tab) |
 | `tab` / `shift+tab` | move between tables |
 | `↑ ↓ pgup pgdn home end` | move in a table |
 | `enter` | open the highlighted row |
