@@ -10,7 +10,7 @@ from zsn.errors import FileChangedError, ParseError, ValidationError, ZsnError
 from zsn.openvpn import actions
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, config_path, discover, summarize
-from zsn.plan import FileEdit
+from zsn.plan import ApplyError, FileEdit
 from zsn.system.host import Host
 
 SAMPLES = Path(__file__).parents[2] / "fixtures/openvpn/configs"
@@ -107,6 +107,17 @@ def test_config_changed_on_disk_after_planning_is_not_overwritten(root: Host) ->
     assert root.path(config.path).read_text() == "client\nverb 4\n"
     assert isinstance(plan.steps[0], FileEdit)
     assert FileChangedError
+
+
+def test_hook_install_failing_part_way_undoes_the_config_edit(root: Host) -> None:
+    config = put(root, "client", "c", "client\n# keep me\n")
+    plan = actions.plan_hook_install(root, config)
+    root.path(actions.HOOK_PATH).write_text("someone else's script\n")
+    with pytest.raises(ApplyError, match="undone: edit"):
+        plan.apply()
+    assert root.path(config.path).read_text() == "client\n# keep me\n"
+    assert not root.path(config.path).with_name("c.conf.zsn-bak").exists()
+    assert root.path(actions.HOOK_PATH).read_text() == "someone else's script\n"
 
 
 def test_warnings_for_dropped_privileges_and_sandbox(root: Host) -> None:
