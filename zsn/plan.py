@@ -1,9 +1,10 @@
 """Plans: every change zsn makes is first a list of steps that can be shown, then applied.
 
-A step is a file edit (shown as a diff, secrets masked) or a live operation
-(netlink, UAPI, a program run). `Plan.apply` runs the steps in order; when one
-fails it undoes the finished ones in reverse and raises `ApplyError`, which says
-what was done, what was undone and what could not be.
+WireGuard and OpenVPN actions both build these. A step is a file edit (shown as
+a diff, secrets masked) or a live operation (netlink, UAPI, D-Bus, a program run).
+`Plan.apply` runs the steps in order; when one fails it undoes the finished ones
+in reverse and raises `ApplyError`, which says what was done, what was undone and
+what could not be.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from pathlib import Path
 from zsn.errors import ZsnError
 from zsn.system import files
 
-# Values that must never reach a diff, a log or a notification.
+# Values that must never reach a diff, a log or a notification: WireGuard key lines
+# and the bodies of OpenVPN's inline private-key blocks (<key>...</key> etc.).
 _SECRET_LINE_RE = re.compile(r"^(\s*(?:#\[disabled\] )?(?:PrivateKey|PresharedKey)\s*=\s*)(\S+)",
                              re.IGNORECASE | re.MULTILINE)
+SECRET_BLOCKS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "secret", "pkcs12")
+_SECRET_BLOCK_RE = re.compile(
+    r"(<(" + "|".join(SECRET_BLOCKS) + r")>\r?\n).*?(</\2>)", re.DOTALL | re.IGNORECASE
+)
 
 
 def mask_secrets(text: str) -> str:
-    return _SECRET_LINE_RE.sub(r"\1(hidden)", text)
+    """`text` with private keys replaced by "(hidden)", for diffs, logs and screens."""
+    return _SECRET_BLOCK_RE.sub(r"\1(hidden)\n\3", _SECRET_LINE_RE.sub(r"\1(hidden)", text))
 
 
 class ApplyError(ZsnError):
@@ -52,6 +59,8 @@ class FileEdit:
     mode: int | None = None
     private_dir: bool = False
     """Create the parent directory 0700 (it holds private keys)."""
+    shown_in_full: bool = True
+    """False for files zsn ships (e.g. OpenVPN's DNS hook): the plan names them, no diff."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
 
     @property
@@ -121,6 +130,8 @@ Step = FileEdit | LiveStep
 class Plan:
     title: str
     steps: list[Step] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What may stop the change from working (e.g. a unit sandbox); shown before notes."""
     notes: list[str] = field(default_factory=list)
     """Things the user should know (e.g. "interface is down: takes effect at next up")."""
     output: str = field(default="", repr=False)
@@ -133,12 +144,18 @@ class Plan:
             out.append(f"  {number}. {step.description}")
         if not self.steps:
             out.append("  (nothing to change)")
+        out.extend(f"  warning: {warning}" for warning in self.warnings)
         out.extend(f"  note: {note}" for note in self.notes)
         if diffs:
             for step in self.steps:
-                if isinstance(step, FileEdit):
-                    out.append("")
+                if not isinstance(step, FileEdit):
+                    continue
+                out.append("")
+                if step.shown_in_full:
                     out.append(step.diff().rstrip("\n"))
+                else:
+                    lines = len(step.new_text.splitlines())
+                    out.append(f"{step.path}: zsn's own file, {lines} lines (not shown)")
         return "\n".join(out) + "\n"
 
     def apply(self) -> list[str]:

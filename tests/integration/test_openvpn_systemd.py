@@ -104,9 +104,9 @@ def test_start_connects_and_hands_pushed_dns_to_resolved(ovpn_lab: OvpnLab) -> N
         lab.pki, remote=lab.ns.server_ip,
         extra="management /run/openvpn-client/test.sock unix\n"))
     plan = actions.plan_hook_install(host, TEST_CONFIG)
-    assert [e.path.name for e in plan.edits] == ["test.conf", "zsn-resolved-hook"]
+    assert [e.path.name for e in plan.steps] == ["test.conf", "zsn-resolved-hook"]
     plan.apply()
-    assert actions.plan_hook_install(host, TEST_CONFIG).edits == ()  # idempotent
+    assert actions.plan_hook_install(host, TEST_CONFIG).steps == []  # idempotent
 
     result = actions.control(host, UNIT, "start")
     assert result.ok, result.describe()

@@ -76,3 +76,14 @@ def test_private_dir_is_0700(tmp_path: Path) -> None:
     directory = tmp_path / "clients" / "wg0"
     files.ensure_private_dir(directory)
     assert mode(directory) == 0o700
+
+
+def test_snapshot_repr_hides_the_text(tmp_path: Path) -> None:
+    # A snapshot's repr reaches tracebacks, logs and assertion output: never the key.
+    source = Path(__file__).parents[1] / "fixtures/wireguard/manpage-server-multipeer.conf"
+    path = tmp_path / "wg0.conf"
+    path.write_text(source.read_text())
+    snapshot = files.read_tracked(path)
+    assert "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=" in snapshot.text
+    assert "yAnz5TF" not in repr(snapshot) and "PrivateKey" not in repr(snapshot)
+    assert str(path) in repr(snapshot)

@@ -1,21 +1,21 @@
-"""Changes zsn makes to OpenVPN connections: each a plan that is shown, then applied.
+"""Changes zsn makes to OpenVPN connections: each a `zsn.plan.Plan` that is shown, then applied.
 
-File edits go through `write_atomic` (backup kept, refused if the file changed on
-disk since it was read); unit control goes over D-Bus to systemd.
+File edits are `zsn.plan.FileEdit`s (atomic, backup kept, refused if the file changed
+on disk since it was read, undone if a later step fails); unit control goes over
+D-Bus to systemd.
 """
 
 from __future__ import annotations
 
 import configparser
-import difflib
 import re
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
+from zsn.plan import FileEdit, Plan, Step
 from zsn.system.dbus import (
     JobResult,
     SystemBus,
@@ -24,93 +24,17 @@ from zsn.system.dbus import (
     control_unit,
     run_sync,
 )
-from zsn.system.files import (
-    PRIVATE_FILE_MODE,
-    FileSnapshot,
-    read_tracked,
-    write_atomic,
-)
+from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
 from zsn.system.host import Host
 
 HOOK_PATH = "/etc/openvpn/zsn-resolved-hook"
 HOOK_MODE = 0o755
 ROUTE_ALL_FLAG = "--route-all-dns"
-SECRET_BLOCKS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "secret", "pkcs12")
-_SECRET_BLOCK_RE = re.compile(
-    r"(<(" + "|".join(SECRET_BLOCKS) + r")>\r?\n).*?(</\2>)", re.DOTALL | re.IGNORECASE
-)
-
-
-def mask_secrets(text: str) -> str:
-    """`text` with the bodies of inline private-key blocks replaced, for diffs and logs."""
-    return _SECRET_BLOCK_RE.sub(r"\1(hidden)\n\3", text)
 
 
 def hook_script() -> str:
     """The hook script zsn ships (package data next to this module)."""
     return resources.files("zsn.openvpn").joinpath("zsn-resolved-hook").read_text()
-
-
-@dataclass(frozen=True)
-class FileEdit:
-    path: Path
-    """Where to write, already resolved under the host's root."""
-    previous: FileSnapshot | None
-    new_text: str
-    mode: int | None = None
-    shown_in_full: bool = True
-    """False for files zsn ships (the hook script): the plan names them, no diff."""
-
-    @property
-    def description(self) -> str:
-        verb = "create" if self.previous is None else "edit"
-        mode = f" (mode {self.mode:04o})" if self.mode is not None else ""
-        return f"{verb} {self.path}{mode}"
-
-    def diff(self) -> str:
-        before = self.previous.text if self.previous else ""
-        lines = difflib.unified_diff(
-            mask_secrets(before).splitlines(keepends=True),
-            mask_secrets(self.new_text).splitlines(keepends=True),
-            fromfile=str(self.path) if self.previous else "/dev/null", tofile=str(self.path),
-        )
-        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-    def apply(self) -> None:
-        write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode)
-
-
-@dataclass(frozen=True)
-class ActionPlan:
-    title: str
-    edits: tuple[FileEdit, ...]
-    warnings: tuple[str, ...] = field(default=())
-
-    def describe(self) -> str:
-        out = [f"Plan: {self.title}"]
-        out += [f"  {n}. {e.description}" for n, e in enumerate(self.edits, start=1)]
-        if not self.edits:
-            out.append("  (nothing to change)")
-        out += [f"  warning: {w}" for w in self.warnings]
-        for edit in self.edits:
-            if edit.shown_in_full:
-                out += ["", edit.diff().rstrip("\n")]
-            else:
-                lines = len(edit.new_text.splitlines())
-                out += ["", f"{edit.path}: zsn's own file, {lines} lines (not shown)"]
-        return "\n".join(out) + "\n"
-
-    def apply(self) -> list[str]:
-        """Write each file in order; a refusal stops before the next file is touched."""
-        done: list[str] = []
-        for edit in self.edits:
-            try:
-                edit.apply()
-            except ZsnError as exc:
-                already = f" (already done: {'; '.join(done)})" if done else ""
-                raise ZsnError(f"{self.title}: {exc}{already}") from exc
-            done.append(edit.description)
-        return done
 
 
 # The DNS hook ----------------------------------------------------------------------
@@ -125,7 +49,7 @@ def _is_our_hook(config: OvpnConfig, name: str) -> bool | None:
 
 
 def plan_hook_install(host: Host, config_file: ConfigFile, *,
-                      route_all_dns: bool = False) -> ActionPlan:
+                      route_all_dns: bool = False) -> Plan:
     """Add zsn's DNS hook to a config, idempotently; install or update the script itself."""
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
@@ -148,7 +72,7 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
         config.set_directive("down", HOOK_PATH)
     if not config.has("down-pre"):
         config.append_line("down-pre")
-    edits: list[FileEdit] = []
+    edits: list[Step] = []
     if config.render() != snapshot.text:
         edits.append(FileEdit(path, snapshot, config.render()))
     hook_path = host.path(HOOK_PATH)
@@ -162,8 +86,8 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     else:
         if current.text != script or current.mode != HOOK_MODE:
             edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False))
-    return ActionPlan(f"DNS hook for {config_file.unit}", tuple(edits),
-                      tuple(hook_warnings(host, config_file, config)))
+    return Plan(f"DNS hook for {config_file.unit}", edits,
+                warnings=hook_warnings(host, config_file, config))
 
 
 def hook_warnings(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[str]:
@@ -237,7 +161,7 @@ def unit_service_settings(host: Host, unit: str) -> dict[str, str]:
 # Import and management socket ------------------------------------------------------
 
 
-def plan_import(host: Host, source: Path, name: str) -> ActionPlan:
+def plan_import(host: Host, source: Path, name: str) -> Plan:
     """Import a .ovpn file as /etc/openvpn/client/NAME.conf, byte for byte, mode 0600."""
     validate_name(name)
     text = read_tracked(source).text
@@ -257,25 +181,25 @@ def plan_import(host: Host, source: Path, name: str) -> ActionPlan:
         if d.name in ("ca", "cert", "key", "tls-auth", "tls-crypt", "pkcs12")
         and d.arg and d.arg != INLINE and not Path(d.arg).is_absolute()
     ]
-    return ActionPlan(f"import {source.name} as {target_file.unit}",
-                      (FileEdit(target, None, text, PRIVATE_FILE_MODE),), tuple(warnings))
+    return Plan(f"import {source.name} as {target_file.unit}",
+                [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
 
 
-def plan_management_socket(host: Host, config_file: ConfigFile) -> ActionPlan:
+def plan_management_socket(host: Host, config_file: ConfigFile) -> Plan:
     """Add a unix management socket (/run/openvpn-client/NAME.sock etc.) to a config."""
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
     config = parse(snapshot.text, str(config_file.path))
     existing = config.get("management")
     if existing is not None:
-        return ActionPlan(f"management socket for {config_file.unit}", (),
-                          (f"already configured: management {' '.join(existing.args)}",))
+        return Plan(f"management socket for {config_file.unit}",
+                    warnings=[f"already configured: management {' '.join(existing.args)}"])
     socket_path = KINDS[config_file.kind][2].format(config_file.name)
     config.append_line(f"management {quote_arg(socket_path)} unix")
-    return ActionPlan(
+    return Plan(
         f"management socket for {config_file.unit}",
-        (FileEdit(path, snapshot, config.render()),),
-        (f"takes effect when {config_file.unit} restarts",),
+        [FileEdit(path, snapshot, config.render())],
+        warnings=[f"takes effect when {config_file.unit} restarts"],
     )
 
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsn.errors import FileChangedError, ZsnError
@@ -27,7 +27,8 @@ class FileSnapshot:
     """What a file held when zsn read it, and how to tell whether it changed since."""
 
     path: Path
-    text: str
+    text: str = field(repr=False)
+    """May hold private keys: never in a repr (logs, tracebacks, test output)."""
     mtime_ns: int
     size: int
     inode: int

@@ -10,6 +10,7 @@ from zsn.errors import FileChangedError, ParseError, ValidationError, ZsnError
 from zsn.openvpn import actions
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, config_path, discover, summarize
+from zsn.plan import ApplyError, FileEdit
 from zsn.system.host import Host
 
 SAMPLES = Path(__file__).parents[2] / "fixtures/openvpn/configs"
@@ -51,7 +52,7 @@ def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> Non
     original = (SAMPLES / "client.conf").read_text()
     config = put(root, "client", "office", original)
     plan = actions.plan_hook_install(root, config)
-    assert [e.description for e in plan.edits] == [
+    assert [e.description for e in plan.steps] == [
         f"edit {root.path(config.path)}",
         f"create {root.path(actions.HOOK_PATH)} (mode 0755)",
     ]
@@ -66,7 +67,7 @@ def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> Non
     hook = root.path(actions.HOOK_PATH)
     assert stat.S_IMODE(hook.stat().st_mode) == 0o755
     assert hook.read_text() == actions.hook_script()
-    assert actions.plan_hook_install(root, config).edits == ()
+    assert actions.plan_hook_install(root, config).steps == []
     assert root.path(config.path).with_name("office.conf.zsn-bak").read_text() == original
 
 
@@ -104,8 +105,19 @@ def test_config_changed_on_disk_after_planning_is_not_overwritten(root: Host) ->
     with pytest.raises(ZsnError, match="changed on disk"):
         plan.apply()
     assert root.path(config.path).read_text() == "client\nverb 4\n"
-    assert isinstance(plan.edits[0], actions.FileEdit)
+    assert isinstance(plan.steps[0], FileEdit)
     assert FileChangedError
+
+
+def test_hook_install_failing_part_way_undoes_the_config_edit(root: Host) -> None:
+    config = put(root, "client", "c", "client\n# keep me\n")
+    plan = actions.plan_hook_install(root, config)
+    root.path(actions.HOOK_PATH).write_text("someone else's script\n")
+    with pytest.raises(ApplyError, match="undone: edit"):
+        plan.apply()
+    assert root.path(config.path).read_text() == "client\n# keep me\n"
+    assert not root.path(config.path).with_name("c.conf.zsn-bak").exists()
+    assert root.path(actions.HOOK_PATH).read_text() == "someone else's script\n"
 
 
 def test_warnings_for_dropped_privileges_and_sandbox(root: Host) -> None:
@@ -127,7 +139,7 @@ def test_debian_unit_sandbox_does_not_stop_the_hook(root: Host) -> None:
         pytest.skip("Debian's openvpn package is not installed here")
     (unit_dir / real.name).write_text(real.read_text())
     config = put(root, "client", "c", "client\n")
-    assert actions.plan_hook_install(root, config).warnings == ()
+    assert actions.plan_hook_install(root, config).warnings == []
 
 
 def test_import_ovpn_with_inline_blocks_is_0600_and_byte_for_byte(root: Host,
@@ -167,4 +179,4 @@ def test_management_socket_added_once(root: Host) -> None:
     assert root.path(config.path).read_text() == (
         "client\n# keep me\nmanagement /run/openvpn-client/office.sock unix\n")
     again = actions.plan_management_socket(root, config)
-    assert again.edits == () and "already configured" in again.warnings[0]
+    assert again.steps == [] and "already configured" in again.warnings[0]

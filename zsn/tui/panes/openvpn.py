@@ -17,6 +17,7 @@ from zsn.format import human_bytes, human_duration, human_rate
 from zsn.openvpn import actions
 from zsn.openvpn.connections import Connection
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
+from zsn.plan import Plan
 from zsn.rates import RateTracker
 from zsn.tui.panes.base import LivePane
 
@@ -270,7 +271,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         if conn is not None:
             self.app.push_screen(JournalScreen(self.host, conn.config.unit))
 
-    def _offer_plan(self, make_plan: Callable[[], actions.ActionPlan]) -> None:
+    def _offer_plan(self, make_plan: Callable[[], Plan]) -> None:
         from zsn.tui.screens.plan import PlanScreen
 
         try:
@@ -284,8 +285,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
                 self._in_background(plan.title, lambda: f"{plan.title}: done ("
                                     + "; ".join(plan.apply()) + ")")
 
-        self.app.push_screen(PlanScreen(plan.title, plan.describe(),
-                                        can_apply=bool(plan.edits)), answered)
+        self.app.push_screen(PlanScreen(plan), answered)
 
     def action_hook(self) -> None:
         conn = self._need_selection()

@@ -105,7 +105,7 @@ class WireGuardActions:
                 self._in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
 
         self._in_thread(build, lambda plan: self.app.push_screen(
-            PlanScreen(plan.title, plan.describe(), can_apply=bool(plan.steps)),
+            PlanScreen(plan),
             lambda yes: confirmed(plan, yes)))
 
     def _applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:

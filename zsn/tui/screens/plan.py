@@ -1,4 +1,4 @@
-"""Show a plan (files to write, as diffs; warnings) and ask before applying it."""
+"""Show a plan (steps, warnings, notes, file diffs) and ask before applying it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from zsn.plan import Plan
+
 
 class PlanScreen(ModalScreen[bool]):
-    """Dismisses with True when the user says apply, False otherwise."""
+    """Dismisses with True when the user says apply, False otherwise.
+
+    A plan with no steps can only be closed: there is nothing to apply."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Apply"),
@@ -21,11 +25,11 @@ class PlanScreen(ModalScreen[bool]):
         Binding("escape", "answer(False)", "Cancel", show=False),
     ]
 
-    def __init__(self, title: str, text: str, *, can_apply: bool = True) -> None:
+    def __init__(self, plan: Plan) -> None:
         super().__init__()
-        self.plan_title = title
-        self.text = text
-        self.can_apply = can_apply
+        self.plan_title = plan.title
+        self.text = plan.describe()
+        self.can_apply = bool(plan.steps)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="plan"):
