@@ -8,17 +8,18 @@ keeps polling, so a change shows up in the tables on the next refresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from zsn.errors import ZsnError
-from zsn.plan import Plan
 from zsn.system.host import Host
-from zsn.wireguard import lint, onboarding
-from zsn.wireguard.config import parse
 from zsn.wireguard.model import InterfaceState, PeerState
+
+if TYPE_CHECKING:  # the action modules load on first use, not at start-up
+    from zsn.plan import Plan
+    from zsn.wireguard import lint, onboarding
 
 LINT_SECONDS = 10.0
 """How often the findings line is refreshed (lint reads every config file)."""
@@ -117,6 +118,8 @@ class WireGuardActions:
             after(plan)
 
     def config_interfaces(self) -> list[str]:
+        from zsn.wireguard import onboarding
+
         directory = self.host.path(onboarding.WIREGUARD_DIR)
         return sorted(p.stem for p in directory.glob("*.conf")) if directory.is_dir() else []
 
@@ -160,23 +163,31 @@ class WireGuardActions:
                                                 client.text, notes))
 
     def action_show_client(self) -> None:
+        from zsn.wireguard import onboarding
+
         ref = self._peer_ref()
         if ref is not None:
             self._in_thread(lambda: onboarding.show_client_config(self.host, *ref),
                             lambda client: self._show_client(client, []))
 
     def action_remove_peer(self) -> None:
+        from zsn.wireguard import onboarding
+
         ref = self._peer_ref()
         if ref is not None:
             self.run_plan(lambda: onboarding.plan_remove_peer(self.host, *ref))
 
     def action_disable_peer(self) -> None:
+        from zsn.wireguard import onboarding
+
         ref = self._peer_ref()
         if ref is not None:
             self.run_plan(lambda: onboarding.plan_disable_peer(self.host, *ref))
 
     def action_enable_peer(self) -> None:
         from zsn.tui.screens.ask import ChooseScreen
+        from zsn.wireguard import onboarding
+        from zsn.wireguard.config import parse
 
         interface = self._interface_name()
         if interface is None:
@@ -202,6 +213,7 @@ class WireGuardActions:
 
     def action_rename_peer(self) -> None:
         from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import onboarding
 
         ref = self._peer_ref()
         if ref is None:
@@ -215,6 +227,7 @@ class WireGuardActions:
 
     def action_routed_subnets(self) -> None:
         from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import onboarding
 
         ref = self._peer_ref()
         peer = self.selected_peer()
@@ -320,7 +333,12 @@ class WireGuardActions:
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:
-        self._in_thread(lambda: lint.lint_host(self.host), self._show_findings_line)
+        def lint_in_thread() -> list[lint.Finding]:
+            from zsn.wireguard import lint  # loaded in the worker, off the UI thread
+
+            return lint.lint_host(self.host)
+
+        self._in_thread(lint_in_thread, self._show_findings_line)
 
     def _show_findings_line(self, findings: list[lint.Finding]) -> None:
         line = self.query_one("#wg-findings", Static)
@@ -336,6 +354,7 @@ class WireGuardActions:
 
     def action_show_findings(self) -> None:
         from zsn.tui.screens.findings import FindingsScreen
+        from zsn.wireguard import lint
 
         def chosen(finding: lint.Finding | None) -> None:
             if finding is not None and finding.fix_plan is not None:
