@@ -11,21 +11,17 @@ import configparser
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
 from zsn.plan import FileEdit, Plan, Step
-from zsn.system.dbus import (
-    JobResult,
-    SystemBus,
-    Systemd,
-    UnitFileChange,
-    control_unit,
-    run_sync,
-)
 from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
 from zsn.system.host import Host
+
+if TYPE_CHECKING:  # D-Bus loads only when a unit is controlled, not for lint or export
+    from zsn.system.dbus import JobResult, SystemBus, UnitFileChange
 
 HOOK_PATH = "/etc/openvpn/zsn-resolved-hook"
 HOOK_MODE = 0o755
@@ -217,11 +213,14 @@ def control(host: Host, unit: str, verb: str, *, timeout: float = 90.0) -> JobRe
     """Start, stop or restart `unit` over D-Bus and wait for systemd's job result."""
     if verb not in VERBS:
         raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
+    from zsn.system.dbus import control_unit
+
     return control_unit(host, unit, verb, missing="is openvpn installed?", timeout=timeout)
 
 
 def set_enabled(host: Host, unit: str, enabled: bool) -> list[UnitFileChange]:
     """Enable or disable `unit`'s start at boot; returns the symlinks systemd changed."""
+    from zsn.system.dbus import Systemd, run_sync
 
     async def act(bus: SystemBus) -> list[UnitFileChange]:
         systemd = Systemd(bus)

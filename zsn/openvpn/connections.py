@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zsn.errors import ZsnError
 from zsn.openvpn import management
 from zsn.openvpn.config import OvpnConfig, parse
-from zsn.system.dbus import SystemBus, Systemd, UnitState, run_sync
 from zsn.system.files import read_tracked
 from zsn.system.host import Host
+
+if TYPE_CHECKING:
+    from zsn.system.dbus import SystemBus, UnitState
 
 CONFIG_DIR = "/etc/openvpn"
 KINDS = {
@@ -181,6 +184,14 @@ def connections(host: Host, *, with_units: bool = True,
 
 
 def _unit_states(host: Host, names: list[str]) -> dict[str, UnitState | ZsnError]:
+    socket = host.system_bus_socket
+    if socket is not None and not socket.exists():
+        # Said before loading the D-Bus library: a host without systemd (a
+        # container, a --root tree) should not pay for it.
+        missing = ZsnError(f"system bus {socket}: socket not found (is systemd running?)")
+        return dict.fromkeys(names, missing)
+    from zsn.system.dbus import Systemd, run_sync
+
     async def read(bus: SystemBus) -> dict[str, UnitState | ZsnError]:
         systemd = Systemd(bus)
         states: dict[str, UnitState | ZsnError] = {}

@@ -49,6 +49,15 @@ class Host:
             return "localhost"
 
     @property
+    def system_bus_socket(self) -> Path | None:
+        """The system bus's unix socket, when its address names one."""
+        address = self.system_bus_address
+        prefix = "unix:path="
+        if not address.startswith(prefix):
+            return None
+        return Path(address[len(prefix):].split(",", 1)[0])
+
+    @property
     def system_bus_address(self) -> str:
         """D-Bus address of the system bus; under `--root` the socket inside that tree."""
         if self.is_live and "DBUS_SYSTEM_BUS_ADDRESS" in os.environ:
