@@ -147,6 +147,20 @@ def test_interface_creation_refuses_bad_input(tmp_path: Path) -> None:
     assert not any(tmp_path.rglob("*"))
 
 
+@pytest.mark.parametrize(("addresses", "port", "message"), [
+    (["10.67.0.1/24"], 51820, "listen port 51820 is already used by wg0"),
+    (["10.66.0.129/25"], 51821, r"address 10.66.0.129/25 overlaps wg0's subnet 10.66.0.0/24"),
+    (["10.67.0.1/24", "fd66::1:1/112"], 51821, "overlaps wg0's subnet fd66::/64"),
+])
+def test_a_new_interface_must_not_collide_with_another(host: Host, addresses: list[str],
+                                                       port: int, message: str) -> None:
+    before = _tree(host.root)
+    with pytest.raises(ValidationError, match=message):
+        interfaces.plan_create_interface(host, "wg1", addresses, port)
+    assert _tree(host.root) == before
+    interfaces.plan_create_interface(host, "wg1", ["10.67.0.1/24"], 51821).apply()
+
+
 def test_a_failing_step_undoes_everything_before_it(host: Host) -> None:
     _add(host, "alice")
     before = _tree(host.root)
