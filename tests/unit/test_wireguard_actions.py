@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,38 @@ def test_bad_input_is_refused_and_nothing_changes(host: Host, fields: dict[str, 
     request = onboarding.PeerRequest(**{"interface": "wg0", "name": "eve", **fields})  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(".", r"\.")):
         onboarding.plan_add_peer(host, request)
+    assert _tree(host.root) == before
+
+
+BAD_CHANGES = [
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "bob"),
+     "wg0 already has a peer named 'bob'"),
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "a/b"), "not allowed"),
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "nobody", "x"), "no peer named 'nobody'"),
+    (lambda h: onboarding.plan_remove_peer(h, "wg0", "nobody"), "no peer named 'nobody'"),
+    (lambda h: onboarding.plan_disable_peer(h, "wg9", "alice"), "no interface 'wg9'"),
+    (lambda h: onboarding.plan_enable_peer(h, "wg0", "alice"), "is not disabled"),
+    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["300.1.1.0/24"]),
+     "not a CIDR network"),
+    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["10.66.0.0/16"]),
+     "overlaps the VPN subnet"),
+    (lambda h: routing.plan_gateway(h, "wg0", "eth0;reboot"), "may only use"),
+    (lambda h: routing.plan_gateway(h, "wg0", "wg0"), "cannot be the WireGuard interface"),
+    (lambda h: routing.plan_link_interfaces(h, "wg0", "wg0"), "two different interfaces"),
+    (lambda h: routing.plan_link_interfaces(h, "wg0", "wg9"), "no interface 'wg9'"),
+    (lambda h: interfaces.plan_set_endpoint(h, "wg0", "bad host"), "neither an IP address"),
+    (lambda h: onboarding.show_client_config(h, "wg0", "../../wg0"), "not allowed"),
+]
+
+
+@pytest.mark.parametrize(("action", "message"), BAD_CHANGES, ids=[m for _, m in BAD_CHANGES])
+def test_bad_input_to_other_actions_is_refused_and_nothing_changes(
+        host: Host, action: Callable[[Host], object], message: str) -> None:
+    _add(host, "alice")
+    _add(host, "bob")
+    before = _tree(host.root)
+    with pytest.raises(ValidationError, match=message):
+        action(host)
     assert _tree(host.root) == before
 
 

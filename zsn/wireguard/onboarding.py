@@ -431,6 +431,8 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
     edited = server.edited()
     peer = edited.require_peer(name)
     new_name = check_peer_name(new_name.strip())
+    if edited.find_peer(new_name) is not None:
+        raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
     old_client = client_config_path(host, server.name, peer.name or name)
     new_client = client_config_path(host, server.name, new_name)
     if new_client.exists():
