@@ -13,7 +13,7 @@ import pytest
 from zsn.errors import ValidationError
 from zsn.plan import ApplyError, LiveStep
 from zsn.system.host import Host
-from zsn.wireguard import interfaces, lint, onboarding, routing
+from zsn.wireguard import interfaces, lint, onboarding, routing, settings
 from zsn.wireguard.cli import main as cli_main
 from zsn.wireguard.config import parse
 
@@ -274,6 +274,26 @@ def test_lint_catches_the_notes_mixing_wg0_and_wg1_and_fixes_it(host: Host) -> N
                if a != b]
     assert len(changed) == 1 and "-A FORWARD -i %i -j ACCEPT" in changed[0][1]
     assert "WG007" in {f.id for f in lint.lint_host(host) if f.interface == "wg2"}  # PostDown
+
+
+def test_lint_leaves_rules_joining_two_interfaces_to_judgement(host: Host) -> None:
+    interfaces.plan_create_interface(host, "wg1", ["10.67.0.1/24"], 51821).apply()
+    path = host.path("/etc/wireguard/wg1.conf")
+    config = parse(path.read_text())
+    assert config.interface is not None
+    joining = "iptables -A FORWARD -i wg0 -o %i -j ACCEPT"
+    config.append_entry(config.interface, "PostUp",
+                        f"{joining}; iptables -A FORWARD -i wg0 -j ACCEPT")
+    path.write_text(config.render())
+    found = [f for f in _lint_ids(host)["WG007"] if f.interface == "wg1"]
+    assert [f.fix_plan is not None for f in found] == [False, True]
+    assert found[1].fix_plan is not None
+    found[1].fix_plan().apply()
+    assert f"PostUp = {joining}; iptables -A FORWARD -i %i -j ACCEPT\n" in path.read_text()
+    # Once zsn has linked the two, the joining rule is expected there.
+    stored = settings.load(host)
+    stored.edit({"wg1": settings.InterfaceSettings(links=["wg0"])}).apply()
+    assert "WG007" not in _lint_ids(host)
 
 
 def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -> None:
