@@ -358,3 +358,24 @@ def test_plans_and_results_never_show_private_keys_in_reprs(host: Host) -> None:
                if line.startswith("PresharedKey"))
     shown = repr(plan) + repr(client) + plan.describe() + "".join(map(repr, plan.steps))
     assert private not in shown and psk not in shown
+
+
+def test_dry_runs_print_no_keys_and_write_nothing(host: Host,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _add(host, "alice")
+    root = str(host.root)
+    before = _tree(host.root)
+    secrets = {line.split("=", 1)[1].strip() for path in host.root.rglob("*.conf")
+               for line in path.read_text().splitlines()
+               if line.startswith(("PrivateKey", "PresharedKey"))}
+    assert len(secrets) == 3  # server and client private keys, the preshared key
+    for args in (["wg", "create", "wg1", "--address", "10.67.0.1/24", "--port", "51821"],
+                 ["peer", "add", "wg0", "bob"], ["peer", "remove", "wg0", "alice"],
+                 ["peer", "disable", "wg0", "alice"], ["peer", "rename", "wg0", "alice", "al"]):
+        assert cli_main(["--root", root, *args, "--dry-run"]) == 0
+        out = capsys.readouterr()
+        assert "Plan: " in out.out and "(hidden)" in out.out
+        assert not any(secret in out.out + out.err for secret in secrets)
+        assert "PrivateKey = (hidden)" in out.out or args[1] != "create"
+    assert _tree(host.root) == before
+
