@@ -22,7 +22,12 @@ from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import Section, WgConfig, parse
-from zsn.wireguard.onboarding import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig
+from zsn.wireguard.onboarding import (
+    DEFAULT_KEEPALIVE,
+    WIREGUARD_DIR,
+    ServerConfig,
+    has_resolver,
+)
 from zsn.wireguard.routing import forwarding_enabled, forwarding_steps
 
 Severity = Literal["error", "warning"]
@@ -33,8 +38,6 @@ _OUT_IFACE_RE = re.compile(r"(?:^|\s)(?:-o|--out-interface|oifname)\s+\"?([^\s\"
 # The commands of one PostUp line, separators kept (the fix rejoins them).
 _COMMAND_SPLIT_RE = re.compile(r"(;|&&|\|\|)")
 _ROUTING_RULE_RE = re.compile(r"FORWARD|MASQUERADE|SNAT|forward", re.IGNORECASE)
-RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
-                     "/bin/resolvectl")
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> 
             "freezing resolved endpoints",
             "set SaveConfig = false (zsn changes peers live without it)", path, entry.line + 1,
             partial(_plan_set, host, name, "SaveConfig", "false")))
-    if interface.get("DNS") and not any(host.path(p).exists() for p in RESOLVER_PROGRAMS):
+    if interface.get("DNS") and not has_resolver(host):
         entry = interface.entries_for("DNS")[-1]
         found.append(Finding(
             "WG005", "error", name,

@@ -32,6 +32,8 @@ from zsn.wireguard.keys import (
 DEFAULT_KEEPALIVE = 25
 """Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
 WIREGUARD_DIR = "/etc/wireguard"
+RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
+                     "/bin/resolvectl")
 
 
 class Profile(enum.StrEnum):
@@ -313,16 +315,16 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
     else:
         plan.notes.append(_down_note(server))
-    if dns and not _has_resolver(host):
+    if dns and not has_resolver(host):
         plan.notes.append("the client config sets DNS: the client needs resolvconf or "
                           "resolvectl, or wg-quick will not bring it up")
     plan.output = text
     return plan, ClientConfig(name, server.name, text, client_path)
 
 
-def _has_resolver(host: Host) -> bool:
-    return any(host.path(p).exists() for p in ("/usr/sbin/resolvconf", "/sbin/resolvconf",
-                                               "/usr/bin/resolvectl"))
+def has_resolver(host: Host) -> bool:
+    """Whether wg-quick can apply ``DNS =`` here (it runs resolvconf or resolvectl)."""
+    return any(host.path(p).exists() for p in RESOLVER_PROGRAMS)
 
 
 def _check_routed_free(config: WgConfig, routed: list[str], owner: Section | None) -> None:
