@@ -229,6 +229,17 @@ def test_routed_subnets_behind_a_peer(host: Host) -> None:
     assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.60.0/24"]
 
 
+def test_subnets_behind_a_hand_edited_peer_keep_what_zsn_cannot_read(host: Host) -> None:
+    _add(host, "site")
+    path = host.path("/etc/wireguard/wg0.conf")
+    path.write_text(path.read_text().replace("AllowedIPs = 10.66.0.2/32",
+                                             "AllowedIPs = 10.66.0.2/32, bogus"))
+    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
+    peer = parse(path.read_text()).require_peer("site")
+    assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "bogus", "fd66::2/128",
+                                          "192.168.50.0/24"]
+
+
 def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
     if shutil.which("iptables") is None or shutil.which("ip6tables") is None:
         pytest.skip("iptables is not installed")

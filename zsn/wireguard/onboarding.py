@@ -253,7 +253,10 @@ def _outside_subnet(server: ServerConfig, networks: list[str]) -> list[str]:
     own = [a.network for a in addressing.interface_addresses(server.config)]
     result = []
     for text in networks:
-        network = ipaddress.ip_network(text, strict=False)
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            continue  # a hand-edited item zsn cannot route (lint's business, not a crash)
         if not any(network.version == o.version and network.subnet_of(o)  # type: ignore[arg-type]
                    for o in own):
             result.append(text)
@@ -481,7 +484,10 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
 
 
 def _is_host(network: str) -> bool:
-    parsed = ipaddress.ip_network(network, strict=False)
+    try:
+        parsed = ipaddress.ip_network(network, strict=False)
+    except ValueError:
+        return False
     return parsed.prefixlen == parsed.max_prefixlen
 
 
