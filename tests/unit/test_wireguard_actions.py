@@ -69,6 +69,21 @@ def test_onboarding_picks_free_addresses_and_writes_both_configs(host: Host) -> 
     assert onboarding.onboarding_defaults(host, "wg0").address == "10.66.0.4, fd66::4"
 
 
+def test_the_first_endpoint_typed_for_an_adopted_interface_is_remembered(
+        tmp_path: Path) -> None:
+    h = Host(tmp_path)
+    interfaces.plan_create_interface(h, "wg0", ["10.66.0.1/24"], 51820).apply()
+    with pytest.raises(ValidationError, match="no server endpoint for wg0"):
+        onboarding.plan_add_peer(h, onboarding.PeerRequest("wg0", "alice"))
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == ""
+    alice = _add(h, "alice", endpoint="vpn.example.com")
+    assert "Endpoint = vpn.example.com:51820" in alice.text
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == "vpn.example.com:51820"
+    bob = _add(h, "bob", endpoint="other.example.com:4500")  # a one-off: the default stays
+    assert "Endpoint = other.example.com:4500" in bob.text
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == "vpn.example.com:51820"
+
+
 def test_a_freed_address_is_reused_but_a_disabled_peer_keeps_its_own(host: Host) -> None:
     _add(host, "alice")
     _add(host, "bob")

@@ -144,15 +144,17 @@ def onboarding_defaults(host: Host, interface: str) -> OnboardingDefaults:
     return OnboardingDefaults(", ".join(str(a) for a in chosen.addresses), endpoint)
 
 
-def _resolve_endpoint(server: ServerConfig, given: str | None) -> str:
+def _resolve_endpoint(server: ServerConfig, given: str | None) -> tuple[str, str | None]:
+    """The client's ``Endpoint``, and the host the user typed (``None`` when stored)."""
     if given:
         text = given.strip()
         host_part, sep, port_part = text.rpartition(":")
         if sep and port_part.isdigit() and (not host_part.count(":") or host_part.endswith("]")):
             host = addressing.check_endpoint_host(host_part)
-            return addressing.format_endpoint(host, addressing.check_port(port_part,
-                                                                          "endpoint port"))
+            return addressing.format_endpoint(host, addressing.check_port(
+                port_part, "endpoint port")), host
         host = addressing.check_endpoint_host(text)
+        typed: str | None = host
     else:
         stored = settings.load(server.host).get(server.name).endpoint_host
         if not stored:
@@ -160,10 +162,21 @@ def _resolve_endpoint(server: ServerConfig, given: str | None) -> str:
                 f"no server endpoint for {server.name}: pass --endpoint HOST, or set it once "
                 f"with 'zsn wg endpoint {server.name} HOST'"
             )
-        host = stored
+        host, typed = stored, None
     if server.listen_port is None:
         raise ValidationError(f"{server.path}: [Interface] has no ListenPort; clients need one")
-    return addressing.format_endpoint(host, server.listen_port)
+    return addressing.format_endpoint(host, server.listen_port), typed
+
+
+def _remember_endpoint(plan: Plan, server: ServerConfig, typed: str | None) -> None:
+    """The first endpoint typed for an interface becomes its default ("set once")."""
+    stored = settings.load(server.host)
+    current = stored.get(server.name)
+    if typed is None or current.endpoint_host:
+        return
+    current.endpoint_host = typed
+    plan.steps.append(stored.edit({server.name: current}))
+    plan.notes.append(f"{typed} is now the endpoint pre-filled for clients of {server.name}")
 
 
 def client_allowed_ips(host: Host, server: ServerConfig, profile: Profile) -> list[str]:
@@ -279,7 +292,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         chosen = addressing.next_free_address(server.config)
     dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
     keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
-    endpoint = _resolve_endpoint(server, request.endpoint)
+    endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
     routed = addressing.check_allowed_networks(request.routed_subnets)
     _check_routed_free(server.config, routed, None)
 
@@ -311,6 +324,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     plan.steps.append(FileEdit(client_path, None, text, mode=files.PRIVATE_FILE_MODE,
                                private_dir=True))
     plan.steps.append(server.edit(edited))
+    _remember_endpoint(plan, server, typed_endpoint)
     device = server.live()
     if device is not None:
         peer = PeerSettings(public_key, psk, tuple(server_allowed))
