@@ -104,8 +104,9 @@ class FileEdit:
         backup = files.backup_path(self.path)
         if self._old_backup is None:
             backup.unlink(missing_ok=True)
-        else:
-            backup.write_bytes(self._old_backup)
+        else:  # the backup holds the same secrets: atomic, its mode kept
+            files.write_atomic(backup, self._old_backup, previous=files.read_tracked(backup),
+                               backup=False)
 
 
 @dataclass

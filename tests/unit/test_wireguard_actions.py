@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from zsn.errors import ValidationError
 from zsn.plan import ApplyError, LiveStep
 from zsn.system.host import Host
-from zsn.wireguard import interfaces, lint, onboarding, routing
+from zsn.wireguard import interfaces, lint, onboarding, routing, settings
 from zsn.wireguard.cli import main as cli_main
 from zsn.wireguard.config import parse
 
@@ -68,6 +69,21 @@ def test_onboarding_picks_free_addresses_and_writes_both_configs(host: Host) -> 
     assert onboarding.onboarding_defaults(host, "wg0").address == "10.66.0.4, fd66::4"
 
 
+def test_the_first_endpoint_typed_for_an_adopted_interface_is_remembered(
+        tmp_path: Path) -> None:
+    h = Host(tmp_path)
+    interfaces.plan_create_interface(h, "wg0", ["10.66.0.1/24"], 51820).apply()
+    with pytest.raises(ValidationError, match="no server endpoint for wg0"):
+        onboarding.plan_add_peer(h, onboarding.PeerRequest("wg0", "alice"))
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == ""
+    alice = _add(h, "alice", endpoint="vpn.example.com")
+    assert "Endpoint = vpn.example.com:51820" in alice.text
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == "vpn.example.com:51820"
+    bob = _add(h, "bob", endpoint="other.example.com:4500")  # a one-off: the default stays
+    assert "Endpoint = other.example.com:4500" in bob.text
+    assert onboarding.onboarding_defaults(h, "wg0").endpoint == "vpn.example.com:51820"
+
+
 def test_a_freed_address_is_reused_but_a_disabled_peer_keeps_its_own(host: Host) -> None:
     _add(host, "alice")
     _add(host, "bob")
@@ -121,6 +137,38 @@ def test_bad_input_is_refused_and_nothing_changes(host: Host, fields: dict[str, 
     assert _tree(host.root) == before
 
 
+BAD_CHANGES = [
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "bob"),
+     "wg0 already has a peer named 'bob'"),
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "a/b"), "not allowed"),
+    (lambda h: onboarding.plan_rename_peer(h, "wg0", "nobody", "x"), "no peer named 'nobody'"),
+    (lambda h: onboarding.plan_remove_peer(h, "wg0", "nobody"), "no peer named 'nobody'"),
+    (lambda h: onboarding.plan_disable_peer(h, "wg9", "alice"), "no interface 'wg9'"),
+    (lambda h: onboarding.plan_enable_peer(h, "wg0", "alice"), "is not disabled"),
+    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["300.1.1.0/24"]),
+     "not a CIDR network"),
+    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["10.66.0.0/16"]),
+     "overlaps the VPN subnet"),
+    (lambda h: routing.plan_gateway(h, "wg0", "eth0;reboot"), "may only use"),
+    (lambda h: routing.plan_gateway(h, "wg0", "wg0"), "cannot be the WireGuard interface"),
+    (lambda h: routing.plan_link_interfaces(h, "wg0", "wg0"), "two different interfaces"),
+    (lambda h: routing.plan_link_interfaces(h, "wg0", "wg9"), "no interface 'wg9'"),
+    (lambda h: interfaces.plan_set_endpoint(h, "wg0", "bad host"), "neither an IP address"),
+    (lambda h: onboarding.show_client_config(h, "wg0", "../../wg0"), "not allowed"),
+]
+
+
+@pytest.mark.parametrize(("action", "message"), BAD_CHANGES, ids=[m for _, m in BAD_CHANGES])
+def test_bad_input_to_other_actions_is_refused_and_nothing_changes(
+        host: Host, action: Callable[[Host], object], message: str) -> None:
+    _add(host, "alice")
+    _add(host, "bob")
+    before = _tree(host.root)
+    with pytest.raises(ValidationError, match=message):
+        action(host)
+    assert _tree(host.root) == before
+
+
 def test_colliding_routed_subnets_and_duplicate_keys(host: Host) -> None:
     _add(host, "site", routed_subnets=["192.168.50.0/24"])
     with pytest.raises(ValidationError, match="overlaps 192.168.50.0/24 of peer 'site'"):
@@ -145,6 +193,20 @@ def test_interface_creation_refuses_bad_input(tmp_path: Path) -> None:
         with pytest.raises(ValidationError, match=message):
             interfaces.plan_create_interface(h, *args)  # type: ignore[arg-type]
     assert not any(tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize(("addresses", "port", "message"), [
+    (["10.67.0.1/24"], 51820, "listen port 51820 is already used by wg0"),
+    (["10.66.0.129/25"], 51821, r"address 10.66.0.129/25 overlaps wg0's subnet 10.66.0.0/24"),
+    (["10.67.0.1/24", "fd66::1:1/112"], 51821, "overlaps wg0's subnet fd66::/64"),
+])
+def test_a_new_interface_must_not_collide_with_another(host: Host, addresses: list[str],
+                                                       port: int, message: str) -> None:
+    before = _tree(host.root)
+    with pytest.raises(ValidationError, match=message):
+        interfaces.plan_create_interface(host, "wg1", addresses, port)
+    assert _tree(host.root) == before
+    interfaces.plan_create_interface(host, "wg1", ["10.67.0.1/24"], 51821).apply()
 
 
 def test_a_failing_step_undoes_everything_before_it(host: Host) -> None:
@@ -180,6 +242,17 @@ def test_routed_subnets_behind_a_peer(host: Host) -> None:
     onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.60.0/24"]).apply()
     peer = parse(host.path("/etc/wireguard/wg0.conf").read_text()).require_peer("site")
     assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.60.0/24"]
+
+
+def test_subnets_behind_a_hand_edited_peer_keep_what_zsn_cannot_read(host: Host) -> None:
+    _add(host, "site")
+    path = host.path("/etc/wireguard/wg0.conf")
+    path.write_text(path.read_text().replace("AllowedIPs = 10.66.0.2/32",
+                                             "AllowedIPs = 10.66.0.2/32, bogus"))
+    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
+    peer = parse(path.read_text()).require_peer("site")
+    assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "bogus", "fd66::2/128",
+                                          "192.168.50.0/24"]
 
 
 def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
@@ -227,6 +300,26 @@ def test_lint_catches_the_notes_mixing_wg0_and_wg1_and_fixes_it(host: Host) -> N
                if a != b]
     assert len(changed) == 1 and "-A FORWARD -i %i -j ACCEPT" in changed[0][1]
     assert "WG007" in {f.id for f in lint.lint_host(host) if f.interface == "wg2"}  # PostDown
+
+
+def test_lint_leaves_rules_joining_two_interfaces_to_judgement(host: Host) -> None:
+    interfaces.plan_create_interface(host, "wg1", ["10.67.0.1/24"], 51821).apply()
+    path = host.path("/etc/wireguard/wg1.conf")
+    config = parse(path.read_text())
+    assert config.interface is not None
+    joining = "iptables -A FORWARD -i wg0 -o %i -j ACCEPT"
+    config.append_entry(config.interface, "PostUp",
+                        f"{joining}; iptables -A FORWARD -i wg0 -j ACCEPT")
+    path.write_text(config.render())
+    found = [f for f in _lint_ids(host)["WG007"] if f.interface == "wg1"]
+    assert [f.fix_plan is not None for f in found] == [False, True]
+    assert found[1].fix_plan is not None
+    found[1].fix_plan().apply()
+    assert f"PostUp = {joining}; iptables -A FORWARD -i %i -j ACCEPT\n" in path.read_text()
+    # Once zsn has linked the two, the joining rule is expected there.
+    stored = settings.load(host)
+    stored.edit({"wg1": settings.InterfaceSettings(links=["wg0"])}).apply()
+    assert "WG007" not in _lint_ids(host)
 
 
 def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -> None:
@@ -291,3 +384,24 @@ def test_plans_and_results_never_show_private_keys_in_reprs(host: Host) -> None:
                if line.startswith("PresharedKey"))
     shown = repr(plan) + repr(client) + plan.describe() + "".join(map(repr, plan.steps))
     assert private not in shown and psk not in shown
+
+
+def test_dry_runs_print_no_keys_and_write_nothing(host: Host,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _add(host, "alice")
+    root = str(host.root)
+    before = _tree(host.root)
+    secrets = {line.split("=", 1)[1].strip() for path in host.root.rglob("*.conf")
+               for line in path.read_text().splitlines()
+               if line.startswith(("PrivateKey", "PresharedKey"))}
+    assert len(secrets) == 3  # server and client private keys, the preshared key
+    for args in (["wg", "create", "wg1", "--address", "10.67.0.1/24", "--port", "51821"],
+                 ["peer", "add", "wg0", "bob"], ["peer", "remove", "wg0", "alice"],
+                 ["peer", "disable", "wg0", "alice"], ["peer", "rename", "wg0", "alice", "al"]):
+        assert cli_main(["--root", root, *args, "--dry-run"]) == 0
+        out = capsys.readouterr()
+        assert "Plan: " in out.out and "(hidden)" in out.out
+        assert not any(secret in out.out + out.err for secret in secrets)
+        assert "PrivateKey = (hidden)" in out.out or args[1] != "create"
+    assert _tree(host.root) == before
+

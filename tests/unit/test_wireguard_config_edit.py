@@ -147,6 +147,20 @@ def test_parse_errors_name_the_line() -> None:
         parse("[Interface]\n[Wat]\n")
 
 
+@pytest.mark.parametrize(("label", "key"), [
+    ("PrivateKey: ", "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="),
+    ("", "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="),
+    ("PresharedKey ", "0f" * 32),
+])
+def test_parse_errors_never_quote_key_material(label: str, key: str) -> None:
+    # The message reaches notifications and `zsn --export` (lint WG000).
+    with pytest.raises(ParseError) as info:
+        parse(f"[Interface]\n{label}{key}\n", "wg0.conf")
+    message = str(info.value)
+    assert message.startswith("wg0.conf:2: expected 'Key = value'") and "(hidden)" in message
+    assert not any(key[i:i + 8] in message for i in range(len(key) - 8))
+
+
 # -- property tests --------------------------------------------------------------
 
 _line = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from zsn.errors import ParseError, ValidationError
+from zsn.wireguard.keys import excerpt
 
 _SECTION_RE = re.compile(r"^\s*\[\s*([A-Za-z]+)\s*\]\s*(?:#.*)?$")
 # The parts of an entry line an edit must keep: indentation and spacing around
@@ -340,7 +341,7 @@ def _replace_value(line: str, value: str) -> str:
     body = line[len(DISABLED_PREFIX):] if disabled else line
     match = _ENTRY_PARTS_RE.match(body)
     if match is None:  # parse() accepted it, so this cannot happen for an entry line
-        raise ParseError(f"cannot edit line {line[:40]!r}")
+        raise ParseError(f"cannot edit line {excerpt(line)}")
     tail = match.group("tail")
     if tail and not tail[0].isspace():
         tail = " " + tail
@@ -452,7 +453,8 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
         if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
             if disabled:
                 continue
-            raise ParseError(f"expected 'Key = value', got {stripped[:40]!r}", index + 1, source)
+            raise ParseError(f"expected 'Key = value', got {excerpt(stripped)}", index + 1,
+                             source)
         if current is None:
             raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
         current.entries.append(Entry(key, value.strip(), index))

@@ -18,9 +18,10 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
+from zsn.wireguard.config import parse
 from zsn.wireguard.device import find_device
 from zsn.wireguard.keys import KeyPair
-from zsn.wireguard.onboarding import config_path
+from zsn.wireguard.onboarding import WIREGUARD_DIR, config_path
 
 USERSPACE_IMPLEMENTATION = "wireguard-go"
 WG_QUICK_TIMEOUT = 30.0
@@ -50,6 +51,7 @@ def plan_create_interface(host: Host, name: str, addresses: list[str], listen_po
     if len(set(versions)) != len(versions):
         raise ValidationError("give at most one IPv4 and one IPv6 address")
     port = addressing.check_port(listen_port)
+    _check_free(host, parsed, port)
     endpoint = addressing.check_endpoint_host(endpoint_host) if endpoint_host else None
     keys = KeyPair.generate()
     text = render_server_config(name, [str(a) for a in parsed], port, keys.private_key)
@@ -63,6 +65,24 @@ def plan_create_interface(host: Host, name: str, addresses: list[str], listen_po
         plan.steps.append(stored.edit({name: current}))
     plan.notes.append(f"public key {keys.public_key}")
     return plan
+
+
+def _check_free(host: Host, addresses: list[addressing.IPInterface], port: int) -> None:
+    """Refuse a port or subnet another interface's config already uses: wg-quick up would
+    fail on the port, and overlapping subnets send one interface's traffic to the other."""
+    for path in sorted(host.path(WIREGUARD_DIR).glob("*.conf")):
+        try:
+            other = parse(files.read_tracked(path).text, str(path))
+        except ZsnError:
+            continue  # lint reports a config it cannot read
+        interface = other.interface
+        if interface is not None and (interface.get("ListenPort") or "").strip() == str(port):
+            raise ValidationError(f"listen port {port} is already used by {path.stem}")
+        for mine in addresses:
+            for theirs in addressing.interface_addresses(other):
+                if mine.version == theirs.version and mine.network.overlaps(theirs.network):
+                    raise ValidationError(f"address {mine} overlaps {path.stem}'s subnet "
+                                          f"{theirs.network}")
 
 
 def plan_set_endpoint(host: Host, name: str, endpoint_host: str) -> Plan:

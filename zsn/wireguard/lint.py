@@ -22,7 +22,12 @@ from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import Section, WgConfig, parse
-from zsn.wireguard.onboarding import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig
+from zsn.wireguard.onboarding import (
+    DEFAULT_KEEPALIVE,
+    WIREGUARD_DIR,
+    ServerConfig,
+    has_resolver,
+)
 from zsn.wireguard.routing import forwarding_enabled, forwarding_steps
 
 Severity = Literal["error", "warning"]
@@ -30,9 +35,9 @@ _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
 _IN_IFACE_RE = re.compile(r"(?:^|\s)(?:-i|--in-interface|iifname)\s+\"?([^\s\";]+)")
 _OUT_IFACE_RE = re.compile(r"(?:^|\s)(?:-o|--out-interface|oifname)\s+\"?([^\s\";]+)")
+# The commands of one PostUp line, separators kept (the fix rejoins them).
+_COMMAND_SPLIT_RE = re.compile(r"(;|&&|\|\|)")
 _ROUTING_RULE_RE = re.compile(r"FORWARD|MASQUERADE|SNAT|forward", re.IGNORECASE)
-RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
-                     "/bin/resolvectl")
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> 
             "freezing resolved endpoints",
             "set SaveConfig = false (zsn changes peers live without it)", path, entry.line + 1,
             partial(_plan_set, host, name, "SaveConfig", "false")))
-    if interface.get("DNS") and not any(host.path(p).exists() for p in RESOLVER_PROGRAMS):
+    if interface.get("DNS") and not has_resolver(host):
         entry = interface.entries_for("DNS")[-1]
         found.append(Finding(
             "WG005", "error", name,
@@ -211,13 +216,17 @@ def _rules_naming_other_interfaces(host: Host, config: WgConfig, name: str, path
     found: list[Finding] = []
     for key in _RULE_KEYS:
         for entry in interface.entries_for(key):
-            for match in _IN_IFACE_RE.finditer(entry.value):
-                other = match.group(1)
-                if other in (name, "%i"):
-                    continue
-                if other in wireguard_names or other.startswith("wg"):
-                    found.append(_other_interface_finding(host, name, path, entry.line, key,
-                                                          other, "-i"))
+            for command in _COMMAND_SPLIT_RE.split(entry.value):
+                # "-i wg0 -o %i" in wg1's config forwards between the two on purpose:
+                # fine when zsn linked them, a judgement call otherwise, never a %i typo.
+                crossing = _crosses_into(command, name)
+                for match in _IN_IFACE_RE.finditer(command):
+                    other = match.group(1)
+                    if other in (name, "%i") or (crossing and other in linked):
+                        continue
+                    if other in wireguard_names or other.startswith("wg"):
+                        found.append(_other_interface_finding(
+                            host, name, path, entry.line, key, other, "-i", not crossing))
             for match in _OUT_IFACE_RE.finditer(entry.value):
                 other = match.group(1)
                 if other != name and other in wireguard_names and other not in linked:
@@ -227,13 +236,18 @@ def _rules_naming_other_interfaces(host: Host, config: WgConfig, name: str, path
 
 
 def _other_interface_finding(host: Host, name: str, path: str, line: int, key: str,
-                             other: str, flag: str) -> Finding:
+                             other: str, flag: str, safe: bool = False) -> Finding:
     return Finding(
         "WG007", "warning", name,
         f"{key} names {flag} {other} in the config of {name}: the rule follows {name}'s "
         f"up/down, not {other}'s",
         f"write %i for this interface (wg-quick replaces it with {name})", path, line + 1,
-        partial(_plan_use_percent_i, host, name, line, other) if flag == "-i" else None)
+        partial(_plan_use_percent_i, host, name, line, other) if safe else None)
+
+
+def _crosses_into(command: str, name: str) -> bool:
+    """Whether a rule sends traffic out of this interface (``-o %i``): it joins two."""
+    return any(m.group(1) in (name, "%i") for m in _OUT_IFACE_RE.finditer(command))
 
 
 def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Plan:
@@ -243,8 +257,9 @@ def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Pl
     entry = next((e for e in section.entries if e.line == line), None) if section else None
     if section is None or entry is None:
         raise ZsnError(f"{server.path}: the line changed; lint again")
-    fixed = re.sub(rf"(-i|--in-interface|iifname)(\s+\"?){re.escape(other)}(?=[\s\";]|$)",
-                   r"\g<1>\g<2>%i", entry.value)
+    wrong = re.compile(rf"(-i|--in-interface|iifname)(\s+\"?){re.escape(other)}(?=[\s\";]|$)")
+    fixed = "".join(part if _crosses_into(part, interface) else wrong.sub(r"\g<1>\g<2>%i", part)
+                    for part in _COMMAND_SPLIT_RE.split(entry.value))
     edited.lines[line] = edited.lines[line].replace(entry.value, fixed, 1)
     edited = parse(edited.render(), str(server.path))
     return Plan(f"use %i instead of {other} in {server.path}:{line + 1}", [server.edit(edited)])

@@ -32,6 +32,8 @@ from zsn.wireguard.keys import (
 DEFAULT_KEEPALIVE = 25
 """Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
 WIREGUARD_DIR = "/etc/wireguard"
+RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
+                     "/bin/resolvectl")
 
 
 class Profile(enum.StrEnum):
@@ -142,15 +144,17 @@ def onboarding_defaults(host: Host, interface: str) -> OnboardingDefaults:
     return OnboardingDefaults(", ".join(str(a) for a in chosen.addresses), endpoint)
 
 
-def _resolve_endpoint(server: ServerConfig, given: str | None) -> str:
+def _resolve_endpoint(server: ServerConfig, given: str | None) -> tuple[str, str | None]:
+    """The client's ``Endpoint``, and the host the user typed (``None`` when stored)."""
     if given:
         text = given.strip()
         host_part, sep, port_part = text.rpartition(":")
         if sep and port_part.isdigit() and (not host_part.count(":") or host_part.endswith("]")):
             host = addressing.check_endpoint_host(host_part)
-            return addressing.format_endpoint(host, addressing.check_port(port_part,
-                                                                          "endpoint port"))
+            return addressing.format_endpoint(host, addressing.check_port(
+                port_part, "endpoint port")), host
         host = addressing.check_endpoint_host(text)
+        typed: str | None = host
     else:
         stored = settings.load(server.host).get(server.name).endpoint_host
         if not stored:
@@ -158,10 +162,21 @@ def _resolve_endpoint(server: ServerConfig, given: str | None) -> str:
                 f"no server endpoint for {server.name}: pass --endpoint HOST, or set it once "
                 f"with 'zsn wg endpoint {server.name} HOST'"
             )
-        host = stored
+        host, typed = stored, None
     if server.listen_port is None:
         raise ValidationError(f"{server.path}: [Interface] has no ListenPort; clients need one")
-    return addressing.format_endpoint(host, server.listen_port)
+    return addressing.format_endpoint(host, server.listen_port), typed
+
+
+def _remember_endpoint(plan: Plan, server: ServerConfig, typed: str | None) -> None:
+    """The first endpoint typed for an interface becomes its default ("set once")."""
+    stored = settings.load(server.host)
+    current = stored.get(server.name)
+    if typed is None or current.endpoint_host:
+        return
+    current.endpoint_host = typed
+    plan.steps.append(stored.edit({server.name: current}))
+    plan.notes.append(f"{typed} is now the endpoint pre-filled for clients of {server.name}")
 
 
 def client_allowed_ips(host: Host, server: ServerConfig, profile: Profile) -> list[str]:
@@ -251,7 +266,10 @@ def _outside_subnet(server: ServerConfig, networks: list[str]) -> list[str]:
     own = [a.network for a in addressing.interface_addresses(server.config)]
     result = []
     for text in networks:
-        network = ipaddress.ip_network(text, strict=False)
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            continue  # a hand-edited item zsn cannot route (lint's business, not a crash)
         if not any(network.version == o.version and network.subnet_of(o)  # type: ignore[arg-type]
                    for o in own):
             result.append(text)
@@ -274,7 +292,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         chosen = addressing.next_free_address(server.config)
     dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
     keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
-    endpoint = _resolve_endpoint(server, request.endpoint)
+    endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
     routed = addressing.check_allowed_networks(request.routed_subnets)
     _check_routed_free(server.config, routed, None)
 
@@ -306,6 +324,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     plan.steps.append(FileEdit(client_path, None, text, mode=files.PRIVATE_FILE_MODE,
                                private_dir=True))
     plan.steps.append(server.edit(edited))
+    _remember_endpoint(plan, server, typed_endpoint)
     device = server.live()
     if device is not None:
         peer = PeerSettings(public_key, psk, tuple(server_allowed))
@@ -313,16 +332,16 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
     else:
         plan.notes.append(_down_note(server))
-    if dns and not _has_resolver(host):
+    if dns and not has_resolver(host):
         plan.notes.append("the client config sets DNS: the client needs resolvconf or "
                           "resolvectl, or wg-quick will not bring it up")
     plan.output = text
     return plan, ClientConfig(name, server.name, text, client_path)
 
 
-def _has_resolver(host: Host) -> bool:
-    return any(host.path(p).exists() for p in ("/usr/sbin/resolvconf", "/sbin/resolvconf",
-                                               "/usr/bin/resolvectl"))
+def has_resolver(host: Host) -> bool:
+    """Whether wg-quick can apply ``DNS =`` here (it runs resolvconf or resolvectl)."""
+    return any(host.path(p).exists() for p in RESOLVER_PROGRAMS)
 
 
 def _check_routed_free(config: WgConfig, routed: list[str], owner: Section | None) -> None:
@@ -431,6 +450,8 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
     edited = server.edited()
     peer = edited.require_peer(name)
     new_name = check_peer_name(new_name.strip())
+    if edited.find_peer(new_name) is not None:
+        raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
     old_client = client_config_path(host, server.name, peer.name or name)
     new_client = client_config_path(host, server.name, new_name)
     if new_client.exists():
@@ -477,7 +498,10 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
 
 
 def _is_host(network: str) -> bool:
-    parsed = ipaddress.ip_network(network, strict=False)
+    try:
+        parsed = ipaddress.ip_network(network, strict=False)
+    except ValueError:
+        return False
     return parsed.prefixlen == parsed.max_prefixlen
 
 

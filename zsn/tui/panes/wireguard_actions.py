@@ -185,6 +185,7 @@ class WireGuardActions:
             self.run_plan(lambda: onboarding.plan_disable_peer(self.host, *ref))
 
     def action_enable_peer(self) -> None:
+        from zsn.system import files
         from zsn.tui.screens.ask import ChooseScreen
         from zsn.wireguard import onboarding
         from zsn.wireguard.config import parse
@@ -195,7 +196,7 @@ class WireGuardActions:
 
         def disabled_peers() -> list[tuple[str, str]]:
             path = onboarding.config_path(self.host, interface)
-            config = parse(path.read_text(), str(path))
+            config = parse(files.read_tracked(path).text, str(path))
             return [(p.name or p.get("PublicKey") or "", p.name or p.get("PublicKey") or "")
                     for p in config.all_peers if p.disabled]
 
