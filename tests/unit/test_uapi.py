@@ -138,3 +138,13 @@ def test_a_reordered_reply_reads_the_same_as_wireguard_gos_layout() -> None:
     reordered = reply.replace("tx_bytes=348\nrx_bytes=436\n", "rx_bytes=436\ntx_bytes=348\n")
     assert reordered != reply
     assert uapi.parse_get(reordered) == uapi.parse_get(reply)
+
+
+def test_a_malformed_private_key_is_not_quoted_in_the_error() -> None:
+    reply = TWO_PEERS.read_text()
+    secret = reply.split("private_key=")[1].split("\n")[0]
+    broken = reply.replace(secret, secret[:-1] + "z")
+    with pytest.raises(ParseError) as caught:
+        uapi.parse_get(broken, "wg0")
+    assert "not a 64-digit hex key" in str(caught.value)
+    assert secret[:20] not in str(caught.value)

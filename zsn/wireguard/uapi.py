@@ -19,7 +19,7 @@ from pathlib import Path
 
 from zsn.errors import ParseError, SocketError
 from zsn.system.host import Host
-from zsn.wireguard.keys import hex_to_base64
+from zsn.wireguard.keys import excerpt, hex_to_base64
 from zsn.wireguard.model import DeviceState, PeerState
 
 SOCKET_DIRS = ("/run/wireguard", "/var/run/wireguard")
@@ -259,7 +259,7 @@ def _lines(text: str, first_line: int, source: str) -> Iterator[tuple[int, str, 
             continue
         key, sep, value = line.partition("=")
         if not sep:
-            raise ParseError(f"expected key=value, got {line[:40]!r}", first_line + offset,
+            raise ParseError(f"expected key=value, got {excerpt(line)}", first_line + offset,
                              source)
         yield first_line + offset, key, value
 
@@ -268,14 +268,16 @@ def _number(value: str, key: str, line: int, source: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ParseError(f"bad value for {key}: {value[:40]!r}", line, source) from None
+        raise ParseError(f"bad value for {key}: {excerpt(value)}", line, source) from None
 
 
 def _hex_key(value: str, key: str, line: int, source: str) -> str:
     try:
         return hex_to_base64(value)
     except ValueError:
-        raise ParseError(f"bad value for {key}: {value[:40]!r}", line, source) from None
+        # Never quote it: a malformed private key is still mostly the key.
+        raise ParseError(f"bad value for {key}: not a 64-digit hex key", line,
+                         source) from None
 
 
 def get_device(
