@@ -26,7 +26,9 @@ import pytest
 
 from tests.lab.netns import Lab, require_lab, run, wait_for
 from zsn.wireguard import uapi
+from zsn.wireguard.addressing import next_free_address
 from zsn.wireguard.config import parse
+from zsn.wireguard.keys import base64_to_hex, generate_private_key, public_key_from_private
 
 pytestmark = pytest.mark.lab
 
@@ -332,3 +334,26 @@ def test_a_server_set_up_by_zsn_lints_clean_and_exports_findings(mlab: ManageLab
         assert {f["id"] for f in json.loads(broken.stdout)} == {"WG008"}
     finally:
         run(["ip", "netns", "exec", mlab.ns["srv"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+
+def test_a_peer_only_on_the_running_interface_keeps_its_address(mlab: ManageLab) -> None:
+    # A peer added by hand with `wg set` and never saved: onboarding must neither
+    # offer nor accept its address, or WireGuard would silently move it.
+    config = mlab.server_config("w0")
+    socket = Path(f"/var/run/wireguard/{mlab.iface('w0')}.sock")
+    address = next_free_address(parse(config.read_text())).host_routes()[0]
+    stranger = public_key_from_private(generate_private_key())
+    uapi.set_device(socket, [f"public_key={base64_to_hex(stranger)}",
+                             f"allowed_ip={address}"])
+    try:
+        refused = mlab.zsn("srv", "peer", "add", mlab.iface("w0"), "eve", "--ip",
+                           address.split("/")[0], check=False)
+        assert refused.returncode == 2
+        assert f"already used by peer {stranger[:8]}" in refused.stderr
+        assert "(not in its config)" in refused.stderr
+        added = mlab.zsn("srv", "peer", "add", mlab.iface("w0"), "eve")
+        assert f"Address = {address}" not in added.stdout
+        assert stranger in _device_keys(mlab, "w0"), "the hand-added peer is untouched"
+    finally:
+        mlab.zsn("srv", "peer", "remove", mlab.iface("w0"), "eve", check=False)
+        uapi.set_device(socket, [f"public_key={base64_to_hex(stranger)}", "remove=true"])

@@ -145,11 +145,15 @@ def peer_networks(peer: Section) -> list[IPNetwork]:
     return found
 
 
+LiveOnlyPeers = Iterable[tuple[str, Iterable[str]]]
+"""Peers on the running interface that its config does not list: (label, allowed IPs)."""
+
+
 class _Taken:
     """Addresses in use: single hosts in a set (fast with thousands of peers), wider
     networks (routed subnets) in a list."""
 
-    def __init__(self, config: WgConfig) -> None:
+    def __init__(self, config: WgConfig, live_only: LiveOnlyPeers = ()) -> None:
         # Disabled peers keep their addresses: enabling one again must not collide.
         self.hosts: dict[IPAddress, str] = {
             addr.ip: "the server itself" for addr in interface_addresses(config)}
@@ -160,6 +164,18 @@ class _Taken:
                     self.hosts.setdefault(network.network_address, peer.label)
                 else:
                     self.networks.append((network, peer.label))
+        # A peer added with `wg set` but never saved still owns its addresses:
+        # WireGuard would silently move them to the new peer.
+        for label, allowed in live_only:
+            for item in allowed:
+                try:
+                    network = ipaddress.ip_network(item, strict=False)
+                except ValueError:
+                    continue
+                if network.prefixlen == network.max_prefixlen:
+                    self.hosts.setdefault(network.network_address, label)
+                else:
+                    self.networks.append((network, label))
 
     def owner(self, address: IPAddress) -> str | None:
         if address in self.hosts:
@@ -180,12 +196,12 @@ class PeerAddress:
         return [f"{a}/{a.max_prefixlen}" for a in self.addresses]
 
 
-def next_free_address(config: WgConfig) -> PeerAddress:
+def next_free_address(config: WgConfig, live_only: LiveOnlyPeers = ()) -> PeerAddress:
     """The lowest free host in the interface's IPv4 subnet (and the same host in IPv6)."""
     addresses = interface_addresses(config)
     if not addresses:
         raise ValidationError("the interface has no Address; cannot pick a peer address")
-    taken = _Taken(config)
+    taken = _Taken(config, live_only)
     first = addresses[0]
     for offset, host in enumerate(first.network.hosts(), start=1):
         if offset > 65536:
@@ -246,7 +262,8 @@ def _same_host_in_every_family(addresses: list[IPInterface], candidate: IPAddres
     return PeerAddress(tuple(chosen))
 
 
-def check_peer_address(config: WgConfig, text: str) -> PeerAddress:
+def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = ()
+                       ) -> PeerAddress:
     """A user-given peer address: inside the interface subnet, not the network, not taken.
 
     ``10.0.0.7`` picks IPv4 (the IPv6 twin is derived when the interface has IPv6);
@@ -287,7 +304,7 @@ def check_peer_address(config: WgConfig, text: str) -> PeerAddress:
         derived = _same_host_in_every_family(networks, chosen[0]) if chosen[0].version == \
             networks[0].version else PeerAddress(tuple(chosen))
         chosen = list(derived.addresses)
-    taken = _Taken(config)
+    taken = _Taken(config, live_only)
     for address in chosen:
         owner = taken.owner(address)
         if owner is not None:

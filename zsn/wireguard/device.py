@@ -15,8 +15,9 @@ from typing import Literal
 from zsn.errors import ZsnError
 from zsn.system import netlink
 from zsn.system.host import Host
-from zsn.wireguard import uapi
+from zsn.wireguard import kernel, uapi
 from zsn.wireguard.keys import base64_to_hex
+from zsn.wireguard.model import PeerState
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class LiveDevice:
     name: str
     implementation: Literal["kernel", "userspace"]
     socket: Path | None = None
+
+    def peers(self) -> tuple[PeerState, ...]:
+        """The peers the running interface has now, whatever its config file says."""
+        if self.socket is not None:
+            return uapi.get_device(self.socket).peers
+        return kernel.get_device(self.name).peers
 
     def add_peer(self, peer: PeerSettings) -> None:
         """Add (or replace the settings of) one peer on the running interface."""

@@ -276,6 +276,17 @@ def _outside_subnet(server: ServerConfig, networks: list[str]) -> list[str]:
     return result
 
 
+def _live_only_peers(server: ServerConfig, device: LiveDevice | None
+                     ) -> list[tuple[str, tuple[str, ...]]]:
+    """Peers on the running interface that are not in its config (added with `wg set`
+    and never saved), as (public key, allowed IPs)."""
+    if device is None:
+        return []
+    in_config = {peer.get("PublicKey") for peer in server.config.all_peers}
+    return [(peer.public_key, peer.allowed_ips) for peer in device.peers()
+            if peer.public_key not in in_config]
+
+
 def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]:
     """Validate `request` fully, then plan the peer's addition; nothing is changed yet."""
     server = ServerConfig.load(host, request.interface)
@@ -286,10 +297,14 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     if client_path.exists():
         raise ValidationError(f"{client_path} already exists; remove it or pick another name")
     profile = Profile(request.profile)
+    device = server.live()
+    live_only = _live_only_peers(server, device)
+    owners = [(f"peer {key[:8]}… of the running {server.name} (not in its config)", allowed)
+              for key, allowed in live_only]
     if request.address and request.address.strip():
-        chosen = addressing.check_peer_address(server.config, request.address)
+        chosen = addressing.check_peer_address(server.config, request.address, owners)
     else:
-        chosen = addressing.next_free_address(server.config)
+        chosen = addressing.next_free_address(server.config, owners)
     dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
     keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
     endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
@@ -298,7 +313,8 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
 
     if request.public_key:
         public_key, private_key = check_key(request.public_key, "public key"), None
-        if server.config.find_peer(public_key) is not None:
+        if server.config.find_peer(public_key) is not None or any(
+                key == public_key for key, _ in live_only):
             raise ValidationError(f"{server.name} already has a peer with public key "
                                   f"{public_key}")
     else:
@@ -325,7 +341,6 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
                                private_dir=True))
     plan.steps.append(server.edit(edited))
     _remember_endpoint(plan, server, typed_endpoint)
-    device = server.live()
     if device is not None:
         peer = PeerSettings(public_key, psk, tuple(server_allowed))
         plan.steps.append(_live_step_add(device, peer, f"add peer {name}"))
