@@ -110,7 +110,8 @@ class _Session:
         try:
             chunk = self.sock.recv(65536)
         except TimeoutError as exc:
-            raise SocketError(f"{self.where}: OpenVPN did not answer in time") from exc
+            raise SocketError(f"{self.where}: OpenVPN did not answer in time (another "
+                              "client may be holding the management interface)") from exc
         except OSError as exc:
             raise SocketError(f"{self.where}: connection lost ({exc.strerror})") from exc
         if not chunk:

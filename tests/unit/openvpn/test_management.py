@@ -112,3 +112,68 @@ def test_rates_from_two_counter_readings() -> None:
     tracker = RateTracker()
     assert tracker.update("u", 10.0, 1000, 500) == (None, None)
     assert tracker.update("u", 12.0, 3000, 900) == (1000.0, 200.0)
+
+
+def test_held_interface_times_out_with_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "held.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)  # OpenVPN busy with another client: accepted, never greeted
+    try:
+        with pytest.raises(SocketError, match="another client may be holding"):
+            management.query(management.Endpoint(unix_path=path), timeout=0.3)
+    finally:
+        listener.close()
+
+
+def serve_with_password(path: Path, transcript: str, password: str) -> tuple[
+        threading.Thread, list[str]]:
+    """OpenVPN's password handshake (management-notes.txt: the prompt has no newline,
+    a right password gets SUCCESS then the greeting), then the captured replies."""
+    greeting, blocks = replies(transcript)
+    answers = {"state": blocks[0], "status 2": blocks[1]}
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    seen: list[str] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with server, conn, conn.makefile("rw", newline="\n") as stream:
+            stream.write("ENTER PASSWORD:")
+            stream.flush()
+            given = stream.readline().strip()
+            seen.append(given)
+            if given != password:
+                stream.write("ERROR: bad password\r\n")
+                return
+            stream.write("SUCCESS: password is correct\r\n" + greeting + "\r\n")
+            stream.flush()
+            for command in stream:
+                if command.strip() == "quit":
+                    return
+                stream.write("".join(f"{line}\r\n" for line in answers[command.strip()]))
+                stream.flush()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread, seen
+
+
+@pytest.mark.parametrize("given", ["s3cret-pw", "wrong-pw"])
+def test_password_is_sent_and_never_shown(tmp_path: Path, ovpn_fixtures: Path,
+                                          given: str) -> None:
+    password_file = tmp_path / "pw.txt"
+    password_file.write_text(given + "\n")
+    thread, seen = serve_with_password(
+        tmp_path / "pw.sock", (ovpn_fixtures / "mgmt-client-connected.txt").read_text(),
+        "s3cret-pw")
+    endpoint = management.Endpoint(unix_path=tmp_path / "pw.sock", password_file=password_file)
+    if given == "wrong-pw":
+        with pytest.raises(SocketError, match="password was refused") as failure:
+            management.query(endpoint)
+        assert given not in str(failure.value)
+    else:
+        assert management.query(endpoint).state == "CONNECTED"
+    thread.join(5)
+    assert seen == [given]
