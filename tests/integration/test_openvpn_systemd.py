@@ -174,7 +174,9 @@ def test_route_all_dns_sets_default_route(ovpn_lab: OvpnLab) -> None:
         assert "~." in dns.domains and dns.default_route is True
     finally:
         assert actions.control(host, UNIT, "stop").ok
-    actions.plan_hook_install(host, TEST_CONFIG).apply()
+    # Installing again without a choice keeps route-all; back to split DNS on request.
+    assert actions.plan_hook_install(host, TEST_CONFIG).steps == []
+    actions.plan_hook_install(host, TEST_CONFIG, route_all_dns=False).apply()
 
 
 def test_enable_and_disable_change_unit_file_state(ovpn_lab: OvpnLab) -> None:

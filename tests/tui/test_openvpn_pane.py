@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, OptionList
 
 from zsn.errors import ZsnError
 from zsn.openvpn import management
@@ -21,6 +21,7 @@ from zsn.openvpn.live import OpenVpnSnapshot
 from zsn.system.dbus import JobResult, UnitState
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
+from zsn.tui.screens.ask import ChooseScreen
 from zsn.tui.screens.journal import JournalScreen
 from zsn.tui.screens.plan import PlanScreen
 
@@ -113,7 +114,9 @@ def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,
 
     async def open_plan(pilot) -> None:  # type: ignore[no-untyped-def]
         await open_tab(pilot)
-        await pilot.press("h")
+        await pilot.press("h")  # split or all DNS: the first choice is the config's own
+        await pilot.pause()
+        await pilot.press("enter")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_plan)
@@ -215,6 +218,8 @@ async def test_hook_plan_cancelled_writes_nothing(tmp_path: Path) -> None:
         await open_tab(pilot)
         await pilot.press("h")
         await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
         assert isinstance(app.screen, PlanScreen)
         assert "+script-security 2" in app.screen.text
         await pilot.press("n")
@@ -259,3 +264,35 @@ async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.Mon
                          ("openvpn-client@backup.service", False)]
         messages = [n.message for n in ovpn_app._notifications]
         assert "enable openvpn-client@backup.service: done" in messages
+
+
+async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: Path) -> None:
+    (tmp_path / "etc/openvpn/client").mkdir(parents=True)
+    config = tmp_path / "etc/openvpn/client/office.conf"
+    config.write_text("client\nremote vpn.example.net 1194\n")
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+
+    async def choose(pilot, keys: tuple[str, ...]) -> list[str]:  # type: ignore[no-untyped-def]
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, ChooseScreen)
+        labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        await pilot.press("y")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        return labels
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        labels = await choose(pilot, ("down", "enter"))
+        assert labels[0].startswith("Split DNS") and "(now)" not in " ".join(labels)
+        assert 'up "/etc/openvpn/zsn-resolved-hook --route-all-dns"' in config.read_text()
+        # Asked again, route-all comes first as the current choice; enter keeps it.
+        labels = await choose(pilot, ("enter",))
+        assert labels[0] == "All DNS through the tunnel (~.) (now)"
+        assert "--route-all-dns" in config.read_text()
+        labels = await choose(pilot, ("down", "enter"))
+        assert "up /etc/openvpn/zsn-resolved-hook\n" in config.read_text()

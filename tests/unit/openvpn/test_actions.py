@@ -71,14 +71,37 @@ def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> Non
     assert root.path(config.path).with_name("office.conf.zsn-bak").read_text() == original
 
 
-def test_hook_install_raises_a_low_script_security_and_switches_route_all(root: Host) -> None:
+def test_hook_install_raises_a_low_script_security_and_keeps_route_all(root: Host) -> None:
     config = put(root, "client", "c", "client\nscript-security 1\n")
     actions.plan_hook_install(root, config, route_all_dns=True).apply()
     text = root.path(config.path).read_text()
     assert "script-security 2\n" in text and "script-security 1" not in text
     assert 'up "/etc/openvpn/zsn-resolved-hook --route-all-dns"\n' in text
+    assert actions.routes_all_dns(parse(text))
+    # Installing again without a choice keeps the flag: nothing to do.
+    assert actions.plan_hook_install(root, config).steps == []
+    actions.plan_hook_install(root, config, route_all_dns=False).apply()
+    text = root.path(config.path).read_text()
+    assert "up /etc/openvpn/zsn-resolved-hook\n" in text
+    assert not actions.routes_all_dns(parse(text))
+    assert actions.plan_hook_install(root, config).steps == []
+
+
+def test_hook_install_keeps_a_hand_written_route_all_flag(root: Host) -> None:
+    text = ("client\nscript-security 2\n"
+            "up '/etc/openvpn/zsn-resolved-hook --route-all-dns'  # all DNS via the office\n"
+            "down /etc/openvpn/zsn-resolved-hook\ndown-pre\n")
+    config = put(root, "client", "c", text)
+    root.path(actions.HOOK_PATH).write_text(actions.hook_script())
+    os.chmod(root.path(actions.HOOK_PATH), actions.HOOK_MODE)
+    assert actions.plan_hook_install(root, config).steps == []
+    assert root.path(config.path).read_text() == text
+
+
+def test_empty_up_command_is_replaced_not_a_crash(root: Host) -> None:
+    config = put(root, "client", "c", 'client\nup ""\n')
     actions.plan_hook_install(root, config).apply()
-    assert "up /etc/openvpn/zsn-resolved-hook\n" in root.path(config.path).read_text()
+    assert actions.runs_hook(parse(root.path(config.path).read_text()))
 
 
 def test_hook_install_refuses_to_replace_another_up_script(root: Host) -> None:
