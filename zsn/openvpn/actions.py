@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zsn.errors import ValidationError, ZsnError
-from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
+from zsn.openvpn.config import (
+    INLINE,
+    SCRIPT_OPTIONS,
+    OvpnConfig,
+    parse,
+    quote_arg,
+    validate_name,
+)
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
 from zsn.plan import FileEdit, Plan, Step
 from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
@@ -193,6 +200,12 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
         if d.name in ("ca", "cert", "key", "tls-auth", "tls-crypt", "pkcs12")
         and d.arg and d.arg != INLINE and not Path(d.arg).is_absolute()
     ]
+    # A profile comes from elsewhere (a provider, a colleague); the unit runs it as root.
+    commands = [" ".join((d.name, *d.args)) for d in config.directives
+                if d.name in (*SCRIPT_OPTIONS, "plugin")]
+    if commands:
+        warnings.append("the profile runs programs as root when the connection starts ("
+                        + "; ".join(commands) + "): check them before starting it")
     return Plan(f"import {source.name} as {target_file.unit}",
                 [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
 

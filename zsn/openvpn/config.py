@@ -20,6 +20,9 @@ _INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 INLINE = "[[inline]]"
 """The argument OpenVPN itself uses for a file given inline."""
+SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
+                  "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
+"""Options naming a command OpenVPN runs (with script-security 2 or more)."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from zsn.errors import ZsnError
 from zsn.openvpn.actions import HOOK_PATH, runs_hook
-from zsn.openvpn.config import INLINE, OvpnConfig
+from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig
 from zsn.openvpn.connections import ConfigFile, discover, load, summarize
 from zsn.system.files import is_world_readable
 from zsn.system.host import Host
@@ -15,8 +15,6 @@ FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "p
                 "secret", "dh", "crl-verify", "auth-user-pass", "askpass", "extra-certs")
 SECRET_OPTIONS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12", "secret",
                   "auth-user-pass", "askpass")
-SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
-                  "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,15 @@ def test_import_ovpn_with_inline_blocks_is_0600_and_byte_for_byte(root: Host,
         actions.plan_import(root, source, "office")
 
 
+def test_import_warns_about_programs_the_profile_runs(root: Host, tmp_path: Path) -> None:
+    source = tmp_path / "provider.ovpn"
+    source.write_text("client\nremote vpn.example.net\nscript-security 2\n"
+                      "up '/bin/sh -c evil'\nplugin /usr/lib/x.so\n")
+    warnings = actions.plan_import(root, source, "provider").warnings
+    assert any("runs programs as root" in w and "up /bin/sh -c evil" in w
+               and "plugin /usr/lib/x.so" in w for w in warnings)
+
+
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("../etc", "client\n", "not a usable connection name"),
     ("ok", "verb 3\n", "not a client profile"),
