@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import stat
@@ -13,6 +14,7 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList
 
 from zsn.errors import ZsnError
+from zsn.format import human_rate
 from zsn.openvpn import management
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, Connection, config_path, summarize
@@ -296,3 +298,32 @@ async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: 
         assert "--route-all-dns" in config.read_text()
         labels = await choose(pilot, ("down", "enter"))
         assert "up /etc/openvpn/zsn-resolved-hook\n" in config.read_text()
+
+
+async def test_rates_come_from_two_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = fixed_snapshot()
+    office = first.connections[0]
+    assert office.live is not None and office.live.bytes_in is not None
+    assert office.live.bytes_out is not None
+    later_live = dataclasses.replace(office.live, bytes_in=office.live.bytes_in + 4096,
+                                     bytes_out=office.live.bytes_out + 2048)
+    second = dataclasses.replace(
+        first, connections=(dataclasses.replace(office, live=later_live),
+                            *first.connections[1:]),
+        taken_at=first.taken_at + 2.0)
+    readings = iter([first, second])
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn",
+                        lambda host: next(readings, second))
+    monkeypatch.setattr("zsn.tui.panes.openvpn.now", lambda: NOW)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = app.query_one("#ovpn-connections", DataTable)
+        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == "-"
+        await pilot.press("r")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == (
+            human_rate(2048.0))
+        assert str(table.get_cell("openvpn-client@office.service", "tx_rate")) == (
+            human_rate(1024.0))
