@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, OptionList
+from textual.widgets import DataTable, Input, OptionList, RichLog
 
 from zsn.errors import ZsnError
 from zsn.format import human_rate
@@ -22,6 +22,7 @@ from zsn.openvpn.lint import Finding
 from zsn.openvpn.live import OpenVpnSnapshot
 from zsn.system.dbus import JobResult, UnitState
 from zsn.system.host import Host
+from zsn.system.journal import JournalLine
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.ask import ChooseScreen
 from zsn.tui.screens.journal import JournalScreen
@@ -327,3 +328,34 @@ async def test_rates_come_from_two_readings(monkeypatch: pytest.MonkeyPatch) -> 
             human_rate(2048.0))
         assert str(table.get_cell("openvpn-client@office.service", "tx_rate")) == (
             human_rate(1024.0))
+
+
+async def test_journal_shows_lines_and_a_read_error(ovpn_app: ZsnApp,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    answers: list[object] = [
+        [JournalLine(int(NOW * 1e6), 3, "openvpn", "Exiting due to fatal error"),
+         JournalLine(int(NOW * 1e6), 5, "zsn-resolved-hook",
+                     "zsn-resolved-hook: tun0: DNS settings reverted")],
+        ZsnError("journalctl: not found"),
+    ]
+
+    def unit_lines(host: Host, unit: str, lines: int) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, ZsnError):
+            raise answer
+        return answer
+
+    monkeypatch.setattr("zsn.tui.screens.journal.unit_lines", unit_lines)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        log = ovpn_app.screen.query_one("#journal", RichLog)
+        text = "\n".join(line.text for line in log.lines)
+        assert "Exiting due to fatal error" in text and "DNS settings reverted" in text
+        await pilot.press("r")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        text = "\n".join(line.text for line in log.lines)
+        assert "Cannot read the journal: journalctl: not found" in text
