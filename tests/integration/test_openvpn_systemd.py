@@ -203,8 +203,8 @@ def test_bad_input_gives_specific_messages_and_writes_nothing(ovpn_lab: OvpnLab)
     with pytest.raises(BusError, match="start bad/name.service"):
         run_sync(host, lambda bus: Systemd(bus).start("bad/name.service"))
     # resolved refuses a link that does not exist.
-    with pytest.raises(BusError, match="setting link DNS"):
-        run_sync(host, lambda bus: Resolved(bus).set_dns(99999, ["10.0.0.1"]))
+    with pytest.raises(BusError, match="resolved link 99999"):
+        run_sync(host, lambda bus: Resolved(bus).link(99999))
 
     broken = ConfigFile("client", "broken", config_path("client", "broken"))
     path = host.path(broken.path)
