@@ -38,7 +38,7 @@ def live_from(transcript: str) -> management.LiveState:
     name, desc, since, ipv4, remote, rport, ipv6 = management.parse_state(lines[:cut])
     bytes_in, bytes_out, clients = management.parse_status(lines[cut:])
     return management.LiveState(name, desc, since, ipv4, ipv6, remote, rport, bytes_in,
-                                bytes_out, clients, at=100.0)
+                                bytes_out, clients)
 
 
 def unit(name: str, active: str, sub: str, enabled: str, pid: int) -> UnitState:
@@ -359,3 +359,23 @@ async def test_journal_shows_lines_and_a_read_error(ovpn_app: ZsnApp,
         await pilot.pause()
         text = "\n".join(line.text for line in log.lines)
         assert "Cannot read the journal: journalctl: not found" in text
+
+
+async def test_details_of_a_failed_unit_give_its_exit_status(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = fixed_snapshot()
+    backup = snapshot.connections[1]
+    assert backup.unit is not None
+    failed = dataclasses.replace(backup, unit=dataclasses.replace(
+        backup.unit, active_state="failed", sub_state="failed", result="exit-code",
+        exec_main_status=1))
+    snapshot = dataclasses.replace(snapshot, connections=(snapshot.connections[0], failed,
+                                                          snapshot.connections[2]))
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn", lambda host: snapshot)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down")
+        await pilot.pause()
+        details = str(app.query_one("#ovpn-details").render())
+        assert "failed, last result exit-code (exit status 1)" in details

@@ -189,7 +189,9 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
                 age = human_duration(now() - unit.active_since_us / 1e6)
                 parts.append(f"PID {unit.main_pid or '-'}, active for {age}")
             else:
-                parts.append(f"{unit.active_state}, last result {unit.result or '-'}")
+                status = (f" (exit status {unit.exec_main_status})"
+                          if unit.result == "exit-code" and unit.exec_main_status else "")
+                parts.append(f"{unit.active_state}, last result {unit.result or '-'}{status}")
         if summary:
             remotes = ", ".join(f"{r.host}:{r.port}/{r.proto}" for r in summary.remotes)
             parts.append(f"{summary.role}, dev {summary.dev or '?'}, remotes {remotes or '-'}")
