@@ -167,7 +167,9 @@ def parse(text: str, source: str | None = None) -> OvpnConfig:
     """Parse `text`; raise `ParseError` naming the line when OpenVPN would refuse it."""
     if "\x00" in text:
         raise ParseError("contains a NUL byte; not a text config", None, source)
-    lines = text.splitlines(keepends=True)
+    # OpenVPN reads lines with fgets: only \n ends one (str.splitlines would also break
+    # at form feeds, \x85, U+2028 ...).
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
     directives: list[Directive] = []
     index = 0
     while index < len(lines):
