@@ -46,6 +46,14 @@ def test_management_endpoints_resolve_under_root(root: Host) -> None:
                     Path("/etc/openvpn/client")).management
     assert tcp is not None and (tcp.tcp_host, tcp.tcp_port) == ("127.0.0.1", 7505)
     assert tcp.password_file == root.path("/etc/openvpn/client/pw.txt")
+    unix_pw = summarize(parse("client\nmanagement /run/a.sock unix /etc/openvpn/pw\n"), root,
+                        Path("/etc/openvpn/client")).management
+    assert unix_pw is not None and unix_pw.password_file == root.path("/etc/openvpn/pw")
+
+
+def test_server_bridge_is_a_server() -> None:
+    config = parse("server-bridge 10.8.0.4 255.255.255.0 10.8.0.50 10.8.0.100\ndev tap0\n")
+    assert summarize(config, Host(), Path("/etc/openvpn/server")).role == "server"
 
 
 def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> None:
