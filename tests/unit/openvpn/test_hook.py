@@ -123,3 +123,14 @@ def test_log_shows_a_pushed_backslash_as_it_came(tmp_path: Path, ovpn_fixtures: 
     assert code == 0
     assert "ignoring bad domain from server: a\\033[2Jb\\c\n" in log
     assert "\x1b" not in log
+
+
+@pytest.mark.parametrize("domain", [".", "a..b", ".zov.test"])
+def test_domains_resolved_would_refuse_are_skipped_not_fatal(
+        tmp_path: Path, ovpn_fixtures: Path, domain: str) -> None:
+    env = captured_env(ovpn_fixtures / "hook-env-up.txt")
+    env["foreign_option_3"] = f"dhcp-option DOMAIN {domain}"
+    code, calls, log = run_hook(tmp_path, env)
+    assert code == 0, log
+    assert calls[1] == "domain tun0 zov.test"
+    assert f"ignoring bad domain from server: {domain}" in log
