@@ -174,7 +174,9 @@ def test_route_all_dns_sets_default_route(ovpn_lab: OvpnLab) -> None:
         assert "~." in dns.domains and dns.default_route is True
     finally:
         assert actions.control(host, UNIT, "stop").ok
-    actions.plan_hook_install(host, TEST_CONFIG).apply()
+    # Installing again without a choice keeps route-all; back to split DNS on request.
+    assert actions.plan_hook_install(host, TEST_CONFIG).steps == []
+    actions.plan_hook_install(host, TEST_CONFIG, route_all_dns=False).apply()
 
 
 def test_enable_and_disable_change_unit_file_state(ovpn_lab: OvpnLab) -> None:
@@ -201,8 +203,8 @@ def test_bad_input_gives_specific_messages_and_writes_nothing(ovpn_lab: OvpnLab)
     with pytest.raises(BusError, match="start bad/name.service"):
         run_sync(host, lambda bus: Systemd(bus).start("bad/name.service"))
     # resolved refuses a link that does not exist.
-    with pytest.raises(BusError, match="setting link DNS"):
-        run_sync(host, lambda bus: Resolved(bus).set_dns(99999, ["10.0.0.1"]))
+    with pytest.raises(BusError, match="resolved link 99999"):
+        run_sync(host, lambda bus: Resolved(bus).link(99999))
 
     broken = ConfigFile("client", "broken", config_path("client", "broken"))
     path = host.path(broken.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import stat
@@ -10,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, OptionList, RichLog
 
 from zsn.errors import ZsnError
+from zsn.format import human_rate
 from zsn.openvpn import management
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, Connection, config_path, summarize
@@ -20,7 +22,9 @@ from zsn.openvpn.lint import Finding
 from zsn.openvpn.live import OpenVpnSnapshot
 from zsn.system.dbus import JobResult, UnitState
 from zsn.system.host import Host
+from zsn.system.journal import JournalLine
 from zsn.tui.app import ZsnApp
+from zsn.tui.screens.ask import ChooseScreen
 from zsn.tui.screens.journal import JournalScreen
 from zsn.tui.screens.plan import PlanScreen
 
@@ -34,7 +38,7 @@ def live_from(transcript: str) -> management.LiveState:
     name, desc, since, ipv4, remote, rport, ipv6 = management.parse_state(lines[:cut])
     bytes_in, bytes_out, clients = management.parse_status(lines[cut:])
     return management.LiveState(name, desc, since, ipv4, ipv6, remote, rport, bytes_in,
-                                bytes_out, clients, at=100.0)
+                                bytes_out, clients)
 
 
 def unit(name: str, active: str, sub: str, enabled: str, pid: int) -> UnitState:
@@ -113,7 +117,9 @@ def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,
 
     async def open_plan(pilot) -> None:  # type: ignore[no-untyped-def]
         await open_tab(pilot)
-        await pilot.press("h")
+        await pilot.press("h")  # split or all DNS: the first choice is the config's own
+        await pilot.pause()
+        await pilot.press("enter")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_plan)
@@ -215,6 +221,8 @@ async def test_hook_plan_cancelled_writes_nothing(tmp_path: Path) -> None:
         await open_tab(pilot)
         await pilot.press("h")
         await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
         assert isinstance(app.screen, PlanScreen)
         assert "+script-security 2" in app.screen.text
         await pilot.press("n")
@@ -259,3 +267,115 @@ async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.Mon
                          ("openvpn-client@backup.service", False)]
         messages = [n.message for n in ovpn_app._notifications]
         assert "enable openvpn-client@backup.service: done" in messages
+
+
+async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: Path) -> None:
+    (tmp_path / "etc/openvpn/client").mkdir(parents=True)
+    config = tmp_path / "etc/openvpn/client/office.conf"
+    config.write_text("client\nremote vpn.example.net 1194\n")
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+
+    async def choose(pilot, keys: tuple[str, ...]) -> list[str]:  # type: ignore[no-untyped-def]
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, ChooseScreen)
+        labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        await pilot.press("y")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        return labels
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        labels = await choose(pilot, ("down", "enter"))
+        assert labels[0].startswith("Split DNS") and "(now)" not in " ".join(labels)
+        assert 'up "/etc/openvpn/zsn-resolved-hook --route-all-dns"' in config.read_text()
+        # Asked again, route-all comes first as the current choice; enter keeps it.
+        labels = await choose(pilot, ("enter",))
+        assert labels[0] == "All DNS through the tunnel (~.) (now)"
+        assert "--route-all-dns" in config.read_text()
+        labels = await choose(pilot, ("down", "enter"))
+        assert "up /etc/openvpn/zsn-resolved-hook\n" in config.read_text()
+
+
+async def test_rates_come_from_two_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = fixed_snapshot()
+    office = first.connections[0]
+    assert office.live is not None and office.live.bytes_in is not None
+    assert office.live.bytes_out is not None
+    later_live = dataclasses.replace(office.live, bytes_in=office.live.bytes_in + 4096,
+                                     bytes_out=office.live.bytes_out + 2048)
+    second = dataclasses.replace(
+        first, connections=(dataclasses.replace(office, live=later_live),
+                            *first.connections[1:]),
+        taken_at=first.taken_at + 2.0)
+    readings = iter([first, second])
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn",
+                        lambda host: next(readings, second))
+    monkeypatch.setattr("zsn.tui.panes.openvpn.now", lambda: NOW)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = app.query_one("#ovpn-connections", DataTable)
+        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == "-"
+        await pilot.press("r")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == (
+            human_rate(2048.0))
+        assert str(table.get_cell("openvpn-client@office.service", "tx_rate")) == (
+            human_rate(1024.0))
+
+
+async def test_journal_shows_lines_and_a_read_error(ovpn_app: ZsnApp,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    answers: list[object] = [
+        [JournalLine(int(NOW * 1e6), 3, "openvpn", "Exiting due to fatal error"),
+         JournalLine(int(NOW * 1e6), 5, "zsn-resolved-hook",
+                     "zsn-resolved-hook: tun0: DNS settings reverted")],
+        ZsnError("journalctl: not found"),
+    ]
+
+    def unit_lines(host: Host, unit: str, lines: int) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, ZsnError):
+            raise answer
+        return answer
+
+    monkeypatch.setattr("zsn.tui.screens.journal.unit_lines", unit_lines)
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        log = ovpn_app.screen.query_one("#journal", RichLog)
+        text = "\n".join(line.text for line in log.lines)
+        assert "Exiting due to fatal error" in text and "DNS settings reverted" in text
+        await pilot.press("r")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        text = "\n".join(line.text for line in log.lines)
+        assert "Cannot read the journal: journalctl: not found" in text
+
+
+async def test_details_of_a_failed_unit_give_its_exit_status(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = fixed_snapshot()
+    backup = snapshot.connections[1]
+    assert backup.unit is not None
+    failed = dataclasses.replace(backup, unit=dataclasses.replace(
+        backup.unit, active_state="failed", sub_state="failed", result="exit-code",
+        exec_main_status=1))
+    snapshot = dataclasses.replace(snapshot, connections=(snapshot.connections[0], failed,
+                                                          snapshot.connections[2]))
+    monkeypatch.setattr("zsn.tui.panes.openvpn.read_openvpn", lambda host: snapshot)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down")
+        await pilot.pause()
+        details = str(app.query_one("#ovpn-details").render())
+        assert "failed, last result exit-code (exit status 1)" in details

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zsn.errors import ValidationError, ZsnError
-from zsn.openvpn.config import INLINE, OvpnConfig, parse, quote_arg, validate_name
+from zsn.openvpn.config import (
+    INLINE,
+    SCRIPT_OPTIONS,
+    OvpnConfig,
+    parse,
+    quote_arg,
+    validate_name,
+)
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
 from zsn.plan import FileEdit, Plan, Step
 from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
@@ -36,27 +43,43 @@ def hook_script() -> str:
 # The DNS hook ----------------------------------------------------------------------
 
 
-def _is_our_hook(config: OvpnConfig, name: str) -> bool | None:
-    """True if `name` (up/down) runs zsn's hook, False if another command, None if unset."""
+def _hook_words(config: OvpnConfig, name: str) -> list[str] | None:
+    """The words of the `name` (up/down) command, None if unset. OpenVPN takes the
+    command as one argument (quoted when it has options), so the args are joined."""
     directive = config.get(name)
-    if directive is None or not directive.args:
-        return None
-    return " ".join(directive.args).split()[0] == HOOK_PATH
+    words = " ".join(directive.args).split() if directive is not None else []
+    return words or None
+
+
+def runs_hook(config: OvpnConfig, name: str = "up") -> bool:
+    """True if the config's `name` script is zsn's DNS hook."""
+    return (_hook_words(config, name) or [""])[0] == HOOK_PATH
+
+
+def routes_all_dns(config: OvpnConfig) -> bool:
+    """True if zsn's hook runs on up with --route-all-dns (every query through the tunnel)."""
+    return runs_hook(config) and ROUTE_ALL_FLAG in (_hook_words(config, "up") or [])
 
 
 def plan_hook_install(host: Host, config_file: ConfigFile, *,
-                      route_all_dns: bool = False) -> Plan:
-    """Add zsn's DNS hook to a config, idempotently; install or update the script itself."""
+                      route_all_dns: bool | None = None) -> Plan:
+    """Add zsn's DNS hook to a config, idempotently; install or update the script itself.
+
+    `route_all_dns` None keeps what the config's hook line says (split DNS when the
+    hook is not there yet); True or False sets it.
+    """
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
     config = parse(snapshot.text, str(config_file.path))
     for name in ("up", "down"):
-        if _is_our_hook(config, name) is False:
+        if _hook_words(config, name) is not None and not runs_hook(config, name):
             other = " ".join(config.get(name).args)  # type: ignore[union-attr]
             raise ValidationError(
                 f"{config_file.path} already runs '{other}' as its {name} script; OpenVPN "
                 f"runs only one, so remove it (or fold it into {HOOK_PATH}) first"
             )
+    if route_all_dns is None:
+        route_all_dns = routes_all_dns(config)
     up_command = HOOK_PATH + (f" {ROUTE_ALL_FLAG}" if route_all_dns else "")
     if config.script_security < 2:
         config.set_directive("script-security", "2")
@@ -177,6 +200,12 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
         if d.name in ("ca", "cert", "key", "tls-auth", "tls-crypt", "pkcs12")
         and d.arg and d.arg != INLINE and not Path(d.arg).is_absolute()
     ]
+    # A profile comes from elsewhere (a provider, a colleague); the unit runs it as root.
+    commands = [" ".join((d.name, *d.args)) for d in config.directives
+                if d.name in (*SCRIPT_OPTIONS, "plugin")]
+    if commands:
+        warnings.append("the profile runs programs as root when the connection starts ("
+                        + "; ".join(commands) + "): check them before starting it")
     return Plan(f"import {source.name} as {target_file.unit}",
                 [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
 

@@ -20,6 +20,9 @@ _INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 INLINE = "[[inline]]"
 """The argument OpenVPN itself uses for a file given inline."""
+SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
+                  "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
+"""Options naming a command OpenVPN runs (with script-security 2 or more)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,9 @@ def parse(text: str, source: str | None = None) -> OvpnConfig:
     """Parse `text`; raise `ParseError` naming the line when OpenVPN would refuse it."""
     if "\x00" in text:
         raise ParseError("contains a NUL byte; not a text config", None, source)
-    lines = text.splitlines(keepends=True)
+    # OpenVPN reads lines with fgets: only \n ends one (str.splitlines would also break
+    # at form feeds, \x85, U+2028 ...).
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
     directives: list[Directive] = []
     index = 0
     while index < len(lines):

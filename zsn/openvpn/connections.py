@@ -101,7 +101,8 @@ def summarize(config: OvpnConfig, host: Host, working_dir: Path) -> Summary:
         for d in config.get_all("remote") if d.args
     )
     dev_directive = config.get("dev")
-    role = "server" if config.has("server") or config.has("mode") and any(
+    # server-bridge, like server, is a helper that implies "mode server".
+    role = "server" if config.has("server") or config.has("server-bridge") or any(
         d.arg == "server" for d in config.get_all("mode")) else "client"
     if config.has("client") or config.has("pull") or config.has("tls-client"):
         role = "client"
@@ -120,13 +121,15 @@ def management_endpoint(config: OvpnConfig, host: Host,
     if directive is None or len(directive.args) < 2:
         return None
     address, port = directive.args[0], directive.args[1]
-    if port == "unix":
-        return management.Endpoint(unix_path=host.path(working_dir / address))
-    if not port.isdigit():
-        return None
+    # A password file may follow a unix socket as well as a TCP port.
     password = None
     if len(directive.args) > 2 and directive.args[2] != "stdin":
         password = host.path(working_dir / directive.args[2])
+    if port == "unix":
+        return management.Endpoint(unix_path=host.path(working_dir / address),
+                                   password_file=password)
+    if not port.isdigit():
+        return None
     return management.Endpoint(tcp_host=address, tcp_port=int(port), password_file=password)
 
 

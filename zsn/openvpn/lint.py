@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zsn.errors import ZsnError
-from zsn.openvpn.actions import HOOK_PATH
-from zsn.openvpn.config import INLINE, OvpnConfig
+from zsn.openvpn.actions import HOOK_PATH, runs_hook
+from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig
 from zsn.openvpn.connections import ConfigFile, discover, load, summarize
 from zsn.system.files import is_world_readable
 from zsn.system.host import Host
@@ -15,8 +15,6 @@ FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "p
                 "secret", "dh", "crl-verify", "auth-user-pass", "askpass", "extra-certs")
 SECRET_OPTIONS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12", "secret",
                   "auth-user-pass", "askpass")
-SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
-                  "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
 
 
 @dataclass(frozen=True)
@@ -70,16 +68,15 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
         add("OVPN003", "error", f"{config_file.path} holds an inline private key and is "
             "readable by everyone", f"chmod 600 {config_file.path}")
 
-    up = config.get("up")
-    runs_hook = up is not None and " ".join(up.args).split()[:1] == [HOOK_PATH]
-    if role == "client" and up is None:
+    hooked = runs_hook(config)
+    if role == "client" and not config.has("up"):
         dns_expected = config.has("redirect-gateway") or any(
             d.arg in ("DNS", "DNS6") for d in config.get_all("dhcp-option"))
         add("OVPN004", "warning" if dns_expected else "info",
             "DNS servers the server pushes are ignored (no up hook): queries may leak "
             "outside the tunnel",
             "install zsn's DNS hook (key h in the OpenVPN pane)")
-    elif runs_hook and not config.has("down"):
+    elif hooked and not config.has("down"):
         add("OVPN004", "warning", "the DNS hook sets DNS on up but nothing reverts it on down",
             f"add 'down {HOOK_PATH}' and 'down-pre'")
 
@@ -90,7 +87,7 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             f"script-security is {level}, so OpenVPN refuses to run the configured "
             f"{', '.join(sorted(set(scripts)))} script(s)",
             "add 'script-security 2'")
-    if runs_hook and config.has("user"):
+    if hooked and config.has("user"):
         add("OVPN006", "warning",
             "privileges are dropped ('user'), so the down hook cannot revert the link's DNS",
             "remove 'user'/'group', or rely on resolved dropping the link when tun goes")

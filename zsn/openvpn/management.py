@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +54,6 @@ class LiveState:
     bytes_out: int | None
     clients: int | None = None
     """Connected clients, for a server."""
-    at: float = 0.0
-    """Monotonic time of the query, to compute rates between two states."""
 
 
 def parse_state(lines: list[str]) -> tuple[str, str, int, str, str, str, str]:
@@ -110,7 +107,8 @@ class _Session:
         try:
             chunk = self.sock.recv(65536)
         except TimeoutError as exc:
-            raise SocketError(f"{self.where}: OpenVPN did not answer in time") from exc
+            raise SocketError(f"{self.where}: OpenVPN did not answer in time (another "
+                              "client may be holding the management interface)") from exc
         except OSError as exc:
             raise SocketError(f"{self.where}: connection lost ({exc.strerror})") from exc
         if not chunk:
@@ -207,7 +205,7 @@ def query(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT) -> LiveState:
     return LiveState(
         state=name, description=description, since=since, tunnel_ipv4=ipv4,
         tunnel_ipv6=ipv6, remote=remote, remote_port=rport, bytes_in=counters[0],
-        bytes_out=counters[1], clients=counters[2], at=time.monotonic(),
+        bytes_out=counters[1], clients=counters[2],
     )
 
 

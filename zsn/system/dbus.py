@@ -316,21 +316,12 @@ class LinkDns:
     default_route: bool | None
 
 
-def _address_bytes(address: str) -> tuple[int, bytes]:
-    ip = ipaddress.ip_address(address)
-    return (2 if ip.version == 4 else 10), ip.packed
-
-
 class Resolved:
-    """systemd-resolved's per-link settings, by interface index."""
+    """systemd-resolved's per-link settings, by interface index (read only: zsn's hook
+    sets them from inside the tunnel's unit, with resolvectl)."""
 
     def __init__(self, bus: SystemBus):
         self.bus = bus
-
-    async def _link_call(self, member: str, signature: str, body: list[Any],
-                         what: str) -> None:
-        await self.bus.call(RESOLVE1, RESOLVE1_PATH, RESOLVE1_MANAGER, member, signature, body,
-                            what=what)
 
     async def link(self, ifindex: int) -> LinkDns:
         (path,) = await self.bus.call(RESOLVE1, RESOLVE1_PATH, RESOLVE1_MANAGER, "GetLink",
@@ -345,20 +336,3 @@ class Resolved:
         default_route = props.get("DefaultRoute")
         return LinkDns(ifindex, servers, domains,
                        bool(default_route) if default_route is not None else None)
-
-    async def set_dns(self, ifindex: int, servers: Iterable[str]) -> None:
-        body = [list(_address_bytes(server)) for server in servers]
-        await self._link_call("SetLinkDNS", "ia(iay)", [ifindex, body], "setting link DNS")
-
-    async def set_domains(self, ifindex: int, domains: Iterable[str]) -> None:
-        """`domains` as resolvectl takes them: ``~example.com`` is routing-only."""
-        body = [[d.removeprefix("~") or ".", d.startswith("~")] for d in domains]
-        await self._link_call("SetLinkDomains", "ia(sb)", [ifindex, body],
-                              "setting link domains")
-
-    async def set_default_route(self, ifindex: int, enabled: bool) -> None:
-        await self._link_call("SetLinkDefaultRoute", "ib", [ifindex, enabled],
-                              "setting link default route")
-
-    async def revert(self, ifindex: int) -> None:
-        await self._link_call("RevertLink", "i", [ifindex], "reverting link DNS")

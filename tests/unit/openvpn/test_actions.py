@@ -46,6 +46,14 @@ def test_management_endpoints_resolve_under_root(root: Host) -> None:
                     Path("/etc/openvpn/client")).management
     assert tcp is not None and (tcp.tcp_host, tcp.tcp_port) == ("127.0.0.1", 7505)
     assert tcp.password_file == root.path("/etc/openvpn/client/pw.txt")
+    unix_pw = summarize(parse("client\nmanagement /run/a.sock unix /etc/openvpn/pw\n"), root,
+                        Path("/etc/openvpn/client")).management
+    assert unix_pw is not None and unix_pw.password_file == root.path("/etc/openvpn/pw")
+
+
+def test_server_bridge_is_a_server() -> None:
+    config = parse("server-bridge 10.8.0.4 255.255.255.0 10.8.0.50 10.8.0.100\ndev tap0\n")
+    assert summarize(config, Host(), Path("/etc/openvpn/server")).role == "server"
 
 
 def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> None:
@@ -71,14 +79,37 @@ def test_hook_install_is_idempotent_and_keeps_everything_else(root: Host) -> Non
     assert root.path(config.path).with_name("office.conf.zsn-bak").read_text() == original
 
 
-def test_hook_install_raises_a_low_script_security_and_switches_route_all(root: Host) -> None:
+def test_hook_install_raises_a_low_script_security_and_keeps_route_all(root: Host) -> None:
     config = put(root, "client", "c", "client\nscript-security 1\n")
     actions.plan_hook_install(root, config, route_all_dns=True).apply()
     text = root.path(config.path).read_text()
     assert "script-security 2\n" in text and "script-security 1" not in text
     assert 'up "/etc/openvpn/zsn-resolved-hook --route-all-dns"\n' in text
+    assert actions.routes_all_dns(parse(text))
+    # Installing again without a choice keeps the flag: nothing to do.
+    assert actions.plan_hook_install(root, config).steps == []
+    actions.plan_hook_install(root, config, route_all_dns=False).apply()
+    text = root.path(config.path).read_text()
+    assert "up /etc/openvpn/zsn-resolved-hook\n" in text
+    assert not actions.routes_all_dns(parse(text))
+    assert actions.plan_hook_install(root, config).steps == []
+
+
+def test_hook_install_keeps_a_hand_written_route_all_flag(root: Host) -> None:
+    text = ("client\nscript-security 2\n"
+            "up '/etc/openvpn/zsn-resolved-hook --route-all-dns'  # all DNS via the office\n"
+            "down /etc/openvpn/zsn-resolved-hook\ndown-pre\n")
+    config = put(root, "client", "c", text)
+    root.path(actions.HOOK_PATH).write_text(actions.hook_script())
+    os.chmod(root.path(actions.HOOK_PATH), actions.HOOK_MODE)
+    assert actions.plan_hook_install(root, config).steps == []
+    assert root.path(config.path).read_text() == text
+
+
+def test_empty_up_command_is_replaced_not_a_crash(root: Host) -> None:
+    config = put(root, "client", "c", 'client\nup ""\n')
     actions.plan_hook_install(root, config).apply()
-    assert "up /etc/openvpn/zsn-resolved-hook\n" in root.path(config.path).read_text()
+    assert actions.runs_hook(parse(root.path(config.path).read_text()))
 
 
 def test_hook_install_refuses_to_replace_another_up_script(root: Host) -> None:
@@ -156,6 +187,15 @@ def test_import_ovpn_with_inline_blocks_is_0600_and_byte_for_byte(root: Host,
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     with pytest.raises(ValidationError, match="already exists"):
         actions.plan_import(root, source, "office")
+
+
+def test_import_warns_about_programs_the_profile_runs(root: Host, tmp_path: Path) -> None:
+    source = tmp_path / "provider.ovpn"
+    source.write_text("client\nremote vpn.example.net\nscript-security 2\n"
+                      "up '/bin/sh -c evil'\nplugin /usr/lib/x.so\n")
+    warnings = actions.plan_import(root, source, "provider").warnings
+    assert any("runs programs as root" in w and "up /bin/sh -c evil" in w
+               and "plugin /usr/lib/x.so" in w for w in warnings)
 
 
 @pytest.mark.parametrize(("name", "text", "message"), [

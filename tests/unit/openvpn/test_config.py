@@ -49,6 +49,14 @@ def test_edit_keeps_every_other_line_and_comment() -> None:
         "# office VPN\nclient\n  script-security 2   # strict\n;up /bin/old\nremote a 1\n")
 
 
+def test_only_newline_ends_a_line_as_for_openvpn() -> None:
+    text = "client\n# note\x0cverb 3\nremote a\x85b 1\n"
+    config = parse(text)
+    assert [(d.name, d.args) for d in config.directives] == [
+        ("client", ()), ("remote", ("a\x85b", "1"))]
+    assert config.render() == text
+
+
 @pytest.mark.parametrize(("line", "tokens"), [
     ('up "/etc/openvpn/my hook --flag"', ["up", "/etc/openvpn/my hook --flag"]),
     ("push 'dhcp-option DNS 10.0.0.1' # why", ["push", "dhcp-option DNS 10.0.0.1"]),

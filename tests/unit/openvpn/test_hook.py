@@ -92,3 +92,45 @@ def test_bad_device_name_does_nothing(tmp_path: Path, ovpn_fixtures: Path, dev: 
     env = {**captured_env(ovpn_fixtures / "hook-env-up.txt"), "dev": dev}
     code, calls, _log = run_hook(tmp_path, env)
     assert (code, calls) == (1, [])
+
+
+@pytest.mark.parametrize("pushed", [
+    # What OpenVPN sets for `push "dhcp-option DOMAIN \"x; rm -rf /\""`: the quoted
+    # value joined back with spaces.
+    "dhcp-option DOMAIN x; touch {canary}",
+    "dhcp-option DOMAIN x;touch${{IFS}}{canary}",
+    "dhcp-option DOMAIN `touch {canary}`",
+    "dhcp-option DOMAIN-ROUTE $(touch${{IFS}}{canary})",
+    "dhcp-option DNS 10.0.0.1;touch${{IFS}}{canary}",
+    "dhcp-option DOMAIN-SEARCH ~.",
+])
+def test_pushed_shell_syntax_runs_nothing_and_reaches_no_argument(
+        tmp_path: Path, ovpn_fixtures: Path, pushed: str) -> None:
+    canary = tmp_path / "pwned"
+    env = captured_env(ovpn_fixtures / "hook-env-up.txt")
+    env["foreign_option_3"] = pushed.format(canary=canary)
+    code, calls, _log = run_hook(tmp_path, env)
+    assert code == 0
+    assert not canary.exists()
+    assert calls == ["dns tun0 10.87.0.1", "domain tun0 zov.test",
+                     "default-route tun0 false"]
+
+
+def test_log_shows_a_pushed_backslash_as_it_came(tmp_path: Path, ovpn_fixtures: Path) -> None:
+    env = captured_env(ovpn_fixtures / "hook-env-up.txt")
+    env["foreign_option_3"] = "dhcp-option DOMAIN a\\033[2Jb\\c"
+    code, _calls, log = run_hook(tmp_path, env)
+    assert code == 0
+    assert "ignoring bad domain from server: a\\033[2Jb\\c\n" in log
+    assert "\x1b" not in log
+
+
+@pytest.mark.parametrize("domain", [".", "a..b", ".zov.test"])
+def test_domains_resolved_would_refuse_are_skipped_not_fatal(
+        tmp_path: Path, ovpn_fixtures: Path, domain: str) -> None:
+    env = captured_env(ovpn_fixtures / "hook-env-up.txt")
+    env["foreign_option_3"] = f"dhcp-option DOMAIN {domain}"
+    code, calls, log = run_hook(tmp_path, env)
+    assert code == 0, log
+    assert calls[1] == "domain tun0 zov.test"
+    assert f"ignoring bad domain from server: {domain}" in log

@@ -52,12 +52,14 @@ def test_waiting_client_transcript(ovpn_fixtures: Path) -> None:
     assert management.parse_status(status)[0] == 0
 
 
-@pytest.fixture
-def replay(tmp_path: Path, ovpn_fixtures: Path) -> Iterator[Path]:
-    """A unix socket that answers like the captured client (one connection)."""
-    greeting, blocks = replies((ovpn_fixtures / "mgmt-client-connected.txt").read_text())
+def fake_openvpn(path: Path, transcript: str, password: str | None = None) -> tuple[
+        threading.Thread, list[str]]:
+    """A unix socket that answers one connection like the captured OpenVPN; returns the
+    serving thread and every line the client sent. With `password`, OpenVPN's handshake
+    first (management-notes.txt: the prompt has no newline; a right password gets
+    SUCCESS, then the greeting; a wrong one ERROR)."""
+    greeting, blocks = replies(transcript)
     answers = {"state": blocks[0], "status 2": blocks[1]}
-    path = tmp_path / "client.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(1)
@@ -65,7 +67,15 @@ def replay(tmp_path: Path, ovpn_fixtures: Path) -> Iterator[Path]:
 
     def serve() -> None:
         conn, _ = server.accept()
-        with conn, conn.makefile("rw", newline="\n") as stream:
+        with server, conn, conn.makefile("rw", newline="\n") as stream:
+            if password is not None:
+                stream.write("ENTER PASSWORD:")
+                stream.flush()
+                seen.append(stream.readline().strip())
+                if seen[-1] != password:
+                    stream.write("ERROR: bad password\r\n")
+                    return
+                stream.write("SUCCESS: password is correct\r\n")
             stream.write(greeting + "\r\n")
             stream.flush()
             for command in stream:
@@ -78,9 +88,15 @@ def replay(tmp_path: Path, ovpn_fixtures: Path) -> Iterator[Path]:
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
+    return thread, seen
+
+
+@pytest.fixture
+def replay(tmp_path: Path, ovpn_fixtures: Path) -> Iterator[Path]:
+    path = tmp_path / "client.sock"
+    thread, seen = fake_openvpn(path, (ovpn_fixtures / "mgmt-client-connected.txt").read_text())
     yield path
     thread.join(5)
-    server.close()
     assert seen == ["state", "status 2", "quit"]
 
 
@@ -112,3 +128,34 @@ def test_rates_from_two_counter_readings() -> None:
     tracker = RateTracker()
     assert tracker.update("u", 10.0, 1000, 500) == (None, None)
     assert tracker.update("u", 12.0, 3000, 900) == (1000.0, 200.0)
+
+
+def test_held_interface_times_out_with_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "held.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)  # OpenVPN busy with another client: accepted, never greeted
+    try:
+        with pytest.raises(SocketError, match="another client may be holding"):
+            management.query(management.Endpoint(unix_path=path), timeout=0.3)
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("given", ["s3cret-pw", "wrong-pw"])
+def test_password_is_sent_and_never_shown(tmp_path: Path, ovpn_fixtures: Path,
+                                          given: str) -> None:
+    password_file = tmp_path / "pw.txt"
+    password_file.write_text(given + "\n")
+    thread, seen = fake_openvpn(
+        tmp_path / "pw.sock", (ovpn_fixtures / "mgmt-client-connected.txt").read_text(),
+        password="s3cret-pw")
+    endpoint = management.Endpoint(unix_path=tmp_path / "pw.sock", password_file=password_file)
+    if given == "wrong-pw":
+        with pytest.raises(SocketError, match="password was refused") as failure:
+            management.query(endpoint)
+        assert given not in str(failure.value)
+    else:
+        assert management.query(endpoint).state == "CONNECTED"
+    thread.join(5)
+    assert seen == ([given] if given == "wrong-pw" else [given, "state", "status 2", "quit"])

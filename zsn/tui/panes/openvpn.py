@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 from zsn.errors import ZsnError
 from zsn.format import human_bytes, human_duration, human_rate
 from zsn.openvpn import actions
-from zsn.openvpn.connections import Connection
+from zsn.openvpn.connections import Connection, load
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
 from zsn.rates import RateTracker
@@ -189,7 +189,9 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
                 age = human_duration(now() - unit.active_since_us / 1e6)
                 parts.append(f"PID {unit.main_pid or '-'}, active for {age}")
             else:
-                parts.append(f"{unit.active_state}, last result {unit.result or '-'}")
+                status = (f" (exit status {unit.exec_main_status})"
+                          if unit.result == "exit-code" and unit.exec_main_status else "")
+                parts.append(f"{unit.active_state}, last result {unit.result or '-'}{status}")
         if summary:
             remotes = ", ".join(f"{r.host}:{r.port}/{r.proto}" for r in summary.remotes)
             parts.append(f"{summary.role}, dev {summary.dev or '?'}, remotes {remotes or '-'}")
@@ -271,13 +273,16 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         if conn is not None:
             self.app.push_screen(JournalScreen(self.host, conn.config.unit))
 
+    def _nothing_changed(self, exc: ZsnError) -> None:
+        self.notify(str(exc), title="Nothing changed", severity="error", timeout=10)
+
     def _offer_plan(self, make_plan: Callable[[], Plan]) -> None:
         from zsn.tui.screens.plan import PlanScreen
 
         try:
             plan = make_plan()
         except ZsnError as exc:
-            self.notify(str(exc), title="Nothing changed", severity="error", timeout=10)
+            self._nothing_changed(exc)
             return
 
         def answered(apply: bool | None) -> None:
@@ -288,9 +293,29 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         self.app.push_screen(PlanScreen(plan), answered)
 
     def action_hook(self) -> None:
+        """Ask split or route-all DNS (what the config has now comes first), then plan."""
+        from zsn.tui.screens.ask import ChooseScreen
+
         conn = self._need_selection()
-        if conn is not None:
-            self._offer_plan(lambda: actions.plan_hook_install(self.host, conn.config))
+        if conn is None:
+            return
+        try:
+            config = load(self.host, conn.config)
+        except ZsnError as exc:
+            self._nothing_changed(exc)
+            return
+        route_all = actions.routes_all_dns(config)
+        now = " (now)" if actions.runs_hook(config) else ""
+        split = ("split", "Split DNS: pushed domains only" + ("" if route_all else now))
+        every = ("all", "All DNS through the tunnel (~.)" + (now if route_all else ""))
+        choices = [every, split] if route_all else [split, every]
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                self._offer_plan(lambda: actions.plan_hook_install(
+                    self.host, conn.config, route_all_dns=choice == "all"))
+
+        self.app.push_screen(ChooseScreen(f"DNS hook for {conn.config.unit}", choices), chosen)
 
     def action_management(self) -> None:
         conn = self._need_selection()
