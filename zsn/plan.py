@@ -21,9 +21,13 @@ from zsn.system import files
 # and the bodies of OpenVPN's inline private-key blocks (<key>...</key> etc.).
 _SECRET_LINE_RE = re.compile(r"^(\s*(?:#\[disabled\] )?(?:PrivateKey|PresharedKey)\s*=\s*)(\S+)",
                              re.IGNORECASE | re.MULTILINE)
-SECRET_BLOCKS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "secret", "pkcs12")
+SECRET_BLOCKS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "secret", "pkcs12",
+                 "auth-user-pass", "http-proxy-user-pass")
+# The closing tag keeps what stands before it on its line (a diff's "+", indentation);
+# OpenVPN accepts spaces after the opening tag, so they must not let a block through.
 _SECRET_BLOCK_RE = re.compile(
-    r"(<(" + "|".join(SECRET_BLOCKS) + r")>\r?\n).*?(</\2>)", re.DOTALL | re.IGNORECASE
+    r"(<(" + "|".join(SECRET_BLOCKS) + r")>[ \t]*\r?\n).*?(^[^\n]*?</\2>)",
+    re.DOTALL | re.IGNORECASE | re.MULTILINE,
 )
 
 

@@ -50,7 +50,7 @@ the lower one the peers of the highlighted interface.
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "peer_details", "Details", show=True),
-        Binding("r", "refresh_now", "Refresh", show=True),
+        Binding("r", "refresh_now", "Refresh", show=False),  # polling makes it rare
         Binding("tab", "focus_next_table", "Next table", show=False),
         *ACTION_BINDINGS,
     ]

@@ -26,7 +26,7 @@ LINT_SECONDS = 10.0
 
 ACTION_BINDINGS: list[BindingType] = [
     Binding("a", "add_peer", "Add peer"),
-    Binding("v", "show_client", "QR/config"),
+    Binding("v", "show_client", "QR code"),
     Binding("x", "remove_peer", "Remove"),
     Binding("e", "disable_peer", "Disable"),
     Binding("E", "enable_peer", "Enable…", show=False),
