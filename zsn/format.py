@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+# Anything that may be (part of) a key, base64 or hex: long runs of their alphabet.
+_KEY_MATERIAL_RE = re.compile(r"[A-Za-z0-9+/]{20,}=*")
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -40,3 +45,13 @@ def short_key(key: str | None, length: int = 8) -> str:
     if not key:
         return "-"
     return key[:length] + "…"
+
+
+def excerpt(text: str, length: int = 40) -> str:
+    """The start of a line for an error message, with anything key-like hidden.
+
+    Parse errors reach notifications and `zsn --export`; a malformed
+    ``PrivateKey: ...`` line or a stray line of an inline ``<key>`` block must
+    not put (part of) the key there.
+    """
+    return repr(_KEY_MATERIAL_RE.sub("(hidden)", text)[:length])

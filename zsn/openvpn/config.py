@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from zsn.errors import ParseError, ValidationError
+from zsn.format import excerpt
 
 _INLINE_OPEN_RE = re.compile(r"^\s*<([A-Za-z][A-Za-z0-9-]*)>\s*$")
 _INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
@@ -200,7 +201,7 @@ def parse(text: str, source: str | None = None) -> OvpnConfig:
         if tokens:
             name = tokens[0].removeprefix("--").lower()
             if not _NAME_RE.match(name):
-                raise ParseError(f"{tokens[0]!r} is not an option name", index + 1, source)
+                raise ParseError(f"{excerpt(tokens[0])} is not an option name", index + 1, source)
             directives.append(Directive(name, tuple(tokens[1:]), index, index + 1))
         index += 1
     return OvpnConfig(lines, directives, source)

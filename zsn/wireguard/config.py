@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from zsn.errors import ParseError, ValidationError
-from zsn.wireguard.keys import excerpt
+from zsn.format import excerpt
 
 _SECTION_RE = re.compile(r"^\s*\[\s*([A-Za-z]+)\s*\]\s*(?:#.*)?$")
 # The parts of an entry line an edit must keep: indentation and spacing around

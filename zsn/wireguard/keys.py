@@ -12,8 +12,6 @@ from zsn.errors import ValidationError
 
 KEY_LENGTH = 32
 _BASE64_KEY_RE = re.compile(r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$")
-# Anything that may be (part of) a key, base64 or hex: long runs of their alphabet.
-_KEY_MATERIAL_RE = re.compile(r"[A-Za-z0-9+/]{20,}=*")
 
 
 def is_valid_key(text: str) -> bool:
@@ -31,15 +29,6 @@ def check_key(text: str, what: str = "key") -> str:
     if not is_valid_key(key):
         raise ValidationError(f"{what} is not a valid base64 WireGuard key")
     return key
-
-
-def excerpt(text: str, length: int = 40) -> str:
-    """The start of a line for an error message, with anything key-like hidden.
-
-    Parse errors reach notifications and `zsn --export`; a malformed
-    ``PrivateKey: ...`` line must not put (part of) the key there.
-    """
-    return repr(_KEY_MATERIAL_RE.sub("(hidden)", text)[:length])
 
 
 def hex_to_base64(hex_key: str) -> str:

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from zsn.errors import ParseError, SocketError
+from zsn.format import excerpt
 from zsn.system.host import Host
-from zsn.wireguard.keys import excerpt, hex_to_base64
+from zsn.wireguard.keys import hex_to_base64
 from zsn.wireguard.model import DeviceState, PeerState
 
 SOCKET_DIRS = ("/run/wireguard", "/var/run/wireguard")

@@ -83,3 +83,14 @@ def test_unparseable_configs_name_the_line(text: str, message: str) -> None:
 @given(st.text(alphabet=st.characters(blacklist_characters="\x00\r\n"), max_size=30))
 def test_quote_arg_reads_back(value: str) -> None:
     assert tokenize("x " + quote_arg(value)) == ["x", value]
+
+
+def test_a_stray_line_of_key_material_is_not_quoted_in_the_error() -> None:
+    from zsn.errors import ParseError
+    from zsn.openvpn.config import parse
+
+    secret = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+    with pytest.raises(ParseError) as caught:
+        parse(f"client\n{secret}\n", "office.conf")
+    assert "is not an option name" in str(caught.value)
+    assert secret[:20] not in str(caught.value)
