@@ -163,3 +163,39 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
         await pilot.pause()
         assert tabs.active == "tab-wireguard"
         assert fixed_app.focused is fixed_app.query_one("#wg-peers")
+
+
+async def test_a_big_server_fills_its_table_by_frames_and_keys_keep_working(
+        monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from zsn.tui.panes.base import ROWS_PER_FRAME
+
+    # The captured server with 2,000 peers: the real peer, repeated under other keys.
+    snapshot = fixed_snapshot()
+    server = snapshot.interfaces[0]
+    template = server.peers[0]
+    peers = tuple(template._replace(public_key=f"{index:043d}=", name=f"peer-{index}")
+                  for index in range(2000))
+    big = replace(snapshot, interfaces=(replace(server, peers=peers),))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache: big)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one("#wg-peers", DataTable)
+        for _ in range(100):
+            if table.row_count:
+                break
+            await pilot.pause(0.01)
+        assert 0 < table.row_count < len(peers), "not all at once"
+        assert table.row_count % ROWS_PER_FRAME == 0
+        await pilot.press("question_mark")  # input is handled while rows arrive
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        for _ in range(200):
+            if table.row_count == len(peers):
+                break
+            await pilot.pause(0.02)
+        assert table.row_count == len(peers)
+        assert [str(c) for c in table.get_row_at(1999)][0] == "peer-1999"

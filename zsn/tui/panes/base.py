@@ -18,6 +18,9 @@ from textual.widgets import DataTable, Static
 
 from zsn.system.host import Host
 
+ROWS_PER_FRAME = 200
+"""New table rows added per screen refresh, so adding thousands never blocks input."""
+
 
 class LivePane(Vertical):
     PANE_HELP: ClassVar[str] = ""
@@ -101,12 +104,27 @@ class LivePane(Vertical):
             if key not in rows:
                 table.remove_row(key)
                 del cache[key]
+        new_rows: list[tuple[str, dict[str, Any]]] = []
         for key, cells in rows.items():
             old = cache.get(key)
             if old is None:
-                table.add_row(*cells.values(), key=key)
-            else:
-                for column, value in cells.items():
-                    if old.get(column) != value:
-                        table.update_cell(key, column, value)
+                new_rows.append((key, cells))
+                continue
+            for column, value in cells.items():
+                if old.get(column) != value:
+                    table.update_cell(key, column, value)
             cache[key] = cells
+        self._add_rows_by_frames(table, new_rows, cache)
+
+    def _add_rows_by_frames(self, table: DataTable[Any],
+                            new_rows: list[tuple[str, dict[str, Any]]],
+                            cache: dict[str, dict[str, Any]]) -> None:
+        # Textual measures every cell of a new row; a big server's first read
+        # (thousands of peers) added at once would freeze the screen for a second.
+        for key, cells in new_rows[:ROWS_PER_FRAME]:
+            if key not in cache:  # a later snapshot may have added it already
+                table.add_row(*cells.values(), key=key)
+                cache[key] = cells
+        rest = new_rows[ROWS_PER_FRAME:]
+        if rest:
+            self.call_after_refresh(self._add_rows_by_frames, table, rest, cache)
