@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.netns import Lab, require_lab, run, wait_for
+from tests.needs import needs_tools
 from zsn.wireguard import uapi
 from zsn.wireguard.addressing import next_free_address
 from zsn.wireguard.config import parse
@@ -83,12 +84,7 @@ class ManageLab:
 
 def _require_tools() -> None:
     require_lab()
-    missing = [tool for tool in EXTRA_TOOLS if shutil.which(tool) is None]
-    if missing:
-        message = f"lab unavailable: missing tools: {', '.join(missing)}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    needs_tools(*EXTRA_TOOLS)
 
 
 def _kill_leftover_daemons(names: list[str]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Static
 
+from tests.needs import needs_tools
 from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, fixed_snapshot
 from tests.tui.test_wireguard_pane import wait_for_rows
 from zsn.system.host import Host
@@ -168,8 +169,7 @@ async def test_palette_lists_pane_actions(app: ZsnApp) -> None:
 
 
 async def test_client_to_client_from_the_pane(app: ZsnApp, root: Path) -> None:
-    if shutil.which("iptables") is None:
-        pytest.skip("iptables is not installed")
+    needs_tools("iptables")
     (root / "etc/sysctl.d").mkdir(parents=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)

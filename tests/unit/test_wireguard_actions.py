@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import needs_tools
 from zsn.errors import ValidationError
 from zsn.plan import ApplyError, LiveStep
 from zsn.system.host import Host
@@ -256,8 +257,7 @@ def test_subnets_behind_a_hand_edited_peer_keep_what_zsn_cannot_read(host: Host)
 
 
 def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
-    if shutil.which("iptables") is None or shutil.which("ip6tables") is None:
-        pytest.skip("iptables is not installed")
+    needs_tools("iptables", "ip6tables")
     routing.plan_gateway(host, "wg0", "eth0").apply()
     config = parse(host.path("/etc/wireguard/wg0.conf").read_text())
     assert config.interface is not None
@@ -350,8 +350,7 @@ def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -
 
 
 def test_lint_forwarding_off_under_routing(host: Host) -> None:
-    if shutil.which("iptables") is None:
-        pytest.skip("iptables is not installed")
+    needs_tools("iptables")
     routing.plan_client_to_client(host, "wg0").apply()
     host.path("/proc/sys/net/ipv4/ip_forward").write_text("0\n")
     found = _lint_ids(host)["WG008"]

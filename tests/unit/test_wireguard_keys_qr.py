@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.needs import needs_tools
 from zsn.wireguard.keys import (
     KeyPair,
     generate_preshared_key,
@@ -22,12 +20,9 @@ from zsn.wireguard.qr import make_qr, matrix_from_half_blocks, qr_payload
 
 
 def _require(tool: str) -> str:
+    needs_tools(tool)
     path = shutil.which(tool)
-    if path is None:
-        message = f"{tool} is not installed"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    assert path is not None
     return path
 
 
