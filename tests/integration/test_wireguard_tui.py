@@ -6,18 +6,11 @@ import pytest
 from textual.widgets import DataTable
 
 from tests.integration.conftest import WgPair
+from tests.pilot import wait_until
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 
 pytestmark = pytest.mark.lab
-
-
-async def wait_until(pilot, predicate, seconds: float = 10) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def test_tui_shows_peer_name_and_handshake_age(wg_pair: WgPair) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, OptionList, RichLog
 
+from tests.pilot import wait_for_rows
 from zsn.errors import ZsnError
 from zsn.format import human_rate
 from zsn.openvpn import management
@@ -82,12 +83,7 @@ async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()  # the app has mounted, as when a user switches tabs
     pilot.app.query_one("#panes").active = "tab-openvpn"
     await pilot.pause()  # the pane is mounted when its tab is first shown
-    table = pilot.app.query_one("#ovpn-connections", DataTable)
-    for _ in range(100):
-        if table.row_count:
-            break
-        await pilot.pause(0.02)
-    await pilot.pause()
+    await wait_for_rows(pilot, "#ovpn-connections")
 
 
 def test_snapshot_80x24(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]

@@ -11,8 +11,8 @@ import pytest
 from textual.widgets import DataTable, Input, Static
 
 from tests.needs import needs_tools
+from tests.pilot import wait_for_rows, wait_until
 from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, fixed_snapshot
-from tests.tui.test_wireguard_pane import wait_for_rows
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.client_config import ClientConfigScreen
@@ -42,19 +42,12 @@ def app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
 
 
 async def _wait_for_screen(pilot, kind: type) -> None:
-    for _ in range(200):
-        if isinstance(pilot.app.screen, kind):
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"{kind.__name__} did not open; screen is {pilot.app.screen}")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, kind),
+                     f"{kind.__name__} to open")
 
 
 async def _wait_for(pilot, predicate) -> None:
-    for _ in range(200):
-        if predicate():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition not reached")
+    await wait_until(pilot, predicate)
 
 
 async def test_onboarding_by_keys_writes_configs_and_shows_the_qr(app: ZsnApp,

@@ -6,20 +6,11 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
+from tests.pilot import wait_for_rows
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.peer_details import PeerDetailsScreen
-
-
-async def wait_for_rows(pilot) -> None:
-    """The first poll runs in a worker thread: wait until its rows are on screen."""
-    peers = pilot.app.query_one("#wg-peers", DataTable)
-    for _ in range(100):
-        if peers.row_count:
-            break
-        await pilot.pause(0.02)
-    await pilot.pause()
 
 
 async def open_first_peer(pilot) -> None:
