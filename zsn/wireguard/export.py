@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zsn.errors import ZsnError
+from zsn.errors import NetlinkAccessError, ZsnError
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.wireguard import uapi
@@ -20,11 +20,11 @@ def present(host: Host) -> bool:
     if host.path(CONFIG_DIR).is_dir():
         return True
     if host.is_live:
-        try:
-            from zsn.system.netlink import list_links
+        from zsn.system.netlink import list_links
 
+        try:
             return any(link.kind == "wireguard" for link in list_links().values())
-        except Exception:  # noqa: BLE001 - absence of netlink just means "not present"
+        except NetlinkAccessError:  # no netlink here just means "not present"
             return False
     return False
 
