@@ -190,3 +190,18 @@ async def test_a_big_server_fills_its_table_by_frames_and_keys_keep_working(
             await pilot.pause(0.02)
         assert table.row_count == len(peers)
         assert [str(c) for c in table.get_row_at(1999)][0] == "peer-1999"
+
+
+async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
+        fixed_app: ZsnApp, monkeypatch) -> None:
+    def broken(host: Host) -> list[object]:
+        raise RuntimeError("lint exploded")
+
+    monkeypatch.setattr("zsn.wireguard.lint.lint_host", broken)
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        fixed_app.query_one("#wireguard").refresh_findings()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any("RuntimeError: lint exploded" in n.message for n in fixed_app._notifications)
+        assert fixed_app.is_running

@@ -10,13 +10,17 @@ hidden behind another tab, and never overlaps itself.
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
+from zsn.errors import ZsnError
 from zsn.system.host import Host
+
+T = TypeVar("T")
 
 ROWS_PER_FRAME = 200
 """New table rows added per screen refresh, so adding thousands never blocks input."""
@@ -41,6 +45,36 @@ class LivePane(Vertical):
     def show(self, snapshot: Any) -> None:
         """Show a snapshot (UI thread); update rows in place."""
         raise NotImplementedError
+
+    def run_in_thread(self, job: Callable[[], T], done: Callable[[T], None],
+                      failed: Callable[[str], None] | None = None) -> None:
+        """Run a blocking core call (an action, a plan) off the UI thread.
+
+        `done(result)` runs on the UI thread. A failure goes to `failed` (default: an
+        error notification); whatever it is, it never ends the app.
+        """
+
+        def report(message: str) -> None:
+            if failed is not None:
+                failed(message)
+            else:
+                self.notify(message, severity="error", timeout=8)
+
+        def runner() -> None:
+            try:
+                result = job()
+            except ZsnError as exc:
+                self.app.call_from_thread(report, str(exc))
+            except Exception as exc:  # noqa: BLE001 - a failed action must not end the app
+                self.app.call_from_thread(report, f"{type(exc).__name__}: {exc}")
+            else:
+                self.app.call_from_thread(done, result)
+
+        self.run_worker(runner, thread=True, group=f"actions-{self.id}")
+
+    def theme_colour(self, variable: str) -> str:
+        """A theme variable's colour, for table cells (Rich text cannot use `$variables`)."""
+        return self.app.theme_variables.get(variable, "")
 
     def focus_main(self) -> None:
         """Give the keyboard to the pane's main table (the last one: peers, connections)."""

@@ -122,26 +122,23 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         self.set_status(unique[:4] + ([f"... and {len(unique) - 4} more"]
                                       if len(unique) > 4 else []), "warning")
 
-    def _colour(self, variable: str) -> str:
-        return self.app.theme_variables.get(variable, "")
-
     def _row(self, conn: Connection) -> dict[str, Any]:
         unit, live, summary = conn.unit, conn.live, conn.summary
         if unit is None:
-            unit_cell = Text("?", style=self._colour("text-warning"))
+            unit_cell = Text("?", style=self.theme_colour("text-warning"))
         elif not unit.exists:
-            unit_cell = Text("no unit", style=self._colour("text-error"))
+            unit_cell = Text("no unit", style=self.theme_colour("text-error"))
         else:
             style = {"active": "text-success", "failed": "text-error"}.get(unit.active_state, "")
             unit_cell = Text(f"{unit.active_state}/{unit.sub_state}",
-                             style=self._colour(style) if style else "")
+                             style=self.theme_colour(style) if style else "")
         boot = unit.unit_file_state if unit and unit.unit_file_state else "-"
         if live is None:
             live_cell = Text("-")
         else:
             style = ("text-success" if live.state in LIVE_GOOD else
                      "text-error" if live.state in LIVE_BAD else "text-warning")
-            live_cell = Text(live.state, style=self._colour(style))
+            live_cell = Text(live.state, style=self.theme_colour(style))
         rx_rate, tx_rate = self._rate_cells.get(conn.key, (None, None))
         remote = "-"
         if live and live.remote:
@@ -218,17 +215,8 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
 
     def _in_background(self, what: str, job: Callable[[], str]) -> None:
         """Run a blocking core call in a thread; report its outcome as a notification."""
-
-        def run() -> None:
-            try:
-                message, severity = job(), "information"
-            except ZsnError as exc:
-                message, severity = str(exc), "error"
-            except Exception as exc:  # noqa: BLE001 - a failed action must not end the app
-                message, severity = f"{type(exc).__name__}: {exc}", "error"
-            self.app.call_from_thread(self._after_job, what, message, severity)
-
-        self.run_worker(run, thread=True, group="ovpn-actions", exclusive=False)
+        self.run_in_thread(job, lambda message: self._after_job(what, message, "information"),
+                           lambda message: self._after_job(what, message, "error"))
 
     def _after_job(self, what: str, message: str, severity: str) -> None:
         if severity == "information" and message.endswith(": done"):

@@ -129,9 +129,6 @@ the lower one the peers of the highlighted interface.
             severity = "info"
         self.set_status(lines, severity)
 
-    def _colour(self, variable: str) -> str:
-        return self.app.theme_variables.get(variable, "")
-
     def _interface_row(self, interface: InterfaceState) -> dict[str, Any]:
         implementation = interface.implementation
         if not interface.in_namespace:
@@ -161,11 +158,11 @@ the lower one the peers of the highlighted interface.
     def _handshake_cell(self, peer: PeerState, clock: float) -> Text:
         state = handshake_state(peer.latest_handshake, clock)
         if state == "never":
-            return Text("never", style=self._colour("text-warning"))
+            return Text("never", style=self.theme_colour("text-warning"))
         age = human_duration(clock - (peer.latest_handshake or 0))
         if state == "stale":
-            return Text(f"{age} stale", style=self._colour("text-error"))
-        return Text(age, style=self._colour("text-success"))
+            return Text(f"{age} stale", style=self.theme_colour("text-error"))
+        return Text(age, style=self.theme_colour("text-success"))
 
     def _peer_row(self, interface: InterfaceState, peer: PeerState, clock: float
                   ) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.wireguard.model import InterfaceState, PeerState
 
@@ -71,7 +70,7 @@ class WireGuardActions:
     selected_interface: Callable[[], InterfaceState | None]
     selected_peer: Callable[[], PeerState | None]
     poll: Callable[..., None]
-    run_worker: Callable[..., Any]
+    run_in_thread: Callable[..., None]
     notify: Callable[..., None]
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
@@ -83,19 +82,6 @@ class WireGuardActions:
         self.refresh_findings()
 
     # -- plumbing ----------------------------------------------------------------
-    def _in_thread(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
-        """Run `job` in a worker thread; `done(result)` on the UI thread, errors notified."""
-
-        def runner() -> None:
-            try:
-                result = job()
-            except ZsnError as exc:
-                self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
-                return
-            self.app.call_from_thread(done, result)
-
-        self.run_worker(runner, thread=True, group="wireguard-action")
-
     def run_plan(self, build: Callable[[], Plan],
                  after: Callable[[Plan], None] | None = None) -> None:
         """Build a plan, show it, apply it when confirmed."""
@@ -103,9 +89,9 @@ class WireGuardActions:
 
         def confirmed(plan: Plan, yes: bool | None) -> None:
             if yes:
-                self._in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
+                self.run_in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
 
-        self._in_thread(build, lambda plan: self.app.push_screen(
+        self.run_in_thread(build, lambda plan: self.app.push_screen(
             PlanScreen(plan),
             lambda yes: confirmed(plan, yes)))
 
@@ -167,7 +153,7 @@ class WireGuardActions:
 
         ref = self._peer_ref()
         if ref is not None:
-            self._in_thread(lambda: onboarding.show_client_config(self.host, *ref),
+            self.run_in_thread(lambda: onboarding.show_client_config(self.host, *ref),
                             lambda client: self._show_client(client, []))
 
     def action_remove_peer(self) -> None:
@@ -210,7 +196,7 @@ class WireGuardActions:
                 return
             self.app.push_screen(ChooseScreen(f"Enable a peer of {interface}", choices), chosen)
 
-        self._in_thread(disabled_peers, show)
+        self.run_in_thread(disabled_peers, show)
 
     def action_rename_peer(self) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -330,7 +316,7 @@ class WireGuardActions:
                                            "Outgoing interface (found from the default "
                                            "route):", detected or ""), answered)
 
-        self._in_thread(default_route_device, ask)
+        self.run_in_thread(default_route_device, ask)
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:
@@ -339,7 +325,7 @@ class WireGuardActions:
 
             return lint.lint_host(self.host)
 
-        self._in_thread(lint_in_thread, self._show_findings_line)
+        self.run_in_thread(lint_in_thread, self._show_findings_line)
 
     def _show_findings_line(self, findings: list[lint.Finding]) -> None:
         line = self.query_one("#wg-findings", Static)
@@ -361,5 +347,5 @@ class WireGuardActions:
             if finding is not None and finding.fix_plan is not None:
                 self.run_plan(finding.fix_plan)
 
-        self._in_thread(lambda: lint.lint_host(self.host),
+        self.run_in_thread(lambda: lint.lint_host(self.host),
                         lambda findings: self.app.push_screen(FindingsScreen(findings), chosen))
