@@ -1,7 +1,8 @@
 """Command line: picks a face (TUI, export, or a headless command) and runs it.
 
 Only the TUI branch imports Textual; the export and headless commands import the
-core alone, so they start fast and run where no terminal is attached.
+core alone, so they start fast and run where no terminal is attached. Command
+groups and export sections come from `zsn.domains`; this module names no domain.
 """
 
 from __future__ import annotations
@@ -11,43 +12,59 @@ import sys
 from collections.abc import Sequence
 
 from zsn import __version__
+from zsn.domains import CommandGroup, command_groups, domains, load
 from zsn.errors import ZsnError
 
 DESCRIPTION = """\
 zsn shows and manages this machine's network and storage plumbing.
 Without --export it starts the terminal UI; with --export it prints a snapshot
-and exits.\
+and exits; a COMMAND does one thing headlessly.\
 """
 
-EPILOG = """\
-sections for --export: wireguard, openvpn (default: every section present)
+GROUP_EXIT_STATUS = """\
+exit status of a command: 0 done (or the plan printed with --dry-run); 1 error;
+2 input refused before anything changed. Every command that changes something
+takes --dry-run: it prints the plan (file diffs, live operations) and changes
+nothing."""
 
+EXIT_STATUS = """\
 exit status of --export: 0 complete; 1 error (nothing written: unknown section,
 unreadable root, bad option); 2 partial: the snapshot was written, but a section
 could not be read fully (each reason on stderr and in the section's "errors").
 
-headless WireGuard management (see 'zsn peer --help', 'zsn wg --help'):
-  zsn [--root DIR] peer add|remove|show|disable|enable|rename|routes IFACE NAME ...
-  zsn [--root DIR] wg create|up|down|endpoint|clients|link|gateway|lint ...
+""" + GROUP_EXIT_STATUS
 
+EXAMPLES = """\
 examples:
   zsn                                   start the UI
   zsn --theme zsn-16 --refresh 2        16-colour theme, refresh every 2 s
-  zsn --export wireguard                JSON snapshot of WireGuard
+  zsn --export {section:<23}  JSON snapshot of one section
   zsn --export --format prometheus > /var/lib/node_exporter/zsn.prom.$$ && \\
-      mv /var/lib/node_exporter/zsn.prom.$$ /var/lib/node_exporter/zsn.prom
-"""
+      mv /var/lib/node_exporter/zsn.prom.$$ /var/lib/node_exporter/zsn.prom"""
 
 
-HEADLESS_COMMANDS = ("peer", "wg")
-"""First words that run a headless command (`zsn.wireguard.cli`) instead of the UI."""
+def _epilog() -> str:
+    registered = domains()
+    sections = ", ".join(each.name for each in registered)
+    groups = [group for each in registered for group in each.commands]
+    width = max((len(group.name) for group in groups), default=0)
+    lines = [f"sections for --export: {sections} (default: every section present)", "",
+             EXIT_STATUS, "", "commands (zsn COMMAND --help shows each one's):"]
+    lines += [f"  {group.name:<{width}}  {group.help}" for group in groups]
+    lines += ["", "usage of the commands:"]
+    lines += [f"  zsn [--root DIR] {group.usage or group.name + ' ...'}" for group in groups]
+    return "\n".join(lines + ["", EXAMPLES.format(section=registered[0].name)])
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zsn",
+        usage="\n  zsn [--root DIR] [--theme NAME] [--refresh SECONDS]\n"
+              "  zsn --export [SECTION ...] [--format json|prometheus] [--include-secrets] "
+              "[--root DIR]\n"
+              "  zsn [--root DIR] COMMAND ...   (see 'commands' below)",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"zsn {__version__}")
@@ -73,11 +90,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _headless_command(args: list[str]) -> bool:
-    """Whether the arguments name a headless command (``peer``, ``wg``), after any --root."""
-    rest = args[2:] if args[:1] == ["--root"] else args[1:] if args[:1] and \
-        args[0].startswith("--root=") else args
-    return bool(rest) and rest[0] in HEADLESS_COMMANDS
+def _command_group(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
+    """The command group the arguments name (after any --root), and the arguments
+    without its name; ``None`` when they start the UI or an export."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--root":
+            index += 2
+        elif word.startswith("--root="):
+            index += 1
+        else:
+            break
+    if index >= len(args):
+        return None
+    group = command_groups().get(args[index])
+    if group is None:
+        return None
+    return group, args[:index] + args[index + 1:]
+
+
+def _run_command(group: CommandGroup, args: list[str]) -> int:
+    from zsn.headless import run_group
+
+    faces = load(group.module)
+    parser = argparse.ArgumentParser(prog=f"zsn {group.name}", description=group.help,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", default="/", metavar="DIR",
+                        help="treat DIR as the system root (default /)")
+    faces.add_arguments(parser)
+    parser.epilog = "\n\n".join(filter(None, [parser.epilog, GROUP_EXIT_STATUS]))
+    return run_group(faces, parser.parse_args(args), f"zsn {group.name}")
 
 
 def _positive_float(text: str) -> float:
@@ -92,10 +135,9 @@ def _positive_float(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if _headless_command(args_list):
-        from zsn.wireguard import cli as wireguard_cli
-
-        return wireguard_cli.main(args_list)
+    named = _command_group(args_list)
+    if named is not None:
+        return _run_command(*named)
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not args.export and (args.sections or args.include_secrets or args.format != "json"):

@@ -1,7 +1,8 @@
 """`zsn --export`: one versioned snapshot of every section, as JSON or Prometheus text.
 
-Sections are provider modules imported only when asked for, so the headless path
-stays lean (it never imports Textual or Rich). A provider module exposes:
+Sections are the registered domains (`zsn.domains`); each one's provider module is
+imported only when asked for, so the headless path stays lean (it never imports
+Textual or Rich). A provider module exposes:
 
 - ``present(host) -> bool``: whether the section exists on this host;
 - ``collect(host, *, include_secrets) -> dict``: JSON-ready data, with an
@@ -11,7 +12,6 @@ stays lean (it never imports Textual or Rich). A provider module exposes:
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from dataclasses import dataclass
@@ -19,15 +19,12 @@ from types import ModuleType
 from typing import Any
 
 from zsn import __version__
+from zsn.domains import domain, domains, load
 from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
 from zsn.system.host import Host
 
 SCHEMA_VERSION = 1
-SECTIONS: dict[str, str] = {
-    "wireguard": "zsn.wireguard.export",
-    "openvpn": "zsn.openvpn.export",
-}
 
 
 @dataclass(frozen=True)
@@ -37,29 +34,36 @@ class ExportResult:
     """Every section's errors as one-line messages prefixed by the section."""
 
 
+def sections() -> list[str]:
+    """Every section's name, in registry order."""
+    return [each.name for each in domains()]
+
+
 def _provider(section: str) -> ModuleType:
-    return importlib.import_module(SECTIONS[section])
+    provider: ModuleType = load(domain(section).export)
+    return provider
 
 
 def check_sections(requested: list[str]) -> list[str]:
-    unknown = [name for name in requested if name not in SECTIONS]
+    known_sections = sections()
+    unknown = [name for name in requested if name not in known_sections]
     if unknown:
-        known = ", ".join(sorted(SECTIONS))
+        known = ", ".join(sorted(known_sections))
         raise ZsnError(f"unknown section {unknown[0]!r} (known: {known})")
     return list(dict.fromkeys(requested))
 
 
 def collect(host: Host, requested: list[str], *, include_secrets: bool = False) -> ExportResult:
     """Collect `requested` sections, or every section present on `host` when none is named."""
-    sections = check_sections(requested)
-    if not sections:
-        sections = [name for name in SECTIONS if _provider(name).present(host)]
+    chosen = check_sections(requested)
+    if not chosen:
+        chosen = [name for name in sections() if _provider(name).present(host)]
     document: dict[str, Any] = {
         "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
         "host": {"hostname": host.hostname(), "time": int(time.time())},
     }
     errors: list[str] = []
-    for name in sections:
+    for name in chosen:
         data = _provider(name).collect(host, include_secrets=include_secrets)
         document[name] = data
         errors.extend(f"{name}: {message}" for message in data.get("errors", ()))
@@ -82,7 +86,7 @@ def to_prometheus(result: ExportResult) -> str:
     errors = MetricFamily(
         "zsn_export_errors", "gauge", "Errors met while reading a section (0 = complete)."
     )
-    for name in SECTIONS:
+    for name in sections():
         if name in result.document:
             data = result.document[name]
             families.extend(_provider(name).prometheus(data))

@@ -194,6 +194,57 @@ def test_enable_and_disable_change_unit_file_state(ovpn_lab: OvpnLab) -> None:
     assert file_state() == "disabled"
 
 
+def zsn_vpn(lab: OvpnLab, *args: str) -> subprocess.CompletedProcess[str]:
+    """`zsn --root CONTAINER vpn ...` as a script would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "zsn", "--root", str(lab.container.root), "vpn", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+        cwd=Path(__file__).parents[2],
+    )
+
+
+def test_vpn_commands_drive_the_unit_over_the_bus(ovpn_lab: OvpnLab) -> None:
+    lab = ovpn_lab
+    host = lab.container.host
+    config = host.path(TEST_CONFIG.path)
+    before = config.read_bytes()
+    dry = zsn_vpn(lab, "hook", "remove", "test", "--dry-run")
+    assert dry.returncode == 0 and "Plan: remove the DNS hook" in dry.stdout
+    assert "-up /etc/openvpn/zsn-resolved-hook" in dry.stdout
+    assert config.read_bytes() == before
+
+    started = zsn_vpn(lab, "start", "client/test")
+    assert started.returncode == 0, started.stderr
+    assert "done: start openvpn-client@test.service" in started.stderr
+    try:
+        listed = wait_until(lambda: (r := zsn_vpn(lab, "list")).returncode == 0
+                            and "CONNECTED" in r.stdout and r.stdout, 30, "CONNECTED in list")
+        (row,) = [line for line in listed.splitlines() if line.startswith("test ")]
+        assert row.split()[1:5] == ["client", "active/running", "disabled", "CONNECTED"]
+        assert row.split()[5].startswith("10.87.0.")
+        shown = zsn_vpn(lab, "show", "test")
+        assert shown.returncode == 0 and "tunnel:     CONNECTED 10.87.0." in shown.stdout
+        listed_json = json.loads(zsn_vpn(lab, "list", "--json").stdout)
+        assert listed_json[0]["unit_state"]["sub"] == "running"
+    finally:
+        stopped = zsn_vpn(lab, "stop", "test")
+    assert stopped.returncode == 0, stopped.stderr
+    state = run_sync(host, lambda bus: Systemd(bus).unit_state(UNIT))
+    assert state.active_state == "inactive"
+
+    assert zsn_vpn(lab, "enable", "test").returncode == 0
+    assert run_sync(host, lambda bus: Systemd(bus).unit_state(UNIT)).unit_file_state == \
+        "enabled"
+    assert zsn_vpn(lab, "disable", "openvpn-client@test.service").returncode == 0
+    assert run_sync(host, lambda bus: Systemd(bus).unit_state(UNIT)).unit_file_state == \
+        "disabled"
+
+    missing = zsn_vpn(lab, "start", "nosuch")
+    assert missing.returncode == 2
+    assert missing.stderr == "zsn vpn: invalid: no OpenVPN connection named 'nosuch' " \
+        "(known: test)\n"
+
+
 def test_bad_input_gives_specific_messages_and_writes_nothing(ovpn_lab: OvpnLab) -> None:
     lab = ovpn_lab
     host = lab.container.host

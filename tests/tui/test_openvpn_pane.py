@@ -16,10 +16,10 @@ from textual.widgets import DataTable, Input, OptionList, RichLog
 from tests.pilot import wait_for_rows
 from zsn.errors import ZsnError
 from zsn.format import human_rate
+from zsn.lint import Finding
 from zsn.openvpn import management
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, Connection, config_path, summarize
-from zsn.openvpn.lint import Finding
 from zsn.openvpn.live import OpenVpnSnapshot
 from zsn.system.dbus import JobResult, UnitState
 from zsn.system.host import Host
@@ -262,7 +262,7 @@ async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.Mon
         assert calls == [("openvpn-client@backup.service", True),
                          ("openvpn-client@backup.service", False)]
         messages = [n.message for n in ovpn_app._notifications]
-        assert "enable openvpn-client@backup.service: done" in messages
+        assert "enable openvpn-client@backup.service at boot: done" in messages
 
 
 async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: Path) -> None:

@@ -197,7 +197,7 @@ async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
     def broken(host: Host) -> list[object]:
         raise RuntimeError("lint exploded")
 
-    monkeypatch.setattr("zsn.wireguard.lint.lint_host", broken)
+    monkeypatch.setattr("zsn.wireguard.lint.lint", broken)
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         fixed_app.query_one("#wireguard").refresh_findings()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.needs import needs_tools
+from zsn.cli import main as cli_main
 from zsn.errors import ValidationError
 from zsn.plan import ApplyError, LiveStep
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint, onboarding, routing, settings
-from zsn.wireguard.cli import main as cli_main
 from zsn.wireguard.config import parse
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "wireguard"
@@ -276,7 +276,7 @@ def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
 
 def _lint_ids(host: Host) -> dict[str, list[lint.Finding]]:
     found: dict[str, list[lint.Finding]] = {}
-    for finding in lint.lint_host(host):
+    for finding in lint.lint(host):
         found.setdefault(finding.id, []).append(finding)
     return found
 
@@ -291,7 +291,7 @@ def _install(host: Host, fixture: str, name: str) -> Path:
 def test_lint_catches_the_notes_mixing_wg0_and_wg1_and_fixes_it(host: Host) -> None:
     target = _install(host, "notes-gateway-server.conf", "wg2")
     found = _lint_ids(host)["WG007"]
-    assert found[0].interface == "wg2" and "-i wg1" in found[0].message
+    assert found[0].subject == "wg2" and "-i wg1" in found[0].message
     assert found[0].fix_plan is not None
     before = target.read_text()
     found[0].fix_plan().apply()
@@ -299,7 +299,7 @@ def test_lint_catches_the_notes_mixing_wg0_and_wg1_and_fixes_it(host: Host) -> N
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True)
                if a != b]
     assert len(changed) == 1 and "-A FORWARD -i %i -j ACCEPT" in changed[0][1]
-    assert "WG007" in {f.id for f in lint.lint_host(host) if f.interface == "wg2"}  # PostDown
+    assert "WG007" in {f.id for f in lint.lint(host) if f.subject == "wg2"}  # PostDown
 
 
 def test_lint_leaves_rules_joining_two_interfaces_to_judgement(host: Host) -> None:
@@ -311,7 +311,7 @@ def test_lint_leaves_rules_joining_two_interfaces_to_judgement(host: Host) -> No
     config.append_entry(config.interface, "PostUp",
                         f"{joining}; iptables -A FORWARD -i wg0 -j ACCEPT")
     path.write_text(config.render())
-    found = [f for f in _lint_ids(host)["WG007"] if f.interface == "wg1"]
+    found = [f for f in _lint_ids(host)["WG007"] if f.subject == "wg1"]
     assert [f.fix_plan is not None for f in found] == [False, True]
     assert found[1].fix_plan is not None
     found[1].fix_plan().apply()
@@ -335,9 +335,9 @@ def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -
     overlap.write_text(config.render())
     os.chmod(host.path("/etc/wireguard/wg3.conf"), 0o644)
     found = _lint_ids(host)
-    assert found["WG004"][0].interface == "wg3" and found["WG004"][0].fix_plan
-    assert found["WG005"][0].interface == "wg4" and found["WG005"][0].line == 3
-    assert {f.interface for f in found["WG009"]} == {"wg4", "wg5"}  # both are clients
+    assert found["WG004"][0].subject == "wg3" and found["WG004"][0].fix_plan
+    assert found["WG005"][0].subject == "wg4" and found["WG005"][0].line == 3
+    assert {f.subject for f in found["WG009"]} == {"wg4", "wg5"}  # both are clients
     assert any("bob-site" in f.message and "alice-laptop" in f.message for f in found["WG001"])
     assert any("twin" in f.message for f in found["WG002"])
     assert any("far" in f.message for f in found["WG003"])
@@ -369,7 +369,7 @@ def test_cli_prints_config_and_one_line_errors(host: Host,
     assert "\u2580" in capsys.readouterr().out
     assert cli_main(["--root", root, "peer", "add", "wg0", "alice"]) == 2
     err = capsys.readouterr().err
-    assert err == "zsn: invalid: wg0 already has a peer named 'alice'\n"
+    assert err == "zsn peer: invalid: wg0 already has a peer named 'alice'\n"
     assert cli_main(["--root", root, "peer", "remove", "wg0", "alice", "--dry-run"]) == 0
     assert "Plan: remove peer alice" in capsys.readouterr().out
     assert host.path("/etc/wireguard/clients/wg0/alice.conf").exists()

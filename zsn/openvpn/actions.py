@@ -23,7 +23,7 @@ from zsn.openvpn.config import (
     validate_name,
 )
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
-from zsn.plan import FileEdit, Plan, Step
+from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
 from zsn.system.host import Host
 
@@ -107,6 +107,30 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
             edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False))
     return Plan(f"DNS hook for {config_file.unit}", edits,
                 warnings=hook_warnings(host, config_file, config))
+
+
+def plan_hook_remove(host: Host, config_file: ConfigFile) -> Plan:
+    """Take zsn's DNS hook out of a config (its up/down lines and down-pre).
+
+    `script-security` stays (other scripts may need it), and so does the script
+    itself: other configs may run it.
+    """
+    path = host.path(config_file.path)
+    snapshot = read_tracked(path)
+    config = parse(snapshot.text, str(config_file.path))
+    title = f"remove the DNS hook from {config_file.unit}"
+    hooked = [name for name in ("up", "down") if runs_hook(config, name)]
+    if not hooked:
+        return Plan(title, warnings=[f"{config_file.path} does not run zsn's DNS hook"])
+    for name in hooked:
+        config.remove(config.get(name))  # type: ignore[arg-type]
+    if "down" in hooked and not config.has("down"):
+        for directive in reversed(config.get_all("down-pre")):
+            config.remove(directive)
+    return Plan(title, [FileEdit(path, snapshot, config.render())],
+                notes=[f"takes effect when {config_file.unit} restarts; DNS the server "
+                       "pushes is ignored from then on",
+                       f"{HOOK_PATH} stays for other configs; 'script-security' is kept"])
 
 
 def hook_warnings(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[str]:
@@ -236,6 +260,37 @@ def check_config(host: Host, config_file: ConfigFile) -> None:
 # Unit control -----------------------------------------------------------------------
 
 VERBS = ("start", "stop", "restart")
+
+
+def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
+    """Start, stop or restart a connection's unit; starting refuses a config that no
+    longer parses (the error names the line), before systemd is asked."""
+    if verb not in VERBS:
+        raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
+    if verb != "stop":
+        check_config(host, config_file)
+    unit = config_file.unit
+    undo = {"start": "stop", "stop": "start"}.get(verb)
+    return Plan(f"{verb} {unit}", [LiveStep(
+        f"{verb} {unit} (systemd over D-Bus, waiting for the job's result)",
+        lambda: _job_done(control(host, unit, verb)),
+        (lambda: _job_done(control(host, unit, undo))) if undo else None)])
+
+
+def plan_enabled(host: Host, config_file: ConfigFile, enabled: bool) -> Plan:
+    """Enable or disable a connection's start at boot."""
+    unit = config_file.unit
+    verb = "enable" if enabled else "disable"
+    return Plan(f"{verb} {unit} at boot", [LiveStep(
+        f"{verb} {unit} (systemd unit file over D-Bus)",
+        lambda: set_enabled(host, unit, enabled),
+        lambda: set_enabled(host, unit, not enabled))])
+
+
+def _job_done(result: JobResult) -> JobResult:
+    if not result.ok:
+        raise ZsnError(result.describe())
+    return result
 
 
 def control(host: Host, unit: str, verb: str, *, timeout: float = 90.0) -> JobResult:

@@ -154,6 +154,11 @@ class OvpnConfig:
         self._reindex()
         return True
 
+    def remove(self, directive: Directive) -> None:
+        """Drop `directive`'s lines (all of them, for an inline block)."""
+        del self.lines[directive.line:directive.end]
+        self._reindex()
+
     def append_line(self, text: str) -> None:
         if self.lines and not self.lines[-1].endswith("\n"):
             self.lines[-1] += self.newline

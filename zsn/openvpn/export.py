@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from zsn.lint import count_by_severity
 from zsn.openvpn.connections import CONFIG_DIR, Connection
+from zsn.openvpn.lint import SUBJECT
 from zsn.openvpn.live import read_openvpn
 from zsn.openvpn.management import STATES
 from zsn.prometheus import MetricFamily
@@ -52,7 +54,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     snapshot = read_openvpn(host)
     data: dict[str, Any] = {
         "connections": [connection_to_dict(c) for c in snapshot.connections],
-        "findings": [f.as_dict() for f in snapshot.findings],
+        "findings": [f.as_dict(SUBJECT) for f in snapshot.findings],
     }
     if snapshot.errors:
         data["errors"] = snapshot.errors
@@ -94,7 +96,6 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                 sent.add(labels, live["bytes_out"])
             if live["clients"] is not None:
                 clients.add(labels, live["clients"])
-    for severity in ("error", "warning", "info"):
-        findings.add({"severity": severity},
-                     sum(1 for f in data.get("findings", ()) if f["severity"] == severity))
+    for severity, count in count_by_severity(data.get("findings", ())).items():
+        findings.add({"severity": severity}, count)
     return [active, enabled, state, connected, received, sent, clients, findings]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from zsn.errors import ZsnError
+from zsn.lint import Finding, Severity
 from zsn.openvpn.actions import HOOK_PATH, runs_hook
 from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig
 from zsn.openvpn.connections import ConfigFile, discover, load, summarize
@@ -17,18 +16,17 @@ SECRET_OPTIONS = ("key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12", "sec
                   "auth-user-pass", "askpass")
 
 
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str
-    """error, warning or info."""
-    unit: str
-    message: str
-    fix: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"id": self.id, "severity": self.severity, "unit": self.unit,
-                "message": self.message, "fix": self.fix}
+SUBJECT = "unit"
+RULES = {
+    "OVPN000": "config does not parse",
+    "OVPN001": "client/server config in the other's folder (wrong unit)",
+    "OVPN002": "referenced file missing",
+    "OVPN003": "secret file or config with an inline key readable by everyone",
+    "OVPN004": "pushed DNS ignored (no up hook), or the hook without a down",
+    "OVPN005": "scripts configured but script-security below 2",
+    "OVPN006": "the DNS hook with 'user' (the down hook cannot revert DNS)",
+    "OVPN007": "TCP management interface without a password file",
+}
 
 
 def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[Finding]:
@@ -36,7 +34,7 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
     where = config_file.working_dir
     findings: list[Finding] = []
 
-    def add(rule: str, severity: str, message: str, fix: str) -> None:
+    def add(rule: str, severity: Severity, message: str, fix: str) -> None:
         findings.append(Finding(rule, severity, unit, message, fix))
 
     role = summarize(config, host, where).role
@@ -75,7 +73,8 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
         add("OVPN004", "warning" if dns_expected else "info",
             "DNS servers the server pushes are ignored (no up hook): queries may leak "
             "outside the tunnel",
-            "install zsn's DNS hook (key h in the OpenVPN pane)")
+            "install zsn's DNS hook: key h in the OpenVPN pane, or "
+            f"'zsn vpn hook install {config_file.kind}/{config_file.name}'")
     elif hooked and not config.has("down"):
         add("OVPN004", "warning", "the DNS hook sets DNS on up but nothing reverts it on down",
             f"add 'down {HOOK_PATH}' and 'down-pre'")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from zsn.lint import Finding
 from zsn.openvpn.connections import Connection, connections
-from zsn.openvpn.lint import Finding, lint
+from zsn.openvpn.lint import lint
 from zsn.system.host import Host
 
 

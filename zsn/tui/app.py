@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -10,9 +9,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
-from zsn.tui.panes import PANES
 from zsn.tui.panes.base import LivePane
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 
@@ -26,12 +25,14 @@ class ZsnApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "show_help", "Help", key_display="?"),
-        *(Binding(str(number), f"show_pane('{pane_id}')", title, show=False)
-          for number, (pane_id, title, _, _) in enumerate(PANES, start=1)),
+        # Number keys switch panes: the number is on each tab.
+        *(Binding(str(number), f"show_pane_number({number})", show=False)
+          for number in range(1, 10)),
     ]
 
     def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
         super().__init__()
+        self.domains: list[Domain] = domains()
         self.host = host
         self.refresh_seconds = refresh
         self._requested_theme = theme
@@ -56,27 +57,25 @@ class ZsnApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="panes"):
-            for index, (pane_id, title, _, _) in enumerate(PANES):
-                with TabPane(f"{index + 1} {title}", id=f"tab-{pane_id}"):
+            for index, each in enumerate(self.domains):
+                with TabPane(f"{index + 1} {each.title}", id=f"tab-{each.name}"):
                     if index == 0:
-                        yield self._new_pane(pane_id)
+                        yield self._new_pane(each)
         yield Footer()
 
-    def _new_pane(self, pane_id: str) -> LivePane:
-        """A pane, its module imported only when the pane is made."""
-        _, _, module, class_name = next(p for p in PANES if p[0] == pane_id)
-        pane_class = getattr(importlib.import_module(module), class_name)
-        pane: LivePane = pane_class(self.host, self.refresh_seconds, id=pane_id)
+    def _new_pane(self, domain: Domain) -> LivePane:
+        """A domain's pane, its module imported only when the pane is made."""
+        pane: LivePane = load(domain.pane)(self.host, self.refresh_seconds, id=domain.name)
         return pane
 
     async def _mount_remaining_panes(self) -> None:
         # After the first frame: start-up pays for the first pane only, and every
         # tab has its pane before a user can switch to it (an empty tab would
         # leave the keyboard focus behind on the old one).
-        for pane_id, *_ in PANES[1:]:
-            tab_pane = self.query_one(f"#tab-{pane_id}", TabPane)
+        for each in self.domains[1:]:
+            tab_pane = self.query_one(f"#tab-{each.name}", TabPane)
             if not tab_pane.query(LivePane):
-                await tab_pane.mount(self._new_pane(pane_id))
+                await tab_pane.mount(self._new_pane(each))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane = self.active_pane()
@@ -85,6 +84,10 @@ class ZsnApp(App[int]):
 
     def action_show_pane(self, pane_id: str) -> None:
         self.query_one("#panes", TabbedContent).active = f"tab-{pane_id}"
+
+    def action_show_pane_number(self, number: int) -> None:
+        if number <= len(self.domains):
+            self.action_show_pane(self.domains[number - 1].name)
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._mount_remaining_panes)

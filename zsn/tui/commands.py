@@ -25,11 +25,9 @@ class ZsnCommands(Provider):
                 commands.append((f"{binding.description.rstrip('…')}",
                                  f"key {binding.key_display or binding.key}",
                                  partial(pane.run_action, binding.action)))
-        from zsn.tui.panes import PANES
-
-        for number, (pane_id, title, _, _) in enumerate(PANES, start=1):
-            commands.append((f"Pane: {title}", f"key {number}",
-                             partial(app.run_action, f"show_pane('{pane_id}')")))
+        for number, domain in enumerate(getattr(app, "domains", ()), start=1):
+            commands.append((f"Pane: {domain.title}", f"key {number}",
+                             partial(app.run_action, f"show_pane('{domain.name}')")))
         for name in sorted(app.available_themes):
             commands.append((f"Theme: {name}", f"Switch to the {name} theme",
                              partial(setattr, app, "theme", name)))

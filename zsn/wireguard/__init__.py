@@ -1,1 +1,19 @@
 """WireGuard: live state (UAPI, generic netlink), wg-quick config files, snapshots."""
+
+from zsn.domains import CommandGroup, Domain
+
+DOMAIN = Domain(
+    name="wireguard",
+    title="WireGuard",
+    export="zsn.wireguard.export",
+    commands=(
+        CommandGroup("peer", "add, remove, show, disable, enable, rename WireGuard peers",
+                     "zsn.wireguard.cli:peer",
+                     "peer add|remove|show|disable|enable|rename|routes IFACE NAME ..."),
+        CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint",
+                     "zsn.wireguard.cli:wg",
+                     "wg create|up|down|endpoint|clients|link|gateway|lint ..."),
+    ),
+    pane="zsn.tui.panes.wireguard:WireGuardPane",
+    lint="zsn.wireguard.lint",
+)

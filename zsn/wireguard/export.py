@@ -7,8 +7,7 @@ from typing import Any
 from zsn.errors import NetlinkAccessError, ZsnError
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
-from zsn.wireguard import uapi
-from zsn.wireguard.lint import lint_host
+from zsn.wireguard import lint, uapi
 from zsn.wireguard.live import CONFIG_DIR, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState
 
@@ -69,7 +68,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     }
     errors = list(snapshot.errors)
     try:
-        data["findings"] = [finding.as_dict() for finding in lint_host(host)]
+        data["findings"] = [finding.as_dict(lint.SUBJECT) for finding in lint.lint(host)]
     except ZsnError as exc:
         data["findings"] = []
         errors.append(f"lint: {exc}")

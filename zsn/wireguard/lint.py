@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
 from zsn.errors import ZsnError
+from zsn.lint import Finding
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
@@ -30,7 +28,19 @@ from zsn.wireguard.onboarding import (
 )
 from zsn.wireguard.routing import forwarding_enabled, forwarding_steps
 
-Severity = Literal["error", "warning"]
+SUBJECT = "interface"
+RULES = {
+    "WG000": "config cannot be read or parsed",
+    "WG001": "AllowedIPs overlap between peers",
+    "WG002": "duplicate public keys",
+    "WG003": "peer address outside the interface subnet",
+    "WG004": "SaveConfig = true (wg-quick rewrites the file, losing comments)",
+    "WG005": "DNS = without resolvconf or resolvectl",
+    "WG006": "config or key files readable by others",
+    "WG007": "PostUp/PostDown naming another interface",
+    "WG008": "routing or NAT set up while forwarding is off",
+    "WG009": "client without PersistentKeepalive",
+}
 _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
 _IN_IFACE_RE = re.compile(r"(?:^|\s)(?:-i|--in-interface|iifname)\s+\"?([^\s\";]+)")
@@ -40,27 +50,7 @@ _COMMAND_SPLIT_RE = re.compile(r"(;|&&|\|\|)")
 _ROUTING_RULE_RE = re.compile(r"FORWARD|MASQUERADE|SNAT|forward", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: Severity
-    interface: str | None
-    message: str
-    fix: str
-    """One line saying how to fix it."""
-    path: str | None = None
-    line: int | None = None
-    """1-based line in `path`, when the finding is about one line."""
-    fix_plan: Callable[[], Plan] | None = field(default=None, compare=False, repr=False)
-    """Builds the plan of a safe fix; ``None`` when the fix needs a person's judgement."""
-
-    def as_dict(self) -> dict[str, object]:
-        return {"id": self.id, "severity": self.severity, "interface": self.interface,
-                "message": self.message, "fix": self.fix, "path": self.path,
-                "line": self.line, "safe_fix": self.fix_plan is not None}
-
-
-def lint_host(host: Host) -> list[Finding]:
+def lint(host: Host) -> list[Finding]:
     """Every finding for the WireGuard configs of `host`."""
     directory = host.path(WIREGUARD_DIR)
     findings: list[Finding] = []

@@ -19,7 +19,7 @@ def put(host: Host, kind: str, name: str, text: str, mode: int = 0o600) -> Confi
 
 
 def ids(host: Host) -> set[tuple[str, str]]:
-    return {(f.id, f.unit.split("@")[1]) for f in lint(host)}
+    return {(f.id, (f.subject or "").split("@")[1]) for f in lint(host)}
 
 
 def test_server_config_in_the_client_folder(root: Host) -> None:

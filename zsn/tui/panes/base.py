@@ -77,10 +77,18 @@ class LivePane(Vertical):
         return self.app.theme_variables.get(variable, "")
 
     def focus_main(self) -> None:
-        """Give the keyboard to the pane's main table (the last one: peers, connections)."""
+        """Give the keyboard to the pane's main table (the last one: peers, connections),
+        else to its first focusable widget. Focus must leave the tab that was shown:
+        TabbedContent switches back to the tab holding the focused widget."""
         tables = self.query(DataTable)
         if tables:
             tables.last().focus()
+            return
+        focusable = [widget for widget in self.query("*") if widget.focusable]
+        if focusable:
+            focusable[0].focus()
+        else:
+            self.screen.set_focus(None)
 
     # -- machinery -------------------------------------------------------------
     def status_line(self) -> Static:

@@ -198,7 +198,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
             clients = f", {live.clients} clients" if live.clients is not None else ""
             parts.append(f"{live.state} {live.description}".strip() + total + clients)
         findings = [f for f in (self._snapshot.findings if self._snapshot else ())
-                    if f.unit == conn.config.unit]
+                    if f.subject == conn.config.unit]
         parts += [f"{f.id} {f.severity}: {f.message} -> {f.fix}" for f in findings]
         return Text("\n".join(parts))
 
@@ -230,29 +230,20 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         conn = self._need_selection()
         if conn is None:
             return
-        unit = conn.config.unit
-        self.notify(f"{verb} {unit} ...", timeout=2)
-
-        def job() -> str:
-            if verb != "stop":
-                # Refuse to start a config OpenVPN would reject: the parse error says where.
-                actions.check_config(self.host, conn.config)
-            return actions.control(self.host, unit, verb).describe()
-
-        self._in_background(verb.capitalize(), job)
+        self.notify(f"{verb} {conn.config.unit} ...", timeout=2)
+        self._in_background(verb.capitalize(), lambda: self._applied(
+            actions.plan_unit(self.host, conn.config, verb)))
 
     def action_enable(self, enabled: bool) -> None:
         conn = self._need_selection()
-        if conn is None:
-            return
-        unit = conn.config.unit
-        verb = "enable" if enabled else "disable"
+        if conn is not None:
+            self._in_background("Enable" if enabled else "Disable", lambda: self._applied(
+                actions.plan_enabled(self.host, conn.config, enabled)))
 
-        def job() -> str:
-            changes = actions.set_enabled(self.host, unit, enabled)
-            return f"{verb} {unit}: done" + ("" if changes else " (nothing to change)")
-
-        self._in_background(verb.capitalize(), job)
+    @staticmethod
+    def _applied(plan: Plan) -> str:
+        plan.apply()
+        return f"{plan.title}: done"
 
     def action_log(self) -> None:
         from zsn.tui.screens.journal import JournalScreen

@@ -323,7 +323,7 @@ class WireGuardActions:
         def lint_in_thread() -> list[lint.Finding]:
             from zsn.wireguard import lint  # loaded in the worker, off the UI thread
 
-            return lint.lint_host(self.host)
+            return lint.lint(self.host)
 
         self.run_in_thread(lint_in_thread, self._show_findings_line)
 
@@ -347,5 +347,5 @@ class WireGuardActions:
             if finding is not None and finding.fix_plan is not None:
                 self.run_plan(finding.fix_plan)
 
-        self.run_in_thread(lambda: lint.lint_host(self.host),
+        self.run_in_thread(lambda: lint.lint(self.host),
                         lambda findings: self.app.push_screen(FindingsScreen(findings), chosen))

@@ -12,14 +12,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from zsn.wireguard.lint import Finding
+from zsn.lint import Finding
 
 
 def finding_text(finding: Finding) -> Text:
     text = Text()
     text.append(f"{finding.id} {finding.severity}", style="bold")
-    if finding.interface:
-        text.append(f" [{finding.interface}]")
+    if finding.subject:
+        text.append(f" [{finding.subject}]")
     text.append(f": {finding.message}\n  fix: {finding.fix}")
     if finding.fix_plan is not None:
         text.append("  (press f)", style="bold")

@@ -1,0 +1,89 @@
+"""The domains zsn knows, and the contract each one fills in.
+
+A domain is a package whose ``__init__`` declares ``DOMAIN = Domain(...)``, plus one
+line in `REGISTRY`. Everything the faces need is named by module path, so nothing
+loads until it is used: `zsn --export wlan` imports WLAN's export module and no
+other domain's, `zsn link ...` imports the links command module, and the TUI imports
+a pane's module when its tab is made. `cli.py`, `export.py` and `tui/app.py` read
+this registry and name no domain themselves.
+
+The faces, each a module path:
+
+- ``export``: ``present(host) -> bool``, ``collect(host, *, include_secrets) -> dict``
+  (JSON-ready, with an ``"errors"`` list when only part could be read) and
+  ``prometheus(data) -> list[MetricFamily]``. The section is named `Domain.name`.
+- ``commands``: headless command groups (``zsn GROUP ...``); each group's module has
+  ``add_arguments(parser)`` (its sub-commands) and ``run(args, host) -> int``.
+- ``pane``: ``"module:Class"``, a `zsn.tui.panes.base.LivePane` shown as a tab.
+- ``lint``: a module with ``RULES``, ``SUBJECT`` and ``lint(host)`` (see `zsn.lint`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+REGISTRY: tuple[str, ...] = (
+    "zsn.wireguard",
+    "zsn.openvpn",
+)
+"""Domain packages in tab and section order."""
+
+
+@dataclass(frozen=True)
+class CommandGroup:
+    name: str
+    """The first word on the command line: ``zsn NAME ...``."""
+    help: str
+    """One line for `zsn --help`."""
+    module: str
+    """Has ``add_arguments(parser)`` and ``run(args, host) -> int``."""
+    usage: str = ""
+    """A synopsis line for `zsn --help`, e.g. ``peer add|remove IFACE NAME ...``."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    """The export section's name and the pane's id: lower case, no spaces."""
+    title: str
+    """The tab's title."""
+    export: str
+    commands: tuple[CommandGroup, ...]
+    pane: str
+    lint: str
+
+
+def load(path: str) -> Any:
+    """The object at ``"package.module:attribute"``, or the module for ``"package.module"``."""
+    module_name, _, attribute = path.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute) if attribute else module
+
+
+@cache
+def _declared(package: str) -> Domain:
+    domain = importlib.import_module(package).DOMAIN
+    if not isinstance(domain, Domain):
+        raise TypeError(f"{package}.DOMAIN is not a zsn.domains.Domain")
+    return domain
+
+
+def domains() -> list[Domain]:
+    """Every registered domain, in registry order."""
+    return [_declared(package) for package in REGISTRY]
+
+
+def domain(name: str) -> Domain:
+    """The domain whose section/pane is `name`; `KeyError` when there is none."""
+    for candidate in domains():
+        if candidate.name == name:
+            return candidate
+    raise KeyError(name)
+
+
+def command_groups() -> dict[str, CommandGroup]:
+    """Every headless command group by its first word, in registry order."""
+    return {group.name: group for each in domains() for group in each.commands}

@@ -1,0 +1,76 @@
+"""What every headless command group shares: `--dry-run`, applying a plan, exit statuses.
+
+A group's ``run(args, host)`` builds a `Plan` and hands it to `apply_or_show`; errors
+are turned into one line on stderr and an exit status by `run_group`, the same for
+every domain:
+
+- 0: done (or, with ``--dry-run``, the plan printed and nothing changed);
+- 1: an error: a daemon, file or program failed, or lint found errors;
+- 2: the input was refused before anything changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import Plan
+from zsn.system.host import Host
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INVALID = 2
+
+
+class GroupFaces(Protocol):
+    """What a command group's module (or object) provides."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, host: Host) -> int: ...
+
+
+class HeadlessGroup(NamedTuple):
+    """A command group defined inside a module that holds several (``module:attribute``)."""
+
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Host], int]
+
+
+def add_dry_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the plan (file diffs, live operations) and change nothing")
+
+
+def apply_or_show(plan: Plan, dry_run: bool,
+                  show_output: Callable[[str], None] | None = None) -> int:
+    """Print the plan (``--dry-run``) or apply it: what was done and notes go to stderr,
+    the plan's output (a client config, say) to stdout."""
+    if dry_run:
+        sys.stdout.write(plan.describe())
+        return EXIT_OK
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for line in plan.apply():
+        print(f"done: {line}", file=sys.stderr)
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if plan.output:
+        (show_output or sys.stdout.write)(plan.output)
+    return EXIT_OK
+
+
+def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str) -> int:
+    """Run a parsed command: its errors become one line on stderr and an exit status."""
+    try:
+        host = Host.at(args.root)
+        return faces.run(args, host)
+    except ValidationError as exc:
+        print(f"{prog}: invalid: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except ZsnError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
