@@ -39,7 +39,7 @@ fi
 
 echo "== ruff"
 .venv/bin/ruff check .
-echo "== mypy (core)"
+echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
 exec .venv/bin/python -m pytest -ra "$@"

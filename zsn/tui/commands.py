@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from textual.binding import Binding
@@ -9,9 +10,9 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
 class ZsnCommands(Provider):
-    def _commands(self) -> list[tuple[str, str, object]]:
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         app = self.app
-        commands: list[tuple[str, str, object]] = [
+        commands: list[tuple[str, str, Callable[[], object]]] = [
             ("Help: keys and columns", "Show what every key does", partial(app.run_action,
                                                                            "show_help")),
             ("Refresh now", "Read the live state again", partial(app.run_action,
@@ -35,12 +36,12 @@ class ZsnCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, help_text, callback in self._commands():
-            yield DiscoveryHit(title, callback, help=help_text)  # type: ignore[arg-type]
+            yield DiscoveryHit(title, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, help_text, callback in self._commands():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback,  # type: ignore[arg-type]
+                yield Hit(score, matcher.highlight(title), callback,
                           help=help_text)

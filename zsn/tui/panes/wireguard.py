@@ -130,7 +130,7 @@ the lower one the peers of the highlighted interface.
         self.set_status(lines, severity)
 
     def _interface_row(self, interface: InterfaceState) -> dict[str, Any]:
-        implementation = interface.implementation
+        implementation: str = interface.implementation
         if not interface.in_namespace:
             implementation += " (other netns)"
         return {
@@ -153,7 +153,8 @@ the lower one the peers of the highlighted interface.
             return None
         table = self.query_one("#wg-interfaces", DataTable)
         index = min(max(table.cursor_row, 0), len(self._snapshot.interfaces) - 1)
-        return self._snapshot.interfaces[index]
+        interface: InterfaceState = self._snapshot.interfaces[index]
+        return interface
 
     def _handshake_cell(self, peer: PeerState, clock: float) -> Text:
         state = handshake_state(peer.latest_handshake, clock)

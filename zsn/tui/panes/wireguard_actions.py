@@ -14,11 +14,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from zsn.system.host import Host
-from zsn.wireguard.model import InterfaceState, PeerState
+from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
 
 if TYPE_CHECKING:  # the action modules load on first use, not at start-up
+    from zsn.lint import Finding
     from zsn.plan import Plan
-    from zsn.wireguard import lint, onboarding
+    from zsn.wireguard import onboarding
 
 LINT_SECONDS = 10.0
 """How often the findings line is refreshed (lint reads every config file)."""
@@ -75,7 +76,7 @@ class WireGuardActions:
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
 
-    _snapshot: Any
+    _snapshot: WireGuardSnapshot | None
 
     def start_findings(self) -> None:
         self.set_interval(LINT_SECONDS, self.refresh_findings)
@@ -320,14 +321,14 @@ class WireGuardActions:
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:
-        def lint_in_thread() -> list[lint.Finding]:
+        def lint_in_thread() -> list[Finding]:
             from zsn.wireguard import lint  # loaded in the worker, off the UI thread
 
             return lint.lint(self.host)
 
         self.run_in_thread(lint_in_thread, self._show_findings_line)
 
-    def _show_findings_line(self, findings: list[lint.Finding]) -> None:
+    def _show_findings_line(self, findings: list[Finding]) -> None:
         line = self.query_one("#wg-findings", Static)
         self.findings = findings
         if not findings:
@@ -343,7 +344,7 @@ class WireGuardActions:
         from zsn.tui.screens.findings import FindingsScreen
         from zsn.wireguard import lint
 
-        def chosen(finding: lint.Finding | None) -> None:
+        def chosen(finding: Finding | None) -> None:
             if finding is not None and finding.fix_plan is not None:
                 self.run_plan(finding.fix_plan)
 

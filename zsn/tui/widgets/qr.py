@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
@@ -14,8 +16,8 @@ QR_STYLE = Style(color="#000000", bgcolor="#ffffff")
 
 
 class QrCodeView(Static):
-    def __init__(self, code: QrCode, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, code: QrCode, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.code = code
 
     def render(self) -> Text:
