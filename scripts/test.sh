@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Install everything the tests need (Debian packages, then zsn and its test
-# dependencies into .venv), check style and types, and run the whole suite.
+# Install everything the tests need (Debian packages, the QEMU kernel lab, then zsn
+# and its test dependencies into .venv), check style and types, and run the suite.
 # Needs root: the integration tests build network namespaces and run daemons.
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k uapi`.
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k uapi`, or
+# `bash scripts/test.sh -m 'not kernel'` to run everything but the QEMU guests.
+# Every step is idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,17 +19,106 @@ DEBIAN_PACKAGES=(
     tmux                               # terminal-level checks
 )
 
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-    missing=()
-    for package in "${DEBIAN_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-            || missing+=("$package")
+# The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a
+# CI kernel lacks (wireguard, bonding, 8021q, dummy, mac80211_hwsim, zfs), booted with
+# the host's root read-only, so every program a guest test runs is installed here.
+# A new guest test group adds the packages it runs to this list.
+LAB_PACKAGES=(
+    qemu-system-x86 qemu-utils                    # the VM (software emulation)
+    linux-image-amd64 linux-headers-amd64         # the guest kernel and what dkms builds against
+    zfs-dkms zfsutils-linux                       # zfs.ko for it (contrib), zpool/zfs
+    busybox-static kmod udev                      # virtme-ng's guest init, modprobe
+    ethtool dbus iproute2 iputils-ping            # links, namespaces, ping
+    wireguard-tools                               # group wireguard: wg
+    hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
+)
+# virtme-ng (`vng`) boots the kernel. It is a host tool, not a zsn dependency: it gets
+# a venv of its own, shared by every checkout (tests/lab/kernel.py looks there).
+VIRTME_NG_VERSION=1.42
+LAB_VENV=${ZSN_LAB_VENV:-/var/cache/zsn-lab/virtme-ng}
+
+APT_OPTIONS=(-o DPkg::Lock::Timeout=900 -qq)
+
+# apt quietly; its output only when it fails.
+apt_quiet() {
+    local log
+    log=$(mktemp)
+    if ! DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTIONS[@]}" "$@" >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        rm -f "$log"
+        return 1
+    fi
+    rm -f "$log"
+}
+
+missing_packages() {
+    # One dpkg-query for the lot; it prints no status for a package it does not know.
+    comm -23 <(printf '%s\n' "$@" | sort -u) \
+        <(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null \
+              | awk '$NF == "installed" { print $1 }' | sort -u)
+}
+
+# zfs-dkms is in Debian's contrib component, off by default.
+enable_contrib() {
+    local deb822=/etc/apt/sources.list.d/debian.sources
+    if [ -f "$deb822" ] && grep -q '^Components:' "$deb822" \
+            && grep '^Components:' "$deb822" | grep -vq '\bcontrib\b'; then
+        sed -i -E '/^Components:/{/\bcontrib\b/!s/$/ contrib/}' "$deb822"
+    fi
+    if [ -f /etc/apt/sources.list ]; then
+        sed -i -E '/^deb(-src)?\s/{/\scontrib(\s|$)/!s/\smain(\s|$)/ main contrib\1/}' \
+            /etc/apt/sources.list
+    fi
+}
+
+# The newest Debian amd64 kernel with zfs.ko built (what tests/lab/kernel.py boots).
+lab_kernel_with_zfs() {
+    local image version
+    for image in $(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V -r); do
+        version=${image#/boot/vmlinuz-}
+        if [ -f "/lib/modules/$version/updates/dkms/zfs.ko" ]; then
+            echo "$version"
+            return 0
+        fi
     done
+    return 1
+}
+
+vng_installed() {
+    compgen -G "$LAB_VENV/lib/python3*/site-packages/virtme_ng-$VIRTME_NG_VERSION.dist-info" \
+        >/dev/null && [ -x "$LAB_VENV/bin/vng" ]
+}
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    started=$EPOCHREALTIME
+    mapfile -t missing < <(missing_packages "${DEBIAN_PACKAGES[@]}" "${LAB_PACKAGES[@]}")
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "installing Debian packages: ${missing[*]}"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        case " ${missing[*]} " in *" zfs-dkms "*) enable_contrib ;; esac
+        apt_quiet update
+        apt_quiet install -y "${missing[@]}"
     fi
+    if ! lab_kernel_with_zfs >/dev/null; then
+        # zfs-dkms builds for kernels with headers at install time; build for any
+        # non-RT amd64 kernel installed since (zfs-dkms refuses PREEMPT_RT kernels).
+        for image in /boot/vmlinuz-*-amd64; do
+            version=${image#/boot/vmlinuz-}
+            case "$version" in *-rt-*) continue ;; esac
+            [ -d "/lib/modules/$version/build" ] || continue
+            dkms autoinstall -k "$version" >/dev/null 2>&1 || true
+        done
+        lab_kernel_with_zfs >/dev/null \
+            || echo "kernel lab: no /boot/vmlinuz-*-amd64 has updates/dkms/zfs.ko" >&2
+    fi
+    if ! vng_installed; then
+        echo "installing virtme-ng $VIRTME_NG_VERSION into $LAB_VENV"
+        rm -rf "$LAB_VENV"
+        mkdir -p "$(dirname "$LAB_VENV")"
+        python3 -m venv "$LAB_VENV"
+        "$LAB_VENV/bin/python" -m pip install -q "virtme-ng==$VIRTME_NG_VERSION"
+    fi
+    awk -v from="$started" -v to="$EPOCHREALTIME" \
+        'BEGIN { printf "install (Debian packages, kernel lab): %.1f s\n", to - from }'
 fi
 
 PYTHON=${PYTHON:-python3}
