@@ -23,3 +23,19 @@ def lab() -> Iterator[Lab]:  # noqa: F821 - imported lazily below
         yield built
     finally:
         built.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The kernel lab's boots with their times (kept out of pytest's captured output)."""
+    from tests.lab.kernel import BOOTS
+
+    if not BOOTS:
+        return
+    terminalreporter.write_sep("-", "kernel lab guests")
+    for boot in BOOTS:
+        guest = f", guest tests {boot.guest_tests:.1f} s" if boot.guest_tests else ""
+        waited = f", waited {boot.lock_wait:.0f} s for the lock" if boot.lock_wait >= 1 else ""
+        counts = f" ({boot.counts})" if boot.counts else ""
+        terminalreporter.write_line(
+            f"{boot.label}: {boot.kernel}, boot to exit {boot.boot_to_exit:.1f} s"
+            f"{guest}{waited}{counts}")
