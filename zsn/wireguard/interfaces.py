@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import shutil
 from functools import partial
-from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan
-from zsn.system import commands, files
+from zsn.system import commands, files, kernel_modules
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import parse
@@ -97,7 +96,8 @@ def plan_set_endpoint(host: Host, name: str, endpoint_host: str) -> Plan:
 
 
 def kernel_has_wireguard() -> bool:
-    return Path("/sys/module/wireguard").exists()
+    """Whether wg-quick gets a kernel interface: the module may not be loaded yet."""
+    return kernel_modules.module_available("wireguard")
 
 
 def systemd_runs(host: Host) -> bool:
