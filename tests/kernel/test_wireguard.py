@@ -48,16 +48,9 @@ class KernelPair:
     client_public: str
     config: Path
 
-    def zsn(self, *args: str, check: bool = True,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def zsn(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run zsn on the guest's real root inside the server's namespace."""
-        result = subprocess.run(
-            ["ip", "netns", "exec", self.server_ns, sys.executable, "-m", "zsn", *args],
-            capture_output=True, text=True, timeout=timeout, cwd=REPO, check=False)
-        if check and result.returncode != 0:
-            raise AssertionError(f"zsn {' '.join(args)} failed ({result.returncode}):\n"
-                                 f"{result.stdout}\n{result.stderr}")
-        return result
+        return zsn(self.server_ns, *args)
 
     def key_of(self, name: str) -> str | None:
         """The public key of the peer called `name` in the server's config."""
@@ -69,11 +62,42 @@ class KernelPair:
                         "peers"]).stdout.split())
 
 
+def zsn(ns: str | None, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m zsn ARGS`` as a user would, in network namespace `ns` if given."""
+    argv = [sys.executable, "-m", "zsn", *args]
+    if ns:
+        argv = ["ip", "netns", "exec", ns, *argv]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO,
+                            check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"zsn {' '.join(args)} failed ({result.returncode}):\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
+
+
 def _secret_file(directory: Path, name: str, key: str) -> str:
     path = directory / name
     path.write_text(key + "\n")
     path.chmod(0o600)
     return str(path)
+
+
+def test_up_plans_a_kernel_interface_before_the_module_is_loaded() -> None:
+    # A distribution kernel loads wireguard.ko on the first `ip link add`; until then
+    # zsn must not plan for wireguard-go (nor refuse when it is not installed).
+    run(["modprobe", "-r", "wireguard"], check=False)
+    assert not Path("/sys/module/wireguard").exists(), "this test must come first"
+    name = "zk" + secrets.token_hex(2) + "u"
+    config = Path("/etc/wireguard") / f"{name}.conf"
+    config.parent.mkdir(mode=0o700, exist_ok=True)
+    config.write_text(f"[Interface]\nAddress = 10.243.0.1/24\nListenPort = 51843\n"
+                      f"PrivateKey = {new_private_key()}\n")
+    try:
+        plan = zsn(None, "wg", "up", name, "--dry-run").stdout
+    finally:
+        config.unlink()
+    assert f"wg-quick up {name}" in plan
+    assert "no WireGuard module" not in plan and "wireguard-go" not in plan, plan
 
 
 @pytest.fixture(scope="module")
@@ -240,6 +264,22 @@ def test_peer_add_on_the_kernel_interface_loses_no_ping(pair: KernelPair) -> Non
     assert (int(stats.group(1)), int(stats.group(2))) == (count, count), output
     assert "[Interface]" in added.stdout and f"Endpoint = {endpoint}" in added.stdout
     assert after - before == {pair.key_of("dave")}, "dave is on the running interface"
+
+
+def test_the_added_peer_connects_with_its_client_config(pair: KernelPair) -> None:
+    written = Path("/etc/wireguard/clients") / pair.server / "dave.conf"
+    assert written.is_file(), "zsn peer add saves the client config"
+    lab = pair.lab
+    dave_ns = lab.namespace("d")
+    lab.veth(pair.server_ns, "192.168.243.1/24", dave_ns, "192.168.243.2/24", suffix="d")
+    run(["ip", "-n", dave_ns, "route", "add", f"{UNDERLAY[0]}/32", "via", "192.168.243.1"])
+    interface = lab.name("wd")
+    lab.file(Path("/etc/wireguard") / f"{interface}.conf", written.read_text())
+    zsn(dave_ns, "wg", "up", interface)
+    lab.defer(lambda: zsn(dave_ns, "wg", "down", interface, check=False))
+    kind = run(["ip", "-n", dave_ns, "-d", "link", "show", interface]).stdout
+    assert "wireguard" in kind, kind  # the kernel's, not wireguard-go's tun
+    wait_for(lambda: _ping(dave_ns, TUNNEL[0]), 30, "dave reaching the server")
 
 
 def test_export_reports_the_kernel_interface(pair: KernelPair) -> None:

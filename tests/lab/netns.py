@@ -78,8 +78,9 @@ class Lab:
         run(["ip", "-n", name, "link", "set", "lo", "up"])
         return name
 
-    def veth(self, ns_a: str, addr_a: str, ns_b: str, addr_b: str) -> None:
-        a, b = self.name("va"), self.name("vb")
+    def veth(self, ns_a: str, addr_a: str, ns_b: str, addr_b: str, suffix: str = "") -> None:
+        """A veth pair from `ns_a` to `ns_b`; `suffix` tells a lab's several pairs apart."""
+        a, b = self.name(f"va{suffix}"), self.name(f"vb{suffix}")
         run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
         for dev, ns, addr in ((a, ns_a, addr_a), (b, ns_b, addr_b)):
             run(["ip", "link", "set", dev, "netns", ns])
