@@ -299,6 +299,24 @@ def test_export_reports_the_kernel_interface(pair: KernelPair) -> None:
     assert "preshared_key" not in alice
 
 
+def test_enable_puts_a_hostname_endpoint_on_the_kernel_interface(pair: KernelPair) -> None:
+    # A site-to-site peer, written by hand, disabled, with its office's DNS name.
+    hosts = Path("/etc/hosts")
+    original = hosts.read_text()
+    hosts.write_text(original + "192.168.241.77 office.zsn-lab.test\n")
+    pair.lab.defer(lambda: hosts.write_text(original))
+    key = public_key_from_private(new_private_key())
+    with pair.config.open("a") as config:
+        config.write("\n# office\n" + "".join(
+            f"#[disabled] {line}\n" for line in (
+                "[Peer]", f"PublicKey = {key}", "AllowedIPs = 10.241.0.77/32",
+                "Endpoint = office.zsn-lab.test:51877")))
+    pair.zsn("peer", "enable", pair.server, "office")
+    endpoints = run(["ip", "netns", "exec", pair.server_ns, "wg", "show", pair.server,
+                     "endpoints"]).stdout
+    assert f"{key}\t192.168.241.77:51877" in endpoints.splitlines(), endpoints
+
+
 def test_peer_remove_takes_it_off_the_kernel_interface(pair: KernelPair) -> None:
     pair.zsn("peer", "add", pair.server, "erin", "--endpoint", f"{UNDERLAY[0]}:{PORTS[0]}")
     erin = pair.key_of("erin")

@@ -8,6 +8,8 @@ removing one peer never touches the other peers' sessions.
 from __future__ import annotations
 
 import ipaddress
+import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -16,6 +18,7 @@ from zsn.errors import ZsnError
 from zsn.system import netlink
 from zsn.system.host import Host
 from zsn.wireguard import kernel, uapi
+from zsn.wireguard.addressing import format_endpoint
 from zsn.wireguard.keys import base64_to_hex
 from zsn.wireguard.model import PeerState
 
@@ -78,12 +81,56 @@ def find_device(host: Host, name: str) -> LiveDevice | None:
     return None
 
 
+RESOLVE_TIMEOUT = 10.0
+
+
+def resolve_endpoint(endpoint: str, timeout: float = RESOLVE_TIMEOUT) -> tuple[str, int]:
+    """A config's ``Endpoint`` (``host:port``, ``[v6]:port``) as an IP address and port.
+
+    The kernel and wireguard-go take addresses only; a hostname (a site-to-site peer's
+    dynamic DNS name) is resolved here, the first address getaddrinfo gives, as `wg`
+    does when wg-quick brings the interface up.
+    """
+    host, colon, port_text = endpoint.strip().rpartition(":")
+    if not colon or not port_text.isdigit() or not 0 < int(port_text) < 65536 or not host:
+        raise ZsnError(f"endpoint {endpoint!r} is not HOST:PORT")
+    port = int(port_text)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return str(ipaddress.ip_address(host)), port
+    except ValueError:
+        pass
+    found: list[str] = []
+    failure: list[OSError] = []
+
+    def lookup() -> None:
+        try:
+            results = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM,
+                                         proto=socket.IPPROTO_UDP)
+            found.extend(str(info[4][0]) for info in results
+                         if info[0] in (socket.AF_INET, socket.AF_INET6))
+        except OSError as exc:
+            failure.append(exc)
+
+    # getaddrinfo has no deadline of its own; a thread gives it one.
+    worker = threading.Thread(target=lookup, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise ZsnError(f"cannot resolve endpoint {host}: no answer within {timeout:.0f} s")
+    if not found:
+        reason = failure[0].strerror if failure and failure[0].strerror else "no address"
+        raise ZsnError(f"cannot resolve endpoint {host}: {reason}")
+    return found[0], port
+
+
 def _uapi_peer_lines(peer: PeerSettings) -> list[str]:
     lines = [f"public_key={base64_to_hex(peer.public_key)}"]
     if peer.preshared_key:
         lines.append(f"preshared_key={base64_to_hex(peer.preshared_key)}")
     if peer.endpoint:
-        lines.append(f"endpoint={peer.endpoint}")
+        lines.append(f"endpoint={format_endpoint(*resolve_endpoint(peer.endpoint))}")
     if peer.persistent_keepalive is not None:
         lines.append(f"persistent_keepalive_interval={peer.persistent_keepalive}")
     lines.append("replace_allowed_ips=true")
@@ -102,9 +149,7 @@ def _kernel_peer(peer: PeerSettings) -> dict[str, object]:
     if peer.persistent_keepalive is not None:
         spec["persistent_keepalive"] = peer.persistent_keepalive
     if peer.endpoint:
-        host, _, port = peer.endpoint.rpartition(":")
-        spec["endpoint_addr"] = str(ipaddress.ip_address(host.strip("[]")))
-        spec["endpoint_port"] = int(port)
+        spec["endpoint_addr"], spec["endpoint_port"] = resolve_endpoint(peer.endpoint)
     return spec
 
 
