@@ -24,7 +24,7 @@ from zsn.openvpn.config import (
 )
 from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
 from zsn.plan import FileEdit, LiveStep, Plan, Step
-from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
+from zsn.system.files import PRIVATE_FILE_MODE, read_text, read_tracked
 from zsn.system.host import Host
 
 if TYPE_CHECKING:  # D-Bus loads only when a unit is controlled, not for lint or export
@@ -192,8 +192,8 @@ def unit_service_settings(host: Host, unit: str) -> dict[str, str]:
         parser = configparser.ConfigParser(strict=False, interpolation=None,
                                            allow_no_value=True, delimiters=("=",))
         try:
-            parser.read_string(path.read_text(), str(path))
-        except (OSError, configparser.Error):
+            parser.read_string(read_text(path), str(path))
+        except (ZsnError, configparser.Error):
             continue
         if parser.has_section("Service"):
             for key, value in parser.items("Service"):
@@ -313,5 +313,5 @@ def set_enabled(host: Host, unit: str, enabled: bool) -> list[UnitFileChange]:
             raise ZsnError(f"{unit}: no such unit on this system (is openvpn installed?)")
         return await (systemd.enable(unit) if enabled else systemd.disable(unit))
 
-    return run_sync(host, act, timeout=15.0)
+    return run_sync(host, act, timeout=15.0, deadline=60.0)
 

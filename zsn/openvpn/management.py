@@ -14,13 +14,20 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from zsn.errors import ParseError, SocketError
+from zsn.errors import ParseError, SocketError, ZsnError
+from zsn.system.files import read_text
+from zsn.system.limits import Deadline, MiB
+from zsn.system.sockets import BoundedReader, ReplyTimeout
 
 STATES = (
     "CONNECTING", "WAIT", "AUTH", "GET_CONFIG", "ASSIGN_IP", "ADD_ROUTES", "CONNECTED",
     "RECONNECTING", "EXITING", "RESOLVE", "TCP_CONNECT", "AUTH_PENDING",
 )
 DEFAULT_TIMEOUT = 2.0
+"""Seconds a whole query (greeting, ``state``, ``status 2``) may take."""
+MAX_REPLY_BYTES = 16 * MiB
+"""Everything one query may read: ``status 2`` of a server with some 50 000 clients."""
+PASSWORD_FILE_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -98,19 +105,19 @@ def parse_status(lines: list[str]) -> tuple[int | None, int | None, int | None]:
 
 
 class _Session:
-    def __init__(self, sock: socket.socket, where: str):
-        self.sock = sock
-        self.where = where
+    """One connection's reads and writes, all within the query's deadline and cap."""
+
+    def __init__(self, reader: BoundedReader):
+        self.reader = reader
+        self.where = reader.where
         self.buffer = b""
 
     def _fill(self) -> None:
         try:
-            chunk = self.sock.recv(65536)
-        except TimeoutError as exc:
+            chunk = self.reader.recv()
+        except ReplyTimeout as exc:
             raise SocketError(f"{self.where}: OpenVPN did not answer in time (another "
                               "client may be holding the management interface)") from exc
-        except OSError as exc:
-            raise SocketError(f"{self.where}: connection lost ({exc.strerror})") from exc
         if not chunk:
             raise SocketError(
                 f"{self.where}: OpenVPN closed the management connection "
@@ -129,10 +136,7 @@ class _Session:
         return line.decode("utf-8", "replace").rstrip("\r")
 
     def send(self, command: str) -> None:
-        try:
-            self.sock.sendall(command.encode() + b"\n")
-        except OSError as exc:
-            raise SocketError(f"{self.where}: could not send ({exc.strerror})") from exc
+        self.reader.send(command.encode() + b"\n")
 
     def command(self, command: str) -> list[str]:
         """Send `command`; return its reply lines, up to END or a single SUCCESS line."""
@@ -180,12 +184,17 @@ def _connect(endpoint: Endpoint, timeout: float) -> socket.socket:
     return sock
 
 
-def query(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT) -> LiveState:
-    """Ask the running OpenVPN for its state and counters, holding the slot only briefly."""
+def query(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT,
+          max_bytes: int = MAX_REPLY_BYTES) -> LiveState:
+    """Ask the running OpenVPN for its state and counters, holding the slot only briefly.
+
+    The whole conversation must end within `timeout` seconds and `max_bytes`.
+    """
     where = endpoint.describe()
+    deadline = Deadline(timeout)
     sock = _connect(endpoint, timeout)
     try:
-        session = _Session(sock, where)
+        session = _Session(BoundedReader(sock, where, deadline, max_bytes))
         first = session.read_line()
         if first == "ENTER PASSWORD:":
             session.send(_read_password(endpoint))
@@ -213,8 +222,8 @@ def _read_password(endpoint: Endpoint) -> str:
     if endpoint.password_file is None:
         raise SocketError(f"{endpoint.describe()}: asks for a password but none is configured")
     try:
-        return endpoint.password_file.read_text().splitlines()[0]
-    except (OSError, IndexError) as exc:
+        return read_text(endpoint.password_file, PASSWORD_FILE_BYTES).splitlines()[0]
+    except (ZsnError, IndexError) as exc:
         raise SocketError(
             f"{endpoint.password_file}: management password file cannot be read"
         ) from exc

@@ -5,11 +5,17 @@ trips). One connection per `SystemBus` context, made to `host.system_bus_address
 so `--root DIR` talks to DIR/run/dbus/system_bus_socket. Callers in threads (TUI
 workers, the exporter) use `run_sync`, which runs a coroutine on a private loop.
 D-Bus errors become `BusError` with a message fit for a user.
+
+Bounds (see `zsn.system.limits`): each call has `timeout`, a `run_sync`
+conversation an overall deadline, and dbus-fast refuses auth lines past its limit
+and messages past the spec's 128 MiB; a bus that trickles, floods or talks
+garbage becomes a `BusError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -18,6 +24,7 @@ from typing import Any, TypeVar
 
 from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
+from dbus_fast.errors import DBusFastError
 
 from zsn.errors import ZsnError
 from zsn.system.host import Host
@@ -33,6 +40,9 @@ RESOLVE1_MANAGER = "org.freedesktop.resolve1.Manager"
 RESOLVE1_LINK = "org.freedesktop.resolve1.Link"
 PROPERTIES = "org.freedesktop.DBus.Properties"
 DEFAULT_TIMEOUT = 10.0
+"""Seconds one call (or the connection) may take."""
+DEFAULT_DEADLINE = 30.0
+"""Seconds one `run_sync` conversation may take, every call included."""
 JOB_TIMEOUT = 90.0
 
 T = TypeVar("T")
@@ -56,6 +66,26 @@ _FRIENDLY = {
 }
 
 
+def _connect_error(address: str, exc: BaseException, timeout: float) -> BaseException:
+    """What to tell a user when connecting to the bus at `address` failed with `exc`."""
+    reasons: tuple[tuple[type[BaseException], str], ...] = (
+        (FileNotFoundError, "socket not found (is dbus running?)"),
+        (ConnectionRefusedError, "connection refused"),
+        (PermissionError, "permission denied"),
+        (TimeoutError, f"no answer within {timeout:g} s"),
+        # a refused handshake, an oversized or malformed message (dbus-fast caps
+        # auth lines and messages at the spec's 128 MiB)
+        (DBusFastError, "not a working D-Bus"),
+    )
+    for kind, reason in reasons:
+        if isinstance(exc, kind):
+            detail = f" ({exc})" if kind is DBusFastError else ""
+            return BusError(f"system bus {address}: {reason}{detail}")
+    if isinstance(exc, OSError):
+        return BusError(f"system bus {address}: {exc.strerror or exc}")
+    return exc
+
+
 class SystemBus:
     """An open connection to a host's system bus: ``async with SystemBus(host) as bus``."""
 
@@ -69,16 +99,10 @@ class SystemBus:
         bus = MessageBus(bus_address=address, bus_type=BusType.SYSTEM)
         try:
             await asyncio.wait_for(bus.connect(), self.timeout)
-        except FileNotFoundError as exc:
-            raise BusError(f"system bus {address}: socket not found (is dbus running?)") from exc
-        except ConnectionRefusedError as exc:
-            raise BusError(f"system bus {address}: connection refused") from exc
-        except PermissionError as exc:
-            raise BusError(f"system bus {address}: permission denied") from exc
-        except TimeoutError as exc:
-            raise BusError(f"system bus {address}: no answer within {self.timeout:g} s") from exc
-        except OSError as exc:
-            raise BusError(f"system bus {address}: {exc.strerror or exc}") from exc
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                bus.disconnect()  # a half-made connection must not leak its socket
+            raise _connect_error(address, exc, self.timeout) from exc
         self._bus = bus
         return self
 
@@ -111,6 +135,9 @@ class SystemBus:
             raise BusError(f"{what or member}: no answer within {self.timeout:g} s") from exc
         except (OSError, EOFError) as exc:
             raise BusError(f"{what or member}: system bus connection lost") from exc
+        except DBusFastError as exc:
+            raise BusError(f"{what or member}: bad message from the system bus ({exc})") \
+                from exc
         if reply is None:
             raise BusError(f"{what or member}: no reply")
         if reply.message_type == MessageType.ERROR:
@@ -134,14 +161,27 @@ class SystemBus:
 
 
 def run_sync(host: Host, action: Callable[[SystemBus], Awaitable[T]],
-             *, timeout: float = DEFAULT_TIMEOUT) -> T:
-    """Open the bus, run `action(bus)` and close it, from code that has no event loop."""
+             *, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None) -> T:
+    """Open the bus, run `action(bus)` and close it, from code that has no event loop.
+
+    `timeout` bounds each call; `deadline` (default `DEFAULT_DEADLINE`) the whole
+    conversation, so a bus that answers every call just in time cannot add up to
+    minutes.
+    """
+    overall = DEFAULT_DEADLINE if deadline is None else deadline
 
     async def main() -> T:
         async with SystemBus(host, timeout=timeout) as bus:
             return await action(bus)
 
-    return asyncio.run(main())
+    async def bounded() -> T:
+        try:
+            return await asyncio.wait_for(main(), overall)
+        except TimeoutError:
+            raise BusError(f"system bus {host.system_bus_address}: no complete answer "
+                           f"within {overall:g} s") from None
+
+    return asyncio.run(bounded())
 
 
 # systemd -------------------------------------------------------------------------
@@ -301,7 +341,7 @@ def control_unit(host: Host, unit: str, verb: str, *, missing: str,
         job = {"start": systemd.start, "stop": systemd.stop, "restart": systemd.restart}[verb]
         return await job(unit, timeout=timeout)
 
-    return run_sync(host, act, timeout=15.0)
+    return run_sync(host, act, timeout=15.0, deadline=timeout + DEFAULT_DEADLINE)
 
 
 # systemd-resolved ------------------------------------------------------------------

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsn.errors import FileChangedError, ZsnError
+from zsn.system.limits import MiB, describe_size
 
 BACKUP_SUFFIX = ".zsn-bak"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
+MAX_FILE_BYTES = 64 * MiB
+"""Largest file zsn reads: a config with some 200 000 peers."""
 
 
 @dataclass(frozen=True)
@@ -38,23 +41,46 @@ class FileSnapshot:
         return (st.st_mtime_ns, st.st_size, st.st_ino) == (self.mtime_ns, self.size, self.inode)
 
 
-def read_tracked(path: Path) -> FileSnapshot:
-    """Read `path` as text, remembering its identity so a later write can check it."""
+def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
+    """Read `path` as text, remembering its identity so a later write can check it.
+
+    Only a regular file of at most `max_bytes` is read: a FIFO or a device in its
+    place (a hostile or broken tree) is refused at once instead of blocking or
+    streaming forever.
+    """
     try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            data = handle.read()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; no effect on files.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError as exc:
         raise ZsnError(f"{path}: no such file") from exc
     except PermissionError as exc:
         raise ZsnError(f"{path}: permission denied (root needed?)") from exc
     except IsADirectoryError as exc:
         raise ZsnError(f"{path}: is a directory") from exc
+    except OSError as exc:
+        raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ZsnError(f"{path}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ZsnError(f"{path}: not a regular file; zsn reads configs only from files")
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if len(data) > max_bytes:
+        raise ZsnError(f"{path}: larger than {describe_size(max_bytes)}; not read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ZsnError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     return FileSnapshot(path, text, st.st_mtime_ns, st.st_size, st.st_ino, stat.S_IMODE(st.st_mode))
+
+
+def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a regular file, with `read_tracked`'s checks and errors."""
+    return read_tracked(path, max_bytes).text
 
 
 def backup_path(path: Path) -> Path:

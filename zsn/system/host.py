@@ -43,9 +43,11 @@ class Host:
     def hostname(self) -> str:
         if self.is_live:
             return socket.gethostname()
+        from zsn.system.files import read_text
+
         try:
-            return self.path("/etc/hostname").read_text().strip() or "localhost"
-        except OSError:
+            return read_text(self.path("/etc/hostname"), 4096).strip() or "localhost"
+        except ZsnError:
             return "localhost"
 
     @property

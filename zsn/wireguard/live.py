@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
 from zsn.wireguard import config, kernel, uapi
@@ -61,12 +62,12 @@ class LiveCache:
         if cached and cached[0] == signature:
             return cached[1]
         try:
-            names = config.parse_shared(path.read_text(encoding="utf-8"), str(path)).peer_names()
+            names = config.parse_shared(files.read_text(path), str(path)).peer_names()
         except ParseError as exc:
             self.errors.append(f"peer names unavailable: {exc}")
             names = {}
-        except (OSError, UnicodeDecodeError) as exc:
-            self.errors.append(f"{path}: cannot read config ({exc})")
+        except ZsnError as exc:
+            self.errors.append(f"cannot read config: {exc}")
             names = {}
         self._cache[path] = (signature, names)
         return names

@@ -20,11 +20,16 @@ from pathlib import Path
 from zsn.errors import ParseError, SocketError
 from zsn.format import excerpt
 from zsn.system.host import Host
+from zsn.system.limits import Deadline, MiB
+from zsn.system.sockets import BoundedReader
 from zsn.wireguard.keys import hex_to_base64
 from zsn.wireguard.model import DeviceState, PeerState
 
 SOCKET_DIRS = ("/run/wireguard", "/var/run/wireguard")
 DEFAULT_TIMEOUT = 3.0
+"""Seconds a whole exchange (connect, request, reply) may take."""
+MAX_REPLY_BYTES = 32 * MiB
+"""Largest reply read: about 100 000 peers, far beyond any real interface."""
 _ZERO_KEY = "0" * 64
 
 
@@ -48,12 +53,18 @@ def socket_paths(host: Host) -> dict[str, Path]:
     return found
 
 
-def exchange(path: Path, request: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-    """Send one UAPI request and return the reply text up to its closing blank line."""
+def exchange(path: Path, request: str, timeout: float = DEFAULT_TIMEOUT,
+             max_bytes: int = MAX_REPLY_BYTES) -> str:
+    """Send one UAPI request and return the reply text up to its closing blank line.
+
+    The whole exchange must finish within `timeout` seconds and the reply fit in
+    `max_bytes`: a socket that trickles or floods becomes a `SocketError`.
+    """
+    deadline = Deadline(timeout)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    chunks: list[bytes] = []
+    reply = bytearray()
     try:
+        sock.settimeout(timeout)
         try:
             sock.connect(os.fspath(path))
         except FileNotFoundError as exc:
@@ -62,29 +73,23 @@ def exchange(path: Path, request: str, timeout: float = DEFAULT_TIMEOUT) -> str:
             raise SocketError(f"{path}: nobody listening (userspace daemon stopped?)") from exc
         except PermissionError as exc:
             raise SocketError(f"{path}: permission denied (root needed)") from exc
-        sock.sendall(request.encode("ascii"))
-        last_byte = b""
-        while True:
-            data = sock.recv(1 << 20)
+        except TimeoutError as exc:
+            raise SocketError(f"{path}: no answer within {timeout:g} s") from exc
+        except OSError as exc:
+            raise SocketError(f"{path}: {exc.strerror or exc}") from exc
+        reader = BoundedReader(sock, str(path), deadline, max_bytes)
+        reader.send(request.encode("ascii"))
+        # The reply ends with a blank line; its two newlines may arrive apart.
+        while not reply.endswith(b"\n\n"):
+            data = reader.recv()
             if not data:
                 break
-            chunks.append(data)
-            # The reply ends with a blank line; the two newlines may arrive apart.
-            if data.endswith(b"\n\n") or (data == b"\n" and last_byte == b"\n"):
-                break
-            last_byte = data[-1:]
-    except TimeoutError as exc:
-        raise SocketError(f"{path}: no answer within {timeout:g} s") from exc
-    except OSError as exc:
-        if isinstance(exc, SocketError):
-            raise
-        raise SocketError(f"{path}: {exc.strerror or exc}") from exc
+            reply += data
     finally:
         sock.close()
-    reply = b"".join(chunks).decode("ascii", errors="replace")
     if not reply:
         raise SocketError(f"{path}: closed without a reply (request not understood)")
-    return reply
+    return reply.decode("ascii", errors="replace")
 
 
 def check_errno(reply: str, source: str) -> None:
