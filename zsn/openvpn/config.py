@@ -18,7 +18,7 @@ from zsn.format import excerpt
 
 _INLINE_OPEN_RE = re.compile(r"^\s*<([A-Za-z][A-Za-z0-9-]*)>\s*$")
 _INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 INLINE = "[[inline]]"
 """The argument OpenVPN itself uses for a file given inline."""
 SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
@@ -205,7 +205,7 @@ def parse(text: str, source: str | None = None) -> OvpnConfig:
         tokens = tokenize(raw, line=index + 1, source=source)
         if tokens:
             name = tokens[0].removeprefix("--").lower()
-            if not _NAME_RE.match(name):
+            if not _NAME_RE.fullmatch(name):
                 raise ParseError(f"{excerpt(tokens[0])} is not an option name", index + 1, source)
             directives.append(Directive(name, tuple(tokens[1:]), index, index + 1))
         index += 1

@@ -17,7 +17,7 @@ from zsn.errors import ValidationError
 from zsn.system.commands import run
 from zsn.system.host import Host
 
-_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|target|timer|mount)$")
+_UNIT_RE = re.compile(r"[A-Za-z0-9:_.@\\-]+\.(service|socket|target|timer|mount)")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class JournalLine:
 def unit_lines(host: Host, unit: str, *, lines: int = 100,
                timeout: float = 10.0) -> list[JournalLine]:
     """The last `lines` journal entries of `unit`, oldest first."""
-    if not _UNIT_RE.match(unit):
+    if not _UNIT_RE.fullmatch(unit):
         raise ValidationError(f"{unit!r} is not a unit name")
     argv = ["journalctl", "--no-pager", "--quiet", "--output=json", f"--lines={lines}",
             f"--unit={unit}"]

@@ -19,11 +19,14 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # wg-quick's own rule for interface names (it derives the name from the file name).
-_IFACE_RE = re.compile(r"^[a-zA-Z0-9_=+.-]{1,15}$")
+# Every pattern is used with fullmatch: "$" would also match before a final newline.
+_IFACE_RE = re.compile(r"[a-zA-Z0-9_=+.-]{1,15}")
 _HOSTNAME_RE = re.compile(
-    r"^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)"
-    r"(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
+    r"(?=.{1,253}\Z)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)"
+    r"(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
 )
+BLANKS = " \t"
+"""What is trimmed from typed values: spaces and tabs, never a newline."""
 
 
 def check_interface_name(name: str) -> str:
@@ -31,7 +34,7 @@ def check_interface_name(name: str) -> str:
         raise ValidationError("interface name is empty")
     if len(name) > 15:
         raise ValidationError(f"interface name {name!r} is longer than 15 characters")
-    if not _IFACE_RE.match(name) or name in (".", ".."):
+    if not _IFACE_RE.fullmatch(name) or name in (".", ".."):
         raise ValidationError(
             f"interface name {name!r} may only use letters, digits and _ = + . -"
         )
@@ -93,26 +96,26 @@ def check_ip(text: str, what: str = "address") -> IPAddress:
 
 def check_dns(text: str) -> str:
     """A DNS server (IP) or search domain, as wg-quick's ``DNS =`` accepts."""
-    value = text.strip()
+    value = text.strip(BLANKS)
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
         pass
-    if not _HOSTNAME_RE.match(value):
+    if not _HOSTNAME_RE.fullmatch(value):
         raise ValidationError(f"DNS entry {text!r} is neither an IP address nor a domain")
     return value
 
 
 def check_endpoint_host(text: str) -> str:
     """A public address or hostname clients use to reach the server."""
-    value = text.strip()
+    value = text.strip(BLANKS)
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
         pass
-    if not _HOSTNAME_RE.match(value):
+    if not _HOSTNAME_RE.fullmatch(value):
         raise ValidationError(f"endpoint {text!r} is neither an IP address nor a hostname")
     return value
 

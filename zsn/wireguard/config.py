@@ -32,7 +32,8 @@ _PIVPN_BEGIN_RE = re.compile(r"^#+\s*begin\s+(\S+)\s*#+\s*$")
 _PIVPN_END_RE = re.compile(r"^\s*#+\s*end\s+(\S+)\s*#+\s*$")
 DISABLED_PREFIX = "#[disabled] "
 KNOWN_SECTIONS = ("Interface", "Peer")
-PEER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
+PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
+"""A peer name zsn gives a client config file; always used with fullmatch."""
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,7 @@ def check_peer_name(name: str) -> str:
     """`name` if it can be a peer name (and a file name), else a `ValidationError`."""
     if not name:
         raise ValidationError("peer name is empty")
-    if not PEER_NAME_RE.match(name):
+    if not PEER_NAME_RE.fullmatch(name):
         raise ValidationError(
             f"peer name {name!r} is not allowed: use letters, digits, '.', '_', '@', '-' "
             "(up to 63 characters, starting with a letter or digit)"

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from zsn.errors import ValidationError
 
 KEY_LENGTH = 32
-_BASE64_KEY_RE = re.compile(r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$")
+_BASE64_KEY_RE = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=")
 
 
 def is_valid_key(text: str) -> bool:
     """True when `text` is a base64 WireGuard key as `wg` accepts it (32 bytes, canonical)."""
-    return bool(_BASE64_KEY_RE.match(text))
+    return bool(_BASE64_KEY_RE.fullmatch(text))
 
 
 def check_key(text: str, what: str = "key") -> str:

@@ -147,7 +147,7 @@ def onboarding_defaults(host: Host, interface: str) -> OnboardingDefaults:
 def _resolve_endpoint(server: ServerConfig, given: str | None) -> tuple[str, str | None]:
     """The client's ``Endpoint``, and the host the user typed (``None`` when stored)."""
     if given:
-        text = given.strip()
+        text = given.strip(addressing.BLANKS)
         host_part, sep, port_part = text.rpartition(":")
         if sep and port_part.isdigit() and (not host_part.count(":") or host_part.endswith("]")):
             host = addressing.check_endpoint_host(host_part)
@@ -290,7 +290,7 @@ def _live_only_peers(server: ServerConfig, device: LiveDevice | None
 def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]:
     """Validate `request` fully, then plan the peer's addition; nothing is changed yet."""
     server = ServerConfig.load(host, request.interface)
-    name = check_peer_name(request.name.strip())
+    name = check_peer_name(request.name.strip(addressing.BLANKS))
     if server.config.find_peer(name) is not None:
         raise ValidationError(f"{server.name} already has a peer named {name!r}")
     client_path = client_config_path(host, server.name, name)
@@ -464,7 +464,7 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     peer = edited.require_peer(name)
-    new_name = check_peer_name(new_name.strip())
+    new_name = check_peer_name(new_name.strip(addressing.BLANKS))
     if edited.find_peer(new_name) is not None:
         raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
     old_client = client_config_path(host, server.name, peer.name or name)
