@@ -29,6 +29,17 @@ BLANKS = " \t"
 """What is trimmed from typed values: spaces and tabs, never a newline."""
 
 
+_NUMERIC_RE = re.compile(r"[0-9.]+|.*:.*")
+"""What wg-quick takes for a DNS server rather than a search domain."""
+
+
+def _refuse_scope(text: str, what: str) -> None:
+    # Python's ipaddress takes "fd77::9%eth0"; wg, ip(8) and every client refuse it.
+    if "%" in text:
+        raise ValidationError(f"{what} {text!r} has an IPv6 scope id (%...): WireGuard "
+                              "configs take plain addresses")
+
+
 def check_interface_name(name: str) -> str:
     if not name:
         raise ValidationError("interface name is empty")
@@ -63,6 +74,7 @@ def check_keepalive(value: str | int) -> int:
 
 def check_interface_address(text: str) -> IPInterface:
     """An interface address with prefix, e.g. ``10.0.0.1/24`` (host bits required)."""
+    _refuse_scope(text, "address")
     try:
         iface = ipaddress.ip_interface(text.strip())
     except ValueError:
@@ -76,6 +88,7 @@ def check_interface_address(text: str) -> IPInterface:
 
 def check_network(text: str, what: str = "subnet") -> IPNetwork:
     """A network in CIDR form, e.g. ``192.168.50.0/24`` (no host bits)."""
+    _refuse_scope(text, what)
     try:
         return ipaddress.ip_network(text.strip(), strict=True)
     except ValueError as exc:
@@ -88,6 +101,7 @@ def check_network(text: str, what: str = "subnet") -> IPNetwork:
 
 
 def check_ip(text: str, what: str = "address") -> IPAddress:
+    _refuse_scope(text, what)
     try:
         return ipaddress.ip_address(text.strip())
     except ValueError:
@@ -95,12 +109,14 @@ def check_ip(text: str, what: str = "address") -> IPAddress:
 
 
 def check_dns(text: str) -> str:
-    """A DNS server (IP) or search domain, as wg-quick's ``DNS =`` accepts."""
+    """A DNS server (IP) or search domain, as wg-quick's ``DNS =`` accepts.
+
+    wg-quick takes digits and dots, or anything with a colon, for a server: such a
+    value must be an IP address (``.....`` or ``10.1`` is not a search domain).
+    """
     value = text.strip(BLANKS)
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        pass
+    if _NUMERIC_RE.fullmatch(value) or "%" in value:
+        return str(check_ip(value, "DNS server"))
     if not _HOSTNAME_RE.fullmatch(value):
         raise ValidationError(f"DNS entry {text!r} is neither an IP address nor a domain")
     return value
@@ -111,6 +127,7 @@ def check_endpoint_host(text: str) -> str:
     value = text.strip(BLANKS)
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
+    _refuse_scope(value, "endpoint")
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
@@ -281,6 +298,7 @@ def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = (
     chosen: list[IPAddress] = []
     for item in wanted:
         if "/" in item:
+            _refuse_scope(item, "peer address")
             try:
                 iface = ipaddress.ip_interface(item)
             except ValueError:
