@@ -104,7 +104,9 @@ class WgConfig:
 
     @property
     def interface(self) -> Section | None:
-        return next((s for s in self.sections if s.kind == "Interface"), None)
+        """The ``[Interface]`` (`parse` refuses a file with two)."""
+        return next((s for s in self.sections if s.kind == "Interface" and not s.disabled),
+                    None)
 
     @property
     def peers(self) -> list[Section]:
@@ -389,9 +391,19 @@ def _name_from_comment(line: str) -> str | None:
 
 
 def parse(text: str, source: str | None = None) -> WgConfig:
-    """Parse a wg-quick config; raise `ParseError` naming the first line that is not valid."""
+    """Parse a wg-quick config; raise `ParseError` naming the first line that is not valid.
+
+    One ``[Interface]`` per file: wg-quick would merge two, and which one an edit
+    belongs to would be a guess.
+    """
     lines = text.splitlines(keepends=True)
-    return WgConfig(lines, _walk(lines, 0, source), source)
+    sections = _walk(lines, 0, source)
+    interfaces = [s for s in sections if s.kind == "Interface" and not s.disabled]
+    if len(interfaces) > 1:
+        raise ParseError(f"a second [Interface] (the first is at line "
+                         f"{interfaces[0].header + 1}); keep one per file",
+                         interfaces[1].header + 1, source)
+    return WgConfig(lines, sections, source)
 
 
 _LAST_PARSED: dict[str, tuple[str, WgConfig]] = {}

@@ -1,0 +1,68 @@
+"""WireGuard configs zsn did not write, read as data (issue 10, items 8-10): two
+[Interface] sections, a stale peer routing the whole VPN subnet, names in comments
+that would be paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zsn.cli import main as cli_main
+from zsn.errors import ParseError
+from zsn.system.host import Host
+from zsn.wireguard import interfaces, lint
+from zsn.wireguard.config import parse
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Host:
+    h = Host(tmp_path)
+    interfaces.plan_create_interface(h, "wg0", ["10.66.0.1/24"], 51820,
+                                     "vpn.example.com").apply()
+    return h
+
+
+def _append(host: Host, text: str) -> None:
+    path = host.path("/etc/wireguard/wg0.conf")
+    path.write_text(path.read_text() + text)
+
+
+# -- item 8: one [Interface] per file ---------------------------------------------
+
+TWO_INTERFACES = """\
+[Interface]
+Address = 10.66.0.1/24
+ListenPort = 51820
+
+[Peer]
+PublicKey = 8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=
+AllowedIPs = 10.66.0.2/32
+
+[Interface]
+ListenPort = 51821
+"""
+
+
+def test_a_second_interface_section_is_refused_with_both_lines() -> None:
+    with pytest.raises(ParseError, match=r"second \[Interface\].*line 1") as refused:
+        parse(TWO_INTERFACES, "wg0.conf")
+    assert refused.value.line == 9
+
+
+def test_actions_and_lint_on_a_file_with_two_interfaces(host: Host,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    _append(host, "\n[Interface]\nListenPort = 51821\n")
+    before = _tree(host.root)
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "second [Interface]" in line and "wg0.conf:7: " in line
+    assert _tree(host.root) == before
+    [finding] = [f for f in lint.lint(host) if f.id == "WG000"]
+    assert "second [Interface]" in finding.message
