@@ -66,3 +66,40 @@ def test_actions_and_lint_on_a_file_with_two_interfaces(host: Host,
     assert _tree(host.root) == before
     [finding] = [f for f in lint.lint(host) if f.id == "WG000"]
     assert "second [Interface]" in finding.message
+
+
+# -- item 9: a stale peer routing the whole VPN subnet ----------------------------
+
+STALE = """
+# stale
+[Peer]
+PublicKey = 8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=
+AllowedIPs = 10.66.0.0/24
+"""
+
+
+def test_a_peer_routing_the_whole_subnet_does_not_use_up_the_addresses(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    _append(host, STALE)
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 0
+    out = capsys.readouterr()
+    assert "Address = 10.66.0.2/32" in out.out
+    [warning] = [line for line in out.err.splitlines() if line.startswith("warning:")]
+    assert "'stale'" in warning and "10.66.0.0/24" in warning and "WG001" in warning
+    assert [f.id for f in lint.lint(host) if f.id == "WG001"] == ["WG001"]
+
+
+def test_an_address_given_inside_a_routed_network_is_taken_with_the_warning(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    _append(host, STALE)
+    root = str(host.root)
+    assert cli_main(["--root", root, "peer", "add", "wg0", "bob", "--ip", "10.66.0.9",
+                     "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert "+AllowedIPs = 10.66.0.9/32" in plan
+    assert "warning: " in plan and "'stale'" in plan
+    # A host address another peer holds is still refused.
+    assert cli_main(["--root", root, "peer", "add", "wg0", "alice"]) == 0
+    capsys.readouterr()
+    assert cli_main(["--root", root, "peer", "add", "wg0", "carol", "--ip", "10.66.0.2"]) == 2
+    assert "already used by peer 'alice'" in capsys.readouterr().err

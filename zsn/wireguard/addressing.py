@@ -171,7 +171,12 @@ LiveOnlyPeers = Iterable[tuple[str, Iterable[str]]]
 
 class _Taken:
     """Addresses in use: single hosts in a set (fast with thousands of peers), wider
-    networks (routed subnets) in a list."""
+    networks (routed subnets) in a list.
+
+    Only hosts are taken: a peer whose AllowedIPs cover a whole network (a stale
+    ``10.66.0.0/24`` on the server) does not own every address in it; a new peer's
+    narrower entry wins for its own address, and the overlap is warned about.
+    """
 
     def __init__(self, config: WgConfig, live_only: LiveOnlyPeers = ()) -> None:
         # Disabled peers keep their addresses: enabling one again must not collide.
@@ -198,12 +203,21 @@ class _Taken:
                     self.networks.append((network, label))
 
     def owner(self, address: IPAddress) -> str | None:
-        if address in self.hosts:
-            return self.hosts[address]
+        """Who holds `address` itself (the server, or a peer's /32 or /128)."""
+        return self.hosts.get(address)
+
+    def overlaps(self, addresses: Iterable[IPAddress]) -> tuple[str, ...]:
+        """A warning for each network a peer routes that includes one of `addresses`."""
+        warnings = []
         for network, owner in self.networks:
-            if network.version == address.version and address in network:
-                return owner
-        return None
+            inside = [a for a in addresses if a.version == network.version and a in network]
+            if inside:
+                shown = ", ".join(map(str, inside))
+                warnings.append(
+                    f"{owner} routes {network}, which includes {shown}: the new peer's "
+                    f"narrower entry wins for {shown}, the rest of {network} still goes to "
+                    f"{owner} (AllowedIPs overlap, lint WG001: narrow or remove that entry)")
+        return tuple(warnings)
 
 
 @dataclass(frozen=True)
@@ -211,6 +225,8 @@ class PeerAddress:
     """The tunnel addresses of one client: IPv4 and/or IPv6, each a single host."""
 
     addresses: tuple[IPAddress, ...]
+    warnings: tuple[str, ...] = ()
+    """Networks other peers route that include these addresses (overlaps, lint WG001)."""
 
     def host_routes(self) -> list[str]:
         return [f"{a}/{a.max_prefixlen}" for a in self.addresses]
@@ -233,7 +249,7 @@ def next_free_address(config: WgConfig, live_only: LiveOnlyPeers = ()) -> PeerAd
         except ValidationError:
             continue
         if not any(taken.owner(address) for address in chosen.addresses):
-            return chosen
+            return PeerAddress(chosen.addresses, taken.overlaps(chosen.addresses))
     raise ValidationError(f"no free address left in {first.network}")
 
 
@@ -330,7 +346,7 @@ def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = (
         owner = taken.owner(address)
         if owner is not None:
             raise ValidationError(f"peer address {address} is already used by {owner}")
-    return PeerAddress(tuple(chosen))
+    return PeerAddress(tuple(chosen), taken.overlaps(chosen))
 
 
 def check_allowed_networks(items: Iterable[str], what: str = "routed subnet") -> list[str]:

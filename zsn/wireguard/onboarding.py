@@ -336,7 +336,8 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         endpoint=endpoint, keepalive=keepalive,
     )
     plan = Plan(f"add peer {name} to {server.name} ({PROFILE_LABELS[profile]}, "
-                f"{', '.join(str(a) for a in chosen.addresses)})")
+                f"{', '.join(str(a) for a in chosen.addresses)})",
+                warnings=list(chosen.warnings))
     plan.steps.append(FileEdit(client_path, None, text, mode=files.PRIVATE_FILE_MODE,
                                private_dir=True))
     plan.steps.append(server.edit(edited))
