@@ -103,3 +103,73 @@ def test_an_address_given_inside_a_routed_network_is_taken_with_the_warning(
     capsys.readouterr()
     assert cli_main(["--root", root, "peer", "add", "wg0", "carol", "--ip", "10.66.0.2"]) == 2
     assert "already used by peer 'alice'" in capsys.readouterr().err
+
+
+# -- item 10: names read from files are data, never paths -------------------------
+
+PATH_NAMED = """
+# ../../../resolv
+[Peer]
+PublicKey = 8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=
+AllowedIPs = 10.66.0.7/32
+"""
+
+
+@pytest.fixture
+def path_named(host: Host) -> Host:
+    """wg0 with a peer whose name comment is a path to /etc/resolv.conf from the
+    clients folder, and that file."""
+    _append(host, PATH_NAMED)
+    host.path("/etc/resolv.conf").write_text("nameserver 192.0.2.53\n")
+    host.path("/etc/wireguard/clients/wg0").mkdir(parents=True)  # as after any peer add
+    return host
+
+
+@pytest.mark.parametrize("action", [["remove"], ["disable"], ["routes", "192.168.9.0/24"],
+                                    ["show"]])
+def test_actions_on_a_peer_named_like_a_path_are_refused(
+        path_named: Host, action: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    before = _tree(path_named.root)
+    argv = ["--root", str(path_named.root), "peer", action[0], "wg0", "../../../resolv",
+            *action[1:]]
+    assert cli_main(argv) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "'../../../resolv'" in line and "line 7" in line and "'/'" in line
+    assert _tree(path_named.root) == before
+
+
+def test_renaming_such_a_peer_touches_no_file_outside(path_named: Host) -> None:
+    key = "8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE="
+    assert cli_main(["--root", str(path_named.root), "peer", "rename", "wg0", key,
+                     "laptop"]) == 0
+    assert path_named.path("/etc/resolv.conf").read_text() == "nameserver 192.0.2.53\n"
+    assert not path_named.path("/etc/wireguard/clients/wg0/laptop.conf").exists()
+    text = path_named.path("/etc/wireguard/wg0.conf").read_text()
+    assert "# laptop\n[Peer]" in text and "resolv" not in text
+
+
+def test_lint_names_the_peer_and_its_line(path_named: Host) -> None:
+    [finding] = [f for f in lint.lint(path_named) if f.id == "WG010"]
+    assert finding.line == 7 and "'../../../resolv'" in finding.message
+    assert "WG010" in lint.RULES
+
+
+def test_a_name_with_spaces_stays_a_name_but_never_a_path(host: Host) -> None:
+    _append(host, PATH_NAMED.replace("../../../resolv", "alice laptop"))
+    odd = host.path("/etc/wireguard/clients/wg0/alice laptop.conf")
+    odd.parent.mkdir(parents=True, exist_ok=True)
+    odd.write_text("not zsn's\n")
+    assert cli_main(["--root", str(host.root), "peer", "remove", "wg0", "alice laptop"]) == 0
+    assert odd.read_text() == "not zsn's\n"  # zsn never wrote such a file: left alone
+    assert not [f for f in lint.lint(host) if f.id == "WG010"]
+
+
+def test_interface_names_in_zsn_settings_are_checked_where_read(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    settings_path = host.path("/etc/zsn/wireguard.json")
+    settings_path.write_text('{"wg0": {"endpoint_host": "vpn.example.com", '
+                             '"links": ["../../etc/x"]}}\n')
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "wireguard.json" in line and "'../../etc/x'" in line
+    assert [f.id for f in lint.lint(host) if "wireguard.json" in f.message] == ["WG010"]

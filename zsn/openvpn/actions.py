@@ -40,6 +40,19 @@ def hook_script() -> str:
     return resources.files("zsn.openvpn").joinpath("zsn-resolved-hook").read_text()
 
 
+def require_usable_name(config_file: ConfigFile) -> None:
+    """Refuse to act on a config whose file name is no connection name zsn can use.
+
+    The name comes from a file: it becomes a unit instance and a socket path, so it
+    is checked here, where it is read, as a typed one is.
+    """
+    try:
+        validate_name(config_file.name)
+    except ValidationError as exc:
+        raise ValidationError(f"{config_file.path.parent}: {exc}; rename the file "
+                              "(lint OVPN010)") from None
+
+
 # The DNS hook ----------------------------------------------------------------------
 
 
@@ -68,6 +81,7 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     `route_all_dns` None keeps what the config's hook line says (split DNS when the
     hook is not there yet); True or False sets it.
     """
+    require_usable_name(config_file)
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
     config = parse(snapshot.text, str(config_file.path))
@@ -115,6 +129,7 @@ def plan_hook_remove(host: Host, config_file: ConfigFile) -> Plan:
     `script-security` stays (other scripts may need it), and so does the script
     itself: other configs may run it.
     """
+    require_usable_name(config_file)
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
     config = parse(snapshot.text, str(config_file.path))
@@ -236,6 +251,7 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
 
 def plan_management_socket(host: Host, config_file: ConfigFile) -> Plan:
     """Add a unix management socket (/run/openvpn-client/NAME.sock etc.) to a config."""
+    require_usable_name(config_file)
     path = host.path(config_file.path)
     snapshot = read_tracked(path)
     config = parse(snapshot.text, str(config_file.path))
@@ -265,6 +281,7 @@ VERBS = ("start", "stop", "restart")
 def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
     """Start, stop or restart a connection's unit; starting refuses a config that no
     longer parses (the error names the line), before systemd is asked."""
+    require_usable_name(config_file)
     if verb not in VERBS:
         raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
     if verb != "stop":
@@ -279,6 +296,7 @@ def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
 
 def plan_enabled(host: Host, config_file: ConfigFile, enabled: bool) -> Plan:
     """Enable or disable a connection's start at boot."""
+    require_usable_name(config_file)
     unit = config_file.unit
     verb = "enable" if enabled else "disable"
     return Plan(f"{verb} {unit} at boot", [LiveStep(

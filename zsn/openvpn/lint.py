@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zsn.errors import ZsnError
+from zsn.errors import ValidationError, ZsnError
 from zsn.lint import Finding, Severity
 from zsn.openvpn.actions import HOOK_PATH, runs_hook
-from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig
+from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig, validate_name
 from zsn.openvpn.connections import ConfigFile, discover, load, summarize
 from zsn.system.files import is_world_readable
 from zsn.system.host import Host
@@ -26,6 +26,7 @@ RULES = {
     "OVPN005": "scripts configured but script-security below 2",
     "OVPN006": "the DNS hook with 'user' (the down hook cannot revert DNS)",
     "OVPN007": "TCP management interface without a password file",
+    "OVPN010": "config file name that is no usable connection name (unit, socket path)",
 }
 
 
@@ -104,6 +105,13 @@ def lint(host: Host) -> list[Finding]:
     """Findings for every discovered config; one that does not parse is itself a finding."""
     findings: list[Finding] = []
     for config_file in discover(host):
+        try:
+            validate_name(config_file.name)
+        except ValidationError as exc:
+            findings.append(Finding(
+                "OVPN010", "error", config_file.unit,
+                f"{exc}; zsn refuses to act on {config_file.path.parent}/{config_file.name!r}",
+                "rename the file (letters, digits, '-', '_', '.')"))
         try:
             config = load(host, config_file)
         except ZsnError as exc:

@@ -34,6 +34,7 @@ DISABLED_PREFIX = "#[disabled] "
 KNOWN_SECTIONS = ("Interface", "Peer")
 PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
 """A peer name zsn gives a client config file; always used with fullmatch."""
+MAX_NAME_BYTES = 200
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,17 @@ class Section:
         if self.kind == "Interface":
             return "[Interface]"
         return f"peer {self.name!r}" if self.name else f"peer {self.get('PublicKey')}"
+
+    @property
+    def name_problem(self) -> str | None:
+        """Why the name read from the file could not stand for a file, if it could not."""
+        return name_problem(self.name) if self.name is not None else None
+
+    @property
+    def client_file_name(self) -> str | None:
+        """The name as a client config file's name: only names zsn could have given
+        (`PEER_NAME_RE`), never one that is a path or has odd characters."""
+        return self.name if self.name and PEER_NAME_RE.fullmatch(self.name) else None
 
 
 @dataclass
@@ -318,6 +330,23 @@ class WgConfig:
         if kept and kept[-1].end >= changed_from:
             kept[-1].end = fresh[0].header if fresh else len(self.lines)
         self.sections = kept + fresh
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name`, read from a file, cannot be used where a name becomes part of a path.
+
+    Names in comments are data: shown as they are, but one that is a path or holds
+    control characters is never joined to a directory.
+    """
+    if "/" in name:
+        return "contains '/'"
+    if name in (".", ".."):
+        return f"is {name!r}"
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        return "contains control characters"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"is longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 def check_peer_name(name: str) -> str:

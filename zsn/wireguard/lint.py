@@ -40,6 +40,8 @@ RULES = {
     "WG007": "PostUp/PostDown naming another interface",
     "WG008": "routing or NAT set up while forwarding is off",
     "WG009": "client without PersistentKeepalive",
+    "WG010": "a name read from a file that cannot stand for a file (a peer named like a "
+             "path, a bad interface name in zsn's settings)",
 }
 _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
@@ -59,6 +61,9 @@ def lint(host: Host) -> list[Finding]:
     paths = sorted(directory.glob("*.conf"))
     names = {path.stem for path in paths}
     findings += _permission_findings(host, directory)
+    stored, problem = _settings(host)
+    if problem is not None:
+        findings.append(problem)
     for path in paths:
         try:
             server = ServerConfig.load(host, path.stem)
@@ -67,7 +72,7 @@ def lint(host: Host) -> list[Finding]:
                                     "fix the line named, or restore the .zsn-bak backup",
                                     str(path)))
             continue
-        findings += lint_config(host, server, names)
+        findings += lint_config(host, server, names, stored)
         findings += _keepalive_findings(server.path, server.config)
     for path in sorted(directory.glob("clients/*/*.conf")):
         try:
@@ -78,10 +83,23 @@ def lint(host: Host) -> list[Finding]:
     return findings
 
 
-def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> list[Finding]:
+def _settings(host: Host) -> tuple[settings.Settings, Finding | None]:
+    """zsn's stored settings, or empty ones and the finding saying why they are not used."""
+    try:
+        return settings.load(host), None
+    except ZsnError as exc:
+        rule = "WG010" if isinstance(exc, settings.BadNameError) else "WG000"
+        path = host.path(settings.SETTINGS_PATH)
+        return settings.Settings(path, None, {}), Finding(
+            rule, "error", None, str(exc),
+            f"fix or remove the entry in {path} (zsn refuses changes that read it)", str(path))
+
+
+def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str],
+                stored: settings.Settings) -> list[Finding]:
     config, name, path = server.config, server.name, str(server.path)
     spans = [(peer, _spans(peer)) for peer in config.peers]
-    found: list[Finding] = []
+    found: list[Finding] = _unusable_names(config, name, path)
     found += _overlaps(spans, name, path)
     found += _duplicate_keys(config, name, path)
     found += _outside_subnet(config, spans, name, path)
@@ -105,8 +123,24 @@ def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str]) -> 
             "will fail",
             "install openresolv or systemd-resolved, or remove the DNS line", path,
             entry.line + 1))
-    found += _rules_naming_other_interfaces(host, config, name, path, wireguard_names)
-    found += _forwarding_off(host, config, name, path)
+    found += _rules_naming_other_interfaces(host, config, name, path, wireguard_names, stored)
+    found += _forwarding_off(host, config, name, path, stored)
+    return found
+
+
+def _unusable_names(config: WgConfig, name: str, path: str) -> list[Finding]:
+    found: list[Finding] = []
+    for peer in config.all_peers:
+        problem = peer.name_problem
+        if problem is None:
+            continue
+        line = peer.name_line + 1 if peer.name_line is not None else None
+        found.append(Finding(
+            "WG010", "error", name,
+            f"peer name {peer.name!r} {problem}: names are data, never paths; zsn refuses "
+            "to act on this peer",
+            f"rename it: zsn peer rename {name} {peer.get('PublicKey') or 'KEY'} NEWNAME",
+            path, line))
     return found
 
 
@@ -198,11 +232,12 @@ def _outside_subnet(config: WgConfig, peers: PeerSpans, name: str, path: str
 
 
 def _rules_naming_other_interfaces(host: Host, config: WgConfig, name: str, path: str,
-                                   wireguard_names: set[str]) -> list[Finding]:
+                                   wireguard_names: set[str], stored: settings.Settings
+                                   ) -> list[Finding]:
     interface = config.interface
     if interface is None:
         return []
-    linked = set(settings.load(host).get(name).links)
+    linked = set(stored.get(name).links)
     found: list[Finding] = []
     for key in _RULE_KEYS:
         for entry in interface.entries_for(key):
@@ -255,13 +290,14 @@ def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Pl
     return Plan(f"use %i instead of {other} in {server.path}:{line + 1}", [server.edit(edited)])
 
 
-def _forwarding_off(host: Host, config: WgConfig, name: str, path: str) -> list[Finding]:
+def _forwarding_off(host: Host, config: WgConfig, name: str, path: str,
+                    stored: settings.Settings) -> list[Finding]:
     interface = config.interface
     if interface is None:
         return []
     routes = any(_ROUTING_RULE_RE.search(entry.value)
                  for entry in interface.entries_for("PostUp"))
-    routes = routes or bool(settings.load(host).get(name).links)
+    routes = routes or bool(stored.get(name).links)
     if not routes:
         return []
     versions: set[int] = {a.version for a in addressing.interface_addresses(config)} or {4}

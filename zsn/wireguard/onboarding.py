@@ -57,7 +57,36 @@ def config_path(host: Host, interface: str) -> Path:
 
 
 def client_config_path(host: Host, interface: str, name: str) -> Path:
+    """Where zsn keeps a peer's client config: both names are checked here, where they
+    become a path, whether typed or read from a file."""
+    addressing.check_interface_name(interface)
+    check_peer_name(name)
     return host.path(f"{WIREGUARD_DIR}/clients/{interface}/{name}.conf")
+
+
+def usable_peer(config: WgConfig, name_or_key: str) -> Section:
+    """The peer `name_or_key` names, refused when the name in its comment is a path
+    or otherwise unusable (names read from files are data, never paths)."""
+    peer = config.require_peer(name_or_key)
+    _refuse_unusable_name(config, peer)
+    return peer
+
+
+def _refuse_unusable_name(config: WgConfig, peer: Section) -> None:
+    problem = peer.name_problem
+    if problem is not None:
+        where = f" of {config.source}" if config.source else ""
+        line = f" at line {peer.name_line + 1}" if peer.name_line is not None else ""
+        raise ValidationError(
+            f"peer name {peer.name!r}{line}{where} {problem}: zsn does not act on it; "
+            f"rename the peer (zsn peer rename IFACE {peer.get('PublicKey') or 'KEY'} "
+            "NEWNAME) or fix the comment")
+
+
+def _client_file(host: Host, interface: str, peer: Section) -> Path | None:
+    """The peer's client config zsn wrote, when its name is one zsn could have given."""
+    name = peer.client_file_name
+    return client_config_path(host, interface, name) if name is not None else None
 
 
 @dataclass
@@ -392,13 +421,13 @@ def _settings_of(peer: Section) -> PeerSettings:
 def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
     server = ServerConfig.load(host, interface)
     edited = server.edited()
-    peer = edited.require_peer(name)
+    peer = usable_peer(edited, name)
     live_settings = _settings_of(peer)
+    client_path = _client_file(host, server.name, peer)
     edited.remove_peer(peer)
     plan = Plan(f"remove peer {name} from {server.name}")
     plan.steps.append(server.edit(edited))
-    client_path = client_config_path(host, server.name, peer.name or name)
-    if client_path.exists():
+    if client_path is not None and client_path.exists():
         kept = files.backup_path(client_path)
         plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
                                    lambda: client_path.replace(kept),
@@ -429,7 +458,7 @@ def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
     """Comment the peer's block out (``#[disabled]``) and take it off the live interface."""
     server = ServerConfig.load(host, interface)
     edited = server.edited()
-    peer = edited.require_peer(name)
+    peer = usable_peer(edited, name)
     live_settings = _settings_of(peer)
     edited.disable_peer(peer)
     return _file_and_live(
@@ -440,7 +469,7 @@ def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
 def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
     server = ServerConfig.load(host, interface)
     edited = server.edited()
-    edited.enable_peer(edited.require_peer(name))
+    edited.enable_peer(usable_peer(edited, name))
     enabled = edited.require_peer(name)
     live_settings = _settings_of(enabled)
     _check_enable_free(edited, enabled)
@@ -464,18 +493,20 @@ def _check_enable_free(config: WgConfig, peer: Section) -> None:
 def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Plan:
     server = ServerConfig.load(host, interface)
     edited = server.edited()
+    # Renaming is how a peer named like a path gets a usable name: allowed, and
+    # the old name is never turned into a file path.
     peer = edited.require_peer(name)
     new_name = check_peer_name(new_name.strip(addressing.BLANKS))
     if edited.find_peer(new_name) is not None:
         raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
-    old_client = client_config_path(host, server.name, peer.name or name)
+    old_client = _client_file(host, server.name, peer)
     new_client = client_config_path(host, server.name, new_name)
     if new_client.exists():
         raise ValidationError(f"{new_client} already exists")
     edited.rename_peer(peer, new_name)
     plan = Plan(f"rename peer {name} to {new_name} on {server.name}")
     plan.steps.append(server.edit(edited))
-    if old_client.exists():
+    if old_client is not None and old_client.exists():
         plan.steps.append(LiveStep(f"rename {old_client.name} to {new_client.name}",
                                    lambda: old_client.rename(new_client),
                                    lambda: new_client.rename(old_client)))
@@ -487,7 +518,7 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
     """Set the networks behind a peer (site-to-site): its server-side AllowedIPs and routes."""
     server = ServerConfig.load(host, interface)
     edited = server.edited()
-    peer = edited.require_peer(name)
+    peer = usable_peer(edited, name)
     routed = addressing.check_allowed_networks(subnets)
     _check_routed_free(edited, routed, peer)
     before = _settings_of(peer)
@@ -524,7 +555,11 @@ def _is_host(network: str) -> bool:
 def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
     """The client config zsn wrote for a peer (the private key lives only there)."""
     addressing.check_interface_name(interface)
-    check_peer_name(name)
+    if config_path(host, interface).exists():
+        config = ServerConfig.load(host, interface).config
+        peer = config.find_peer(name)
+        if peer is not None:
+            _refuse_unusable_name(config, peer)
     path = client_config_path(host, interface, name)
     if not path.exists():
         raise ValidationError(

@@ -10,12 +10,16 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zsn.errors import ParseError
+from zsn.errors import ParseError, ValidationError
 from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
 SETTINGS_PATH = "/etc/zsn/wireguard.json"
+
+
+class BadNameError(ParseError):
+    """The settings name an interface by something that is not an interface name."""
 
 
 @dataclass
@@ -63,7 +67,23 @@ def load(host: Host) -> Settings:
             raise ParseError(f"settings of {name!r} must be an object", None, str(path))
         endpoint = value.get("endpoint_host")
         links = value.get("links") or []
-        interfaces[str(name)] = InterfaceSettings(
+        if not isinstance(links, list):
+            raise ParseError(f"links of {name!r} must be a list", None, str(path))
+        # Names read here become config paths elsewhere: checked where read.
+        _check_name(name, "an interface", path)
+        for link in links:
+            _check_name(link, f"a link of {name}", path)
+        interfaces[name] = InterfaceSettings(
             str(endpoint) if endpoint else None, [str(link) for link in links]
         )
     return Settings(path, snapshot, interfaces)
+
+
+def _check_name(name: object, what: str, path: Path) -> None:
+    from zsn.wireguard.addressing import check_interface_name
+
+    try:
+        check_interface_name(name if isinstance(name, str) else "")
+    except ValidationError as exc:
+        raise BadNameError(f"{name!r} given as {what} is not an interface name ({exc})",
+                           None, str(path)) from None
