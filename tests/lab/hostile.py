@@ -58,8 +58,10 @@ def serve(mode: str, path: str) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    server.bind(path)
+    # Listen first, then move into place: the path never names a socket that refuses.
+    server.bind(path + ".new")
     server.listen(16)
+    os.rename(path + ".new", path)
     while True:
         conn, _ = server.accept()
         threading.Thread(target=_serve_one, args=(conn, talk), daemon=True).start()
