@@ -17,6 +17,8 @@ DEBIAN_PACKAGES=(
     systemd-container debootstrap      # a real systemd in a container for D-Bus tests
     zbar-tools                         # decodes rendered QR codes
     tmux                               # terminal-level checks
+    strace                             # kills zsn at each write step (crash-safety tests)
+    util-linux                         # unshare, mount, setpriv: private /run/wireguard, non-root runs
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a

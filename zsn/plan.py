@@ -65,6 +65,8 @@ class FileEdit:
     """Create the parent directory 0700 (it holds private keys)."""
     shown_in_full: bool = True
     """False for files zsn ships (e.g. OpenVPN's DNS hook): the plan names them, no diff."""
+    backup: bool = True
+    """Keep the previous content as ``.zsn-bak`` (not for a leftover zsn replaces)."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
 
     @property
@@ -96,7 +98,8 @@ class FileEdit:
                 files.ensure_private_dir(created)
         backup = files.backup_path(self.path)
         self._old_backup = backup.read_bytes() if backup.exists() else None
-        files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode)
+        files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode,
+                           backup=self.backup)
 
     def undo(self) -> None:
         written = files.read_tracked(self.path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,24 @@ def test_snapshot_repr_hides_the_text(tmp_path: Path) -> None:
     assert "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=" in snapshot.text
     assert "yAnz5TF" not in repr(snapshot) and "PrivateKey" not in repr(snapshot)
     assert str(path) in repr(snapshot)
+
+
+def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_write(
+        tmp_path: Path) -> None:
+    gone_pid = _exited_pid()
+    stale = tmp_path / f".wg0.conf.zsn-{gone_pid}-0a1b2c3d.tmp"
+    alive = tmp_path / f".wg0.conf.zsn-{os.getppid()}-0a1b2c3d.tmp"
+    old_style = tmp_path / ".wg0.conf.k3j_9x2a.tmp"
+    young_old_style = tmp_path / ".wg0.conf.abcdefgh.tmp"
+    for leftover in (stale, alive, old_style, young_old_style):
+        leftover.write_text("PrivateKey = x\n")
+    os.utime(old_style, (1, 1))
+    files.write_atomic(tmp_path / "other.conf", "x\n", previous=None)
+    assert not stale.exists() and not old_style.exists()
+    assert alive.exists() and young_old_style.exists()  # a writer may still be at work
+
+
+def _exited_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid

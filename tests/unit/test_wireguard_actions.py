@@ -369,7 +369,8 @@ def test_cli_prints_config_and_one_line_errors(host: Host,
     assert "\u2580" in capsys.readouterr().out
     assert cli_main(["--root", root, "peer", "add", "wg0", "alice"]) == 2
     err = capsys.readouterr().err
-    assert err == "zsn peer: invalid: wg0 already has a peer named 'alice'\n"
+    assert err == ("zsn peer: invalid: wg0 already has a peer named 'alice' (its client config: "
+                   "zsn peer show wg0 alice)\n")
     assert cli_main(["--root", root, "peer", "remove", "wg0", "alice", "--dry-run"]) == 0
     assert "Plan: remove peer alice" in capsys.readouterr().out
     assert host.path("/etc/wireguard/clients/wg0/alice.conf").exists()

@@ -4,14 +4,19 @@ A write goes to a temporary file in the target's directory (mode set before any
 content is written), is fsynced and renamed over the target, and the directory is
 fsynced. The previous content is kept as ``<name>.zsn-bak`` with the same mode.
 A write is refused when the file changed on disk since zsn read it.
+
+Temporary files are ``.NAME.zsn-PID-RANDOM.tmp``, created 0600 whatever the umask;
+one left by a zsn that was killed is removed by the next write in its directory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import stat
-import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +26,8 @@ from zsn.system.limits import MiB, describe_size
 BACKUP_SUFFIX = ".zsn-bak"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
+TEMP_TAG = "zsn-"
+_TEMP_RE = re.compile(r"\..+\.(?:" + TEMP_TAG + r"(?P<pid>[0-9]+)-[0-9a-f]+|[a-z0-9_]{8})\.tmp")
 MAX_FILE_BYTES = 64 * MiB
 """Largest file zsn reads: a config with some 200 000 peers."""
 
@@ -131,15 +138,69 @@ def write_atomic(
     else:
         final_mode = 0o644
 
+    clean_stale_temps(directory)
     if backup and previous is not None:
         _write_replace(backup_path(path), previous.text.encode("utf-8"), final_mode, current)
     _write_replace(path, data, final_mode, current)
 
 
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{TEMP_TAG}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def clean_stale_temps(directory: Path) -> list[Path]:
+    """Remove the temporary files a killed zsn left in `directory`; return them.
+
+    zsn names its temporary files ``.NAME.zsn-PID-RANDOM.tmp``: one whose writer
+    is no longer running is a leftover (it may hold a private key). Files in the
+    ``mkstemp`` naming of earlier versions (``.NAME.XXXXXXXX.tmp``) are removed once
+    they are ten minutes old.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = _TEMP_RE.fullmatch(entry.name)
+        if match is None:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if match.group("pid") is not None:
+                if _running(int(match.group("pid"))):
+                    continue
+            elif now - entry.stat(follow_symlinks=False).st_mtime < 600:
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
 def _write_replace(
     path: Path, data: bytes, mode: int, owner_from: os.stat_result | None
 ) -> None:
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp_name = _temp_name(path)
+    # 0600 from the very start (umask can only narrow it), then the file's own mode,
+    # then the content: a private key is never readable by others, even for a moment.
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 PRIVATE_FILE_MODE)
     try:
         # Mode first, content second: a private key is never readable by others.
         os.fchmod(fd, mode)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +21,7 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse_shared
+from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse, parse_shared
 from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, find_device, remove_route
 from zsn.wireguard.keys import (
     KeyPair,
@@ -320,14 +321,15 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     """Validate `request` fully, then plan the peer's addition; nothing is changed yet."""
     server = ServerConfig.load(host, request.interface)
     name = check_peer_name(request.name.strip(addressing.BLANKS))
-    if server.config.find_peer(name) is not None:
-        raise ValidationError(f"{server.name} already has a peer named {name!r}")
     client_path = client_config_path(host, server.name, name)
-    if client_path.exists():
-        raise ValidationError(f"{client_path} already exists; remove it or pick another name")
+    if server.config.find_peer(name) is not None:
+        hint = f" (its client config: zsn peer show {server.name} {name})" \
+            if client_path.exists() else ""
+        raise ValidationError(f"{server.name} already has a peer named {name!r}{hint}")
     profile = Profile(request.profile)
     device = server.live()
     live_only = _live_only_peers(server, device)
+    leftover = _interrupted_add(server, client_path, live_only)
     owners = [(f"peer {key[:8]}… of the running {server.name} (not in its config)", allowed)
               for key, allowed in live_only]
     if request.address and request.address.strip():
@@ -367,8 +369,11 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     plan = Plan(f"add peer {name} to {server.name} ({PROFILE_LABELS[profile]}, "
                 f"{', '.join(str(a) for a in chosen.addresses)})",
                 warnings=list(chosen.warnings))
-    plan.steps.append(FileEdit(client_path, None, text, mode=files.PRIVATE_FILE_MODE,
-                               private_dir=True))
+    plan.steps.append(FileEdit(client_path, leftover, text, mode=files.PRIVATE_FILE_MODE,
+                               private_dir=True, backup=False))
+    if leftover is not None:
+        plan.notes.append(f"replaces {client_path}, left by an add that was interrupted: no "
+                          f"peer of {server.name} has its key")
     plan.steps.append(server.edit(edited))
     _remember_endpoint(plan, server, typed_endpoint)
     if device is not None:
@@ -382,6 +387,38 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
                           "resolvectl, or wg-quick will not bring it up")
     plan.output = text
     return plan, ClientConfig(name, server.name, text, client_path)
+
+
+def _interrupted_add(server: ServerConfig, client_path: Path,
+                     live_only: list[tuple[str, tuple[str, ...]]]) -> files.FileSnapshot | None:
+    """The client config an interrupted add left behind, to be replaced; ``None`` when
+    there is none. Refused when the file belongs to a peer after all.
+
+    An add writes the client config first and the server config second (the commit):
+    killed in between, it leaves a client config whose key no peer has. The next add
+    of that name replaces it rather than refusing forever.
+    """
+    if not os.path.lexists(client_path):
+        return None
+    refusal = ValidationError(f"{client_path} already exists; remove it or pick another name")
+    try:
+        snapshot = files.read_tracked(client_path)
+        client = parse(snapshot.text, str(client_path))
+    except ZsnError:
+        raise refusal from None
+    if os.path.islink(client_path) or client.interface is None:
+        raise refusal
+    private = client.interface.get("PrivateKey")
+    if private:
+        try:
+            key = public_key_from_private(private)
+        except ZsnError:
+            raise refusal from None
+        in_use = {peer.get("PublicKey") for peer in server.config.all_peers}
+        in_use.update(public for public, _allowed in live_only)
+        if key in in_use:
+            raise refusal
+    return snapshot
 
 
 def has_resolver(host: Host) -> bool:
