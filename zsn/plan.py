@@ -96,7 +96,7 @@ class FileEdit:
                 directory = directory.parent
             for created in reversed(missing):
                 files.ensure_private_dir(created)
-        backup = files.backup_path(self.path)
+        backup = files.backup_path(files.write_target(self.path))
         self._old_backup = backup.read_bytes() if backup.exists() else None
         files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode,
                            backup=self.backup)
@@ -108,7 +108,7 @@ class FileEdit:
             return
         files.write_atomic(self.path, self.previous.text, previous=written,
                            mode=self.previous.mode, backup=False)
-        backup = files.backup_path(self.path)
+        backup = files.backup_path(files.write_target(self.path))
         if self._old_backup is None:
             backup.unlink(missing_ok=True)
         else:  # the backup holds the same secrets: atomic, its mode kept

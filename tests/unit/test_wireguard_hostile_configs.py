@@ -4,12 +4,15 @@ that would be paths."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from zsn.cli import main as cli_main
-from zsn.errors import ParseError
+from zsn.errors import FileChangedError, ParseError
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint
 from zsn.wireguard.config import parse
@@ -173,3 +176,59 @@ def test_interface_names_in_zsn_settings_are_checked_where_read(
     [line] = capsys.readouterr().err.splitlines()
     assert "wireguard.json" in line and "'../../etc/x'" in line
     assert [f.id for f in lint.lint(host) if "wireguard.json" in f.message] == ["WG010"]
+
+
+# -- item 7: symlinks --------------------------------------------------------------
+
+def test_a_config_that_is_a_symlink_is_edited_through_to_its_target(host: Host) -> None:
+    config = host.path("/etc/wireguard/wg0.conf")
+    kept = host.path("/srv/wireguard/wg0.conf")
+    kept.parent.mkdir(parents=True, mode=0o700)
+    config.rename(kept)
+    config.symlink_to("../../srv/wireguard/wg0.conf")
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 0
+    assert config.is_symlink() and os.readlink(config) == "../../srv/wireguard/wg0.conf"
+    assert [p.name for p in parse(kept.read_text()).peers] == ["alice"]
+    assert host.path("/srv/wireguard/wg0.conf.zsn-bak").exists()
+    assert not host.path("/etc/wireguard/wg0.conf.zsn-bak").exists()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("link", ["clients", "clients/wg0"])
+def test_a_clients_folder_linked_to_a_shared_directory_is_refused(
+        host: Host, link: str, capsys: pytest.CaptureFixture[str]) -> None:
+    shared = host.path("/tmp/shared")
+    shared.mkdir(parents=True)
+    os.chmod(shared, 0o1777)
+    linked = host.path(f"/etc/wireguard/{link}")
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    linked.symlink_to(shared)
+    before = _tree(host.root)
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "symbolic link" in line and str(shared) in line
+    assert _tree(host.root) == before and not any(shared.iterdir())
+
+
+def test_a_clients_folder_linked_to_a_private_directory_is_used_deliberately(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    private = host.path("/srv/wireguard-clients")
+    private.mkdir(parents=True, mode=0o700)
+    host.path("/etc/wireguard/clients").symlink_to(private)
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 0
+    assert "is a link to" in capsys.readouterr().err
+    assert (private / "wg0/alice.conf").exists()
+    assert stat.S_IMODE((private / "wg0").stat().st_mode) == 0o700
+
+
+def test_a_new_file_is_never_created_through_a_symlink(host: Host) -> None:
+    outside = host.path("/etc/cron.d/zsn-planted")
+    outside.parent.mkdir(parents=True)
+    client = host.path("/etc/wireguard/clients/wg0/alice.conf")
+    client.parent.mkdir(parents=True, mode=0o700)
+    client.symlink_to(outside)  # dangling: writing through it would create the file
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 2
+    assert not outside.exists()
+    with pytest.raises(FileChangedError, match="symbolic link"):
+        files.write_atomic(client, "x\n", previous=None)
+    assert not outside.exists()

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zsn.errors import FileChangedError, ZsnError
+from zsn.errors import FileChangedError, ValidationError, ZsnError
 from zsn.system.limits import MiB, describe_size
 
 BACKUP_SUFFIX = ".zsn-bak"
@@ -90,6 +90,48 @@ def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     return read_tracked(path, max_bytes).text
 
 
+def write_target(path: Path) -> Path:
+    """The file an edit of `path` writes: its target when `path` is a symbolic link
+    (resolved as reading it does), else `path` itself."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def check_private_dirs(directory: Path, base: Path) -> list[str]:
+    """Refuse to put secrets in `directory` when it, or a folder between `base` and it,
+    is a symbolic link to a directory others may use; return notes for links to
+    private directories, which are followed deliberately.
+
+    A link to a directory owned by zsn's user and closed to everyone else is a
+    choice an admin made (keys kept on another disk); a link to anything else would
+    be followed by accident.
+    """
+    notes: list[str] = []
+    try:
+        relative = directory.relative_to(base)
+    except ValueError:
+        return notes
+    current = base
+    for part in relative.parts:
+        current = current / part
+        if not os.path.islink(current):
+            continue
+        target = Path(os.path.realpath(current))
+        try:
+            st = os.stat(target)
+        except OSError:
+            st = None
+        private = (st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+                   and not st.st_mode & 0o077)
+        if not private:
+            raise ValidationError(
+                f"{current} is a symbolic link to {target}, which is not a private directory "
+                "(owned by zsn's user, mode 0700): zsn writes private keys only into one; "
+                f"make {target} private or replace the link with a directory")
+        notes.append(f"{current} is a link to {target} (a private directory): client "
+                     "configs are written there")
+    return notes
+
+
 def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
@@ -113,8 +155,14 @@ def write_atomic(
     `previous` is the snapshot the edit was based on; ``None`` means the file is
     new and must not exist yet. `mode` forces a mode (0600 for anything holding a
     private key); without it an existing file keeps its mode and a new one gets 0644.
+    An existing file that is a symbolic link is written through to its target (the
+    link stays a link, the backup goes next to the target); see `write_target`.
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
+    if previous is None and os.path.islink(path):
+        # A new file is created where it is named, never wherever a link points.
+        raise FileChangedError(f"{path}: is a symbolic link; not creating a file through it")
+    path = write_target(path)
     directory = path.parent
     if not directory.is_dir():
         raise ZsnError(f"{directory}: directory does not exist")

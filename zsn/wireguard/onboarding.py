@@ -326,6 +326,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         hint = f" (its client config: zsn peer show {server.name} {name})" \
             if client_path.exists() else ""
         raise ValidationError(f"{server.name} already has a peer named {name!r}{hint}")
+    link_notes = files.check_private_dirs(client_path.parent, host.path(WIREGUARD_DIR))
     profile = Profile(request.profile)
     device = server.live()
     live_only = _live_only_peers(server, device)
@@ -374,6 +375,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     if leftover is not None:
         plan.notes.append(f"replaces {client_path}, left by an add that was interrupted: no "
                           f"peer of {server.name} has its key")
+    plan.notes.extend(link_notes)
     plan.steps.append(server.edit(edited))
     _remember_endpoint(plan, server, typed_endpoint)
     if device is not None:
