@@ -151,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZsnError as exc:
         print(f"zsn: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        from zsn.system.files import describe_os_error
+
+        print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
     from zsn.tui.app import run
 
     return run(host, theme=args.theme, refresh=args.refresh)

@@ -22,6 +22,7 @@ from zsn import __version__
 from zsn.domains import domain, domains, load
 from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
+from zsn.system.files import describe_os_error
 from zsn.system.host import Host
 
 SCHEMA_VERSION = 1
@@ -64,7 +65,12 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False) 
     }
     errors: list[str] = []
     for name in chosen:
-        data = _provider(name).collect(host, include_secrets=include_secrets)
+        try:
+            data = _provider(name).collect(host, include_secrets=include_secrets)
+        except ZsnError as exc:  # the section could not be read at all: say so, go on
+            data = {"errors": [str(exc)]}
+        except OSError as exc:
+            data = {"errors": [describe_os_error(exc)]}
         document[name] = data
         errors.extend(f"{name}: {message}" for message in data.get("errors", ()))
     return ExportResult(document, errors)

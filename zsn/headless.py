@@ -18,6 +18,7 @@ from typing import NamedTuple, Protocol
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import Plan
+from zsn.system.files import describe_os_error
 from zsn.system.host import Host
 
 EXIT_OK = 0
@@ -73,4 +74,7 @@ def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str) -> int:
         return EXIT_INVALID
     except ZsnError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # e.g. a folder only root may look into: one line, no traceback
+        print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from zsn.errors import ZsnError
 from zsn.openvpn import management
 from zsn.openvpn.config import OvpnConfig, parse
-from zsn.system.files import read_tracked
+from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
 
 if TYPE_CHECKING:
@@ -60,9 +60,7 @@ def discover(host: Host) -> list[ConfigFile]:
     found: list[ConfigFile] = []
     for kind, (folder, _unit, _sock) in KINDS.items():
         directory = host.path(Path(CONFIG_DIR, folder))
-        if not directory.is_dir():
-            continue
-        for path in sorted(directory.glob("*.conf")):
+        for path in list_files(directory, "*.conf"):
             if path.is_file():
                 found.append(ConfigFile(kind, path.stem, config_path(kind, path.stem)))
     return found

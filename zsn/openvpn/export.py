@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zsn.errors import ZsnError
 from zsn.lint import count_by_severity
 from zsn.openvpn.connections import CONFIG_DIR, Connection
 from zsn.openvpn.lint import SUBJECT
@@ -51,7 +52,10 @@ def connection_to_dict(conn: Connection) -> dict[str, Any]:
 
 def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: this section never carries key material."""
-    snapshot = read_openvpn(host)
+    try:
+        snapshot = read_openvpn(host)
+    except ZsnError as exc:  # e.g. a config folder only root may read
+        return {"connections": [], "findings": [], "errors": [str(exc)]}
     data: dict[str, Any] = {
         "connections": [connection_to_dict(c) for c in snapshot.connections],
         "findings": [f.as_dict(SUBJECT) for f in snapshot.findings],

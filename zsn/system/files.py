@@ -12,6 +12,7 @@ one left by a zsn that was killed is removed by the next write in its directory.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import secrets
@@ -88,6 +89,42 @@ def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
 def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The text of a regular file, with `read_tracked`'s checks and errors."""
     return read_tracked(path, max_bytes).text
+
+
+def list_files(directory: Path, pattern: str = "*") -> list[Path]:
+    """The entries of `directory` whose names match `pattern`, sorted; none when it does
+    not exist. Unlike ``Path.glob``, a folder zsn may not read is an error, not empty:
+    a report that found nothing must mean there was nothing."""
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(entry.name for entry in entries if fnmatch.fnmatchcase(entry.name,
+                                                                                 pattern))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except PermissionError as exc:
+        raise ZsnError(f"{directory}: permission denied (root needed?)") from exc
+    except OSError as exc:
+        raise ZsnError(f"{directory}: cannot be listed ({exc.strerror or exc})") from exc
+    return [directory / name for name in names]
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` exists; a ZsnError naming it when zsn may not even look."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError as exc:
+        raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+    return True
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OSError that reached a command's top level."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    if isinstance(exc, PermissionError):
+        return f"{where}permission denied (root needed?)"
+    return f"{where}{exc.strerror or exc}"
 
 
 def write_target(path: Path) -> Path:

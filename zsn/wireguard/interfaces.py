@@ -69,7 +69,7 @@ def plan_create_interface(host: Host, name: str, addresses: list[str], listen_po
 def _check_free(host: Host, addresses: list[addressing.IPInterface], port: int) -> None:
     """Refuse a port or subnet another interface's config already uses: wg-quick up would
     fail on the port, and overlapping subnets send one interface's traffic to the other."""
-    for path in sorted(host.path(WIREGUARD_DIR).glob("*.conf")):
+    for path in files.list_files(host.path(WIREGUARD_DIR), "*.conf"):
         try:
             other = parse(files.read_tracked(path).text, str(path))
         except ZsnError:

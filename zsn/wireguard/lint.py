@@ -58,7 +58,7 @@ def lint(host: Host) -> list[Finding]:
     findings: list[Finding] = []
     if not directory.is_dir():
         return findings
-    paths = sorted(directory.glob("*.conf"))
+    paths = files.list_files(directory, "*.conf")
     names = {path.stem for path in paths}
     findings += _permission_findings(host, directory)
     stored, problem = _settings(host)
@@ -74,7 +74,9 @@ def lint(host: Host) -> list[Finding]:
             continue
         findings += lint_config(host, server, names, stored)
         findings += _keepalive_findings(server.path, server.config)
-    for path in sorted(directory.glob("clients/*/*.conf")):
+    client_paths = [path for folder in files.list_files(directory / "clients")
+                    for path in files.list_files(folder, "*.conf")]
+    for path in client_paths:
         try:
             config = parse(files.read_tracked(path).text, str(path))
         except ZsnError:

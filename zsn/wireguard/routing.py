@@ -136,7 +136,7 @@ def _client_config_edits(host: Host, interface: str, networks: list[str]) -> lis
     if not directory.is_dir():
         return edits
     files.check_private_dirs(directory, host.path(WIREGUARD_DIR))
-    for path in sorted(directory.glob("*.conf")):
+    for path in files.list_files(directory, "*.conf"):
         snapshot = files.read_tracked(path)
         config = parse(snapshot.text, str(path))
         changed = False

@@ -52,7 +52,7 @@ class Settings:
 
 def load(host: Host) -> Settings:
     path = host.path(SETTINGS_PATH)
-    if not path.exists():
+    if not files.exists(path):
         return Settings(path, None, {})
     snapshot = files.read_tracked(path)
     try:
