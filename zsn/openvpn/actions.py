@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 from zsn.errors import ValidationError, ZsnError
 from zsn.openvpn.config import (
     INLINE,
-    SCRIPT_OPTIONS,
+    Directive,
     OvpnConfig,
     parse,
     quote_arg,
     validate_name,
 )
-from zsn.openvpn.connections import KINDS, ConfigFile, config_path, load
+from zsn.openvpn.connections import CONFIG_DIR, KINDS, ConfigFile, config_path, load
+from zsn.openvpn.effects import ReadConfig, advice, analyze
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system.files import PRIVATE_FILE_MODE, read_text, read_tracked
 from zsn.system.host import Host
@@ -62,6 +63,12 @@ def _hook_words(config: OvpnConfig, name: str) -> list[str] | None:
     directive = config.get(name)
     words = " ".join(directive.args).split() if directive is not None else []
     return words or None
+
+
+def is_zsn_hook(directive: Directive) -> bool:
+    """True for an ``up``/``down`` line running zsn's own DNS hook: nothing to warn about."""
+    return directive.name in ("up", "down") and bool(directive.args) and \
+        (directive.args[0].split() or [""])[0] == HOOK_PATH
 
 
 def runs_hook(config: OvpnConfig, name: str = "up") -> bool:
@@ -239,14 +246,37 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
         if d.name in ("ca", "cert", "key", "tls-auth", "tls-crypt", "pkcs12")
         and d.arg and d.arg != INLINE and not Path(d.arg).is_absolute()
     ]
-    # A profile comes from elsewhere (a provider, a colleague); the unit runs it as root.
-    commands = [" ".join((d.name, *d.args)) for d in config.directives
-                if d.name in (*SCRIPT_OPTIONS, "plugin")]
-    if commands:
-        warnings.append("the profile runs programs as root when the connection starts ("
-                        + "; ".join(commands) + "): check them before starting it")
+    # A profile comes from elsewhere (a provider, a colleague) and the unit runs it as
+    # root: everything it would run, read, send or write is said before it lands.
+    effects = analyze(config, target_file.path, target_file.working_dir,
+                      _read_beside(host, source, target_file.working_dir),
+                      ignore=is_zsn_hook)
+    warnings += [f"{told.message}: {told.fix}"
+                 for told in advice(effects, config_dir=Path(CONFIG_DIR), strict=True)]
+    if effects.script_security >= 2:
+        warnings.append(f"the profile sets script-security {effects.script_security}: "
+                        "OpenVPN runs its scripts"
+                        + (" and passes them passwords in their environment"
+                           if effects.script_security >= 3 else ""))
+    warnings += [f"'config {used.written}' includes {used.written}, which is not imported: "
+                 f"once imported it reads {used.path}; check it and copy it there"
+                 for used in effects.files if used.use == "includes"]
     return Plan(f"import {source.name} as {target_file.unit}",
                 [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
+
+
+def _read_beside(host: Host, source: Path, working_dir: Path) -> ReadConfig:
+    """Reads what a profile includes: from beside the profile for paths that land in
+    its future folder (they are not imported), elsewhere from the host."""
+
+    def read(path: Path) -> OvpnConfig:
+        local = source.parent / path.relative_to(working_dir) \
+            if path.is_relative_to(working_dir) else host.path(path)
+        if not local.exists():
+            raise FileNotFoundError(path)
+        return parse(read_tracked(local).text, str(local))
+
+    return read
 
 
 def plan_management_socket(host: Host, config_file: ConfigFile) -> Plan:

@@ -37,6 +37,9 @@ class Directive:
     """Index one past the directive's last line (more than one for inline blocks)."""
     inline: str | None = None
     """The body of an inline ``<tag>`` block, or None for an ordinary line."""
+    hidden_by: str | None = None
+    """``"setenv opt"`` when the line is ``setenv opt NAME ...``: OpenVPN obeys it as
+    ``NAME ...`` (the prefix only turns an unknown option into a warning)."""
 
     @property
     def arg(self) -> str | None:
@@ -207,7 +210,13 @@ def parse(text: str, source: str | None = None) -> OvpnConfig:
             name = tokens[0].removeprefix("--").lower()
             if not _NAME_RE.fullmatch(name):
                 raise ParseError(f"{excerpt(tokens[0])} is not an option name", index + 1, source)
-            directives.append(Directive(name, tuple(tokens[1:]), index, index + 1))
+            args, hidden_by = tokens[1:], None
+            if name == "setenv" and len(args) > 1 and args[0] == "opt":
+                inner = args[1].removeprefix("--").lower()
+                if _NAME_RE.fullmatch(inner):
+                    name, args, hidden_by = inner, args[2:], "setenv opt"
+            directives.append(Directive(name, tuple(args), index, index + 1,
+                                        hidden_by=hidden_by))
         index += 1
     return OvpnConfig(lines, directives, source)
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from zsn.errors import ValidationError, ZsnError
 from zsn.lint import Finding, Severity
-from zsn.openvpn.actions import HOOK_PATH, runs_hook
-from zsn.openvpn.config import INLINE, SCRIPT_OPTIONS, OvpnConfig, validate_name
-from zsn.openvpn.connections import ConfigFile, discover, load, summarize
-from zsn.system.files import is_world_readable
+from zsn.openvpn.actions import HOOK_PATH, is_zsn_hook, runs_hook
+from zsn.openvpn.config import (
+    INLINE,
+    SCRIPT_OPTIONS,
+    OvpnConfig,
+    parse,
+    validate_name,
+)
+from zsn.openvpn.connections import CONFIG_DIR, ConfigFile, discover, load, summarize
+from zsn.openvpn.effects import Effects, ReadConfig, advice, analyze
+from zsn.system.files import is_world_readable, read_tracked
 from zsn.system.host import Host
 
 FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12",
@@ -26,8 +35,27 @@ RULES = {
     "OVPN005": "scripts configured but script-security below 2",
     "OVPN006": "the DNS hook with 'user' (the down hook cannot revert DNS)",
     "OVPN007": "TCP management interface without a password file",
+    "OVPN008": "runs programs or loads code as root (scripts, plugins, iproute ...), "
+               "including behind 'setenv opt' and in included configs",
+    "OVPN009": "a file it reads, sends or writes lies outside the config's folder",
     "OVPN010": "config file name that is no usable connection name (unit, socket path)",
 }
+
+
+def read_config(host: Host) -> ReadConfig:
+    """Reads an included config at a system path under `host`'s root."""
+
+    def read(path: Path) -> OvpnConfig:
+        if not host.path(path).exists():
+            raise FileNotFoundError(path)
+        return parse(read_tracked(host.path(path)).text, str(path))
+
+    return read
+
+
+def effects_of(host: Host, config_file: ConfigFile, config: OvpnConfig) -> Effects:
+    return analyze(config, config_file.path, config_file.working_dir, read_config(host),
+                   ignore=is_zsn_hook)
 
 
 def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list[Finding]:
@@ -46,7 +74,8 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             f"{unit} runs it with the wrong unit's settings",
             f"move it to {right} and use openvpn-{role}@{config_file.name}")
 
-    for directive in config.directives:
+    effects = effects_of(host, config_file, config)
+    for directive, _line in effects.directives:
         if directive.name not in FILE_OPTIONS or not directive.arg:
             continue
         if directive.arg == INLINE or (directive.name == "dh" and directive.arg == "none"):
@@ -62,10 +91,14 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             add("OVPN003", "error", f"'{directive.name}' file {shown} is readable by everyone",
                 f"chmod 600 {shown}")
     has_inline_secret = any(d.inline is not None and d.name in SECRET_OPTIONS
-                            for d in config.directives)
+                            for d, _line in effects.directives)
     if has_inline_secret and is_world_readable(host.path(config_file.path)):
         add("OVPN003", "error", f"{config_file.path} holds an inline private key and is "
             "readable by everyone", f"chmod 600 {config_file.path}")
+    for told in advice(effects, config_dir=Path(CONFIG_DIR)):
+        findings.append(Finding(told.rule, told.severity, unit, told.message, told.fix,
+                                str(told.where.file) if told.where else None,
+                                told.where.line if told.where else None))
 
     hooked = runs_hook(config)
     if role == "client" and not config.has("up"):
@@ -80,8 +113,8 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
         add("OVPN004", "warning", "the DNS hook sets DNS on up but nothing reverts it on down",
             f"add 'down {HOOK_PATH}' and 'down-pre'")
 
-    scripts = [d.name for d in config.directives if d.name in SCRIPT_OPTIONS]
-    level = config.script_security
+    scripts = [d.name for d, _line in effects.directives if d.name in SCRIPT_OPTIONS]
+    level = effects.script_security
     if scripts and level < 2:
         add("OVPN005", "error",
             f"script-security is {level}, so OpenVPN refuses to run the configured "
