@@ -63,13 +63,18 @@ class LiveState:
     """Connected clients, for a server."""
 
 
+def _is_number(text: str) -> bool:
+    # ASCII digits only: str.isdigit() is also true for "²", which int() refuses.
+    return text.isascii() and text.isdigit()
+
+
 def parse_state(lines: list[str]) -> tuple[str, str, int, str, str, str, str]:
     """The current state from a ``state`` reply (the last record before END)."""
     records = [line for line in lines if line and line != "END" and not line.startswith(">")]
     if not records:
         raise ParseError("empty reply to 'state'", None, "management")
     fields = records[-1].split(",")
-    if len(fields) < 3 or not fields[0].isdigit():
+    if len(fields) < 3 or not _is_number(fields[0]):
         raise ParseError(f"unexpected 'state' record {records[-1]!r}", None, "management")
     fields += [""] * (9 - len(fields))
     since, state, description, local_ipv4, remote, rport = fields[:6]
@@ -84,14 +89,14 @@ def parse_status(lines: list[str]) -> tuple[int | None, int | None, int | None]:
     server = False
     for line in lines:
         key, _, value = line.partition(",")
-        if key in ("TCP/UDP read bytes", "TCP/UDP write bytes") and value.strip().isdigit():
+        if key in ("TCP/UDP read bytes", "TCP/UDP write bytes") and _is_number(value.strip()):
             client_stats[key] = int(value)
         elif key == "TITLE":
             server = True
         elif key == "CLIENT_LIST":
             # CLIENT_LIST,name,real,virt,virt6,bytes received,bytes sent,...
             fields = line.split(",")
-            if len(fields) > 6 and fields[5].isdigit() and fields[6].isdigit():
+            if len(fields) > 6 and _is_number(fields[5]) and _is_number(fields[6]):
                 clients += 1
                 bytes_in += int(fields[5])
                 bytes_out += int(fields[6])

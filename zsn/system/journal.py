@@ -38,20 +38,33 @@ def unit_lines(host: Host, unit: str, *, lines: int = 100,
             f"--unit={unit}"]
     if not host.is_live:
         argv.insert(1, f"--root={host.root}")
-    result = run(argv, timeout=timeout)
+    return parse_entries(run(argv, timeout=timeout).stdout)
+
+
+def parse_entries(output: str) -> list[JournalLine]:
+    """`journalctl --output=json` lines as entries; a line that is not an entry is skipped."""
     entries: list[JournalLine] = []
-    for raw in result.stdout.splitlines():
+    for raw in output.splitlines():
         try:
             entry = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if not isinstance(entry, dict):
             continue
         message = entry.get("MESSAGE", "")
         if isinstance(message, list):  # journalctl's form for non-UTF-8 messages
-            message = bytes(message).decode("utf-8", "replace")
+            message = bytes(b for b in message if isinstance(b, int) and 0 <= b < 256
+                            ).decode("utf-8", "replace")
         entries.append(JournalLine(
-            timestamp_us=int(entry.get("__REALTIME_TIMESTAMP", 0)),
-            priority=int(entry.get("PRIORITY", 6)),
+            timestamp_us=_integer(entry.get("__REALTIME_TIMESTAMP"), 0),
+            priority=_integer(entry.get("PRIORITY"), 6),
             identifier=str(entry.get("SYSLOG_IDENTIFIER", "")),
-            message=str(message),
+            message=message if isinstance(message, str) else json.dumps(message),
         ))
     return entries
+
+
+def _integer(value: object, default: int) -> int:
+    """journalctl writes numbers as decimal strings."""
+    text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    return int(text) if text.isascii() and text.isdigit() else default

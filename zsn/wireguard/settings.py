@@ -55,10 +55,17 @@ def load(host: Host) -> Settings:
     if not files.exists(path):
         return Settings(path, None, {})
     snapshot = files.read_tracked(path)
+    return Settings(path, snapshot, parse_settings(snapshot.text, path))
+
+
+def parse_settings(text: str, path: Path) -> dict[str, InterfaceSettings]:
+    """The settings in `text` (the file at `path`), by interface name."""
     try:
-        raw = json.loads(snapshot.text)
+        raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"not valid JSON: {exc.msg}", exc.lineno, str(path)) from exc
+    except RecursionError:
+        raise ParseError("nested too deeply", None, str(path)) from None
     if not isinstance(raw, dict):
         raise ParseError("expected an object of interfaces", None, str(path))
     interfaces: dict[str, InterfaceSettings] = {}
@@ -69,14 +76,14 @@ def load(host: Host) -> Settings:
         links = value.get("links") or []
         if not isinstance(links, list):
             raise ParseError(f"links of {name!r} must be a list", None, str(path))
+        if endpoint is not None and not isinstance(endpoint, str):
+            raise ParseError(f"endpoint_host of {name!r} must be text", None, str(path))
         # Names read here become config paths elsewhere: checked where read.
         _check_name(name, "an interface", path)
         for link in links:
             _check_name(link, f"a link of {name}", path)
-        interfaces[name] = InterfaceSettings(
-            str(endpoint) if endpoint else None, [str(link) for link in links]
-        )
-    return Settings(path, snapshot, interfaces)
+        interfaces[name] = InterfaceSettings(endpoint or None, [str(link) for link in links])
+    return interfaces
 
 
 def _check_name(name: object, what: str, path: Path) -> None:

@@ -120,8 +120,11 @@ _WIREGUARD_GO_PEER = re.compile(
     r"tx_bytes=(\d+)\n"
     r"rx_bytes=(\d+)\n"
     r"persistent_keepalive_interval=(\d+)"
-    r"((?:\nallowed_ip=[^\n]+)*)\n?"
+    r"((?:\nallowed_ip=[^\n]+)*)\n?",
+    re.ASCII,  # \d is 0-9 only, as in `_number`
 )
+_HEX_KEY_RE = re.compile(r"[0-9a-fA-F]{64}")
+_NUMBER_RE = re.compile(r"[0-9]{1,20}")
 _PEER_SEPARATOR = "\npublic_key="
 _NO_NAMES: Mapping[str, str] = {}
 _ALLOWED_SEPARATOR = "\nallowed_ip="
@@ -221,7 +224,7 @@ def _parse_peer(
         elif name == "allowed_ip":
             allowed_ips.append(value)
         elif name == "endpoint":
-            endpoint = value
+            endpoint = value or None
         elif name == "preshared_key":
             psk = None if value == _ZERO_KEY else _hex_key(value, name, number, source)
         elif name == "last_handshake_time_sec":
@@ -271,19 +274,17 @@ def _lines(text: str, first_line: int, source: str) -> Iterator[tuple[int, str, 
 
 
 def _number(value: str, key: str, line: int, source: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise ParseError(f"bad value for {key}: {excerpt(value)}", line, source) from None
+    # ASCII digits only: int() would also take "-1", " 7", "1_0" and other scripts' digits.
+    if not _NUMBER_RE.fullmatch(value):
+        raise ParseError(f"bad value for {key}: {excerpt(value)}", line, source)
+    return int(value)
 
 
 def _hex_key(value: str, key: str, line: int, source: str) -> str:
-    try:
-        return hex_to_base64(value)
-    except ValueError:
+    if not _HEX_KEY_RE.fullmatch(value):
         # Never quote it: a malformed private key is still mostly the key.
-        raise ParseError(f"bad value for {key}: not a 64-digit hex key", line,
-                         source) from None
+        raise ParseError(f"bad value for {key}: not a 64-digit hex key", line, source)
+    return hex_to_base64(value)
 
 
 def get_device(
