@@ -28,6 +28,7 @@ from typing import Any
 REGISTRY: tuple[str, ...] = (
     "zsn.wireguard",
     "zsn.openvpn",
+    "zsn.zfs",
 )
 """Domain packages in tab and section order."""
 

@@ -55,3 +55,27 @@ def excerpt(text: str, length: int = 40) -> str:
     not put (part of) the key there.
     """
     return repr(_KEY_MATERIAL_RE.sub("(hidden)", text)[:length])
+
+
+def human_nanoseconds(nanoseconds: float | None) -> str:
+    """A latency: ``850 ns``, ``42 µs``, ``1.4 ms``, ``2.1 s``; ``-`` when there was none."""
+    if nanoseconds is None:
+        return "-"
+    for unit, size in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if nanoseconds >= size:
+            value = nanoseconds / size
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{nanoseconds:.0f} ns"
+
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float] | list[int], width: int) -> str:
+    """The last `width` values as block characters scaled to their maximum; a flat
+    line of ``▁`` when all are zero. Shorter histories are padded on the left."""
+    shown = list(values)[-width:] if width > 0 else []
+    peak = max(shown, default=0)
+    marks = [_SPARKS[min(len(_SPARKS) - 1, int(value / peak * (len(_SPARKS) - 1) + 0.5))]
+             if peak > 0 else _SPARKS[0] for value in shown]
+    return " " * (width - len(marks)) + "".join(marks)

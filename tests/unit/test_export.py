@@ -58,7 +58,7 @@ def test_unknown_section_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
-        "zsn: unknown section 'zfsx' (known: openvpn, wireguard)"]
+        "zsn: unknown section 'zfsx' (known: openvpn, wireguard, zfs)"]
 
 
 def test_unreadable_root_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -34,9 +34,11 @@ class FindingsScreen(ModalScreen[Finding | None]):
         Binding("escape", "dismiss_none", "Close"),
     ]
 
-    def __init__(self, findings: list[Finding]) -> None:
+    def __init__(self, findings: list[Finding],
+                 empty_text: str = "No findings: the WireGuard configs look right.") -> None:
         super().__init__()
         self.findings = findings
+        self.empty_text = empty_text
 
     def compose(self) -> ComposeResult:
         with Vertical(id="findings"):
@@ -44,7 +46,7 @@ class FindingsScreen(ModalScreen[Finding | None]):
                 yield OptionList(*[Option(finding_text(f), id=str(i))
                                    for i, f in enumerate(self.findings)], id="findings-list")
             else:
-                yield Static("No findings: the WireGuard configs look right.")
+                yield Static(self.empty_text)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -1,0 +1,411 @@
+"""ZFS pane: pools with health and live I/O, the highlighted pool's vdev tree or datasets.
+
+Live per-pool and per-vdev I/O comes from one `zpool iostat` stream per pool
+(`zsn.zfs.monitor`), running only while the pane is shown; health, trees, scans and
+datasets from `zsn.zfs.live.ZfsReader`, which between full reads only looks at the
+pools' kstat state files. Rows and columns come from `zsn.zfs.view`; columns that do
+not fit the width are dropped whole, least important first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import ContentSwitcher, DataTable, Static
+
+from zsn.lint import Finding
+from zsn.plan import Plan
+from zsn.system.host import Host
+from zsn.tui.panes.base import LivePane
+from zsn.zfs import actions, view
+from zsn.zfs.live import ZfsReader, find_program
+from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
+from zsn.zfs.monitor import IostatMonitor, PoolIostat
+
+
+def now() -> float:
+    """The wall clock for "scrubbed 3d ago" (replaced in snapshot tests)."""
+    return time.time()
+
+
+VALUES = {
+    "compression": ("lz4", "zstd", "gzip", "zle", "off"),
+    "atime": ("off", "on"),
+    "xattr": ("sa", "dir", "on"),
+    "recordsize": ("16K", "64K", "128K", "1M"),
+}
+"""The short lists the property dialog offers (zsn zfs set takes any valid value)."""
+
+
+@dataclass
+class ZfsView:
+    snapshot: ZfsSnapshot
+    io: dict[str, PoolIostat] = field(default_factory=dict)
+    history: Callable[[str, str], list[int]] = lambda pool, name: []
+
+
+class ZfsPane(LivePane):
+    PANE_HELP: ClassVar[str] = """\
+### ZFS
+The upper table lists the pools: health, capacity, read and write bandwidth over the
+last interval, and the scrub (progress and ETA while it runs, else how long ago the last
+one finished). The line under it shows the highlighted pool's scan in full.
+
+The lower table is the highlighted pool's vdev tree (`v`): mirrors, raidz and draid
+groups, then the dedup, special, logs, cache and spares groups, each row with its
+state, read/write/checksum error counts, bandwidth, operations per second, mean
+latency (total wait; disk wait apart) and a bandwidth history. `*` after a state: the
+device is resilvering. Or its datasets (`d`): used, available, compression, record
+size, compression ratio, atime, xattr, mountpoint.
+
+I/O comes from one `zpool iostat` per pool, running only while this tab is shown;
+one that stalls, dies or prints garbage is stopped, shown and restarted.
+
+- `s` start (or resume) a scrub, `p` pause it (keeps its progress), `x` stop it.
+- `c` clear error counters (of the highlighted device in the vdev tree, else the pool).
+- `e` set compression, atime, xattr or recordsize on the highlighted dataset: the
+  plan says what changes for data already written and which datasets inherit it.
+- `l` the advisor: findings from the field notes, each with its fix as a command
+  (zsn never runs a fix that alters a pool on its own).
+Every change is shown as a plan first and applied on `y`. Nothing destroys data.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "scrub('start')", "Scrub"),
+        Binding("p", "scrub('pause')", "Pause"),
+        Binding("x", "scrub('stop')", "Stop scrub"),
+        Binding("v", "lower('vdevs')", "Vdevs"),
+        Binding("d", "lower('datasets')", "Datasets"),
+        Binding("e", "set_property", "Set property"),
+        Binding("c", "clear", "Clear errors", show=False),
+        Binding("l", "advise", "Advisor"),
+        Binding("r", "refresh_now", "Refresh", show=False),
+    ]
+
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
+        super().__init__(host, refresh_seconds, **kwargs)
+        self.reader = ZfsReader(host)
+        self._monitor: IostatMonitor | None = None
+        self._monitor_lock = threading.Lock()
+        self._view: ZfsView | None = None
+        self._cells: dict[str, dict[str, dict[str, Any]]] = {"pools": {}, "vdevs": {},
+                                                              "datasets": {}}
+        self._columns: dict[str, list[view.Column]] = {}
+        self._shown_pool: str | None = None
+        self._io_pending = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="pane-status")
+        pools: DataTable[Any] = DataTable(id="zfs-pools", cursor_type="row")
+        pools.border_title = "Pools"
+        yield pools
+        yield Static("", id="zfs-scan")
+        with ContentSwitcher(initial="zfs-vdevs", id="zfs-lower"):
+            vdevs: DataTable[Any] = DataTable(id="zfs-vdevs", cursor_type="row")
+            vdevs.border_title = "Vdevs (d: datasets)"
+            yield vdevs
+            datasets: DataTable[Any] = DataTable(id="zfs-datasets", cursor_type="row")
+            datasets.border_title = "Datasets (v: vdevs)"
+            yield datasets
+
+    def on_mount(self) -> None:
+        self.status_line().display = False
+        self._set_columns()
+        super().on_mount()
+
+    # -- the iostat streams: only while shown --------------------------------------
+    def _monitor_for(self) -> IostatMonitor | None:
+        with self._monitor_lock:
+            if self._monitor is None:
+                zpool = find_program("zpool")
+                if zpool is None:
+                    return None
+                self._monitor = IostatMonitor(zpool, self.refresh_seconds,
+                                              on_update=self._iostat_output)
+            return self._monitor
+
+    def _iostat_output(self) -> None:
+        """A reader thread got lines: read them on the UI side, once per burst."""
+        if self._io_pending.is_set():
+            return
+        self._io_pending.set()
+        try:
+            self.app.call_from_thread(self._iostat_arrived)
+        except RuntimeError:  # the app is shutting down
+            self._io_pending.clear()
+
+    def _iostat_arrived(self) -> None:
+        self._io_pending.clear()
+        if self.is_mounted and self._view is not None and self._monitor is not None:
+            self._view.io = self._monitor.poll()
+            self._refresh_io()
+
+    def on_hide(self) -> None:
+        self._stop_streams()
+
+    def on_unmount(self) -> None:
+        self._stop_streams()
+
+    def _stop_streams(self) -> None:
+        with self._monitor_lock:
+            monitor, self._monitor = self._monitor, None
+        if monitor is not None:
+            monitor.stop()
+
+    # -- data ------------------------------------------------------------------
+    def fetch(self) -> ZfsView:
+        snapshot = self.reader.read()
+        monitor = self._monitor_for() if snapshot.pools else None
+        if monitor is None:
+            self._stop_streams()
+            return ZfsView(snapshot)
+        if not self._is_shown():
+            return ZfsView(snapshot)
+        rows = {p.name: sum(1 for v in p.vdevs if v.kind != "group" and v.group != "spares")
+                for p in snapshot.pools}
+        monitor.watch([p.name for p in snapshot.pools], rows)
+        return ZfsView(snapshot, monitor.poll(), monitor.history.bandwidth)
+
+    def show(self, snapshot: ZfsView) -> None:
+        self._view = snapshot
+        with self.app.batch_update():
+            self._show_status(snapshot)
+            self._update_pools()
+            self._update_lower()
+
+    def _show_status(self, current: ZfsView) -> None:
+        snapshot = current.snapshot
+        if snapshot.unavailable:
+            self.set_status([f"ZFS is not available here: {snapshot.unavailable}."], "info")
+            return
+        lines = list(snapshot.errors)
+        for pool, state in current.io.items():
+            if state.error:
+                lines.append(f"I/O of {pool}: {state.error}")
+        if not snapshot.pools and not snapshot.errors:
+            lines.append("No pools. zsn shows and tunes pools; create one with zpool create.")
+            self.set_status(lines, "info")
+            return
+        lines += [f"Note: {note}." for note in snapshot.notes]
+        severity = "error" if snapshot.errors else "warning"
+        self.set_status(lines[:4] + ([f"... and {len(lines) - 4} more"] if len(lines) > 4
+                                     else []), severity)
+
+    def _text(self, cell: view.Cell) -> Text:
+        style = cell.style if cell.style in ("bold", "dim", "") else self.theme_colour(cell.style)
+        return Text(cell.text, style=style, justify="right" if cell.right else "left",
+                    no_wrap=True)
+
+    def _pool_io(self, pool: str) -> dict[str, IostatRow]:
+        state = self._view.io.get(pool) if self._view else None
+        if state is None or state.latest is None:
+            return {}
+        return {row.name: row for row in state.latest.rows}
+
+    def _update_pools(self) -> None:
+        assert self._view is not None
+        table = self.query_one("#zfs-pools", DataTable)
+        moment = now()
+        rows = {}
+        for pool in self._view.snapshot.pools:
+            cells = view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment)
+            rows[pool.name] = self._shown_cells("pools", cells)
+        self._update_rows(table, rows, self._cells["pools"])
+        self.query_one("#zfs-scan", Static).update(self._scan_text())
+
+    def _shown_cells(self, table: str, cells: view.Row) -> dict[str, Any]:
+        return {c.key: self._text(cells.get(c.key, view.Cell(""))) for c in self._columns[table]}
+
+    def selected_pool(self) -> Pool | None:
+        if self._view is None or not self._view.snapshot.pools:
+            return None
+        table = self.query_one("#zfs-pools", DataTable)
+        if table.row_count == 0:
+            return self._view.snapshot.pools[0]
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self._view.snapshot.pool(str(key)) or self._view.snapshot.pools[0]
+
+    def _scan_text(self) -> Text:
+        pool = self.selected_pool()
+        if pool is None or self._view is None:
+            return Text("")
+        text = Text(view.scan_line(pool, now()), no_wrap=True, overflow="ellipsis")
+        if pool.status:
+            text.append("\n" + pool.status, style=self.theme_colour("text-warning"))
+        return text
+
+    def _update_lower(self) -> None:
+        pool = self.selected_pool()
+        if pool is None or self._view is None:
+            for name in ("vdevs", "datasets"):
+                self._update_rows(self.query_one(f"#zfs-{name}", DataTable), {},
+                                  self._cells[name])
+            return
+        if pool.name != self._shown_pool:  # another pool: its rows replace the old ones
+            self._shown_pool = pool.name
+            for name in ("vdevs", "datasets"):
+                self.query_one(f"#zfs-{name}", DataTable).clear()
+                self._cells[name].clear()
+        history = self._view.history
+        vdevs = view.vdev_rows(pool, self._pool_io(pool.name),
+                               lambda name: history(pool.name, name))
+        self._update_rows(self.query_one("#zfs-vdevs", DataTable),
+                          {k: self._shown_cells("vdevs", r) for k, r in vdevs.items()},
+                          self._cells["vdevs"])
+        datasets = {d.name: self._shown_cells("datasets", view.dataset_row(d))
+                    for d in self._view.snapshot.datasets_of(pool.name)}
+        self._update_rows(self.query_one("#zfs-datasets", DataTable), datasets,
+                          self._cells["datasets"])
+
+    def _refresh_io(self) -> None:
+        with self.app.batch_update():
+            self._update_pools()
+            self._update_lower()
+            if self._view is not None:
+                self._show_status(self._view)
+
+    # -- columns that fit --------------------------------------------------------
+    def _set_columns(self) -> None:
+        width = max(20, self.size.width - 4) if self.size.width else 76
+        changed = False
+        for name, columns in (("pools", view.POOL_COLUMNS), ("vdevs", view.VDEV_COLUMNS),
+                              ("datasets", view.DATASET_COLUMNS)):
+            fitting = view.fit_columns(columns, width)
+            if fitting == self._columns.get(name):
+                continue
+            changed = True
+            self._columns[name] = fitting
+            table = self.query_one(f"#zfs-{name}", DataTable)
+            table.clear(columns=True)
+            self._cells[name].clear()
+            for column in fitting:
+                table.add_column(column.label, key=column.key, width=column.width)
+        if changed and self._view is not None:
+            self.show(self._view)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._set_columns()
+
+    # -- events and actions ------------------------------------------------------
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "zfs-pools" and self._view is not None:
+            self.query_one("#zfs-scan", Static).update(self._scan_text())
+            self._update_lower()
+
+    def action_lower(self, which: str) -> None:
+        self.query_one("#zfs-lower", ContentSwitcher).current = f"zfs-{which}"
+        self.query_one(f"#zfs-{which}", DataTable).focus()
+
+    def action_refresh_now(self) -> None:
+        self.reader.invalidate(datasets=True)
+        self.poll(force=True)
+
+    def _need_pool(self) -> Pool | None:
+        pool = self.selected_pool()
+        if pool is None:
+            self.notify("No pool to act on.", severity="warning")
+        return pool
+
+    def _offer(self, title: str, make_plan: Callable[[], Plan]) -> None:
+        """Build the plan in a thread (it reads ZFS), show it, apply it on y."""
+        from zsn.tui.screens.plan import PlanScreen
+
+        def answered(plan: Plan, apply: bool | None) -> None:
+            if apply:
+                self.run_in_thread(lambda: "; ".join(plan.apply()), self._applied,
+                                   lambda message: self._failed(title, message))
+
+        def built(plan: Plan) -> None:
+            self.app.push_screen(PlanScreen(plan), lambda apply: answered(plan, apply))
+
+        self.run_in_thread(make_plan, built,
+            lambda message: self.notify(message, title="Nothing changed", severity="error",
+                                        timeout=10))
+
+    def _applied(self, done: str) -> None:
+        self.notify(done, title="Done")
+        self.reader.invalidate(datasets=True)
+        self.poll(force=True)
+
+    def _failed(self, title: str, message: str) -> None:
+        self.notify(message, title=f"{title} failed", severity="error", timeout=12)
+        self.reader.invalidate(datasets=True)
+        self.poll(force=True)
+
+    def action_scrub(self, verb: str) -> None:
+        pool = self._need_pool()
+        if pool is not None:
+            self._offer(f"{verb} scrub", lambda: actions.plan_scrub(self.host, pool.name, verb))
+
+    def action_clear(self) -> None:
+        pool = self._need_pool()
+        if pool is None:
+            return
+        device = None
+        switcher = self.query_one("#zfs-lower", ContentSwitcher)
+        vdevs = self.query_one("#zfs-vdevs", DataTable)
+        if switcher.current == "zfs-vdevs" and vdevs.has_focus and vdevs.row_count:
+            key = str(vdevs.coordinate_to_cell_key(vdevs.cursor_coordinate).row_key.value)
+            name = key.split("\0", 1)[1]
+            vdev = pool.vdev(name)
+            if vdev is not None and vdev.kind not in ("pool", "group"):
+                device = name
+        self._offer("Clear", lambda: actions.plan_clear(self.host, pool.name, device))
+
+    def selected_dataset(self) -> Dataset | None:
+        if self._view is None:
+            return None
+        table = self.query_one("#zfs-datasets", DataTable)
+        if table.row_count == 0:
+            return None
+        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return next((d for d in self._view.snapshot.datasets if d.name == key), None)
+
+    def action_set_property(self) -> None:
+        from zsn.tui.screens.ask import ChooseScreen
+
+        switcher = self.query_one("#zfs-lower", ContentSwitcher)
+        dataset = self.selected_dataset() if switcher.current == "zfs-datasets" else None
+        if dataset is None:
+            self.action_lower("datasets")
+            self.notify("Highlight a dataset, then press e.", severity="warning")
+            return
+        current = {"compression": dataset.compression, "atime": dataset.atime,
+                   "xattr": dataset.xattr, "recordsize": view.dataset_row(dataset)[
+                       "recordsize"].text}
+        choices = [(prop, f"{prop} (now {current[prop] or '-'})") for prop in VALUES]
+
+        def property_chosen(prop: str | None) -> None:
+            if prop is None:
+                return
+            values = [(value, f"{prop}={value}: " + actions.preview(prop, value))
+                      for value in VALUES[prop]]
+            self.app.push_screen(ChooseScreen(f"{prop} for {dataset.name}", values),
+                                 lambda value: value_chosen(prop, value))
+
+        def value_chosen(prop: str, value: str | None) -> None:
+            if value is not None:
+                self._offer("Set property", lambda: actions.plan_set(
+                    self.host, dataset.name, prop, value))
+
+        self.app.push_screen(ChooseScreen(f"Property of {dataset.name}", choices),
+                             property_chosen)
+
+    def action_advise(self) -> None:
+        from zsn.tui.screens.findings import FindingsScreen
+        from zsn.zfs.lint import lint
+
+        def shown(findings: list[Finding]) -> None:
+            self.app.push_screen(FindingsScreen(findings, empty_text=(
+                "No findings: the pools and datasets follow the field notes' advice.")))
+
+        self.notify("Reading pools, devices and kernel benchmarks ...", timeout=2)
+        self.run_in_thread(lambda: lint(self.host), shown)

@@ -1,0 +1,213 @@
+"""The ``zfs`` section of `zsn --export`: pools, vdev trees, scans, I/O, datasets, advice.
+
+Present when the ZFS module is loaded. Named on a host without it, the section says so
+(``"available": false`` and the reason) and is complete: there is nothing to read.
+Errors are for what exists but could not be read (zpool missing or refused, output not
+understood). I/O rates of pools and vdevs are averages since each pool was imported
+(`zpool iostat -Hpvl` without an interval); datasets carry their kstat counters.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from typing import Any
+
+from zsn.errors import ZsnError
+from zsn.lint import count_by_severity
+from zsn.prometheus import MetricFamily
+from zsn.system.host import Host
+from zsn.zfs import iostat, kstat
+from zsn.zfs.lint import SUBJECT, advise
+from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, read_everything
+from zsn.zfs.model import Dataset, IostatRow, Pool, Vdev
+from zsn.zfs.units import is_number
+
+POOL_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "REMOVED", "UNAVAIL", "SUSPENDED")
+
+
+def present(host: Host) -> bool:
+    return module_loaded(host)
+
+
+def io_to_dict(row: IostatRow | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "read_ops_per_second": row.read_ops, "write_ops_per_second": row.write_ops,
+        "read_bytes_per_second": row.read_bytes, "write_bytes_per_second": row.write_bytes,
+        "read_wait_ns": row.total_wait_read, "write_wait_ns": row.total_wait_write,
+        "disk_read_wait_ns": row.disk_wait_read, "disk_write_wait_ns": row.disk_wait_write,
+    }
+
+
+def vdev_to_dict(vdev: Vdev, io: IostatRow | None) -> dict[str, Any]:
+    return {
+        "name": vdev.name, "kind": vdev.kind, "group": vdev.group, "depth": vdev.depth,
+        "parent": vdev.parent, "state": vdev.state, "read_errors": vdev.read_errors,
+        "write_errors": vdev.write_errors, "checksum_errors": vdev.checksum_errors,
+        "note": vdev.note or None, "io": io_to_dict(io),
+    }
+
+
+def pool_to_dict(pool: Pool, io: dict[str, IostatRow] | None = None) -> dict[str, Any]:
+    rows = io or {}
+    scan = pool.scan
+    last_scrub = scan.ended if scan and scan.function == "scrub" and scan.state == "finished" \
+        else None
+    return {
+        "name": pool.name, "health": pool.health, "size": pool.size,
+        "allocated": pool.allocated, "free": pool.free, "fragmentation": pool.fragmentation,
+        "capacity": pool.capacity, "dedup_ratio": pool.dedup_ratio, "ashift": pool.ashift,
+        "status": pool.status or None, "action": pool.action or None,
+        "data_errors": pool.data_errors,
+        "scan": asdict(scan) if scan else None,
+        "last_scrub": last_scrub,
+        "io": io_to_dict(rows.get(pool.name)),
+        "vdevs": [vdev_to_dict(v, rows.get(v.name)) for v in pool.vdevs if v.kind != "pool"
+                  and v.kind != "group"],
+    }
+
+
+def dataset_to_dict(dataset: Dataset, counters: dict[str, int] | None) -> dict[str, Any]:
+    data = asdict(dataset)
+    data["counters"] = counters
+    return data
+
+
+def dataset_counters(host: Host, pools: list[str]) -> dict[str, dict[str, int]]:
+    """Dataset -> reads, writes, read_bytes, written_bytes from ``POOL/objset-0x*`` kstats
+    (counted since the dataset was loaded)."""
+    found: dict[str, dict[str, int]] = {}
+    for pool in pools:
+        try:
+            entries = list(os.scandir(host.path(f"{KSTAT_DIR}/{pool}")))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.startswith("objset-"):
+                continue
+            try:
+                with open(entry.path) as handle:
+                    table = kstat.parse_table(handle.read())
+            except OSError:
+                continue
+            name = table.get("dataset_name")
+            numbers = {key: table.get(source, "") for key, source in (
+                ("reads", "reads"), ("writes", "writes"), ("read_bytes", "nread"),
+                ("written_bytes", "nwritten"))}
+            if name and all(is_number(value) for value in numbers.values()):
+                found[name] = {key: int(value) for key, value in numbers.items()}
+    return found
+
+
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
+    """`include_secrets` changes nothing: ZFS state holds no key material zsn reads."""
+    snapshot, facts, outputs = read_everything(host, now=time.time(), iostat=True)
+    if snapshot.unavailable:
+        return {"available": False, "reason": snapshot.unavailable, "version": None,
+                "pools": [], "datasets": [], "findings": []}
+    errors = list(snapshot.errors)
+    names = [pool.name for pool in snapshot.pools]
+    blocks = {}
+    result = outputs.get("iostat")
+    if result is not None and names:
+        if isinstance(result, Exception):
+            errors.append(str(result))
+        elif not result.ok:
+            errors.append(explain_failure(result))
+        else:
+            try:
+                blocks = iostat.parse_pools(result.stdout, names)
+            except ZsnError as exc:
+                errors.append(f"zpool iostat output not understood: {exc}")
+    counters = dataset_counters(host, names)
+    findings = advise(snapshot, facts)
+    data: dict[str, Any] = {
+        "available": True,
+        "version": snapshot.version,
+        "pools": [pool_to_dict(pool, {row.name: row for row in blocks[pool.name].rows}
+                               if pool.name in blocks else None)
+                  for pool in snapshot.pools],
+        "datasets": [dataset_to_dict(d, counters.get(d.name)) for d in snapshot.datasets],
+        "findings": [f.as_dict(SUBJECT) for f in findings],
+    }
+    notes = list(snapshot.notes) + list(facts.notes)
+    if notes:
+        data["notes"] = notes
+    if errors:
+        data["errors"] = list(dict.fromkeys(errors))
+    return data
+
+
+def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
+    health = MetricFamily("zsn_zfs_pool_health", "gauge",
+                          "1 for the pool's current health (label state), 0 for the others.")
+    sizes = {key: MetricFamily(f"zsn_zfs_pool_{key}_bytes", "gauge", f"Pool {key} in bytes.")
+             for key in ("size", "allocated", "free")}
+    fragmentation = MetricFamily("zsn_zfs_pool_fragmentation_percent", "gauge",
+                                 "Free-space fragmentation of the pool.")
+    data_errors = MetricFamily("zsn_zfs_pool_data_errors", "gauge",
+                               "Files or blocks with permanent errors.")
+    vdev_state = MetricFamily("zsn_zfs_vdev_state", "gauge",
+                              "1, labelled with the vdev's current state.")
+    vdev_errors = MetricFamily("zsn_zfs_vdev_errors", "gauge",
+                               "Read, write and checksum errors since the last clear.")
+    rates = {
+        key: MetricFamily(f"zsn_zfs_vdev_{key}_per_second", "gauge",
+                          f"{key.replace('_', ' ').capitalize()} per second, averaged since "
+                          "the pool was imported (vdev=POOL for the whole pool).")
+        for key in ("read_ops", "write_ops", "read_bytes", "write_bytes")}
+    scan_active = MetricFamily("zsn_zfs_scan_active", "gauge",
+                               "1 while a scrub or resilver runs (label function), else 0.")
+    scan_percent = MetricFamily("zsn_zfs_scan_progress_percent", "gauge",
+                                "Progress of the running or paused scrub or resilver.")
+    last_scrub = MetricFamily("zsn_zfs_scrub_last_finished_seconds", "gauge",
+                              "Unix time the last scrub finished (absent: none recorded).")
+    dataset_counters = {
+        key: MetricFamily(f"zsn_zfs_dataset_{key}_total", "counter",
+                          f"Dataset {key.replace('_', ' ')} (objset kstat).")
+        for key in ("reads", "writes", "read_bytes", "written_bytes")}
+    findings = MetricFamily("zsn_zfs_findings", "gauge", "Advisor findings by severity.")
+    for pool in data.get("pools", ()):
+        name = pool["name"]
+        labels = {"pool": name}
+        for state in POOL_STATES:
+            health.add({**labels, "state": state}, int(pool["health"] == state))
+        for key, family in sizes.items():
+            if pool.get(key) is not None:
+                family.add(labels, pool[key])
+        if pool.get("fragmentation") is not None:
+            fragmentation.add(labels, pool["fragmentation"])
+        data_errors.add(labels, pool["data_errors"])
+        io_rows = [(name, pool.get("io"))] + [(v["name"], v.get("io")) for v in pool["vdevs"]]
+        for vdev, io in io_rows:
+            if io:
+                for key, family in rates.items():
+                    family.add({**labels, "vdev": vdev}, io[f"{key}_per_second"])
+        for vdev in pool["vdevs"]:
+            vlabels = {**labels, "vdev": vdev["name"], "group": vdev["group"]}
+            vdev_state.add({**vlabels, "state": vdev["state"]}, 1)
+            for kind in ("read", "write", "checksum"):
+                if vdev.get(f"{kind}_errors") is not None:
+                    vdev_errors.add({**vlabels, "type": kind}, vdev[f"{kind}_errors"])
+        scan = pool.get("scan")
+        for function in ("scrub", "resilver"):
+            running = bool(scan) and scan["function"] == function and scan["state"] == "scanning"
+            scan_active.add({**labels, "function": function}, int(running))
+        if scan and scan["state"] in ("scanning", "paused") and scan["percent"] is not None:
+            scan_percent.add({**labels, "function": scan["function"]}, scan["percent"])
+        if pool.get("last_scrub"):
+            last_scrub.add(labels, pool["last_scrub"])
+    for dataset in data.get("datasets", ()):
+        counters = dataset.get("counters")
+        if counters:
+            dlabels = {"pool": dataset["name"].split("/", 1)[0], "dataset": dataset["name"]}
+            for key, family in dataset_counters.items():
+                family.add(dlabels, counters[key])
+    for severity, count in count_by_severity(data.get("findings", ())).items():
+        findings.add({"severity": severity}, count)
+    return [health, *sizes.values(), fragmentation, data_errors, vdev_state, vdev_errors,
+            *rates.values(), scan_active, scan_percent, last_scrub,
+            *dataset_counters.values(), findings]

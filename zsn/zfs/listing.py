@@ -1,0 +1,160 @@
+"""`zpool list` and `zfs list`: scripted text (``-Hp -o ...``) and 2.3+ JSON (``-j``).
+
+zsn asks for the columns it needs; the parsers take the column list, so the captures
+other tools made with other columns (and the defaults) parse too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from zsn.errors import ParseError
+from zsn.format import excerpt
+from zsn.zfs import units
+from zsn.zfs.model import Dataset
+from zsn.zfs.units import is_number
+
+POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
+                "dedupratio", "health", "ashift")
+"""What zsn asks `zpool list -Hp -o` for."""
+DEFAULT_POOL_COLUMNS = ("name", "size", "allocated", "free", "checkpoint", "expandsize",
+                        "fragmentation", "capacity", "dedupratio", "health", "altroot")
+"""`zpool list -H` without ``-o`` (OpenZFS 0.8+)."""
+DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
+                   "recordsize", "compression", "atime", "relatime", "xattr",
+                   "mountpoint", "creation", "zsn:use")
+"""What zsn asks `zfs list -Hp -o` for (``zsn:use`` is zsn's user property)."""
+DEFAULT_DATASET_COLUMNS = ("name", "used", "available", "referenced", "mountpoint")
+
+_ALIASES = {"alloc": "allocated", "frag": "fragmentation", "cap": "capacity",
+            "dedup": "dedupratio", "avail": "available", "refer": "referenced",
+            "ratio": "compressratio", "usedsnap": "usedbysnapshots",
+            "usedds": "usedbydataset"}
+
+
+def _canonical(column: str) -> str:
+    return _ALIASES.get(column, column)
+
+
+def parse_text_rows(text: str, columns: Sequence[str], what: str) -> list[dict[str, str]]:
+    """Tab-separated rows (``-H``) as dicts; lines with another field count are skipped
+    (`zpool list -Hv` prints its vdev rows and class headings in other layouts)."""
+    names = [_canonical(c) for c in columns]
+    rows: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if not line or line.startswith("\t") or line == "no pools available":
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(names):
+            if "\t" in line:
+                raise ParseError(f"{what}: {len(fields)} fields where {len(names)} were "
+                                 "asked for: " + excerpt(line))
+            continue
+        rows.append(dict(zip(names, fields, strict=True)))
+    return rows
+
+
+def pool_properties(row: Mapping[str, str]) -> dict[str, Any]:
+    """A `zpool list` row as `zsn.zfs.model.Pool` keyword arguments."""
+    found: dict[str, Any] = {"name": row["name"]}
+    if "health" in row:
+        found["health"] = row["health"]
+    for key, field, parse in (("size", "size", units.size),
+                              ("allocated", "allocated", units.size),
+                              ("free", "free", units.size),
+                              ("fragmentation", "fragmentation", units.percent),
+                              ("capacity", "capacity", units.percent),
+                              ("dedupratio", "dedup_ratio", units.ratio),
+                              ("ashift", "ashift", units.integer)):
+        if key in row:
+            found[field] = parse(row[key])
+    return found
+
+
+def parse_pools_text(text: str, columns: Sequence[str] = POOL_COLUMNS) -> list[dict[str, Any]]:
+    return [pool_properties(row) for row in parse_text_rows(text, columns, "zpool list")]
+
+
+def parse_datasets_text(text: str,
+                        columns: Sequence[str] = DATASET_COLUMNS) -> list[Dataset]:
+    return [_dataset(row) for row in parse_text_rows(text, columns, "zfs list")]
+
+
+def _dataset(row: Mapping[str, str]) -> Dataset:
+    def text(key: str) -> str | None:
+        value = row.get(key)
+        return None if value is None or value in units.NOT_APPLICABLE else value
+
+    def number(key: str) -> int | None:
+        return units.size(row[key]) if key in row else None
+
+    use = text("zsn:use")
+    return Dataset(
+        name=row["name"], type=row.get("type", "filesystem"),
+        used=number("used"), available=number("available"),
+        referenced=number("referenced"),
+        compress_ratio=units.ratio(row["compressratio"]) if "compressratio" in row else None,
+        recordsize=number("recordsize"), volblocksize=number("volblocksize"),
+        compression=text("compression"), atime=text("atime"), relatime=text("relatime"),
+        xattr=text("xattr"), mountpoint=row.get("mountpoint") if text("mountpoint") else None,
+        created=_created(row.get("creation")),
+        use=use.lower() if use else None,
+    )
+
+
+def _created(value: str | None) -> int | None:
+    """``-p`` prints a Unix time; JSON without ``--json-int`` may print ctime text."""
+    if value is None or value in units.NOT_APPLICABLE:
+        return None
+    if is_number(value.strip()):
+        return int(value)
+    when = units.ctime(value)
+    return int(when) if when is not None else None
+
+
+# -- JSON (2.3+) -------------------------------------------------------------------
+def _load(text: str, what: str, key: str) -> dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{what} -j printed invalid JSON: {exc}") from None
+    found = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(found, dict):
+        raise ParseError(f"{what} -j: no {key!r} object")
+    return found
+
+
+def _json_value(value: object) -> str:
+    if isinstance(value, dict):
+        value = value.get("value")
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def _json_rows(entries: dict[str, Any]) -> list[dict[str, str]]:
+    rows = []
+    for name, entry in entries.items():
+        if not isinstance(entry, dict):
+            continue
+        row = {_canonical(k): _json_value(v) for k, v in (entry.get("properties") or {}).items()}
+        row["name"] = str(entry.get("name", name))
+        if "type" in entry:
+            row.setdefault("type", str(entry["type"]).lower())
+        if "state" in entry:
+            row.setdefault("health", str(entry["state"]))
+        rows.append(row)
+    return rows
+
+
+def parse_pools_json(text: str) -> list[dict[str, Any]]:
+    return [pool_properties(row) for row in _json_rows(_load(text, "zpool list", "pools"))]
+
+
+def parse_datasets_json(text: str) -> list[Dataset]:
+    return [_dataset(row) for row in _json_rows(_load(text, "zfs list", "datasets"))
+            if row.get("type") in ("filesystem", "volume")]

@@ -1,0 +1,328 @@
+"""Reading ZFS's live state: `zpool`/`zfs` commands (no other API exists here) and kstats.
+
+`read_zfs` runs `zpool list`, `zpool status` and `zfs list` side by side, in their
+scripted forms: JSON where the installed OpenZFS has it (2.3+), ``-Hp`` text before
+(2.1 in Debian 12), falling back to text when a ``-j`` is refused. Every command has a
+deadline, runs with ``LC_ALL=C`` and gets an argv list. What cannot be read becomes a
+plain reason: no kernel module and no program are "unavailable" (nothing to read);
+a command that fails or is refused is an error (something exists but was not read).
+
+`ZfsReader` is the pane's reader: between full reads (every few seconds, at once when
+a pool's kstat state changes or a scan runs) it only reads the lock-free
+``/proc/spl/kstat/zfs/POOL/state`` files, so an idle pane costs almost nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from zsn.errors import CommandError, ParseError
+from zsn.system import commands
+from zsn.system.host import Host
+from zsn.zfs import listing, status
+from zsn.zfs.facts import Facts, gather
+from zsn.zfs.model import Dataset, Pool, ZfsSnapshot
+
+ENV = {"LC_ALL": "C"}
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+"""Where Debian installs zpool and zfs: not on a normal user's PATH."""
+KSTAT_DIR = "/proc/spl/kstat/zfs"
+MODULE_DIR = "/sys/module/zfs"
+COMMAND_TIMEOUT = 15.0
+MODULE_NOT_LOADED = ("the ZFS kernel module is not loaded (load it as root with "
+                     "'modprobe zfs'; Debian: apt install zfs-dkms)")
+NOT_INSTALLED = "{program} is not installed (Debian: apt install zfsutils-linux)"
+NEED_ROOT = "zsn is not root: scrubs, property changes and clearing errors need root"
+
+
+def find_program(name: str) -> str | None:
+    """`name` on PATH, or in the sbin directories a normal user's PATH lacks."""
+    path = os.environ.get("PATH", os.defpath)
+    return shutil.which(name, path=os.pathsep.join([path, *SBIN_DIRS]))
+
+
+def module_loaded(host: Host) -> bool:
+    return host.path(MODULE_DIR).is_dir() or host.path(KSTAT_DIR).is_dir()
+
+
+def kernel_version(host: Host) -> str | None:
+    """The loaded module's version (``2.1.11-1+deb12u1``), read from sysfs: no command."""
+    try:
+        return host.path(f"{MODULE_DIR}/version").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def has_json(version: str | None) -> bool:
+    """OpenZFS 2.3 added ``-j`` to zpool status/list and zfs list."""
+    if not version:
+        return False
+    parts = version.split("-", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (2, 3)
+    except (ValueError, IndexError):
+        return False
+
+
+def kstat_states(host: Host) -> dict[str, str]:
+    """Pool -> state from ``/proc/spl/kstat/zfs/POOL/state`` (lock-free, one word)."""
+    states: dict[str, str] = {}
+    try:
+        entries = sorted(os.scandir(host.path(KSTAT_DIR)), key=lambda e: e.name)
+    except OSError:
+        return states
+    for entry in entries:
+        if not entry.is_dir():
+            continue
+        try:
+            with open(os.path.join(entry.path, "state")) as state:
+                states[entry.name] = state.read().strip()
+        except OSError:
+            continue
+    return states
+
+
+def explain_failure(result: commands.CommandResult) -> str:
+    """One line saying why a zpool/zfs command failed, in the user's terms."""
+    text = result.stderr + result.stdout
+    program = os.path.basename(result.argv[0])
+    if "modules are not loaded" in text or "modules cannot be auto-loaded" in text:
+        return MODULE_NOT_LOADED
+    if "Permission denied" in text or "permission denied" in text:
+        return (f"{program} was refused access to /dev/zfs (permission denied): run zsn as "
+                "root")
+    return f"{program} {result.argv[1]} failed: {result.first_error_line()}"
+
+
+Runner = Callable[[Sequence[str]], commands.CommandResult]
+
+
+def _run(argv: Sequence[str]) -> commands.CommandResult:
+    return commands.run(argv, timeout=COMMAND_TIMEOUT, check=False, env=ENV)
+
+
+def run_side_by_side(jobs: Mapping[str, Sequence[str]],
+                     runner: Runner = _run) -> dict[str, commands.CommandResult | CommandError]:
+    """Run each argv in its own thread; the result or the `CommandError` per job."""
+    results: dict[str, commands.CommandResult | CommandError] = {}
+
+    def work(key: str, argv: Sequence[str]) -> None:
+        try:
+            results[key] = runner(argv)
+        except CommandError as exc:
+            results[key] = exc
+
+    threads = [threading.Thread(target=work, args=item, daemon=True) for item in jobs.items()]
+    for thread in threads[1:]:
+        thread.start()
+    if threads:
+        threads[0].run()  # the first job in this thread: one thread fewer to start
+    for thread in threads[1:]:
+        thread.join()
+    return results
+
+
+def pool_commands(zpool: str, json: bool) -> dict[str, list[str]]:
+    columns = ",".join(listing.POOL_COLUMNS)
+    if json:
+        return {"list": [zpool, "list", "-j", "--json-int", "-o", columns],
+                "status": [zpool, "status", "-j", "--json-int", "-P"]}
+    return {"list": [zpool, "list", "-Hp", "-o", columns],
+            "status": [zpool, "status", "-p", "-P"]}
+
+
+def dataset_command(zfs: str, json: bool) -> list[str]:
+    columns = ",".join(listing.DATASET_COLUMNS)
+    if json:
+        return [zfs, "list", "-j", "--json-int", "-t", "filesystem,volume", "-o", columns]
+    return [zfs, "list", "-Hp", "-t", "filesystem,volume", "-o", columns]
+
+
+def _json_refused(result: commands.CommandResult | CommandError) -> bool:
+    return isinstance(result, commands.CommandResult) and result.returncode == 2 and (
+        "invalid option" in result.stderr or "unrecognized option" in result.stderr)
+
+
+Outputs = dict[str, commands.CommandResult | CommandError]
+
+
+def read_zfs(host: Host, *, datasets: bool = True, runner: Runner = _run,
+             clock: Callable[[], float] = time.time) -> ZfsSnapshot:
+    """Pools (health, sizes, vdev tree, scan) and, with `datasets`, every filesystem and
+    volume: a snapshot that says why whatever is missing is missing."""
+    return read_with(host, {}, datasets=datasets, runner=runner, clock=clock)[0]
+
+
+def read_with(host: Host, extra: Callable[[str], Mapping[str, Sequence[str]]] | dict[str, Any],
+              *, datasets: bool = True, runner: Runner = _run,
+              clock: Callable[[], float] = time.time) -> tuple[ZfsSnapshot, Outputs]:
+    """`read_zfs`, running the `extra` commands (made from zpool's path) side by side
+    with zsn's own; their results come back as they are."""
+    taken_at = clock()
+    if not module_loaded(host):
+        return ZfsSnapshot(unavailable=MODULE_NOT_LOADED, taken_at=taken_at), {}
+    version = kernel_version(host)
+    notes = () if host.is_superuser else (NEED_ROOT,)
+    zpool = find_program("zpool")
+    if zpool is None:
+        return ZfsSnapshot(version=version, errors=(NOT_INSTALLED.format(program="zpool"),),
+                           taken_at=taken_at, notes=notes), {}
+    zfs = find_program("zfs")
+    use_json = has_json(version)
+    more = dict(extra(zpool) if callable(extra) else extra)
+    jobs: dict[str, Sequence[str]] = {**pool_commands(zpool, use_json), **more}
+    if datasets and zfs is not None:
+        jobs["datasets"] = dataset_command(zfs, use_json)
+    results = run_side_by_side(jobs, runner)
+    if use_json and any(_json_refused(results[key]) for key in results if key not in more):
+        use_json = False  # a userland older than the module: ask again in text
+        jobs = dict(pool_commands(zpool, False))
+        if "datasets" in results and zfs is not None:
+            jobs["datasets"] = dataset_command(zfs, False)
+        results.update(run_side_by_side(jobs, runner))
+    extra_results = {key: results.pop(key) for key in more}
+    errors: list[str] = []
+    if datasets and zfs is None:
+        errors.append(NOT_INSTALLED.format(program="zfs"))
+    outputs: dict[str, str] = {}
+    for key, result in results.items():
+        if isinstance(result, CommandError):
+            errors.append(str(result))
+        elif not result.ok:
+            reason = explain_failure(result)
+            if reason == MODULE_NOT_LOADED:
+                return ZfsSnapshot(unavailable=reason, version=version,
+                                   taken_at=taken_at), {}
+            errors.append(reason)
+        else:
+            outputs[key] = result.stdout
+    pools: list[Pool] = []
+    found: list[Dataset] = []
+    try:
+        pools = _merge(outputs.get("list"), outputs.get("status"), use_json)
+    except ParseError as exc:
+        errors.append(f"zpool output not understood: {exc}")
+    if "datasets" in outputs:
+        try:
+            found = (listing.parse_datasets_json(outputs["datasets"]) if use_json
+                     else listing.parse_datasets_text(outputs["datasets"]))
+        except ParseError as exc:
+            errors.append(f"zfs list output not understood: {exc}")
+    snapshot = ZfsSnapshot(pools=tuple(pools), datasets=tuple(found), version=version,
+                           errors=tuple(dict.fromkeys(errors)), taken_at=taken_at, notes=notes)
+    return snapshot, extra_results
+
+
+def advisor_commands(host: Host) -> Callable[[str], dict[str, list[str]]]:
+    """What the advisor runs besides zsn's reads: the cached configs (per-vdev ashift)
+    and, as root, the device-mapper tables (dm-crypt ciphers)."""
+
+    def make(zpool: str) -> dict[str, list[str]]:
+        jobs = {}
+        zdb = find_program("zdb")
+        if zdb is not None:
+            jobs["zdb"] = [zdb, "-C"]
+        dmsetup = find_program("dmsetup")
+        if dmsetup is not None and host.is_superuser and host.is_live:
+            jobs["dmsetup"] = [dmsetup, "table", "--target", "crypt"]
+        return jobs
+
+    return make
+
+
+def output_of(outputs: Outputs, key: str) -> str | None:
+    result = outputs.get(key)
+    if isinstance(result, commands.CommandResult) and result.ok:
+        return result.stdout
+    return None
+
+
+def read_everything(host: Host, *, now: float, runner: Runner = _run,
+                    iostat: bool = False) -> tuple[ZfsSnapshot, Facts, Outputs]:
+    """Pools, datasets and the advisor's facts in one batch of commands side by side
+    (`zsn --export zfs`, `zsn zfs advise`); with `iostat`, the since-import I/O too."""
+    advisor = advisor_commands(host)
+
+    def jobs(zpool: str) -> dict[str, list[str]]:
+        found = advisor(zpool)
+        if iostat:
+            found["iostat"] = [zpool, "iostat", "-HpvlP"]
+        return found
+
+    snapshot, outputs = read_with(host, jobs, runner=runner, clock=lambda: now)
+    facts = gather(host, snapshot.pools, zdb_output=output_of(outputs, "zdb"),
+                   dmsetup_output=output_of(outputs, "dmsetup"), now=now)
+    return snapshot, facts, outputs
+
+
+def _merge(list_text: str | None, status_text: str | None, use_json: bool) -> list[Pool]:
+    """`zpool list` rows (sizes) joined with `zpool status` pools (tree, scan) by name."""
+    sized = {}
+    if list_text is not None:
+        rows = (listing.parse_pools_json(list_text) if use_json
+                else listing.parse_pools_text(list_text))
+        sized = {row["name"]: row for row in rows}
+    trees: dict[str, Pool] = {}
+    if status_text is not None:
+        parsed = status.parse_json(status_text) if use_json else status.parse_text(status_text)
+        trees = {pool.name: pool for pool in parsed}
+    pools = []
+    for name in sorted(set(sized) | set(trees)):
+        base = trees.get(name) or Pool(name=name, health=sized[name].get("health", "UNKNOWN"))
+        extra = {k: v for k, v in sized.get(name, {}).items() if k not in ("name", "health")}
+        pools.append(replace(base, **extra))
+    return pools
+
+
+class ZfsReader:
+    """What the pane polls: full reads when due, the cheap kstat states in between."""
+
+    def __init__(self, host: Host, *, full_every: float = 5.0, datasets_every: float = 30.0,
+                 runner: Runner = _run, clock: Callable[[], float] = time.monotonic) -> None:
+        self.host = host
+        self.full_every = full_every
+        self.datasets_every = datasets_every
+        self._runner = runner
+        self._clock = clock
+        self._last: ZfsSnapshot | None = None
+        self._last_full = float("-inf")
+        self._last_datasets = float("-inf")
+        self._states: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def invalidate(self, datasets: bool = False) -> None:
+        """Read everything again at the next `read` (after an action, on `r`)."""
+        with self._lock:
+            self._last_full = float("-inf")
+            if datasets:
+                self._last_datasets = float("-inf")
+
+    def read(self) -> ZfsSnapshot:
+        with self._lock:
+            now = self._clock()
+            states = kstat_states(self.host)
+            last = self._last
+            scanning = last is not None and any(
+                p.scan is not None and p.scan.state == "scanning" for p in last.pools)
+            due = (last is None or states != self._states or scanning
+                   or now - self._last_full >= self.full_every)
+            self._states = states
+            if not due and last is not None:
+                return replace(last, taken_at=time.time())
+            want_datasets = now - self._last_datasets >= self.datasets_every
+            snapshot = read_zfs(self.host, datasets=want_datasets, runner=self._runner)
+            self._last_full = now
+            if want_datasets and not snapshot.unavailable:
+                self._last_datasets = now
+            elif last is not None and not want_datasets:
+                names = {pool.name for pool in snapshot.pools}
+                snapshot = replace(snapshot, datasets=tuple(
+                    d for d in last.datasets if d.pool in names))
+            self._last = snapshot
+            return snapshot
