@@ -15,6 +15,8 @@ from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rat
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
 SPARK_WIDTH = 12
+INDENT = "\u00a0\u00a0"
+"""Tree depth: no-break spaces, which table cells keep (leading spaces are trimmed)."""
 BAD_STATES = ("FAULTED", "UNAVAIL", "REMOVED", "SUSPENDED")
 WARN_STATES = ("DEGRADED", "OFFLINE")
 
@@ -65,11 +67,17 @@ DATASET_COLUMNS = (
 )
 
 
-def fit_columns(columns: tuple[Column, ...], width: int, padding: int = 2) -> list[Column]:
+def fit_columns(columns: tuple[Column, ...], width: int, widths: Mapping[str, int] | None = None,
+                padding: int = 2) -> list[Column]:
     """The columns that fit in `width` cells, in their order: the least important
-    (highest priority number, then the rightmost) go first."""
+    (highest priority number, then the rightmost) go first. `widths` are the widest
+    cells each column holds now (else each column's usual width)."""
     kept = list(columns)
-    while len(kept) > 1 and sum(c.width + padding for c in kept) > width:
+
+    def need(column: Column) -> int:
+        return (widths or {}).get(column.key, column.width) + padding
+
+    while len(kept) > 1 and sum(need(c) for c in kept) > width:
         worst = max(kept, key=lambda c: (c.priority, kept.index(c)))
         kept.remove(worst)
     return kept
@@ -134,7 +142,7 @@ def short_name(vdev: Vdev) -> str:
     name = vdev.name
     if vdev.is_leaf and name.startswith("/"):
         name = name.rsplit("/", 1)[-1]
-    return "  " * vdev.depth + name
+    return INDENT * vdev.depth + name
 
 
 def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
@@ -180,7 +188,8 @@ def dataset_row(dataset: Dataset) -> Row:
     record = dataset.recordsize if dataset.recordsize is not None else dataset.volblocksize
     depth = dataset.name.count("/")
     return {
-        "name": Cell("  " * depth + dataset.name.rsplit("/", 1)[-1], "bold" if not depth else ""),
+        "name": Cell(INDENT * depth + dataset.name.rsplit("/", 1)[-1],
+                     "bold" if not depth else ""),
         "used": Cell(_size(dataset.used), right=True),
         "available": Cell(_size(dataset.available), right=True),
         "compression": Cell(dataset.compression or "-",

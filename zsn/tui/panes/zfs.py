@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -80,11 +81,11 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "scrub('start')", "Scrub"),
-        Binding("p", "scrub('pause')", "Pause"),
-        Binding("x", "scrub('stop')", "Stop scrub"),
-        Binding("v", "lower('vdevs')", "Vdevs"),
+        Binding("p", "scrub('pause')", "Pause scrub", show=False),
+        Binding("x", "scrub('stop')", "Stop scrub", show=False),
         Binding("d", "lower('datasets')", "Datasets"),
-        Binding("e", "set_property", "Set property"),
+        Binding("v", "lower('vdevs')", "Vdevs", show=False),
+        Binding("e", "set_property", "Set prop"),
         Binding("c", "clear", "Clear errors", show=False),
         Binding("l", "advise", "Advisor"),
         Binding("r", "refresh_now", "Refresh", show=False),
@@ -118,7 +119,6 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def on_mount(self) -> None:
         self.status_line().display = False
-        self._set_columns()
         super().on_mount()
 
     # -- the iostat streams: only while shown --------------------------------------
@@ -201,7 +201,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def _text(self, cell: view.Cell) -> Text:
         style = cell.style if cell.style in ("bold", "dim", "") else self.theme_colour(cell.style)
-        return Text(cell.text, style=style, justify="right" if cell.right else "left",
+        return Text(cell.text, style=style, justify="right" if cell.right else None,
                     no_wrap=True)
 
     def _pool_io(self, pool: str) -> dict[str, IostatRow]:
@@ -212,17 +212,11 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def _update_pools(self) -> None:
         assert self._view is not None
-        table = self.query_one("#zfs-pools", DataTable)
         moment = now()
-        rows = {}
-        for pool in self._view.snapshot.pools:
-            cells = view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment)
-            rows[pool.name] = self._shown_cells("pools", cells)
-        self._update_rows(table, rows, self._cells["pools"])
+        self._put_rows("pools", {
+            pool.name: view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment)
+            for pool in self._view.snapshot.pools})
         self.query_one("#zfs-scan", Static).update(self._scan_text())
-
-    def _shown_cells(self, table: str, cells: view.Row) -> dict[str, Any]:
-        return {c.key: self._text(cells.get(c.key, view.Cell(""))) for c in self._columns[table]}
 
     def selected_pool(self) -> Pool | None:
         if self._view is None or not self._view.snapshot.pools:
@@ -246,8 +240,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         pool = self.selected_pool()
         if pool is None or self._view is None:
             for name in ("vdevs", "datasets"):
-                self._update_rows(self.query_one(f"#zfs-{name}", DataTable), {},
-                                  self._cells[name])
+                self._put_rows(name, {})
             return
         if pool.name != self._shown_pool:  # another pool: its rows replace the old ones
             self._shown_pool = pool.name
@@ -255,15 +248,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                 self.query_one(f"#zfs-{name}", DataTable).clear()
                 self._cells[name].clear()
         history = self._view.history
-        vdevs = view.vdev_rows(pool, self._pool_io(pool.name),
-                               lambda name: history(pool.name, name))
-        self._update_rows(self.query_one("#zfs-vdevs", DataTable),
-                          {k: self._shown_cells("vdevs", r) for k, r in vdevs.items()},
-                          self._cells["vdevs"])
-        datasets = {d.name: self._shown_cells("datasets", view.dataset_row(d))
-                    for d in self._view.snapshot.datasets_of(pool.name)}
-        self._update_rows(self.query_one("#zfs-datasets", DataTable), datasets,
-                          self._cells["datasets"])
+        self._put_rows("vdevs", view.vdev_rows(pool, self._pool_io(pool.name),
+                                               lambda name: history(pool.name, name)))
+        self._put_rows("datasets", {d.name: view.dataset_row(d)
+                                    for d in self._view.snapshot.datasets_of(pool.name)})
 
     def _refresh_io(self) -> None:
         with self.app.batch_update():
@@ -273,26 +261,32 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                 self._show_status(self._view)
 
     # -- columns that fit --------------------------------------------------------
-    def _set_columns(self) -> None:
-        width = max(20, self.size.width - 4) if self.size.width else 76
-        changed = False
-        for name, columns in (("pools", view.POOL_COLUMNS), ("vdevs", view.VDEV_COLUMNS),
-                              ("datasets", view.DATASET_COLUMNS)):
-            fitting = view.fit_columns(columns, width)
-            if fitting == self._columns.get(name):
-                continue
-            changed = True
+    TABLE_COLUMNS: ClassVar[dict[str, tuple[view.Column, ...]]] = {
+        "pools": view.POOL_COLUMNS, "vdevs": view.VDEV_COLUMNS,
+        "datasets": view.DATASET_COLUMNS}
+
+    def _put_rows(self, name: str, rows: dict[str, view.Row]) -> None:
+        """Fit the columns to the width and these rows, then update the table in place."""
+        table = self.query_one(f"#zfs-{name}", DataTable)
+        columns = self.TABLE_COLUMNS[name]
+        widths = {c.key: max([cell_len(c.label)] + [cell_len(r[c.key].text) for r in
+                                                     rows.values() if c.key in r])
+                  for c in columns}
+        available = max(20, (self.size.width or 80) - 4)
+        fitting = view.fit_columns(columns, available, widths)
+        if fitting != self._columns.get(name):
             self._columns[name] = fitting
-            table = self.query_one(f"#zfs-{name}", DataTable)
             table.clear(columns=True)
             self._cells[name].clear()
             for column in fitting:
-                table.add_column(column.label, key=column.key, width=column.width)
-        if changed and self._view is not None:
-            self.show(self._view)
+                table.add_column(column.label, key=column.key)
+        shown = {key: {c.key: self._text(row.get(c.key, view.Cell(""))) for c in fitting}
+                 for key, row in rows.items()}
+        self._update_rows(table, shown, self._cells[name])
 
     def on_resize(self, event: events.Resize) -> None:
-        self._set_columns()
+        if self._view is not None:
+            self.show(self._view)
 
     # -- events and actions ------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
