@@ -17,7 +17,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.plan import LiveStep, Plan
 from zsn.system import commands
 from zsn.system.host import Host
-from zsn.zfs.live import ENV, NOT_INSTALLED, find_program, read_zfs
+from zsn.zfs.live import NOT_INSTALLED, find_program, read_zfs, run_zfs_command
 from zsn.zfs.model import Pool
 from zsn.zfs.names import validate_dataset_name, validate_pool_name
 from zsn.zfs.units import is_number
@@ -39,7 +39,7 @@ def _program(name: str) -> str:
 
 
 def _run(argv: Sequence[str]) -> commands.CommandResult:
-    return commands.run(argv, timeout=ACTION_TIMEOUT, env=ENV)
+    return run_zfs_command(argv, timeout=ACTION_TIMEOUT, check=True)
 
 
 def _pool(host: Host, name: str) -> Pool:
@@ -219,8 +219,8 @@ class PropertyValue:
 def read_property(prop: str, dataset: str) -> list[PropertyValue]:
     """`zfs get -r` of one property: the dataset and everything below it."""
     zfs = _program("zfs")
-    result = commands.run([zfs, "get", "-Hp", "-r", "-t", "filesystem,volume",
-                           "-o", "name,value,source", prop, dataset], env=ENV, check=False)
+    result = run_zfs_command([zfs, "get", "-Hp", "-r", "-t", "filesystem,volume",
+                              "-o", "name,value,source", prop, dataset])
     if not result.ok:
         raise ZsnError(f"zfs get {prop} {dataset} failed: {result.first_error_line()}")
     values = []

@@ -107,13 +107,14 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "iostat":
         return _iostat(host, validate_pool_name(args.pool), args.interval, args.count,
                        args.json)
-    if args.pool is not None:
-        validate_pool_name(args.pool)
+    pool = getattr(args, "pool", None)
+    if pool is not None:
+        validate_pool_name(pool)
     snapshot = read_zfs(host, datasets=args.action == "list")
     _require(snapshot)
     if args.action == "list":
         return _list(snapshot, args.json)
-    return _status(snapshot, args.pool, args.json)
+    return _status(snapshot, pool, args.json)
 
 
 def _require(snapshot: ZfsSnapshot) -> None:

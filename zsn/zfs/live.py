@@ -103,8 +103,17 @@ def explain_failure(result: commands.CommandResult) -> str:
 Runner = Callable[[Sequence[str]], commands.CommandResult]
 
 
+def run_zfs_command(argv: Sequence[str], *, timeout: float | None = None,
+                    check: bool = False) -> commands.CommandResult:
+    """`commands.run` with ``LC_ALL=C``; errors name the program, not its directory."""
+    try:
+        return commands.run(argv, timeout=timeout or COMMAND_TIMEOUT, check=check, env=ENV)
+    except CommandError as exc:
+        raise CommandError(str(exc).replace(argv[0], os.path.basename(argv[0]), 1)) from exc
+
+
 def _run(argv: Sequence[str]) -> commands.CommandResult:
-    return commands.run(argv, timeout=COMMAND_TIMEOUT, check=False, env=ENV)
+    return run_zfs_command(argv)
 
 
 def run_side_by_side(jobs: Mapping[str, Sequence[str]],

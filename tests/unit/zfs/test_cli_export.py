@@ -1,0 +1,266 @@
+"""`zsn zfs ...` and `zsn --export zfs` as processes, against fake zpool/zfs/zdb
+programs replaying real captures: argv, exit statuses, plans, JSON and Prometheus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.unit.zfs.conftest import LAB, VM, FakeZfs, read
+
+DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
+            "compressratio,recordsize,compression,atime,relatime,xattr,mountpoint,creation,"
+            "zsn:use")
+
+
+def zsn(fake: FakeZfs, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zsn", "--root", str(fake.root), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def scrub_states(fake: FakeZfs, state: str) -> None:
+    """The lab's tank in `state` (zpool status -p -P), sized by the lab's zpool list."""
+    fake.answer("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,"
+                "dedupratio,health,ashift", read(LAB / "zpool-list-Hp-o.txt").replace(
+                    "full\t", "tank\t").split("\n")[0] + "\n")
+    fake.answer("zpool status -p -P", read(VM / f"zpool-status-p-P.{state}.txt"))
+
+
+def test_list_and_status(fake_zfs: FakeZfs) -> None:
+    fake_zfs.standard()
+    fake_zfs.answer(DATASETS, read(LAB / "zfs-list-Hp-o.200-datasets.txt").replace("p1", "full"))
+    listed = zsn(fake_zfs, "zfs", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["POOL", "HEALTH", "SIZE", "ALLOC", "FREE", "FRAG", "CAP",
+                                "DEDUP", "SCAN"]
+    assert lines[1].split()[:3] == ["full", "ONLINE", "336.0"]
+    assert "never scrubbed" in lines[1]
+    shown = zsn(fake_zfs, "zfs", "status", "full")
+    assert shown.returncode == 0, shown.stderr
+    assert "    mirror-0" in shown.stdout and "  logs" in shown.stdout
+    assert "/run/vdev/e" in shown.stdout and "AVAIL" in shown.stdout
+    as_json = json.loads(zsn(fake_zfs, "zfs", "status", "--json").stdout)
+    assert [p["name"] for p in as_json] == ["full", "rz"]
+
+
+def test_status_of_a_pool_that_is_not_there_and_a_bad_name(fake_zfs: FakeZfs) -> None:
+    fake_zfs.standard()
+    missing = zsn(fake_zfs, "zfs", "status", "tank")
+    assert (missing.returncode, missing.stderr.strip()) == (
+        2, "zsn zfs: invalid: no pool named 'tank' (pools: full, rz)")
+    bad = zsn(fake_zfs, "zfs", "scrub", "-x")
+    assert bad.returncode == 2
+    bad = zsn(fake_zfs, "zfs", "scrub", "tank/a")
+    assert (bad.returncode, bad.stderr.strip()) == (
+        2, "zsn zfs: invalid: 'tank/a' is not a pool name (a pool name has no '/' or '@')")
+    assert not any(c["argv"][0] == "scrub" for c in fake_zfs.calls())
+
+
+def test_without_the_module(fake_zfs: FakeZfs) -> None:
+    (fake_zfs.root / "sys/module/zfs/version").unlink()
+    (fake_zfs.root / "sys/module/zfs").rmdir()
+    (fake_zfs.root / "proc/spl/kstat/zfs").rmdir()
+    result = zsn(fake_zfs, "zfs", "list")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("zsn zfs: error: ZFS is not available: the ZFS kernel "
+                                     "module is not loaded (load it as root with 'modprobe "
+                                     "zfs'; Debian: apt install zfs-dkms)")
+    exported = zsn(fake_zfs, "--export")
+    assert exported.returncode == 0 and "zfs" not in json.loads(exported.stdout)
+    named = zsn(fake_zfs, "--export", "zfs")
+    assert named.returncode == 0
+    section = json.loads(named.stdout)["zfs"]
+    assert section["available"] is False and "not loaded" in section["reason"]
+    assert "errors" not in section
+
+
+def test_scrub_start_pause_stop_as_plans(fake_zfs: FakeZfs) -> None:
+    scrub_states(fake_zfs, "healthy")
+    plan = zsn(fake_zfs, "zfs", "scrub", "tank", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.startswith("Plan: start scrub on tank\n  1. scrub tank\n")
+    assert "expect heavy I/O" in plan.stdout
+    assert not any(c["argv"][0] == "scrub" for c in fake_zfs.calls())
+    fake_zfs.answer("zpool scrub tank")
+    done = zsn(fake_zfs, "zfs", "scrub", "tank")
+    assert done.returncode == 0 and "done: scrub tank" in done.stderr
+    scrubs = [c for c in fake_zfs.calls() if c["argv"][0] == "scrub"]
+    assert [c["argv"] for c in scrubs] == [["scrub", "tank"]] and scrubs[0]["lc_all"] == "C"
+    refused = zsn(fake_zfs, "zfs", "scrub", "tank", "--pause")
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2, "zsn zfs: invalid: no scrub is running on tank")
+    scrub_states(fake_zfs, "scrub-in-progress")
+    again = zsn(fake_zfs, "zfs", "scrub", "tank")
+    assert again.returncode == 2 and "already running on tank (46.3% done)" in again.stderr
+    assert "Plan: pause scrub on tank" in zsn(fake_zfs, "zfs", "scrub", "tank", "--pause",
+                                              "--dry-run").stdout
+    stop = zsn(fake_zfs, "zfs", "scrub", "tank", "--stop", "--dry-run").stdout
+    assert "1. scrub -s tank" in stop and "throws the scrub's progress away" in stop
+    scrub_states(fake_zfs, "scrub-paused")
+    assert "resume the paused scrub on tank" in zsn(fake_zfs, "zfs", "scrub", "tank",
+                                                   "--dry-run").stdout
+
+
+def test_a_refused_scrub_reports_zpools_reason(fake_zfs: FakeZfs) -> None:
+    scrub_states(fake_zfs, "healthy")
+    fake_zfs.answer("zpool scrub tank", stderr=read(LAB / "nobody-scrub.stderr.txt").replace(
+        "full", "tank"), rc=1)
+    result = zsn(fake_zfs, "zfs", "scrub", "tank")
+    assert result.returncode == 1
+    assert "zpool failed: cannot scrub tank: permission denied" in result.stderr
+
+
+def test_set_a_property_with_its_preview_and_undo(fake_zfs: FakeZfs) -> None:
+    get = "zfs get -Hp -r -t filesystem,volume -o name,value,source compression tank"
+    fake_zfs.answer(get, "tank\toff\tdefault\ntank/db\tzstd\tlocal\ntank/media\toff\t"
+                         "inherited from tank\n")
+    plan = zsn(fake_zfs, "zfs", "set", "tank", "compression=LZ4", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.splitlines() == [
+        "Plan: set compression=lz4 on tank",
+        "  1. set compression=lz4 tank",
+        "  note: now compression=off (the default)",
+        "  note: existing blocks keep their compression; only new writes use lz4",
+        "  note: also changes 1 dataset(s) that inherit it: tank/media",
+        "  note: keep their own value: tank/db (zstd, set here)"]
+    bad = zsn(fake_zfs, "zfs", "set", "tank", "compression=bogus")
+    assert bad.returncode == 2 and "'bogus' is not a compression value zsn sets" in bad.stderr
+    bad = zsn(fake_zfs, "zfs", "set", "tank", "recordsize=3000")
+    assert bad.returncode == 2 and "a power of two from 512 to 16M" in bad.stderr
+    bad = zsn(fake_zfs, "zfs", "set", "tank", "mountpoint=/x")
+    assert bad.returncode == 2 and "zsn sets compression, atime, xattr, recordsize" in bad.stderr
+    bad = zsn(fake_zfs, "zfs", "set", "tank@snap", "atime=off")
+    assert bad.returncode == 2 and "snapshot or bookmark" in bad.stderr
+    # zfs refuses it after all: the error says so, nothing is left half done
+    fake_zfs.answer("zfs set compression=lz4 tank", stderr=read(LAB / "set-bad.stderr.txt"),
+                    rc=1)
+    failed = zsn(fake_zfs, "zfs", "set", "tank", "compression=lz4")
+    assert failed.returncode == 1 and "cannot set property for 'full'" in failed.stderr
+
+
+def test_clear_errors(fake_zfs: FakeZfs) -> None:
+    scrub_states(fake_zfs, "cksum-repaired")
+    plan = zsn(fake_zfs, "zfs", "clear", "tank", "--dry-run").stdout
+    assert "1. clear tank" in plan and "counters (" in plan
+    device = zsn(fake_zfs, "zfs", "clear", "tank", "/dev/mapper/disk-a", "--dry-run")
+    assert "1. clear tank /dev/mapper/disk-a" in device.stdout
+    missing = zsn(fake_zfs, "zfs", "clear", "tank", "/dev/sdz")
+    assert missing.returncode == 2 and "has no device '/dev/sdz'" in missing.stderr
+
+
+def test_iostat_prints_each_block_as_it_arrives(fake_zfs: FakeZfs) -> None:
+    fake_zfs.standard()
+    lines = read(LAB / "zpool-iostat-Hpvly-l-Tu.full.1s-x3.txt").splitlines(keepends=True)
+    fake_zfs.answer("zpool iostat -HpvlyP -T u full 1 3", stream=lines, every=0.01)
+    result = zsn(fake_zfs, "zfs", "iostat", "full", "--count", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    blocks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [b["time"] for b in blocks] == [1795596113, 1795596114, 1795596115]
+    leaves = {v["name"]: v for v in blocks[0]["vdevs"]}
+    assert leaves["/run/vdev/a"]["write_ops"] == 274 and leaves["/run/vdev/c"]["group"] == "logs"
+    text = zsn(fake_zfs, "zfs", "iostat", "full", "--count", "3")
+    assert text.returncode == 0
+    assert "\n    /run/vdev/a " in text.stdout and "22.8 MiB/s" in text.stdout
+
+
+def test_iostat_that_dies_early_is_an_error(fake_zfs: FakeZfs) -> None:
+    fake_zfs.standard()
+    fake_zfs.answer("zpool iostat -HpvlyP -T u full 1 3", stderr="internal error\n", rc=1)
+    result = zsn(fake_zfs, "zfs", "iostat", "full", "--count", "3")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("zsn zfs: error: zpool iostat full: zpool exited with "
+                                     "status 1: internal error")
+    assert zsn(fake_zfs, "zfs", "iostat", "full", "--interval", "0").returncode == 2
+
+
+def export_fakes(fake: FakeZfs) -> None:
+    fake.standard()
+    fake.answer(DATASETS, read(LAB / "zfs-list-Hp-o.200-datasets.txt").replace("p1", "full"))
+    fake.answer("zdb -C", read(LAB / "zdb-C.full.txt").replace(
+        "MOS Configuration:", "full:"))
+    fake.answer("zpool iostat -HpvlP", read(LAB / "zpool-iostat-Hpvly-l-Tu.full.1s-x3.txt")
+                .split("1795596114")[0].split("1795596113\n")[1])
+
+
+def test_export_section(fake_zfs: FakeZfs) -> None:
+    export_fakes(fake_zfs)
+    result = zsn(fake_zfs, "--export", "zfs")
+    assert result.returncode == 0, result.stderr
+    section = json.loads(result.stdout)["zfs"]
+    assert section["available"] is True and section["version"] == "2.1.11-1+deb12u1"
+    full = section["pools"][0]
+    assert (full["name"], full["health"], full["size"], full["scan"]) == (
+        "full", "ONLINE", 352321536, None)
+    assert full["io"]["write_ops_per_second"] == 3015
+    leaf = next(v for v in full["vdevs"] if v["name"] == "/run/vdev/a")
+    assert (leaf["state"], leaf["parent"], leaf["read_errors"]) == ("ONLINE", "mirror-0", 0)
+    assert leaf["io"]["write_bytes_per_second"] == 23942484
+    assert {v["group"] for v in full["vdevs"]} == {"data", "dedup", "special", "logs",
+                                                    "cache", "spares"}
+    assert len(section["datasets"]) == 203
+    ids = {(f["id"], f["subject"]) for f in section["findings"]}
+    assert ("ZFS005", "full") in ids  # 2.1's atime=on, relatime=off on the pool root
+    assert all(f.get("source") for f in section["findings"])
+
+
+def test_prometheus_metrics_parse(fake_zfs: FakeZfs) -> None:
+    export_fakes(fake_zfs)
+    result = zsn(fake_zfs, "--export", "zfs", "--format", "prometheus")
+    assert result.returncode == 0, result.stderr
+    families = {f.name: f for f in text_string_to_metric_families(result.stdout)}
+    health = {(s.labels["pool"], s.labels["state"]): s.value
+              for s in families["zsn_zfs_pool_health"].samples}
+    assert health[("full", "ONLINE")] == 1 and health[("full", "DEGRADED")] == 0
+    writes = {s.labels["vdev"]: s.value
+              for s in families["zsn_zfs_vdev_write_ops_per_second"].samples}
+    assert writes["full"] == 3015 and writes["/run/vdev/b"] == 274
+    errors = families["zsn_zfs_vdev_errors"].samples
+    assert {s.labels["type"] for s in errors} == {"read", "write", "checksum"}
+    assert families["zsn_zfs_scan_active"].samples[0].value == 0
+    assert families["zsn_export_errors"].samples[-1].labels == {"section": "zfs"}
+
+
+def test_export_of_something_unreadable_is_exit_2(fake_zfs: FakeZfs) -> None:
+    export_fakes(fake_zfs)
+    fake_zfs.answer("zpool status -p -P", stderr="internal error: out of memory\n", rc=1)
+    result = zsn(fake_zfs, "--export", "zfs")
+    assert result.returncode == 2
+    section = json.loads(result.stdout)["zfs"]
+    assert section["errors"] == ["zpool status failed: internal error: out of memory"]
+    assert "zsn: zfs: zpool status failed" in result.stderr
+
+
+def test_advise(fake_zfs: FakeZfs) -> None:
+    export_fakes(fake_zfs)
+    result = zsn(fake_zfs, "zfs", "advise", "--json")
+    assert result.returncode == 0, result.stderr
+    findings = json.loads(result.stdout)
+    assert {f["id"] for f in findings} == {"ZFS005", "ZFS006"}  # lz4 was set at create
+    text = zsn(fake_zfs, "zfs", "advise").stdout
+    assert "ZFS005 warning [full]: atime is on without relatime" in text
+    assert "fix: zfs set atime=off full (or relatime=on)" in text
+
+
+@pytest.mark.parametrize("args", [["zfs", "--help"], ["zfs", "iostat", "--help"]])
+def test_help(fake_zfs: FakeZfs, args: list[str]) -> None:
+    result = zsn(fake_zfs, *args)
+    assert result.returncode == 0 and "usage: zsn zfs" in result.stdout
+
+
+def test_a_hanging_zpool_is_bounded(fake_zfs: FakeZfs, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.system.host import Host
+    from zsn.zfs import live
+
+    fake_zfs.standard()
+    fake_zfs.answer("zpool status -p -P", sleep=30)
+    monkeypatch.setattr(live, "COMMAND_TIMEOUT", 1.0)
+    snapshot = live.read_zfs(Host(fake_zfs.root), datasets=False)
+    assert snapshot.errors == ("zpool: no answer within 1 s",)
+    assert [p.name for p in snapshot.pools] == ["full", "rz"]  # what list said
+    assert Path(fake_zfs.script).exists()
