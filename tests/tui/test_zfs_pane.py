@@ -1,0 +1,311 @@
+"""The ZFS pane fed with real captures (the lab's tank scrubbing, small never scrubbed),
+its iostat streams replaced by a monitor that replays a captured `zpool iostat`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import ContentSwitcher, DataTable, OptionList, Static
+
+from tests.pilot import wait_for_rows, wait_until
+from tests.unit.zfs.conftest import VM, read
+from zsn.lint import Finding
+from zsn.plan import LiveStep, Plan
+from zsn.system.host import Host
+from zsn.tui.app import ZsnApp
+from zsn.tui.screens.findings import FindingsScreen
+from zsn.tui.screens.plan import PlanScreen
+from zsn.zfs import iostat, listing, status
+from zsn.zfs.live import MODULE_NOT_LOADED
+from zsn.zfs.model import ZfsSnapshot
+from zsn.zfs.monitor import PoolIostat
+
+NOW = 1795367000.0  # shortly after the lab's scrub captures
+
+
+def fixed_snapshot(state: str = "scrub-in-progress") -> ZfsSnapshot:
+    pools = {p.name: p for p in status.parse_text(read(VM / f"zpool-status.{state}.txt"))}
+    pools["small"] = status.parse_text(read(VM / "zpool-status.all-pools.txt"))[0]
+    sized = {row["name"]: row for row in listing.parse_pools_text(
+        read(VM / "zpool-list-Hp.txt"), listing.DEFAULT_POOL_COLUMNS)}
+    merged = tuple(replace(pool, **{k: v for k, v in sized[name].items()
+                                    if k not in ("name", "health")})
+                   for name, pool in sorted(pools.items()))
+    columns = ("name", "used", "available", "referenced", "compressratio", "recordsize",
+               "compression", "atime", "xattr", "mountpoint")
+    datasets = listing.parse_datasets_text(read(VM / "zfs-list-Hp-o.txt"), columns)
+    return ZfsSnapshot(pools=merged, datasets=tuple(datasets), version="2.1.11-1+deb12u1")
+
+
+class ReplayMonitor:
+    """Stands in for IostatMonitor: tank's three captured blocks, already read."""
+
+    instances: list[ReplayMonitor] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.history = iostat.History()
+        self.blocks = iostat.parse_blocks(read(VM / "zpool-iostat-Hpvly.tank.1s-x3.txt"), "tank")
+        for block in self.blocks:
+            self.history.add(block)
+        self.watched: list[str] = []
+        self.stopped = False
+        ReplayMonitor.instances.append(self)
+
+    def watch(self, pools: list[str], rows: dict[str, int] | None = None) -> None:
+        self.watched = list(pools)
+
+    def poll(self) -> dict[str, PoolIostat]:
+        return {"tank": PoolIostat("tank", self.blocks[-1], None, True),
+                "small": PoolIostat("small", None, "zpool exited with status 1: Unable to "
+                                    "parse pools/vdevs list.", False)}
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def make_app(monkeypatch: pytest.MonkeyPatch, snapshot: ZfsSnapshot) -> ZsnApp:
+    monkeypatch.setattr("zsn.tui.panes.zfs.ZfsReader.read", lambda self: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.zfs.IostatMonitor", ReplayMonitor)
+    monkeypatch.setattr("zsn.tui.panes.zfs.find_program", lambda name: "/usr/sbin/zpool")
+    monkeypatch.setattr("zsn.tui.panes.zfs.now", lambda: NOW)
+    ReplayMonitor.instances.clear()
+    return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+
+@pytest.fixture
+def zfs_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
+    return make_app(monkeypatch, fixed_snapshot())
+
+
+async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    pilot.app.query_one("#panes").active = "tab-zfs"
+    await pilot.pause()
+    await wait_for_rows(pilot, "#zfs-pools")
+    await wait_for_rows(pilot, "#zfs-vdevs")
+
+
+async def select_tank(pilot) -> None:  # type: ignore[no-untyped-def]
+    await open_tab(pilot)
+    pilot.app.query_one("#zfs-pools", DataTable).focus()
+    await pilot.press("down")
+    await pilot.pause()
+
+
+def rows(app: ZsnApp, table: str) -> list[list[str]]:
+    widget = app.query_one(table, DataTable)
+    return [[str(cell) for cell in widget.get_row_at(i)] for i in range(widget.row_count)]
+
+
+def test_snapshot_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=select_tank)
+
+
+def test_snapshot_120x40(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(zfs_app, terminal_size=(120, 40), run_before=select_tank)
+
+
+async def test_pools_scan_and_the_vdev_tree_with_live_io(zfs_app: ZsnApp) -> None:
+    async with zfs_app.run_test(size=(120, 40)) as pilot:
+        await select_tank(pilot)
+        pools = rows(zfs_app, "#zfs-pools")
+        assert [r[:2] for r in pools] == [["small", "ONLINE"], ["tank", "ONLINE"]]
+        assert "scrub 45.8% 7s" in pools[1] and "87.1 MiB/s" in pools[1]
+        scan = str(zfs_app.query_one("#zfs-scan", Static).render())
+        assert scan.startswith("tank: scrub in progress, 45.77% done, ") and "ETA 7s" in scan
+        tree = rows(zfs_app, "#zfs-vdevs")
+        assert [r[0].replace("\xa0", " ") for r in tree] == [
+            "tank", "  mirror-0", "    disk-a", "    disk-b", "  mirror-1", "    disk-c",
+            "    disk-d"]
+        disk_a = tree[2]
+        assert disk_a[1] == "ONLINE" and disk_a[2] == "0/0/0"
+        assert "21.8 MiB/s" in disk_a  # the last captured block: 22896609 B/s written
+        assert any(set(cell) <= set("▁▂▃▄▅▆▇█ ") and cell.strip() for cell in disk_a)
+        assert ReplayMonitor.instances[-1].watched == ["small", "tank"]
+
+
+async def test_an_io_stream_error_is_shown(zfs_app: ZsnApp) -> None:
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        status_text = str(zfs_app.query_one("#zfs .pane-status", Static).render())
+        assert "I/O of small: zpool exited with status 1" in status_text
+
+
+async def test_datasets_and_back_to_vdevs(zfs_app: ZsnApp) -> None:
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("d")
+        await pilot.pause()
+        assert zfs_app.query_one("#zfs-lower", ContentSwitcher).current == "zfs-datasets"
+        names = [r[0].replace("\xa0", " ") for r in rows(zfs_app, "#zfs-datasets")]
+        assert names == ["tank", "  db", "  media"]
+        db = rows(zfs_app, "#zfs-datasets")[1]
+        assert "zstd" in db and "16 KiB" in db
+        await pilot.press("v")
+        await pilot.pause()
+        assert zfs_app.query_one("#zfs-lower", ContentSwitcher).current == "zfs-vdevs"
+
+
+async def test_narrow_terminals_drop_whole_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    labels: dict[int, list[str]] = {}
+    for width, height in ((120, 40), (80, 24)):
+        app = make_app(monkeypatch, fixed_snapshot())
+        async with app.run_test(size=(width, height)) as pilot:
+            await select_tank(pilot)
+            table = app.query_one("#zfs-vdevs", DataTable)
+            labels[width] = [str(c.label) for c in table.columns.values()]
+    wide, narrow = labels[120], labels[80]
+    assert narrow[:3] == ["Vdev", "State", "R/W/Ck err"] and len(narrow) < len(wide)
+    assert set(narrow) < set(wide)
+
+
+async def test_scrub_keys_show_a_plan_and_apply_it_on_y(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def plan_scrub(host: Host, pool: str, verb: str) -> Plan:
+        return Plan(f"{verb} scrub on {pool}", [LiveStep(f"scrub {verb} {pool}",
+                                                           lambda: ran.append(verb))])
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_scrub", plan_scrub)
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        for key, verb in (("p", "pause"), ("s", "start"), ("x", "stop")):
+            await pilot.press(key)
+            await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+            assert zfs_app.screen.plan_title == f"{verb} scrub on tank"  # type: ignore[attr-defined]
+            await pilot.press("y")
+            await wait_until(pilot, lambda v=verb: v in ran, f"{verb} applied")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+        await pilot.press("n")
+        await pilot.pause()
+        assert ran == ["pause", "start", "stop"]
+
+
+async def test_a_refused_scrub_is_a_notification(zfs_app: ZsnApp) -> None:
+    from zsn.errors import ValidationError
+
+    def refuse(host: Host, pool: str, verb: str) -> Plan:
+        raise ValidationError(f"a scrub is already running on {pool}")
+
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        pilot.app.query_one  # noqa: B018 - the app is up
+        import zsn.zfs.actions as actions
+
+        original = actions.plan_scrub
+        actions.plan_scrub = refuse  # type: ignore[assignment]
+        try:
+            await select_tank(pilot)
+            await pilot.press("s")
+            await wait_until(pilot, lambda: any(
+                "already running" in n.message for n in zfs_app._notifications), "a notice")
+            assert not isinstance(zfs_app.screen, PlanScreen)
+        finally:
+            actions.plan_scrub = original  # type: ignore[assignment]
+
+
+async def test_set_property_asks_property_then_value_then_shows_the_plan(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, str, str]] = []
+
+    def plan_set(host: Host, dataset: str, prop: str, value: str) -> Plan:
+        asked.append((dataset, prop, value))
+        return Plan(f"set {prop}={value} on {dataset}", notes=["preview"])
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_set", plan_set)
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("down", "e")
+        await wait_until(pilot, lambda: bool(zfs_app.screen.query("#ask-choices")), "props")
+        choices = zfs_app.screen.query_one("#ask-choices", OptionList)
+        assert str(choices.get_option_at_index(0).prompt) == "compression (now zstd)"
+        await pilot.press("enter")  # compression
+        await wait_until(pilot, lambda: "lz4" in str(zfs_app.screen.query_one(
+            "#ask-choices", OptionList).get_option_at_index(0).prompt), "values")
+        first = str(zfs_app.screen.query_one("#ask-choices", OptionList)
+                    .get_option_at_index(0).prompt)
+        assert first == ("compression=lz4: existing blocks keep their compression; only new "
+                         "writes use lz4")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+        assert asked == [("tank/db", "compression", "lz4")]
+
+
+async def test_clear_errors_of_the_highlighted_device(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def plan_clear(host: Host, pool: str, device: str | None = None) -> Plan:
+        asked.append((pool, device))
+        return Plan(f"clear errors on {pool}")
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_clear", plan_clear)
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+        await pilot.press("escape")
+        await pilot.pause()
+        zfs_app.query_one("#zfs-vdevs", DataTable).focus()
+        await pilot.press("down", "down", "c")
+        await wait_until(pilot, lambda: len(asked) == 2, "the second plan")
+        assert asked == [("tank", None), ("tank", "disk-a")]
+
+
+async def test_the_advisor_lists_findings_with_their_fixes(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    finding = Finding("ZFS004", "warning", "small", "compression is off",
+                      "zfs set compression=lz4 small (new writes only)",
+                      source="field note 001_8e3103e979c22063.txt (ZFS tuning cheat sheet)")
+    monkeypatch.setattr("zsn.zfs.lint.lint", lambda host: [finding])
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, FindingsScreen), "findings")
+        text = str(zfs_app.screen.query_one(OptionList).get_option_at_index(0).prompt)
+        assert "ZFS004 warning [small]: compression is off" in text
+        assert "fix: zfs set compression=lz4 small" in text
+
+
+async def test_hiding_the_tab_stops_the_streams(zfs_app: ZsnApp) -> None:
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        monitor = ReplayMonitor.instances[-1]
+        await pilot.press("1")
+        await wait_until(pilot, lambda: monitor.stopped, "the streams stopped")
+
+
+@pytest.mark.parametrize(("snapshot", "message"), [
+    (ZfsSnapshot(unavailable=MODULE_NOT_LOADED),
+     "ZFS is not available here: the ZFS kernel module is not loaded"),
+    (ZfsSnapshot(), "No pools. zsn shows and tunes pools; create one with zpool create."),
+    (ZfsSnapshot(errors=("zpool is not installed (Debian: apt install zfsutils-linux)",)),
+     "zpool is not installed"),
+])
+async def test_empty_states(monkeypatch: pytest.MonkeyPatch, snapshot: ZfsSnapshot,
+                            message: str) -> None:
+    app = make_app(monkeypatch, snapshot)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-zfs"
+        await wait_until(pilot, lambda: message in str(
+            app.query_one("#zfs .pane-status", Static).render()), "the empty state")
+        assert app.query_one("#zfs-pools", DataTable).row_count == 0
+
+
+def test_snapshot_empty_state_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(monkeypatch, ZfsSnapshot(unavailable=MODULE_NOT_LOADED))
+
+    async def open_empty(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-zfs"
+        await wait_until(pilot, lambda: "not available" in str(
+            app.query_one("#zfs .pane-status", Static).render()), "the empty state")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_empty)
