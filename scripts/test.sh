@@ -32,6 +32,7 @@ LAB_PACKAGES=(
     busybox-static kmod udev                      # virtme-ng's guest init, modprobe
     ethtool dbus iproute2 iputils-ping            # links, namespaces, ping
     wireguard-tools                               # group wireguard: wg
+    dmsetup util-linux                            # group zfs: dm delay disks over loop devices
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
 )
 # virtme-ng (`vng`) boots the kernel. It is a host tool, not a zsn dependency: it gets

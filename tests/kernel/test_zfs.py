@@ -1,0 +1,293 @@
+"""Real OpenZFS (Debian 12's zfs-dkms, 2.1) in the QEMU kernel lab (group ``zfs``).
+
+A mirror of two device-mapper ``delay`` disks over loop devices over files in a tmpfs
+(0 ms normally, 100 ms per I/O to catch a scrub or a resilver in progress), a spare
+disk for a replace, and two small pools for the advisor: one made with ashift=9 and
+2.1's defaults on a loop device that says it is solid-state, one made the notes' way.
+zsn runs as a process (`zsn zfs ...`, `zsn --export zfs`) and, for the pane, in a
+Pilot test with its real `zpool iostat` streams.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lab.kernel import modprobe
+from tests.needs import needs_tools
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = Path("/run/zsnlab-zfs")
+MIB = 1024 ** 2
+SECTORS = 160 * MIB // 512
+TANK = "zlabtank"
+BAD = "zlabbad"
+GOOD = "zlabgood"
+
+
+def sh(*argv: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                            env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}: {result.returncode}: {result.stderr}")
+    return result
+
+
+def zsn(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "zsn", *args], capture_output=True,
+                            text=True, timeout=300, check=False, cwd=REPO)
+    if check and result.returncode != 0:
+        raise AssertionError(f"zsn {' '.join(args)}: {result.returncode}: {result.stderr}")
+    return result
+
+
+def wait_for(what: str, predicate: Callable[[], Any], seconds: float = 120,
+             every: float = 0.5) -> Any:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"{what}: not within {seconds:g} s")
+
+
+@dataclass
+class Disks:
+    loops: dict[str, str] = field(default_factory=dict)
+    """Disk letter -> loop device."""
+
+    def path(self, letter: str) -> str:
+        return f"/dev/mapper/zlab-{letter}"
+
+    def delay(self, milliseconds: int, *letters: str) -> None:
+        for letter in letters:
+            table = f"0 {SECTORS} delay {self.loops[letter]} 0 {milliseconds}"
+            sh("dmsetup", "suspend", f"zlab-{letter}")
+            sh("dmsetup", "reload", f"zlab-{letter}", "--table", table)
+            sh("dmsetup", "resume", f"zlab-{letter}")
+
+
+def _pool_export() -> dict[str, Any]:
+    return dict(json.loads(zsn("--export", "zfs").stdout)["zfs"])
+
+
+def _pool(name: str) -> dict[str, Any]:
+    return next(p for p in _pool_export()["pools"] if p["name"] == name)
+
+
+def _status(name: str) -> dict[str, Any]:
+    [pool] = json.loads(zsn("zfs", "status", name, "--json").stdout)
+    return dict(pool)
+
+
+@pytest.fixture(scope="module")
+def disks() -> Iterator[Disks]:
+    needs_tools("zpool", "zfs", "dmsetup", "losetup", "dd")
+    for module in ("zfs", "dm-delay", "loop"):
+        modprobe(module)
+    BASE.mkdir(parents=True, exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", "size=1100m", "tmpfs", str(BASE))
+    built = Disks()
+    try:
+        for letter in ("a", "b", "c"):
+            backing = BASE / letter
+            sh("truncate", "-s", str(SECTORS * 512), str(backing))
+            built.loops[letter] = sh("losetup", "-f", "--show", str(backing)).stdout.strip()
+            sh("dmsetup", "create", f"zlab-{letter}", "--table",
+               f"0 {SECTORS} delay {built.loops[letter]} 0 0")
+        sh("udevadm", "settle", check=False)
+        sh("zpool", "create", "-f", "-o", "ashift=12", "-O", "compression=lz4", "-O",
+           "atime=off", "-O", "xattr=sa", "-m", f"{BASE}/{TANK}", TANK, "mirror",
+           built.path("a"), built.path("b"))
+        yield built
+    finally:
+        for pool in (TANK, BAD, GOOD):
+            sh("zpool", "destroy", "-f", pool, check=False)
+        for letter in built.loops:
+            sh("dmsetup", "remove", "--retry", f"zlab-{letter}", check=False)
+        for loop in built.loops.values():
+            sh("losetup", "-d", loop, check=False)
+        sh("umount", "-l", str(BASE), check=False)
+
+
+@pytest.fixture
+def write_load() -> Iterator[None]:
+    """dd writing random data with fsync, over and over, until the test ends."""
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            sh("dd", "if=/dev/urandom", f"of={BASE}/{TANK}/load", "bs=1M", "count=24",
+               "conv=fsync", check=False)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    try:
+        time.sleep(1)
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+
+
+def test_a_dd_load_shows_per_vdev_write_rates(disks: Disks, write_load: None) -> None:
+    result = zsn("zfs", "iostat", TANK, "--count", "4", "--json")
+    blocks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(blocks) == 4 and all(b["pool"] == TANK for b in blocks)
+    busy = [{v["name"]: v for v in b["vdevs"]} for b in blocks]
+    leaves = (disks.path("a"), disks.path("b"))
+    assert any(all(rows[leaf]["write_ops"] > 0 and rows[leaf]["write_bytes"] > 0
+                   for leaf in leaves) for rows in busy), blocks
+    assert all("mirror-0" in rows for rows in busy)
+    text = zsn("zfs", "iostat", TANK, "--count", "2").stdout
+    assert f"    {disks.path('a')}" in text and "MiB/s" in text
+    pool = _pool(TANK)
+    assert pool["io"]["write_bytes_per_second"] > 0  # averaged since import, under load
+    for leaf in leaves:
+        vdev = next(v for v in pool["vdevs"] if v["name"] == leaf)
+        assert vdev["io"]["write_ops_per_second"] > 0 and vdev["state"] == "ONLINE"
+    metrics = zsn("--export", "zfs", "--format", "prometheus").stdout
+    assert f'zsn_zfs_pool_health{{pool="{TANK}",state="ONLINE"}} 1' in metrics
+    assert f'zsn_zfs_vdev_write_ops_per_second{{pool="{TANK}",vdev="{leaves[0]}"}}' in metrics
+
+
+def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) -> None:
+    sh("dd", "if=/dev/urandom", f"of={BASE}/{TANK}/data", "bs=1M", "count=48", "conv=fsync")
+    disks.delay(100, "a", "b")
+    try:
+        plan = zsn("zfs", "scrub", TANK, "--dry-run")
+        assert f"Plan: start scrub on {TANK}" in plan.stdout
+        zsn("zfs", "scrub", TANK)
+        running = wait_for("a scrub in progress", lambda: (
+            scan if (scan := _status(TANK)["scan"]) and scan["state"] == "scanning" else None),
+            30)
+        assert running["function"] == "scrub" and running["started"]
+        assert running["percent"] is None or running["percent"] < 100
+        paused = zsn("zfs", "scrub", TANK, "--pause")
+        assert "done: scrub -p" in paused.stderr
+        assert _status(TANK)["scan"]["state"] == "paused"
+        zsn("zfs", "scrub", TANK)  # resumes
+    finally:
+        disks.delay(0, "a", "b")
+    finished = wait_for("the scrub to finish", lambda: (
+        scan if (scan := _status(TANK)["scan"]) and scan["state"] == "finished" else None))
+    assert finished["function"] == "scrub" and finished["errors"] == 0
+    pool = _pool(TANK)
+    assert pool["last_scrub"] and abs(pool["last_scrub"] - time.time()) < 600
+    refused = zsn("zfs", "scrub", TANK, "--stop", check=False)
+    assert refused.returncode == 2 and "no scrub is running or paused" in refused.stderr
+
+
+async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
+        disks: Disks) -> None:
+    from textual.widgets import DataTable
+
+    from tests.pilot import wait_until
+    from zsn.system.host import Host
+    from zsn.tui.app import ZsnApp
+
+    sh("zpool", "offline", TANK, disks.path("b"))
+    try:
+        pool = _pool(TANK)
+        assert pool["health"] == "DEGRADED"
+        states = {v["name"]: v["state"] for v in pool["vdevs"]}
+        assert states == {"mirror-0": "DEGRADED", disks.path("a"): "ONLINE",
+                          disks.path("b"): "OFFLINE"}
+        app = ZsnApp(Host(), theme="zsn-night", refresh=1.0)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            app.query_one("#panes").active = "tab-zfs"
+
+            def cells(table: str) -> list[list[str]]:
+                widget = app.query_one(table, DataTable)
+                return [[str(c).replace("\xa0", " ") for c in widget.get_row_at(i)]
+                        for i in range(widget.row_count)]
+
+            def tank_row() -> list[str] | None:
+                return next((row for row in cells("#zfs-pools") if row[0] == TANK), None)
+
+            await wait_until(pilot, lambda: tank_row() is not None, "the pool", 120)
+            table = app.query_one("#zfs-pools", DataTable)
+            table.focus()
+            while str(table.get_row_at(table.cursor_row)[0]) != TANK:
+                await pilot.press("down")
+            await wait_until(pilot, lambda: any(
+                row[0].strip() == "zlab-b" and row[1] == "OFFLINE" for row in cells("#zfs-vdevs")),
+                "the OFFLINE member", 120)
+            assert tank_row()[1] == "DEGRADED"  # type: ignore[index]
+            mirror = next(row for row in cells("#zfs-vdevs") if row[0].strip() == "mirror-0")
+            assert mirror[1] == "DEGRADED"
+            # the live stream reports the surviving member
+            await wait_until(pilot, lambda: any(
+                row[0].strip() == "zlab-a" and row[3] != "-" for row in cells("#zfs-vdevs")),
+                "live I/O of zlab-a", 120)
+    finally:
+        sh("zpool", "online", TANK, disks.path("b"))
+    wait_for("the pool back ONLINE", lambda: _status(TANK)["health"] == "ONLINE", 60)
+
+
+def test_a_replace_shows_a_resilver(disks: Disks) -> None:
+    disks.delay(100, "a", "b", "c")
+    try:
+        sh("zpool", "replace", TANK, disks.path("b"), disks.path("c"))
+        resilvering = wait_for("the resilver", lambda: (
+            pool if (pool := _status(TANK))["scan"] and pool["scan"]["function"] == "resilver"
+            and pool["scan"]["state"] == "scanning" else None), 30, every=0.2)
+        names = {v["name"]: v for v in resilvering["vdevs"]}
+        assert any(v["kind"] == "replacing" for v in resilvering["vdevs"])
+        new = names[disks.path("c")]
+        assert new["parent"].startswith("replacing-") and new["note"] == "(resilvering)"
+        exported = _pool(TANK)
+        assert exported["scan"]["function"] == "resilver"
+    finally:
+        disks.delay(0, "a", "b", "c")
+    done = wait_for("the resilver to finish", lambda: (
+        pool if (pool := _status(TANK))["scan"]["state"] == "finished"
+        and not any(v["kind"] == "replacing" for v in pool["vdevs"]) else None))
+    assert done["scan"]["function"] == "resilver"
+    assert disks.path("c") in {v["name"] for v in done["vdevs"]}
+
+
+def test_the_advisor_fires_on_ashift_9_and_compression_off(disks: Disks) -> None:
+    backing = BASE / "bad.img"
+    sh("truncate", "-s", str(96 * MIB), str(backing))
+    loop = sh("losetup", "-f", "--show", str(backing)).stdout.strip()
+    disks.loops["bad"] = loop
+    # a loop device says it spins; this one says it is solid-state, as SSDs do
+    Path(f"/sys/block/{Path(loop).name}/queue/rotational").write_text("0\n")
+    sh("zpool", "create", "-f", "-o", "ashift=9", "-m", f"{BASE}/{BAD}", BAD, loop)
+    findings = json.loads(zsn("zfs", "advise", "--json").stdout)
+    mine = {(f["id"], f["severity"]) for f in findings if f["subject"] == BAD}
+    assert ("ZFS001", "warning") in mine and ("ZFS004", "warning") in mine
+    assert ("ZFS005", "warning") in mine and ("ZFS006", "info") in mine
+    ashift = next(f for f in findings if f["id"] == "ZFS001" and f["subject"] == BAD)
+    assert "ashift=9" in ashift["message"] and "solid-state" in ashift["message"]
+    assert ashift["source"].startswith("field note 001")
+    exported = {(f["id"], f["subject"]) for f in _pool_export()["findings"]}
+    assert ("ZFS004", BAD) in exported
+
+
+def test_the_advisor_is_quiet_on_a_pool_made_by_the_notes_advice(disks: Disks) -> None:
+    backing = BASE / "good.img"
+    sh("truncate", "-s", str(96 * MIB), str(backing))
+    sh("zpool", "create", "-f", "-o", "ashift=12", "-O", "compression=lz4", "-O",
+       "atime=off", "-O", "xattr=sa", "-m", f"{BASE}/{GOOD}", GOOD, str(backing))
+    sh("zfs", "create", "-o", "recordsize=1M", f"{GOOD}/media")
+    sh("zfs", "create", "-o", "recordsize=16K", f"{GOOD}/db")
+    findings = json.loads(zsn("zfs", "advise", "--json").stdout)
+    assert [f for f in findings if (f["subject"] or "").split("/")[0] == GOOD] == []
+    plan = zsn("zfs", "set", f"{GOOD}/media", "compression=zstd", "--dry-run").stdout
+    assert "existing blocks keep their compression; only new writes use zstd" in plan
+    zsn("zfs", "set", f"{GOOD}/media", "compression=zstd")
+    assert sh("zfs", "get", "-Hp", "-o", "value", "compression",
+              f"{GOOD}/media").stdout.strip() == "zstd"
