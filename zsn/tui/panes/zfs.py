@@ -128,7 +128,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                 zpool = find_program("zpool")
                 if zpool is None:
                     return None
-                self._monitor = IostatMonitor(zpool, self.refresh_seconds,
+                # zpool iostat samples at least a second: shorter is noise and load
+                self._monitor = IostatMonitor(zpool, max(1.0, self.refresh_seconds),
                                               on_update=self._iostat_output)
             return self._monitor
 
@@ -175,6 +176,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         return ZfsView(snapshot, monitor.poll(), monitor.history.bandwidth)
 
     def show(self, snapshot: ZfsView) -> None:
+        if not self._is_shown():  # hidden while this read ran: no stream may outlive that
+            self._stop_streams()
         self._view = snapshot
         with self.app.batch_update():
             self._show_status(snapshot)
