@@ -28,7 +28,7 @@ from tests.needs import needs_tools
 REPO = Path(__file__).resolve().parents[2]
 BASE = Path("/run/zsnlab-zfs")
 MIB = 1024 ** 2
-SECTORS = 160 * MIB // 512
+SECTORS = 200 * MIB // 512
 TANK = "zlabtank"
 BAD = "zlabbad"
 GOOD = "zlabgood"
@@ -162,7 +162,8 @@ def test_a_dd_load_shows_per_vdev_write_rates(disks: Disks, write_load: None) ->
 
 
 def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) -> None:
-    sh("dd", "if=/dev/urandom", f"of={BASE}/{TANK}/data", "bs=1M", "count=48", "conv=fsync")
+    (BASE / TANK / "load").unlink(missing_ok=True)
+    sh("dd", "if=/dev/urandom", f"of={BASE}/{TANK}/data", "bs=1M", "count=40", "conv=fsync")
     disks.delay(100, "a", "b")
     try:
         plan = zsn("zfs", "scrub", TANK, "--dry-run")
