@@ -102,8 +102,8 @@ HANDLERS: list[tuple[str, Callable[[Path], None]]] = [
         t, ("name", "property", "value", "source"), "zfs get"))),
     (r"zfs-get-all\..*", not_read("human table; zsn asks zfs get -Hp")),
     (r"(zpool-V\.module-not-loaded|zpool_influxdb|zpool-version|arcstat\.no-kstat|"
-     r"zpool-events|ls-proc-spl-kstat-zfs).*", not_read("zsn reads the module version from sysfs and "
-                                           "needs neither events nor arcstat")),
+     r"zpool-events|ls-proc-spl-kstat-zfs).*",
+     not_read("zsn reads the module version from sysfs and needs neither events nor arcstat")),
     (r"SOURCES\.md|capture\.sh", not_read("provenance, not a capture")),
 ]
 FILES = sorted([*OTHERS.iterdir(), *VM.iterdir()])
