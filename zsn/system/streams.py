@@ -13,8 +13,9 @@ the child does can make zsn hang or grow without bound:
   is killed, and `error` says why.
 
 `stop()` ends the child (SIGTERM, then SIGKILL) and the reader thread; it is idempotent.
-The child gets its own session, so a Ctrl-C meant for zsn's terminal never reaches it,
-and the pipe closing when zsn dies makes it exit on its next write.
+The child is started by `zsn.system.commands.spawn` (argv only, stdin closed) and
+watched with `zsn.system.limits` (a `Deadline` and a `ByteBudget` renewed at each usable
+line); the pipe closing when zsn dies makes it exit on its next write.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
-from zsn.errors import CommandError
+from zsn.system import commands
+from zsn.system.limits import ByteBudget, Deadline
 
 MAX_LINE_BYTES = 4096
 MAX_BUFFERED_BYTES = 256 * 1024
@@ -65,7 +67,7 @@ class LineStream:
         self.argv = tuple(argv)
         self.program = os.path.basename(self.argv[0])
         """For messages: the program's name without its directory."""
-        self._env = {**os.environ, **env} if env else None
+        self._env_extra = dict(env) if env else None
         self.deadline = deadline
         self._accept = accept
         self._on_output = on_output
@@ -96,15 +98,7 @@ class LineStream:
     def start(self) -> LineStream:
         if self._process is not None:
             raise RuntimeError("a LineStream starts once")
-        try:
-            self._process = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self._env, start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise CommandError(f"{self.program}: program not found (is it installed?)") from exc
-        except PermissionError as exc:
-            raise CommandError(f"{self.program}: permission denied") from exc
+        self._process = commands.spawn(self.argv, env=self._env_extra)
         self.started_at = self._clock()
         self._thread = threading.Thread(target=self._read, name=f"stream {self.program}",
                                         daemon=True)
@@ -168,7 +162,7 @@ class LineStream:
         selector.register(process.stderr, selectors.EVENT_READ, "err")
         partial = bytearray()
         cutting = False  # inside an over-long line: skip to its end
-        unaccepted = 0
+        watchdog = self._new_watchdog()
         open_streams = 2
         try:
             while open_streams and not self._stopping.is_set():
@@ -182,16 +176,17 @@ class LineStream:
                         self._keep_stderr(chunk)
                         continue
                     lines, partial, cutting = self._split(partial, chunk, cutting)
-                    accepted = [line for line in lines if self._accept(line)]
-                    unaccepted = 0 if accepted else unaccepted + len(chunk)
-                    if accepted:
+                    if any(self._accept(line) for line in lines):
                         self.last_accepted_at = self._clock()
+                        watchdog = self._new_watchdog()
+                    else:
+                        watchdog[1].used += len(chunk)
                     if lines:
                         self._store(lines)
-                    if unaccepted > self.max_unaccepted_bytes:
+                    if watchdog[1].used > watchdog[1].max_bytes:
                         self._kill(f"{self.program} printed over {self.max_unaccepted_bytes} "
                                    "bytes without a line zsn understands; stopped it")
-                self._check_deadline()
+                self._check_deadline(watchdog[0])
             if partial and not cutting and not self._stopping.is_set():
                 self._store([partial.decode("utf-8", "replace")])
         except OSError as exc:  # a pipe that broke under us: report, never raise in a thread
@@ -244,14 +239,18 @@ class LineStream:
         with self._lock:
             self._stderr = (self._stderr + chunk)[-self.stderr_tail_bytes:]
 
-    def _check_deadline(self) -> None:
-        if self.deadline is None or self.started_at is None or self.error:
+    def _new_watchdog(self) -> tuple[Deadline | None, ByteBudget]:
+        """The limits until the next usable line: time (`deadline`) and bytes."""
+        deadline = Deadline(self.deadline) if self.deadline is not None else None
+        return deadline, ByteBudget(self.max_unaccepted_bytes)
+
+    def _check_deadline(self, deadline: Deadline | None) -> None:
+        if deadline is None or self.error:
             return
-        since = self.last_accepted_at or self.started_at
-        if self._clock() - since > self.deadline:
+        if deadline.expired:
             what = "nothing zsn understands" if self.last_accepted_at is None else \
                 "nothing more zsn understands"
-            self._kill(f"{self.program} printed {what} for {self.deadline:g} s; stopped it")
+            self._kill(f"{self.program} printed {what} for {deadline.seconds:g} s; stopped it")
 
     def _kill(self, reason: str) -> None:
         if self.error is None:
