@@ -16,6 +16,10 @@ run prints its own. A new parser adds its strategy and its entry here.
   fields parses to the same fields.
 - OpenVPN configs (`zsn.openvpn.config.parse`): ``render(parse(text)) == text``, and
   the directives of the rendered text are the same.
+- ZFS (`zsn.zfs`): `zpool status` text (status lines, tree lines, scan lines mixed
+  with noise) and JSON; the `zpool iostat` block assembler fed rows rendered from
+  numbers (each accepted block reads back the numbers); `zpool list`/`zfs list` rows;
+  kstat benchmarks, tables, zdb configs: typed errors only.
 - zsn's WireGuard settings (`zsn.wireguard.settings.parse_settings`) and journal
   output (`zsn.system.journal.parse_entries`): typed errors (or skipped lines) only.
 """
@@ -51,6 +55,11 @@ EXAMPLES = {
     "OpenVPN config": 3000,
     "WireGuard settings": 1000,
     "journal output": 1000,
+    "zpool status text": 1000,
+    "zpool status JSON": 1000,
+    "zpool iostat stream": 1000,
+    "zpool/zfs list": 1000,
+    "ZFS kstats and zdb": 1000,
 }
 
 
@@ -326,3 +335,108 @@ def test_fuzz_journal_output() -> None:
                    for e in entries)
 
     fuzz("journal output", st.lists(_journal_entry, max_size=10), check)
+
+
+# -- ZFS ---------------------------------------------------------------------------
+_zfs_words = st.sampled_from([
+    "  pool: tank", " state: ONLINE", " state: DEGRADED", "config:", "",
+    "\tNAME        STATE     READ WRITE CKSUM", "\ttank        ONLINE       0     0     0",
+    "\t  mirror-0  DEGRADED     0     0     0", "\t    sda     OFFLINE      0     0  2.7K",
+    "\tlogs", "\tspares", "\t  sdf       AVAIL", "        draid1-0-0  INUSE     currently in use",
+    "  scan: scrub in progress since Tue Nov 24 18:20:07 2026",
+    "\t193M scanned at 32.1M/s, 89.2M issued at 14.9M/s, 193M total",
+    "\t0B repaired, 101.00% done, 00:00:06 to go", "  scan: scrub paused since Mon Jan  1",
+    "  scan: scrub repaired 0B in 14h7m with 1 errors on Sun Feb  4 20:54:25 2024",
+    "errors: 3 data errors, use '-v' for a list", "errors: Permanent errors have been"])
+
+
+def test_fuzz_zpool_status_text() -> None:
+    from zsn.zfs import status
+
+    def check(lines: list[str]) -> None:
+        pools = only_typed_errors(lambda: status.parse_text("\n".join(lines)))
+        for pool in pools or ():
+            names = {v.name for v in pool.vdevs}
+            assert all(v.parent is None or v.parent in names for v in pool.vdevs)
+            assert pool.scan is None or pool.scan.percent is None or \
+                0 <= pool.scan.percent <= 100
+
+    fuzz("zpool status text", st.lists(st.one_of(_zfs_words, _noise), max_size=14), check)
+
+
+def test_fuzz_zpool_status_json() -> None:
+    from zsn.zfs import status
+
+    vdev = st.fixed_dictionaries({"state": st.one_of(_json_value, st.just("ONLINE")),
+                                  "read_errors": _json_value, "vdev_type": _json_value})
+    pool = st.fixed_dictionaries({
+        "state": _json_value, "vdevs": st.dictionaries(st.just("tank"), st.fixed_dictionaries(
+            {"vdevs": st.dictionaries(st.text(max_size=5), vdev, max_size=3)})),
+        "scan_stats": st.one_of(_json_value, st.fixed_dictionaries(
+            {"function": st.sampled_from(["SCRUB", "RESILVER", "NONE", 3]),
+             "state": st.sampled_from(["SCANNING", "FINISHED", "CANCELED", None]),
+             "to_examine": _json_value, "issued": _json_value}))})
+    document = st.one_of(_noise, st.fixed_dictionaries(
+        {"pools": st.dictionaries(st.just("tank"), pool, max_size=1)}).map(json.dumps))
+
+    def check(text: str) -> None:
+        for found in only_typed_errors(lambda: status.parse_json(text)) or ():
+            assert found.name == "tank"
+
+    fuzz("zpool status JSON", document, check)
+
+
+def test_fuzz_zpool_iostat_stream() -> None:
+    from zsn.zfs.iostat import BlockAssembler
+
+    number = st.one_of(st.integers(0, 10 ** 15).map(str), st.just("-"))
+    rows = st.lists(st.tuples(st.sampled_from(["tank", "mirror-0", "/dev/sda1", "sdb"]),
+                              st.lists(number, min_size=6, max_size=17)), max_size=12)
+    lines = rows.map(lambda rs: ["\t".join([name, *values]) for name, values in rs])
+    mixed = st.tuples(lines, st.lists(st.one_of(_noise, st.just("1795596113"),
+                                                st.just("")), max_size=4))
+
+    def check(parts: tuple[list[str], list[str]]) -> None:
+        assembler = BlockAssembler("tank")
+        for line in [*parts[0], *parts[1]]:
+            for block in only_typed_errors(lambda line=line: assembler.feed(line)) or ():
+                assert block.rows[0].name == "tank"
+                for row in block.rows:
+                    source = next(text for text in parts[0]
+                                  if text.split("\t")[0] == row.name)
+                    assert source  # every row came from a line that was fed
+
+    fuzz("zpool iostat stream", mixed, check)
+
+
+def test_fuzz_zpool_and_zfs_list() -> None:
+    from zsn.zfs import listing
+
+    value = st.one_of(st.integers(0, 2 ** 64).map(str), st.sampled_from(
+        ["-", "1.00x", "8%", "lz4", "on", "1.5T", "ONLINE"]), _noise)
+    row = st.lists(value, min_size=1, max_size=16).map("\t".join)
+
+    def check(rows: list[str]) -> None:
+        text = "\n".join(rows)
+        pools = only_typed_errors(lambda: listing.parse_pools_text(text))
+        assert pools is None or all(isinstance(p["name"], str) for p in pools)
+        only_typed_errors(lambda: listing.parse_datasets_text(text))
+
+    fuzz("zpool/zfs list", st.lists(row, max_size=5), check)
+
+
+def test_fuzz_zfs_kstats_and_zdb() -> None:
+    from zsn.zfs import kstat
+
+    words = st.sampled_from(["implementation   native  byteswap", "scalar 1 2",
+                             "fastest scalar scalar", "name type data", "c_max 4 123",
+                             "children[0]:", "    type: 'mirror'", "    ashift: 12",
+                             "tank:", "    vdev_tree:", "        path: '/dev/sda'"])
+
+    def check(lines: list[str]) -> None:
+        text = "\n".join(lines)
+        for parse in (kstat.parse_bench, kstat.parse_table, kstat.parse_zdb_config,
+                      kstat.parse_choice):
+            only_typed_errors(lambda parse=parse: parse(text))  # type: ignore[misc]
+
+    fuzz("ZFS kstats and zdb", st.lists(st.one_of(words, _noise), max_size=12), check)
