@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
@@ -20,7 +20,7 @@ from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
 from zsn.wireguard import config, kernel, uapi
 from zsn.wireguard.keys import public_key_from_private
-from zsn.wireguard.model import DeviceState, InterfaceState, WireGuardSnapshot
+from zsn.wireguard.model import DeviceState, InterfaceState, PeerState, WireGuardSnapshot
 
 CONFIG_DIR = "/etc/wireguard"
 NEEDS_ROOT = (
@@ -34,13 +34,23 @@ def config_path(host: Host, interface: str) -> Path:
 
 
 @dataclass
+class _ConfigPeers:
+    names: dict[str, str]
+    """Peer name by public key, for peers with a name comment."""
+    order: dict[str, int]
+    """Position of each peer's public key in the config."""
+
+
+@dataclass
 class LiveCache:
     """What a poller keeps between reads, so a big server costs little per refresh:
-    peer names per config (re-read only when the file changes) and each userspace
-    device's unchanged peers."""
+    peer names and order per config (re-read only when the file changes) and each
+    userspace device's unchanged peers."""
 
-    _cache: dict[Path, tuple[tuple[int, int], dict[str, str]]] = field(default_factory=dict)
+    _cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = field(default_factory=dict)
     _peers: dict[str, uapi.PeerCache] = field(default_factory=dict)
+    _orders: dict[str, tuple[list[str], dict[str, int], tuple[int, ...]]] = field(
+        default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
     def peers_of(self, interface: str) -> uapi.PeerCache:
@@ -50,27 +60,64 @@ class LiveCache:
         for name in list(self._peers):
             if name not in interfaces:
                 del self._peers[name]
+        for name in list(self._orders):
+            if name not in interfaces:
+                del self._orders[name]
 
     def for_config(self, path: Path) -> dict[str, str]:
+        """Peer names by public key from the config at `path`."""
+        return self._config_peers(path).names
+
+    def _config_peers(self, path: Path) -> _ConfigPeers:
         try:
             st = os.stat(path)
         except OSError:
             self._cache.pop(path, None)
-            return {}
+            return _ConfigPeers({}, {})
         signature = (st.st_mtime_ns, st.st_size)
         cached = self._cache.get(path)
         if cached and cached[0] == signature:
             return cached[1]
+        peers = _ConfigPeers({}, {})
         try:
-            names = config.parse_shared(files.read_text(path), str(path)).peer_names()
+            parsed = config.parse_shared(files.read_text(path), str(path))
         except ParseError as exc:
             self.errors.append(f"peer names unavailable: {exc}")
-            names = {}
         except ZsnError as exc:
             self.errors.append(f"cannot read config: {exc}")
-            names = {}
-        self._cache[path] = (signature, names)
-        return names
+        else:
+            peers = _ConfigPeers(parsed.peer_names(), {})
+            for position, peer in enumerate(parsed.peers):
+                key = peer.get("PublicKey")
+                if key:
+                    peers.order.setdefault(key, position)
+        self._cache[path] = (signature, peers)
+        return peers
+
+    def in_config_order(self, interface: str, path: Path,
+                        peers: tuple[PeerState, ...]) -> tuple[PeerState, ...]:
+        """`peers` in a stable order: the config's, then the others by name (unnamed last,
+        by key).
+
+        wireguard-go lists peers in Go map order, which changes from one read to
+        the next; the kernel in the order they were added.
+        """
+        order = self._config_peers(path).order
+        keys = [peer.public_key for peer in peers]
+        cached = self._orders.get(interface)
+        if cached is not None and cached[0] == keys and cached[1] is order:
+            permutation = cached[2]
+        else:
+            rank = len(order)
+
+            def position(index: int) -> tuple[int, bool, str, str]:
+                peer = peers[index]
+                return (order.get(peer.public_key, rank), peer.name is None, peer.name or "",
+                        peer.public_key)
+
+            permutation = tuple(sorted(range(len(peers)), key=position))
+            self._orders[interface] = (keys, order, permutation)
+        return tuple(peers[index] for index in permutation)
 
 
 def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnapshot:
@@ -106,6 +153,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         except NetlinkAccessError as exc:
             errors.append(str(exc))
             permission_denied |= "root" in str(exc)
+        if device is not None:
+            device = replace(device, peers=cache.in_config_order(name, path, device.peers))
         interfaces.append(_interface(name, "kernel", device, links.get(name), path))
     for name, socket_path in sorted(sockets.items()):
         if name in kernel_names:
@@ -118,12 +167,14 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         except (SocketError, ParseError) as exc:
             errors.append(f"{name}: {exc}")
             permission_denied |= "permission denied" in str(exc)
+        if device is not None:
+            device = replace(device, peers=cache.in_config_order(name, path, device.peers))
         link = links.get(name)
         in_namespace = link is not None or not host.is_live
         interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
 
     errors.extend(cache.errors)
-    cache.forget_except(set(sockets))
+    cache.forget_except(set(sockets) | set(kernel_names))
     return WireGuardSnapshot(
         interfaces=tuple(interfaces),
         errors=tuple(errors),

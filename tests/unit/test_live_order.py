@@ -1,0 +1,44 @@
+"""Peers come in a stable order: the config's, then the others by name (unnamed by key).
+
+wireguard-go answers a UAPI `get` in Go map order, which changes from one read
+to the next (and between launches): without this the TUI's rows would jump and
+repaint every second.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from zsn.wireguard import uapi
+from zsn.wireguard.live import LiveCache
+
+WG = Path(__file__).parent.parent / "fixtures" / "wireguard"
+TWO_PEERS = WG / "uapi-get.wireguard-go-0.0.20220316.two-peers.txt"
+ALICE = "8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE="
+BOB = "U8rvHcQ8SouCvbNH+EItFBTisPYHSV/+f+0VROrzuQY="
+
+
+def test_peers_follow_the_config_whatever_order_the_device_lists_them(tmp_path: Path) -> None:
+    path = tmp_path / "zcapwg1.conf"
+    shutil.copyfile(WG / "zcapwg1.conf", path)
+    cache = LiveCache()
+    peers = uapi.parse_get(TWO_PEERS.read_text(), names=cache.for_config(path)).peers
+    stranger = peers[0]._replace(public_key="A" * 43 + "=", name=None)
+    named_stranger = peers[0]._replace(public_key="B" * 43 + "=", name=None)
+    for listed in [(stranger, peers[1], named_stranger, peers[0]),
+                   (peers[0], named_stranger, stranger, peers[1])]:
+        ordered = cache.in_config_order("zcapwg1", path, listed)
+        assert [p.public_key for p in ordered] == [ALICE, BOB, stranger.public_key,
+                                                   named_stranger.public_key]
+    assert [p.name for p in ordered[:2]] == ["alice-laptop", "bob-site"]
+
+
+def test_without_a_config_peers_are_ordered_by_name_then_key(tmp_path: Path) -> None:
+    # Unnamed peers (nothing in a config) come last, by key.
+    peers = uapi.parse_get(TWO_PEERS.read_text()).peers
+    zed = peers[0]._replace(public_key="Z" * 43 + "=", name="zed")
+    amy = peers[1]._replace(public_key="Y" * 43 + "=", name="amy")
+    ordered = LiveCache().in_config_order("x", tmp_path / "missing.conf",
+                                          (zed, peers[1], amy, peers[0]))
+    assert [p.public_key for p in ordered] == [amy.public_key, zed.public_key, ALICE, BOB]
