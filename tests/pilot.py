@@ -1,12 +1,15 @@
 """Waiting in Pilot tests: panes read in worker threads, so tests wait for what a
-user would see, with a bound, instead of sleeping a fixed time."""
+user would see, with a bound, instead of sleeping a fixed time. Plus what the
+screen shows and what the app would write to a terminal."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from textual.widgets import DataTable
+from textual.app import App
+
+from zsn.tui.widgets.table import LiveTable, cell_text
 
 
 async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "condition",
@@ -20,6 +23,40 @@ async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "c
 
 async def wait_for_rows(pilot: Any, table: str = "#wg-peers") -> None:
     """Until the table shows the first poll's rows (and the screen has settled)."""
-    rows = pilot.app.query_one(table, DataTable)
-    await wait_until(pilot, lambda: rows.row_count, f"rows in {table}")
+    rows = pilot.app.query_one(table)
+    await wait_until(pilot, lambda: getattr(rows, "row_count", 0), f"rows in {table}")
     await pilot.pause()
+
+
+def row_texts(table: LiveTable) -> list[list[str]]:
+    """Every row's cells as text, in the order shown."""
+    return [[cell_text(value) for value in row.cells]
+            for row in (table.get_row(key) for key in table.shown_keys) if row is not None]
+
+
+def screen_text(app: App[Any]) -> list[str]:
+    """The lines on the screen now, as plain text."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+class TerminalOutput:
+    """What the app would write to a real terminal from now on: Textual's headless
+    driver writes nothing, so the screen updates are rendered here instead."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+        self.updates = 0
+        self.bytes = 0
+        self._display = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            if renderable is not None and not app._batch_count:
+                self.updates += 1
+                self.bytes += len(renderable.render_segments(app.console).encode())
+            self._display(screen, renderable)
+
+        app._display = display  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.updates = 0
+        self.bytes = 0

@@ -1,0 +1,246 @@
+"""LiveTable, the table of every pane: columns by priority, quiet updates, keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from textual.app import App, ComposeResult
+
+from tests.pilot import TerminalOutput, screen_text
+from zsn.tui.widgets.table import (
+    Cell,
+    Column,
+    LiveTable,
+    Row,
+    cell_text,
+    fit,
+    lay_out,
+    natural_key,
+    tree_guides,
+)
+
+STYLES = Path(__file__).parent.parent.parent / "zsn" / "tui" / "styles" / "table.tcss"
+
+COLUMNS = (
+    Column("name", "Peer", 1),
+    Column("handshake", "Handshake", 2, short_label="Shake"),
+    Column("rate", "↓ Rate", 3, min_width=9, align="right"),
+    Column("allowed", "Allowed IPs", 4, short_label="IPs"),
+    Column("received", "Received", 6, short_label="Recv", align="right"),
+    Column("key", "Key", 7, truncate=True, min_width=9),
+)
+
+
+def peer_row(index: int, rate: str = "1.2 KiB/s", depth: int = 0) -> Row:
+    return Row(f"key{index}", (
+        f"peer-{index}", Cell("42s", "good"), rate,
+        Cell("10.77.0.2/32, fd77::2/128", short="10.77.0.2/32 +1"), "213 B",
+        "8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=",
+    ), depth=depth)
+
+
+class TableApp(App[None]):
+    CSS_PATH = [str(STYLES)]
+
+    def __init__(self, rows: list[Row], columns: tuple[Column, ...] = COLUMNS) -> None:
+        super().__init__()
+        self.rows = rows
+        self.columns = columns
+
+    def compose(self) -> ComposeResult:
+        yield LiveTable(self.columns, id="table", title="Peers")
+
+    def on_mount(self) -> None:
+        table = self.query_one(LiveTable)
+        table.update(self.rows)
+        table.focus()
+
+
+def table_of(app: App[Any]) -> LiveTable:
+    return app.query_one("#table", LiveTable)
+
+
+# -- layout: pure ---------------------------------------------------------------
+
+@given(width=st.integers(min_value=10, max_value=200),
+       need=st.lists(st.integers(min_value=1, max_value=30), min_size=6, max_size=6),
+       extra=st.lists(st.integers(min_value=0, max_value=30), min_size=6, max_size=6))
+def test_columns_are_dropped_whole_by_priority_and_never_narrower_than_needed(
+        width: int, need: list[int], extra: list[int]) -> None:
+    natural = [n + e for n, e in zip(need, extra, strict=True)]
+    layout = lay_out(COLUMNS, need, natural, width)
+    shown = [placed.index for placed in layout.placed]
+    assert shown[0] == 0  # the first column is never dropped
+    if need[0] + 2 <= width:
+        assert layout.placed[-1].x + layout.placed[-1].width <= width - 1
+        for placed in layout.placed:
+            assert need[placed.index] <= placed.width <= max(natural[placed.index],
+                                                             need[placed.index])
+    # A column is hidden only when every column less important is hidden too.
+    for hidden in layout.hidden:
+        less_important = [i for i in range(1, 6)
+                          if (COLUMNS[i].priority, i) > (COLUMNS[hidden].priority, hidden)]
+        assert all(i in layout.hidden for i in less_important)
+
+
+def test_a_value_is_shown_whole_or_short_and_only_keys_are_cut() -> None:
+    assert fit("213 B/s", None, 7, False) == "213 B/s"
+    assert fit("10.77.0.2/32, fd77::2/128", "10.77.0.2/32 +1", 20, False) == "10.77.0.2/32 +1"
+    assert fit("8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=", None, 9, True) == "8DtMxP7o…"
+
+
+def test_numbers_in_text_sort_by_value() -> None:
+    names = ["peer-10", "peer-9", "Peer-100", "peer-1"]
+    assert sorted(names, key=natural_key) == ["peer-1", "peer-9", "peer-10", "Peer-100"]
+
+
+def test_tree_rows_get_guides() -> None:
+    # bond0 with two members, then br0 with one port that has a child of its own.
+    assert tree_guides([0, 1, 1, 0, 1, 2]) == ["", "├ ", "└ ", "", "└ ", "  └ "]
+    assert tree_guides([0, 1, 2, 1]) == ["", "├ ", "│ └ ", "└ "]
+
+
+# -- on screen ------------------------------------------------------------------
+
+def header_and_cells(app: App[Any]) -> tuple[list[str], list[list[str]]]:
+    lines = [line.strip("│ ") for line in screen_text(app) if line.startswith("│")]
+    return lines[0].split(), [line.split() for line in lines[1:] if line.strip()]
+
+
+async def test_when_narrow_whole_columns_go_and_nothing_is_cut() -> None:
+    app = TableApp([peer_row(i) for i in range(3)])
+    async with app.run_test(size=(45, 10)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        header = " ".join(header_and_cells(app)[0])
+        labels = [c.label for c in COLUMNS if c not in table.hidden_columns]
+        assert [c.key for c in table.hidden_columns] == ["received", "key"]
+        for label in labels:
+            assert label in header or (COLUMNS[[c.label for c in COLUMNS].index(label)]
+                                       .short_label or "") in header.split()
+        body = "\n".join(screen_text(app))
+        assert "1.2 KiB/s" in body and "213 B" not in body
+        assert "10.77.0.2/32 +1" in body or "10.77.0.2/32, fd77::2/128" in body
+    wide = TableApp([peer_row(i) for i in range(3)])
+    async with wide.run_test(size=(120, 10)) as pilot:
+        await pilot.pause()
+        assert table_of(wide).hidden_columns == []
+        body = "\n".join(screen_text(wide))
+        assert "10.77.0.2/32, fd77::2/128" in body and "Received" in body
+
+
+async def test_an_update_with_the_same_rows_repaints_nothing() -> None:
+    rows = [peer_row(i) for i in range(50)]
+    app = TableApp(rows)
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        output = TerminalOutput(app)
+        repaints = table.repaint_count
+        for _ in range(3):
+            table.update([peer_row(i) for i in range(50)])
+            await pilot.pause()
+        assert table.repaint_count == repaints
+        assert output.bytes == 0
+        # One cell of a row on screen: only that cell goes to the terminal.
+        table.update([peer_row(i, rate="9.9 KiB/s" if i == 1 else "1.2 KiB/s")
+                      for i in range(50)])
+        await pilot.pause()
+        assert table.repaint_count == repaints + 1
+        assert 0 < output.bytes < 120, output.bytes
+        assert "9.9 KiB/s" in "\n".join(screen_text(app))
+        # A row far below the screen: nothing on the terminal changes.
+        output.reset()
+        table.update([peer_row(i, rate="7.7 KiB/s" if i == 40 else
+                               "9.9 KiB/s" if i == 1 else "1.2 KiB/s") for i in range(50)])
+        await pilot.pause()
+        assert output.bytes == 0
+
+
+async def test_end_and_home_go_to_the_last_and_first_row() -> None:
+    app = TableApp([peer_row(i) for i in range(500)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_key == "key499"
+        assert any(line.startswith("│ peer-499 ") for line in screen_text(app))
+        await pilot.press("home")
+        assert table.cursor_key == "key0"
+        await pilot.press("pagedown")
+        assert table.cursor_index > 1
+        await pilot.press("right")  # never scrolls sideways
+        assert table.scroll_x == 0
+
+
+async def test_cursor_stays_on_its_row_when_rows_come_and_go() -> None:
+    app = TableApp([peer_row(i) for i in range(10)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        table.move_cursor("key5")
+        table.update([peer_row(i) for i in range(10) if i != 2])
+        assert table.cursor_key == "key5"
+        table.update([peer_row(i) for i in range(10) if i not in (2, 5)])
+        assert table.cursor_key == "key6"  # the row that took its place
+
+
+async def test_filter_and_order_work_over_every_row_not_only_those_on_screen() -> None:
+    rows = [peer_row(i) for i in range(300)]
+    rows[250] = rows[250]._replace(cells=("zed-phone", *rows[250].cells[1:]))
+    app = TableApp(rows)
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        await pilot.press("slash", *"zed")
+        assert table.shown_keys == ["key250"]
+        assert "/zed" in str(table.border_subtitle)
+        await pilot.press("enter")
+        assert table.filter_text == "zed"
+        await pilot.press("slash", "escape")
+        assert table.shown_count == 300
+        await pilot.press("o")  # by Peer
+        await pilot.press("O")  # reversed
+        assert [cell_text(table.get_row(k).cells[0]) for k in table.shown_keys[:2]] == [
+            "zed-phone", "peer-299"]
+
+
+async def test_filter_typing_is_not_taken_by_the_panes_keys() -> None:
+    app = TableApp([peer_row(i) for i in range(5)])
+    app.bind("a", "bell", description="would steal the key")
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        await pilot.press("slash", "p", "e", "e", "r", "-", "4")
+        assert table.filter_text == "peer-4"
+        assert table.shown_keys == ["key4"]
+
+
+async def test_tree_rows_are_indented_under_their_parent() -> None:
+    rows = [Row("bond0", ("bond0", "", "", "", "", "")),
+            Row("eth0", ("eth0", "", "", "", "", ""), depth=1),
+            Row("eth1", ("eth1", "", "", "", "", ""), depth=1)]
+    app = TableApp(rows)
+    async with app.run_test(size=(80, 10)) as pilot:
+        await pilot.pause()
+        body = screen_text(app)
+        assert body[2].startswith("│ bond0") and body[3].startswith("│ ├ eth0")
+        assert body[4].startswith("│ └ eth1")
+        table = table_of(app)
+        table.sort_by("name", reverse=True)  # children stay under their parent
+        assert table.shown_keys == ["bond0", "eth1", "eth0"]
+
+
+async def test_rows_that_arrive_after_the_first_frame_widen_their_columns() -> None:
+    app = TableApp([])
+    async with app.run_test(size=(80, 10)) as pilot:
+        await pilot.pause()  # drawn empty: columns as wide as their labels
+        table_of(app).update([peer_row(i) for i in range(3)])
+        await pilot.pause()
+        body = "\n".join(screen_text(app))
+        assert "peer-1 " in body and "1.2 KiB/s" in body and "10.77.0.2/32" in body
+        assert "…" not in body.replace("8DtMxP7o…", "")
