@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, OptionList, RichLog
+from textual.widgets import Input, OptionList, RichLog
 
-from tests.pilot import wait_for_rows
+from tests.pilot import row_texts, wait_for_rows
 from zsn.errors import ZsnError
 from zsn.format import human_rate
 from zsn.lint import Finding
@@ -28,6 +28,7 @@ from zsn.tui.app import ZsnApp
 from zsn.tui.screens.ask import ChooseScreen
 from zsn.tui.screens.journal import JournalScreen
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.table import LiveTable
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "openvpn"
 NOW = 1795367600.0
@@ -124,11 +125,12 @@ def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,
 async def test_rows_show_unit_and_tunnel_state(ovpn_app: ZsnApp) -> None:
     async with ovpn_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
-        table = ovpn_app.query_one("#ovpn-connections", DataTable)
-        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-        assert rows[0][:4] == ["office", "active/running", "enabled", "CONNECTED"]
-        assert rows[1][:4] == ["backup", "inactive/dead", "disabled", "-"]
-        assert rows[2][:4] == ["home", "active/running", "enabled", "CONNECTED"]
+        table = ovpn_app.query_one("#ovpn-connections", LiveTable)
+        rows = row_texts(table)
+        assert rows[0][:3] == ["office", "active/running", "CONNECTED"]
+        assert rows[1][:3] == ["backup", "inactive/dead", "-"]
+        assert rows[2][:3] == ["home", "active/running", "CONNECTED"]
+        assert [row[6] for row in rows] == ["enabled", "disabled", "enabled"]
         details = str(ovpn_app.query_one("#ovpn-details").render())
         assert "PID 412, active for 1h 02m" in details and "OVPN004" in details
         await pilot.press("down", "down")
@@ -315,15 +317,13 @@ async def test_rates_come_from_two_readings(monkeypatch: pytest.MonkeyPatch) -> 
     app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
-        table = app.query_one("#ovpn-connections", DataTable)
-        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == "-"
+        table = app.query_one("#ovpn-connections", LiveTable)
+        assert table.cell("openvpn-client@office.service", "rx_rate") == "-"
         await pilot.press("r")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        assert str(table.get_cell("openvpn-client@office.service", "rx_rate")) == (
-            human_rate(2048.0))
-        assert str(table.get_cell("openvpn-client@office.service", "tx_rate")) == (
-            human_rate(1024.0))
+        assert table.cell("openvpn-client@office.service", "rx_rate") == human_rate(2048.0)
+        assert table.cell("openvpn-client@office.service", "tx_rate") == human_rate(1024.0)
 
 
 async def test_journal_shows_lines_and_a_read_error(ovpn_app: ZsnApp,
@@ -375,3 +375,29 @@ async def test_details_of_a_failed_unit_give_its_exit_status(
         await pilot.pause()
         details = str(app.query_one("#ovpn-details").render())
         assert "failed, last result exit-code (exit status 1)" in details
+
+
+async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
+        ovpn_app: ZsnApp) -> None:
+    from tests.pilot import TerminalOutput
+    from tests.tui.test_wireguard_pane import shown_tokens_are_whole, table_lines
+    from zsn.tui.panes.openvpn import COLUMNS
+
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = ovpn_app.query_one("#ovpn-connections", LiveTable)
+        shorts = tuple(value.short for row in table.rows for value in row.cells
+                       if not isinstance(value, str) and value.short)
+        labels = [c.label for c in COLUMNS] + [c.short_label or "" for c in COLUMNS]
+        bad = shown_tokens_are_whole(table_lines(ovpn_app, "Connections"), row_texts(table),
+                                     labels, shorts)
+        assert bad == []
+        assert "active/running" in " ".join(table_lines(ovpn_app, "Connections"))
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        output = TerminalOutput(ovpn_app)
+        for _ in range(2):
+            ovpn_app.query_one("#openvpn").poll(force=True)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+        assert output.bytes == 0

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
 from tests.pilot import wait_for_rows, wait_until
@@ -20,6 +20,7 @@ from zsn.tui.screens.create_interface import CreateInterfaceScreen
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.onboarding import OnboardPeerScreen
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.table import LiveTable
 from zsn.wireguard.config import parse
 from zsn.wireguard.onboarding import render_client_config
 
@@ -101,7 +102,7 @@ async def test_disable_shows_the_plan_and_comments_the_block_out(app: ZsnApp,
                                                                   root: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
-        peers = app.query_one("#wg-peers", DataTable)
+        peers = app.query_one("#wg-peers", LiveTable)
         assert peers.row_count == 2
         await pilot.press("down", "e")  # bob-site
         await _wait_for_screen(pilot, PlanScreen)

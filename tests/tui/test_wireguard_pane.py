@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-
-from tests.pilot import wait_for_rows
+from tests.pilot import row_texts, wait_for_rows
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.peer_details import PeerDetailsScreen
+from zsn.tui.widgets.table import LiveTable
 
 
 async def open_first_peer(pilot) -> None:
@@ -39,8 +38,8 @@ def test_snapshot_16_colour_theme_80x24(snap_compare, fixed_app: ZsnApp) -> None
 async def test_peers_show_names_ages_and_never(fixed_app: ZsnApp) -> None:
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
-        peers = fixed_app.query_one("#wg-peers", DataTable)
-        rows = [[str(cell) for cell in peers.get_row_at(i)] for i in range(peers.row_count)]
+        peers = fixed_app.query_one("#wg-peers", LiveTable)
+        rows = row_texts(peers)
         assert rows[0][:2] == ["alice-laptop", "42s"]
         assert rows[1][:2] == ["bob-site", "never"]
         assert peers.border_title == "Peers of zcapwg1"
@@ -63,7 +62,7 @@ async def test_switching_interface_shows_its_peers(fixed_app: ZsnApp) -> None:
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         await pilot.press("tab", "down")
-        peers = fixed_app.query_one("#wg-peers", DataTable)
+        peers = fixed_app.query_one("#wg-peers", LiveTable)
         assert peers.border_title == "Peers of zcapwg2"
         assert peers.row_count == 1
 
@@ -138,7 +137,7 @@ async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> N
         text = str(status.render())
         assert text.startswith("Read-only: Reading WireGuard devices needs root")
         assert "sudo zsn" in text
-        assert app.query_one("#wg-interfaces", DataTable).row_count == 2
+        assert app.query_one("#wg-interfaces", LiveTable).row_count == 2
 
 
 async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
@@ -156,40 +155,36 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
         assert fixed_app.focused is fixed_app.query_one("#wg-peers")
 
 
-async def test_a_big_server_fills_its_table_by_frames_and_keys_keep_working(
+async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
         monkeypatch) -> None:
     from dataclasses import replace
 
+    from tests.pilot import screen_text
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
-    from zsn.tui.panes.base import ROWS_PER_FRAME
 
-    # The captured server with 2,000 peers: the real peer, repeated under other keys.
+    # The captured server with 5,000 peers: the real peer, repeated under other keys.
     snapshot = fixed_snapshot()
     server = snapshot.interfaces[0]
     template = server.peers[0]
     peers = tuple(template._replace(public_key=f"{index:043d}=", name=f"peer-{index}")
-                  for index in range(2000))
+                  for index in range(5000))
     big = replace(snapshot, interfaces=(replace(server, peers=peers),))
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache: big)
     monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
     app = ZsnApp(Host(Path("/srv/zsn-test-root")), refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
-        table = app.query_one("#wg-peers", DataTable)
-        for _ in range(100):
-            if table.row_count:
-                break
-            await pilot.pause(0.01)
-        assert 0 < table.row_count < len(peers), "not all at once"
-        assert table.row_count % ROWS_PER_FRAME == 0
-        await pilot.press("question_mark")  # input is handled while rows arrive
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape")
-        for _ in range(200):
-            if table.row_count == len(peers):
-                break
-            await pilot.pause(0.02)
+        await wait_for_rows(pilot)
+        table = app.query_one("#wg-peers", LiveTable)
         assert table.row_count == len(peers)
-        assert [str(c) for c in table.get_row_at(1999)][0] == "peer-1999"
+        await pilot.press("end")  # the last row, not a sideways scroll
+        await pilot.pause()
+        assert table.cursor_key == peers[-1].public_key
+        assert any(line.startswith("│ peer-4999 ") for line in screen_text(app))
+        await pilot.press("home")
+        await pilot.pause()
+        assert table.cursor_key == peers[0].public_key
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
 
 
 async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
@@ -205,3 +200,192 @@ async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
         await pilot.pause()
         assert any("RuntimeError: lint exploded" in n.message for n in fixed_app._notifications)
         assert fixed_app.is_running
+
+
+# -- issue 9: quiet redraws, nothing cut, banners, footer ---------------------------
+
+def shown_tokens_are_whole(lines: list[str], rows: list[list[str]], labels: list[str],
+                           extra: tuple[str, ...] = ()) -> list[str]:
+    """Tokens on table lines that are not a whole word of a label, a value or its short
+    form (a key may be cut with an ellipsis): what a cut header or value looks like."""
+    words = {word for text in [*labels, *extra] for word in text.split()}
+    words |= {word for row in rows for cell in row for word in cell.split()}
+    bad = []
+    for line in lines:
+        for token in line.strip("│ ").split():
+            if token in words or token in "│╭╮╰╯─":
+                continue
+            if token.endswith("…") and any(w.startswith(token[:-1]) for w in words):
+                continue
+            bad.append(token)
+    return bad
+
+
+def table_lines(app: ZsnApp, title: str) -> list[str]:
+    from tests.pilot import screen_text
+
+    lines = screen_text(app)
+    start = next(i for i, line in enumerate(lines) if title in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("╰"))
+    return lines[start + 1:end]
+
+
+async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: ZsnApp) -> None:
+    from tests.pilot import TerminalOutput
+
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        output = TerminalOutput(fixed_app)
+        pane = fixed_app.query_one("#wireguard")
+        for _ in range(3):  # what the 1 s timer does, with the same snapshot
+            pane.poll(force=True)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+        assert output.bytes == 0, f"{output.updates} screen updates, {output.bytes} bytes"
+
+
+async def test_headers_and_values_are_never_cut_at_80x24_or_120x40(fixed_app: ZsnApp) -> None:
+    from zsn.tui.panes.wireguard import INTERFACE_COLUMNS, PEER_COLUMNS
+
+    for size in ((80, 24), (120, 40)):
+        app = ZsnApp(fixed_app.host, theme="zsn-night", refresh=3600)
+        async with app.run_test(size=size) as pilot:
+            await wait_for_rows(pilot)
+            for title, columns, table in (("Interfaces", INTERFACE_COLUMNS, "#wg-interfaces"),
+                                          ("Peers of", PEER_COLUMNS, "#wg-peers")):
+                shown = app.query_one(table, LiveTable)
+                rows = row_texts(shown)
+                shorts = tuple(value.short for row in shown.rows for value in row.cells
+                               if not isinstance(value, str) and value.short)
+                labels = [c.label for c in columns] + [c.short_label or "" for c in columns]
+                bad = shown_tokens_are_whole(table_lines(app, title), rows, labels, shorts)
+                assert bad == [], f"{size} {title}: cut {bad}"
+            if size == (120, 40):
+                assert app.query_one("#wg-peers", LiveTable).hidden_columns == []
+
+
+async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
+        fixed_app: ZsnApp) -> None:
+    from tests.pilot import screen_text
+
+    footers: dict[int, str] = {}
+    for width, height in ((80, 24), (120, 40)):
+        app = ZsnApp(fixed_app.host, theme="zsn-night", refresh=3600)
+        async with app.run_test(size=(width, height)) as pilot:
+            await wait_for_rows(pilot)
+            footers[width] = screen_text(app)[-1]
+    for footer in footers.values():
+        assert "? Help" in footer and "q Quit" in footer and "a Add peer" in footer
+    assert "n Rename" in footers[120] and "n Rename" not in footers[80]
+    assert len(footers[120].split()) > len(footers[80].split())
+
+
+async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
+        monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+
+    full = fixed_snapshot()
+    without = replace(full, interfaces=full.interfaces[:1])
+    readings = iter([full, without, without, without, full])
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
+                        lambda host, cache: next(readings, full))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        interfaces = app.query_one("#wg-interfaces", LiveTable)
+        height = interfaces.outer_size.height
+        pane = app.query_one("#wireguard")
+        for _ in range(3):
+            pane.poll(force=True)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+        row = interfaces.get_row("zcapwg2")
+        assert row is not None and row.state == "gone"
+        assert interfaces.cell("zcapwg2", "name") == "zcapwg2 (gone)"
+        notices = [n.message for n in app._notifications if "disappeared" in n.message]
+        assert len(notices) == 1 and notices[0].startswith("Interface zcapwg2 disappeared")
+        assert not app.query_one(".pane-status").display  # no banner taking rows
+        assert interfaces.outer_size.height == height
+        pane.poll(force=True)  # back again: a live row
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert interfaces.get_row("zcapwg2").state == ""
+
+
+async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice(
+        monkeypatch, fixed_app: ZsnApp) -> None:
+    from dataclasses import replace
+
+    from tests.tui.conftest import fixed_snapshot
+    from zsn.plan import LiveStep, Plan
+    from zsn.tui.screens.plan import PlanScreen
+
+    full = fixed_snapshot()
+    state = {"snapshot": full}
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
+                        lambda host, cache: state["snapshot"])
+
+    def plan_down(host: Host, name: str) -> Plan:
+        def bring_down() -> None:
+            state["snapshot"] = replace(full, interfaces=tuple(
+                i for i in full.interfaces if i.name != name))
+        return Plan(f"bring {name} down", [LiveStep(f"stop {name}", bring_down)])
+
+    monkeypatch.setattr("zsn.wireguard.interfaces.plan_down", plan_down)
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("D")
+        for _ in range(100):
+            if isinstance(fixed_app.screen, PlanScreen):
+                break
+            await pilot.pause(0.02)
+        await pilot.press("y")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        fixed_app.query_one("#wireguard").poll(force=True)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        messages = [n.message for n in fixed_app._notifications]
+        assert [m for m in messages if m.startswith("Done: bring zcapwg1 down")]
+        assert not [m for m in messages if "disappeared" in m]
+        assert fixed_app.query_one("#wg-interfaces", LiveTable).get_row("zcapwg1") is None
+
+
+async def test_another_namespaces_interface_is_labelled_not_passed_off_as_ours(
+        monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+
+    snapshot = fixed_snapshot()
+    other = replace(snapshot.interfaces[1], in_namespace=False, addresses=())
+    snapshot = replace(snapshot, interfaces=(snapshot.interfaces[0], other))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
+                        lambda host, cache: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        interfaces = app.query_one("#wg-interfaces", LiveTable)
+        assert interfaces.cell("zcapwg2", "name") == "zcapwg2 (other netns)"
+        assert interfaces.get_row("zcapwg2").state == "muted"
+        assert any("zcapwg2 (other netns)" in line for line in table_lines(app, "Interfaces"))
+        await pilot.press("tab", "down")
+        assert app.query_one("#wg-peers", LiveTable).border_title == \
+            "Peers of zcapwg2 (other netns)"
+
+
+async def test_help_says_which_columns_go_when_the_screen_is_narrow(fixed_app: ZsnApp) -> None:
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(fixed_app.screen, HelpScreen)
+        text = fixed_app.screen.pane_help
+        assert ("whole columns are hidden in this order: Key, Sent, Received, Endpoint, "
+                "Allowed IPs") in text
+        assert "Hidden at this width: Endpoint, Received, Sent, Key." in text

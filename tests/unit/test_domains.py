@@ -201,19 +201,19 @@ def test_a_new_domain_is_one_package_and_one_registry_line(
 
 
 async def test_a_new_domain_gets_its_tab_and_number_key(demo_domain: Path) -> None:
-    from textual.widgets import Static, TabbedContent
+    from textual.widgets import Static
 
-    from tests.pilot import wait_until
+    from tests.pilot import screen_text, wait_until
     from zsn.system.host import Host
-    from zsn.tui.app import ZsnApp
+    from zsn.tui.app import PaneSwitcher, ZsnApp
 
     (demo_domain / "etc/demo/bob").write_text("hi\n")
     app = ZsnApp(Host(demo_domain))
     number = str(len(domains.REGISTRY))
     async with app.run_test(size=(80, 24)) as pilot:
-        tabs = app.query_one("#panes", TabbedContent)
+        tabs = app.query_one("#panes", PaneSwitcher)
         await wait_until(pilot, lambda: bool(app.query("#demo-body")))
-        assert f"{number} Demo" in str(tabs.get_tab("tab-demo").label)
+        assert f" {number} Demo " in screen_text(app)[0]
         await pilot.press(number)
         await wait_until(pilot, lambda: tabs.active == "tab-demo", "the demo tab")
         await wait_until(pilot, lambda: "bob" in str(

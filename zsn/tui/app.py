@@ -7,15 +7,33 @@ from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.containers import Vertical
+from textual.widgets import ContentSwitcher
 
 from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.panes.base import LivePane
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
+from zsn.tui.widgets.footer import KeyFooter
+from zsn.tui.widgets.panebar import PaneBar
 
 STYLES = Path(__file__).parent / "styles"
+MOUNT_OTHER_PANES_AFTER = 1.0
+"""Seconds after start-up when the panes not shown yet are made (their imports)."""
+
+
+class PaneSwitcher(ContentSwitcher):
+    """Shows one pane's container (``tab-NAME``) at a time."""
+
+    @property
+    def active(self) -> str | None:
+        """The shown container's id, ``tab-NAME``; set it to switch panes."""
+        return self.current
+
+    @active.setter
+    def active(self, container_id: str) -> None:
+        self.current = container_id
 
 
 class ZsnApp(App[int]):
@@ -55,53 +73,65 @@ class ZsnApp(App[int]):
         return fallback
 
     def compose(self) -> ComposeResult:
-        yield Header()
-        with TabbedContent(id="panes"):
+        yield PaneBar([(each.name, each.title) for each in self.domains], id="pane-bar")
+        first = f"tab-{self.domains[0].name}" if self.domains else None
+        with PaneSwitcher(id="panes", initial=first):
             for index, each in enumerate(self.domains):
-                with TabPane(f"{index + 1} {each.title}", id=f"tab-{each.name}"):
+                with Vertical(id=f"tab-{each.name}", classes="pane-container"):
                     if index == 0:
                         yield self._new_pane(each)
-        yield Footer()
+        yield KeyFooter(keep=("q", "question_mark"))
 
     def _new_pane(self, domain: Domain) -> LivePane:
         """A domain's pane, its module imported only when the pane is made."""
         pane: LivePane = load(domain.pane)(self.host, self.refresh_seconds, id=domain.name)
         return pane
 
-    async def _mount_remaining_panes(self) -> None:
-        # After the first frame: start-up pays for the first pane only, and every
-        # tab has its pane before a user can switch to it (an empty tab would
-        # leave the keyboard focus behind on the old one).
-        for each in self.domains[1:]:
-            tab_pane = self.query_one(f"#tab-{each.name}", TabPane)
-            if not tab_pane.query(LivePane):
-                await tab_pane.mount(self._new_pane(each))
+    async def _mount_pane(self, domain: Domain) -> None:
+        container = self.query_one(f"#tab-{domain.name}", Vertical)
+        if not container.query(LivePane):
+            await container.mount(self._new_pane(domain))
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _mount_remaining_panes(self) -> None:
+        # A while after start-up, so the first pane's first rows do not wait for
+        # the other panes' imports; a pane asked for earlier is made at once.
+        for each in self.domains[1:]:
+            await self._mount_pane(each)
+
+    def action_show_pane(self, pane_id: str) -> None:
+        self.query_one("#panes", PaneSwitcher).current = f"tab-{pane_id}"
+
+    async def _pane_switched(self, container_id: str | None) -> None:
+        name = (container_id or "").removeprefix("tab-")
+        self.query_one(PaneBar).active = name
+        for each in self.domains:
+            if each.name == name:
+                await self._mount_pane(each)  # made now if asked for before the timer
         pane = self.active_pane()
         if pane is not None:
             pane.focus_main()
 
-    def action_show_pane(self, pane_id: str) -> None:
-        self.query_one("#panes", TabbedContent).active = f"tab-{pane_id}"
+    def on_pane_bar_chosen(self, event: PaneBar.Chosen) -> None:
+        self.action_show_pane(event.name)
 
     def action_show_pane_number(self, number: int) -> None:
         if number <= len(self.domains):
             self.action_show_pane(self.domains[number - 1].name)
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._mount_remaining_panes)
+        switcher = self.query_one("#panes", PaneSwitcher)
+        self.watch(switcher, "current", self._pane_switched)
+        bar = self.query_one(PaneBar)
+        bar.title = "zsn" if self.host.is_live else f"zsn — root: {self.host.root}"
+        self.set_timer(MOUNT_OTHER_PANES_AFTER, self._mount_remaining_panes)
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
-        if not self.host.is_live:
-            self.sub_title = f"root: {self.host.root}"
 
     def active_pane(self) -> LivePane | None:
-        tabs = self.query_one("#panes", TabbedContent)
-        active = tabs.active_pane
-        if active is None:
+        current = self.query_one("#panes", PaneSwitcher).current
+        if current is None:
             return None
-        panes = active.query(LivePane)
+        panes = self.query_one(f"#{current}").query(LivePane)
         return panes.first() if panes else None
 
     def action_show_help(self) -> None:
@@ -110,7 +140,8 @@ class ZsnApp(App[int]):
         pane = self.active_pane()
         shown = [(b.key_display or b.key, b.description)
                  for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]
-        self.push_screen(HelpScreen(pane.PANE_HELP if pane else "", shown))
+        pane_help = (pane.PANE_HELP + "\n\n" + pane.column_help()) if pane else ""
+        self.push_screen(HelpScreen(pane_help, shown))
 
     def action_refresh_pane(self) -> None:
         pane = self.active_pane()

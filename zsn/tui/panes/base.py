@@ -1,34 +1,132 @@
-"""`LivePane`: a pane that polls core code in a thread and shows frozen snapshots.
+"""`LivePane`: the base of every pane. How to build one (links, WLAN, ZFS ...):
 
-`fetch()` runs in a worker thread (pyroute2's sync API and socket I/O must not
-block Textual's loop); `show()` runs on the UI thread with the result. A fetch
-that raises is shown in the pane's status line and polling goes on, so the pane
-recovers when the daemon or socket comes back. Polling pauses while the pane is
-hidden behind another tab, and never overlaps itself.
+1. **Read** in `fetch()`: it runs in a worker thread (pyroute2's sync API, sockets,
+   D-Bus calls and commands must not block Textual's loop) and returns one frozen
+   snapshot from the domain's core (`zsn/<domain>/live.py`), no Textual inside. A
+   stream (journal, `zpool iostat` lines) is read the same way: the worker keeps
+   the latest state and `fetch()` returns it. A fetch that raises is shown in the
+   status line and polling goes on, so the pane recovers when the daemon is back.
+   Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
+   another tab, and never overlaps itself; `poll(force=True)` reads now.
+2. **Show** in `show(snapshot)` (UI thread): turn the snapshot into `Row`s and hand
+   them to each table's `LiveTable.update(rows)`. Give every row a stable key (an
+   interface name, a public key, a pool/vdev path) and every cell its text: the
+   table compares each row with the last one and repaints only the cells whose text
+   changed, so a poll that changes nothing writes nothing to the terminal. Keep
+   formatting cheap and deterministic (`zsn.format`), and never put a clock in a
+   cell unless it is the point of the column. Rows come in a stable order (config
+   order, then name), not in the order a daemon happens to list them.
+3. **Columns** are declared once (`zsn.tui.widgets.table.Column`): key, label,
+   optional short label, `priority` (1 = essential, higher numbers are dropped
+   first when the screen is narrow), `min_width`, alignment, `truncate` (only for
+   keys and paths), `help` (one line for `?`), `sort_key`. Cells are `str` or
+   `Cell(text, tone, short)`: a tone (good/warn/bad/muted/bold) takes the theme's
+   colours; `short` is a shorter form used when the full text does not fit. Values
+   are never cut mid-word: columns go instead, and `?` lists which (`column_help`,
+   generated from the declarations). Tree-shaped data (bond -> members, pool ->
+   vdevs) uses `Row.depth`.
+4. **Row states**: a source that vanishes (an interface, a unit, a pool) is not a
+   banner: `GoneRows.merge(rows)` keeps its last row, greyed with state ``gone``,
+   and says so once in a timed notification. An action that removes a source on
+   purpose calls `gone.expect(key)` when the user confirms, so its row goes quietly
+   and only the action's own "Done" is shown. ``muted`` rows are shown for
+   information (e.g. another network namespace's device).
+5. **Status line**: `set_status(lines, severity)` above the tables, for what the
+   tables cannot say (not root, a daemon not running, an empty state with the key
+   that helps). Unchanged lines cost nothing.
+6. **Actions**: blocking calls go through `run_in_thread(job, done, failed)`; changes
+   are plans: `run_plan(build)` builds the `zsn.plan.Plan` in a thread, shows it
+   (`zsn.tui.screens.plan.PlanScreen`), applies it on `y`, reports "Done: ..." once
+   and polls. Bindings are listed most important first: the footer shows as many
+   as fit (help and quit always), the rest are in `?` and the command palette.
+
+Compose: yield a `StatusLine()` first, then the tables (and details widgets).
+Declare the pane in the domain's `DOMAIN.pane` (see `zsn.domains`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import DataTable, Static
 
 from zsn.errors import ZsnError
 from zsn.system.host import Host
+from zsn.tui.widgets.status import Severity, StatusLine
+from zsn.tui.widgets.table import Cell, LiveTable, Row, cell_text
+
+if TYPE_CHECKING:
+    from zsn.plan import Plan
 
 T = TypeVar("T")
 
-ROWS_PER_FRAME = 200
-"""New table rows added per screen refresh, so adding thousands never blocks input."""
+GONE_NOTICE_SECONDS = 8
+SHOWN_AGAIN_SECONDS = 0.5
+"""A pane shown within this long of its last read does not read again at once."""
+EXPECT_GONE_SECONDS = 60.0
+"""How long a source an action removes may vanish without a notice."""
+
+
+class GoneRows:
+    """Keeps rows whose source vanished, greyed as ``gone``, where they were.
+
+    `merge(rows)` returns `rows` plus the vanished ones; each vanishing is told
+    once in a timed notification. A row comes back to life when its key is back.
+    """
+
+    def __init__(self, notify: Callable[[str], None], what: str = "") -> None:
+        self._notify = notify
+        self._what = what
+        self._last: list[Row] = []
+        self._gone: dict[str, tuple[int, Row]] = {}
+        self._expected: dict[str, float] = {}
+
+    def expect(self, key: str) -> None:
+        """A deliberate action will remove `key`: drop its row quietly."""
+        self._expected[key] = time.monotonic() + EXPECT_GONE_SECONDS
+
+    @property
+    def gone_keys(self) -> list[str]:
+        return list(self._gone)
+
+    def merge(self, rows: list[Row]) -> list[Row]:
+        now = time.monotonic()
+        self._expected = {k: t for k, t in self._expected.items() if t > now}
+        present = {row.key for row in rows}
+        for position, row in enumerate(self._last):
+            if row.key in present or row.key in self._gone:
+                continue
+            if self._expected.pop(row.key, None) is not None:
+                continue
+            self._gone[row.key] = (position, self._gone_row(row))
+            self._notify(f"{self._what}{row.key} disappeared: its daemon stopped or it was "
+                         "removed. It stays greyed in the table; zsn shows it again when "
+                         "it is back.")
+        for key in [key for key in self._gone if key in present]:
+            del self._gone[key]
+        merged = list(rows)
+        for position, row in sorted(self._gone.values(), key=lambda item: item[0]):
+            merged.insert(min(position, len(merged)), row)
+        self._last = merged
+        return merged
+
+    @staticmethod
+    def _gone_row(row: Row) -> Row:
+        if row.state == "gone":
+            return row
+        first = row.cells[0]
+        cells = (Cell(f"{cell_text(first)} (gone)"), *row.cells[1:])
+        return row._replace(cells=cells, state="gone")
 
 
 class LivePane(Vertical):
     PANE_HELP: ClassVar[str] = ""
-    """Markdown shown in the help screen for this pane: columns, markers, keys."""
+    """Markdown for the help screen: what the pane shows and its markers. The
+    columns' own lines come from their declarations (`column_help`)."""
 
     def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -36,6 +134,9 @@ class LivePane(Vertical):
         self.refresh_seconds = refresh_seconds
         self._busy = threading.Event()
         self._timer: Timer | None = None
+        self._last_poll = 0.0
+        self.snapshot_count = 0
+        """Snapshots shown so far (tests wait on it)."""
 
     # -- to implement ----------------------------------------------------------
     def fetch(self) -> Any:
@@ -43,8 +144,16 @@ class LivePane(Vertical):
         raise NotImplementedError
 
     def show(self, snapshot: Any) -> None:
-        """Show a snapshot (UI thread); update rows in place."""
+        """Show a snapshot (UI thread): rows to `LiveTable.update`, `set_status`."""
         raise NotImplementedError
+
+    # -- for panes -------------------------------------------------------------
+    def set_status(self, lines: list[str], severity: Severity = "error") -> None:
+        """Show `lines` above the tables (hidden when empty); unchanged costs nothing."""
+        self.query_one(StatusLine).show_lines(lines, severity)
+
+    def tables(self) -> list[LiveTable]:
+        return list(self.query(LiveTable))
 
     def run_in_thread(self, job: Callable[[], T], done: Callable[[T], None],
                       failed: Callable[[str], None] | None = None) -> None:
@@ -72,17 +181,54 @@ class LivePane(Vertical):
 
         self.run_worker(runner, thread=True, group=f"actions-{self.id}")
 
-    def theme_colour(self, variable: str) -> str:
-        """A theme variable's colour, for table cells (Rich text cannot use `$variables`)."""
-        return self.app.theme_variables.get(variable, "")
+    def run_plan(self, build: Callable[[], Plan],
+                 after: Callable[[Plan], None] | None = None,
+                 confirmed: Callable[[Plan], None] | None = None) -> None:
+        """Build a plan in a thread, show it, apply it on `y`.
+
+        `confirmed(plan)` runs when the user says yes, before applying (e.g.
+        `gone.expect(...)` for a source the plan removes); `after(plan)` once it is
+        applied. "Done: TITLE" (and the plan's notes) is notified once.
+        """
+        from zsn.tui.screens.plan import PlanScreen
+
+        def answered(plan: Plan, yes: bool | None) -> None:
+            if not yes:
+                return
+            if confirmed is not None:
+                confirmed(plan)
+            self.run_in_thread(plan.apply, lambda _steps: self._plan_applied(plan, after),
+                               lambda message: self._plan_failed(plan, message))
+
+        def refused(message: str) -> None:
+            self.notify(message, title="Nothing changed", severity="error", timeout=10)
+
+        def show(plan: Plan) -> None:
+            self.app.push_screen(PlanScreen(plan), lambda yes: answered(plan, yes))
+
+        self.run_in_thread(build, show, refused)
+
+    def _plan_failed(self, plan: Plan, message: str) -> None:
+        self.notify(message, title=f"Failed: {plan.title}", severity="error", timeout=10)
+        self.poll(force=True)
+
+    def _plan_applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
+        notes = "\n".join(plan.notes)
+        self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
+        self.poll(force=True)
+        self.plan_applied(plan)
+        if after is not None:
+            after(plan)
+
+    def plan_applied(self, plan: Plan) -> None:
+        """Called after any plan of this pane was applied (e.g. to re-read lint)."""
 
     def focus_main(self) -> None:
         """Give the keyboard to the pane's main table (the last one: peers, connections),
-        else to its first focusable widget. Focus must leave the tab that was shown:
-        TabbedContent switches back to the tab holding the focused widget."""
-        tables = self.query(DataTable)
+        else to its first focusable widget."""
+        tables = self.tables()
         if tables:
-            tables.last().focus()
+            tables[-1].focus()
             return
         focusable = [widget for widget in self.query("*") if widget.focusable]
         if focusable:
@@ -90,18 +236,24 @@ class LivePane(Vertical):
         else:
             self.screen.set_focus(None)
 
-    # -- machinery -------------------------------------------------------------
-    def status_line(self) -> Static:
-        return self.query_one(".pane-status", Static)
+    def column_help(self) -> str:
+        """Markdown for `?`: each table's columns and which are dropped when narrow."""
+        parts = []
+        for table in self.tables():
+            title = str(table.border_title or table.id or "Table")
+            parts.append(f"#### Columns: {title}\n{table.describe_columns()}")
+        return "\n\n".join(parts)
 
+    # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
         self.poll()
 
     def on_show(self) -> None:
-        # A pane mounted with its tab, or shown again after polling paused while
-        # hidden, reads at once rather than at the next tick.
-        self.poll()
+        # A pane shown again after polling paused while hidden reads at once,
+        # rather than at the next tick (not twice when it is shown as it is made).
+        if time.monotonic() - self._last_poll > SHOWN_AGAIN_SECONDS:
+            self.poll()
 
     def _is_shown(self) -> bool:
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
@@ -110,6 +262,7 @@ class LivePane(Vertical):
         if self._busy.is_set() or (not force and not self._is_shown()):
             return
         self._busy.set()
+        self._last_poll = time.monotonic()
         self.run_worker(self._fetch_in_thread, thread=True, group=f"poll-{self.id}")
 
     def _fetch_in_thread(self) -> None:
@@ -126,47 +279,10 @@ class LivePane(Vertical):
     def _deliver(self, snapshot: Any) -> None:
         if self.is_mounted:
             self.show(snapshot)
+            self.snapshot_count += 1
 
     def _deliver_error(self, message: str) -> None:
         if self.is_mounted:
             self.set_status([f"Cannot read: {message}. Retrying every "
                              f"{self.refresh_seconds:g} s."], severity="error")
 
-    def set_status(self, lines: list[str], severity: str = "error") -> None:
-        """Show `lines` above the tables (hidden when empty)."""
-        status = self.status_line()
-        status.set_classes(f"pane-status -{severity}")
-        status.update("\n".join(lines))
-        status.display = bool(lines)
-
-    def _update_rows(self, table: DataTable[Any], rows: dict[str, dict[str, Any]],
-                     cache: dict[str, dict[str, Any]]) -> None:
-        """Update `table` in place: change only cells that differ, add and drop rows by key."""
-        for key in list(cache):
-            if key not in rows:
-                table.remove_row(key)
-                del cache[key]
-        new_rows: list[tuple[str, dict[str, Any]]] = []
-        for key, cells in rows.items():
-            old = cache.get(key)
-            if old is None:
-                new_rows.append((key, cells))
-                continue
-            for column, value in cells.items():
-                if old.get(column) != value:
-                    table.update_cell(key, column, value)
-            cache[key] = cells
-        self._add_rows_by_frames(table, new_rows, cache)
-
-    def _add_rows_by_frames(self, table: DataTable[Any],
-                            new_rows: list[tuple[str, dict[str, Any]]],
-                            cache: dict[str, dict[str, Any]]) -> None:
-        # Textual measures every cell of a new row; a big server's first read
-        # (thousands of peers) added at once would freeze the screen for a second.
-        for key, cells in new_rows[:ROWS_PER_FRAME]:
-            if key not in cache:  # a later snapshot may have added it already
-                table.add_row(*cells.values(), key=key)
-                cache[key] = cells
-        rest = new_rows[ROWS_PER_FRAME:]
-        if rest:
-            self.call_after_refresh(self._add_rows_by_frames, table, rest, cache)

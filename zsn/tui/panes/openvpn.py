@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from zsn.errors import ZsnError
 from zsn.format import human_bytes, human_duration, human_rate
@@ -19,7 +19,9 @@ from zsn.openvpn.connections import Connection, load
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
 from zsn.rates import RateTracker
-from zsn.tui.panes.base import LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.widgets.status import StatusLine
+from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
 
 
 def now() -> float:
@@ -27,10 +29,20 @@ def now() -> float:
     return time.time()
 
 
+
 COLUMNS = (
-    ("name", "Name"), ("unit", "Unit"), ("boot", "Boot"), ("live", "Tunnel"),
-    ("rx_rate", "↓ Rate"), ("tx_rate", "↑ Rate"), ("address", "Address"),
-    ("remote", "Remote"), ("kind", "Type"),
+    Column("name", "Name", 1, help="the config's name"),
+    Column("unit", "Unit", 2, help="systemd's ActiveState/SubState of the unit (short: the "
+                                   "ActiveState alone)"),
+    Column("live", "Tunnel", 3,
+           help="the state OpenVPN's management interface reports (CONNECTED, WAIT, "
+                "RECONNECTING ...); `-` without a `management` line (key `m` adds one)"),
+    *rate_columns(4, where=" on the link"),
+    Column("address", "Address", 5, short_label="Addr", help="the tunnel address"),
+    Column("boot", "Boot", 6, help="enabled or not at boot"),
+    Column("remote", "Remote", 7, help="the server it is connected to, else the first "
+                                       "`remote` of the config (`+N`: more)"),
+    Column("kind", "Type", 8, help="client, server, or legacy (a top-level NAME.conf)"),
 )
 LIVE_GOOD = ("CONNECTED",)
 LIVE_BAD = ("EXITING", "RECONNECTING", "WAIT")
@@ -43,26 +55,23 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
 `openvpn-client@NAME`, `server/NAME.conf` as `openvpn-server@NAME`, a top-level
 `NAME.conf` as Debian's `openvpn@NAME`.
 
-- **Unit**: systemd's ActiveState/SubState. **Boot**: enabled or not at boot.
-- **Tunnel**: the state OpenVPN's management interface reports (CONNECTED,
-  WAIT, RECONNECTING ...), `-` when the config has no `management` line (key `m`
-  adds one). zsn connects briefly each refresh and never holds the interface.
-- **↓ Rate / ↑ Rate**: bytes per second on the link over the last refresh.
-- Start/stop/restart/enable/disable go to systemd over D-Bus and report the job's
-  result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
+zsn connects to a management interface briefly each refresh and never holds it.
+Start/stop/restart/enable/disable go to systemd over D-Bus and report the job's
+result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
   systemd-resolved for the tun link, and are reverted when the tunnel goes down.
 """
 
+    # Most important first: the footer shows as many as fit.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "unit('start')", "Start"),
         Binding("x", "unit('stop')", "Stop"),
         Binding("R", "unit('restart')", "Restart", key_display="R"),
         Binding("l", "log", "Log"),
+        Binding("i", "import_profile", "Import…"),
         Binding("h", "hook", "DNS hook"),
-        Binding("e", "enable(True)", "Enable", show=False),
-        Binding("d", "enable(False)", "Disable", show=False),
-        Binding("m", "management", "Mgmt socket", show=False),
-        Binding("i", "import_profile", "Import", show=False),
+        Binding("e", "enable(True)", "Enable"),
+        Binding("d", "enable(False)", "Disable"),
+        Binding("m", "management", "Mgmt socket"),
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
@@ -70,28 +79,17 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         super().__init__(host, refresh_seconds, **kwargs)
         self._rates = RateTracker()
         self._rate_cells: dict[str, tuple[float | None, float | None]] = {}
-        self._cells: dict[str, dict[str, Any]] = {}
         self._snapshot: OpenVpnSnapshot | None = None
+        self._details = ""
+        self.gone = GoneRows(lambda message: self.notify(
+            message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Connection ")
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="pane-status")
-        table: DataTable[Any] = DataTable(id="ovpn-connections", cursor_type="row")
-        table.border_title = "Connections"
-        yield table
+        yield StatusLine()
+        yield LiveTable(COLUMNS, id="ovpn-connections", title="Connections")
         details = Static("", id="ovpn-details")
         details.border_title = "Details"
         yield details
-
-    def on_mount(self) -> None:
-        table = self.query_one("#ovpn-connections", DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        self.status_line().display = False
-        super().on_mount()
-
-    def on_show(self) -> None:
-        """Focus the table and read at once when the tab is opened, not at the next tick."""
-        self.poll()
 
     # -- data ------------------------------------------------------------------
     def fetch(self) -> OpenVpnSnapshot:
@@ -109,7 +107,8 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         self._rates.forget_except({c.key for c in snapshot.connections})
         self._show_status(snapshot)
         with self.app.batch_update():
-            self._update_table(snapshot)
+            table = self.query_one("#ovpn-connections", LiveTable)
+            table.update(self.gone.merge([self._row(c) for c in snapshot.connections]))
             self._update_details()
 
     def _show_status(self, snapshot: OpenVpnSnapshot) -> None:
@@ -122,59 +121,54 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         self.set_status(unique[:4] + ([f"... and {len(unique) - 4} more"]
                                       if len(unique) > 4 else []), "warning")
 
-    def _row(self, conn: Connection) -> dict[str, Any]:
+    def _row(self, conn: Connection) -> Row:
         unit, live, summary = conn.unit, conn.live, conn.summary
         if unit is None:
-            unit_cell = Text("?", style=self.theme_colour("text-warning"))
+            unit_cell = Cell("?", "warn")
         elif not unit.exists:
-            unit_cell = Text("no unit", style=self.theme_colour("text-error"))
+            unit_cell = Cell("no unit", "bad")
         else:
-            style = {"active": "text-success", "failed": "text-error"}.get(unit.active_state, "")
-            unit_cell = Text(f"{unit.active_state}/{unit.sub_state}",
-                             style=self.theme_colour(style) if style else "")
+            tone = {"active": "good", "failed": "bad"}.get(unit.active_state, "")
+            unit_cell = Cell(f"{unit.active_state}/{unit.sub_state}", tone,
+                             short=unit.active_state)
         boot = unit.unit_file_state if unit and unit.unit_file_state else "-"
         if live is None:
-            live_cell = Text("-")
+            live_cell = Cell("-")
         else:
-            style = ("text-success" if live.state in LIVE_GOOD else
-                     "text-error" if live.state in LIVE_BAD else "text-warning")
-            live_cell = Text(live.state, style=self.theme_colour(style))
+            tone = ("good" if live.state in LIVE_GOOD else
+                    "bad" if live.state in LIVE_BAD else "warn")
+            live_cell = Cell(live.state, tone)
         rx_rate, tx_rate = self._rate_cells.get(conn.key, (None, None))
-        remote = "-"
+        remote = Cell("-")
         if live and live.remote:
-            remote = f"{live.remote}:{live.remote_port}"
+            remote = Cell(f"{live.remote}:{live.remote_port}")
         elif summary and summary.remotes:
             first = summary.remotes[0]
-            remote = f"{first.host}:{first.port}" + (
-                f" +{len(summary.remotes) - 1}" if len(summary.remotes) > 1 else "")
-        return {
-            "name": Text(conn.config.name, style="bold"),
-            "unit": unit_cell,
-            "boot": Text(boot),
-            "live": live_cell,
-            "rx_rate": Text(human_rate(rx_rate), justify="right"),
-            "tx_rate": Text(human_rate(tx_rate), justify="right"),
-            "address": Text(live.tunnel_ipv4 or live.tunnel_ipv6 or "-" if live else "-"),
-            "remote": Text(remote),
-            "kind": Text(conn.config.kind),
-        }
-
-    def _update_table(self, snapshot: OpenVpnSnapshot) -> None:
-        table = self.query_one("#ovpn-connections", DataTable)
-        rows = {c.key: self._row(c) for c in snapshot.connections}
-        self._update_rows(table, rows, self._cells)
+            more = len(summary.remotes) - 1
+            remote = Cell(f"{first.host}:{first.port}" + (f" +{more}" if more else ""))
+        return Row(conn.key, (
+            Cell(conn.config.name, "bold"),
+            unit_cell,
+            live_cell,
+            human_rate(rx_rate),
+            human_rate(tx_rate),
+            (live.tunnel_ipv4 or live.tunnel_ipv6 or "-") if live else "-",
+            boot,
+            remote,
+            conn.config.kind,
+        ), data=(conn, rx_rate, tx_rate))
 
     def selected(self) -> Connection | None:
         if not self._snapshot or not self._snapshot.connections:
             return None
-        table = self.query_one("#ovpn-connections", DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        key = self.query_one("#ovpn-connections", LiveTable).cursor_key
         return next((c for c in self._snapshot.connections if c.key == key), None)
 
     def _update_details(self) -> None:
-        self.query_one("#ovpn-details", Static).update(self._details_text(self.selected()))
+        text = self._details_text(self.selected())
+        if text.plain != self._details:
+            self._details = text.plain
+            self.query_one("#ovpn-details", Static).update(text)
 
     def _details_text(self, conn: Connection | None) -> Text:
         if conn is None:
@@ -203,7 +197,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         return Text("\n".join(parts))
 
     # -- events and actions ----------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if self._snapshot is not None:
             self._update_details()
 
@@ -255,21 +249,6 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
     def _nothing_changed(self, exc: ZsnError) -> None:
         self.notify(str(exc), title="Nothing changed", severity="error", timeout=10)
 
-    def _offer_plan(self, make_plan: Callable[[], Plan]) -> None:
-        from zsn.tui.screens.plan import PlanScreen
-
-        try:
-            plan = make_plan()
-        except ZsnError as exc:
-            self._nothing_changed(exc)
-            return
-
-        def answered(apply: bool | None) -> None:
-            if apply:
-                self._in_background(plan.title, lambda: f"{plan.title}: done ("
-                                    + "; ".join(plan.apply()) + ")")
-
-        self.app.push_screen(PlanScreen(plan), answered)
 
     def action_hook(self) -> None:
         """Ask split or route-all DNS (what the config has now comes first), then plan."""
@@ -291,7 +270,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
 
         def chosen(choice: str | None) -> None:
             if choice is not None:
-                self._offer_plan(lambda: actions.plan_hook_install(
+                self.run_plan(lambda: actions.plan_hook_install(
                     self.host, conn.config, route_all_dns=choice == "all"))
 
         self.app.push_screen(ChooseScreen(f"DNS hook for {conn.config.unit}", choices), chosen)
@@ -299,7 +278,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
     def action_management(self) -> None:
         conn = self._need_selection()
         if conn is not None:
-            self._offer_plan(lambda: actions.plan_management_socket(self.host, conn.config))
+            self.run_plan(lambda: actions.plan_management_socket(self.host, conn.config))
 
     def action_import_profile(self) -> None:
         from zsn.tui.screens.openvpn_import import ImportScreen
@@ -307,7 +286,7 @@ One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
         def chosen(answer: tuple[Path, str] | None) -> None:
             if answer is not None:
                 source, name = answer
-                self._offer_plan(lambda: actions.plan_import(self.host, source, name))
+                self.run_plan(lambda: actions.plan_import(self.host, source, name))
 
         self.app.push_screen(ImportScreen(), chosen)
 

@@ -5,15 +5,20 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
 
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
-from zsn.tui.panes.base import LivePane
-from zsn.tui.panes.wireguard_actions import ACTION_BINDINGS, ACTION_HELP, WireGuardActions
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.wireguard_actions import (
+    ACTION_BINDINGS,
+    ACTION_HELP,
+    FindingsLine,
+    WireGuardActions,
+)
+from zsn.tui.widgets.status import Severity, StatusLine
+from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
 from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
 
@@ -23,36 +28,64 @@ def now() -> float:
     return time.time()
 
 
+def _handshake_order(row: Row) -> float:
+    peer: PeerState = row.data[0]
+    return float(peer.latest_handshake or 0)
+
+
+
 INTERFACE_COLUMNS = (
-    ("name", "Interface"), ("type", "Type"), ("port", "Port"), ("peers", "Peers"),
-    ("addresses", "Addresses"), ("key", "Public key"),
+    Column("name", "Interface", 1, short_label="Iface",
+           help="the device; `(other netns)`: its wireguard-go socket is in the shared "
+                "/var/run/wireguard but the device lives in another network namespace"),
+    Column("type", "Type", 4, help="`kernel` module or `userspace` (wireguard-go, boringtun)"),
+    Column("port", "Port", 3, align="right", help="UDP listen port"),
+    Column("peers", "Peers", 2, align="right", help="number of peers"),
+    Column("addresses", "Addresses", 5, short_label="Addr",
+           help="the interface's addresses (`+N`: more, shown when wider)"),
+    Column("key", "Public key", 6, short_label="Key", truncate=True, min_width=9,
+           help="the interface's public key (as much as fits)"),
 )
 PEER_COLUMNS = (
-    ("name", "Peer"), ("handshake", "Handshake"), ("rx_rate", "↓ Rate"), ("tx_rate", "↑ Rate"),
-    ("endpoint", "Endpoint"), ("allowed", "Allowed IPs"), ("rx", "Received"), ("tx", "Sent"),
-    ("key", "Key"),
+    Column("name", "Peer", 1, truncate=True,
+           help="the comment above the peer's `[Peer]` block in /etc/wireguard/IFACE.conf "
+                "(`# name`, `# Name = name`), else the start of its public key"),
+    Column("handshake", "Handshake", 2, min_width=6, sort_key=_handshake_order,
+           help="time since the latest handshake; `never` = none yet; `stale` (red) = older "
+                "than 180 s, the peer has no working session"),
+    *rate_columns(3),
+    Column("allowed", "Allowed IPs", 4, short_label="IPs",
+           help="networks routed to the peer (`+N`: more, shown when wider)"),
+    Column("endpoint", "Endpoint", 5, help="the address the peer last connected from"),
+    Column("rx", "Received", 6, short_label="Recv", align="right",
+           sort_key=lambda row: row.data[0].rx_bytes, help="total received since it came up"),
+    Column("tx", "Sent", 6, align="right", sort_key=lambda row: row.data[0].tx_bytes,
+           help="total sent since it came up"),
+    Column("key", "Key", 7, truncate=True, min_width=9,
+           help="the peer's public key (as much as fits; `enter` shows all of it)"),
 )
+
+
+def listed(items: tuple[str, ...]) -> Cell:
+    """Several values in one cell; the short form is the first and a count."""
+    if not items:
+        return Cell("-")
+    short = items[0] + (f" +{len(items) - 1}" if len(items) > 1 else "")
+    return Cell(", ".join(items), short=short)
 
 
 class WireGuardPane(WireGuardActions, LivePane):
     PANE_HELP: ClassVar[str] = """\
 ### WireGuard
 The upper table lists interfaces (kernel or userspace: wireguard-go, boringtun);
-the lower one the peers of the highlighted interface.
-
-- **Peer**: the comment above the peer's `[Peer]` block in `/etc/wireguard/IFACE.conf`
-  (`# name`, `# Name = name`), else the shortened public key.
-- **Handshake**: time since the latest handshake. `never` = no handshake yet;
-  `stale` = older than 180 s, so the peer has no working session.
-- **↓ Rate / ↑ Rate**: received / sent per second over the last refresh.
-- **Received / Sent**: totals since the interface came up.
+the lower one the peers of the highlighted interface, in config order (peers not
+in the config after them, by key). `enter` on a peer shows all of it.
 """ + ACTION_HELP
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "peer_details", "Details", show=True),
+        *ACTION_BINDINGS,
         Binding("r", "refresh_now", "Refresh", show=False),  # polling makes it rare
         Binding("tab", "focus_next_table", "Next table", show=False),
-        *ACTION_BINDINGS,
     ]
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
@@ -60,33 +93,19 @@ the lower one the peers of the highlighted interface.
         self._live_cache = LiveCache()
         self._rates = RateTracker()
         self._snapshot: WireGuardSnapshot | None = None
-        self._seen: set[str] = set()
-        self._vanished: set[str] = set()
-        self._peer_cells: dict[str, dict[str, Any]] = {}
-        self._interface_cells: dict[str, dict[str, Any]] = {}
+        self.gone = GoneRows(lambda message: self.notify(
+            message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Interface ")
         self._shown_interface: str | None = None
         self._rate_cells: dict[str, tuple[float | None, float | None]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="pane-status")
-        yield Static("", id="wg-findings")
-        interfaces: DataTable[Any] = DataTable(id="wg-interfaces", cursor_type="row",
-                                               zebra_stripes=False)
-        interfaces.border_title = "Interfaces"
-        yield interfaces
-        peers: DataTable[Any] = DataTable(id="wg-peers", cursor_type="row", zebra_stripes=True)
-        peers.border_title = "Peers"
-        yield peers
+        yield StatusLine()
+        yield FindingsLine(id="wg-findings")
+        yield LiveTable(INTERFACE_COLUMNS, id="wg-interfaces", title="Interfaces")
+        yield LiveTable(PEER_COLUMNS, id="wg-peers", title="Peers", zebra=True,
+                        empty_text="No peers.")
 
     def on_mount(self) -> None:
-        interfaces = self.query_one("#wg-interfaces", DataTable)
-        for key, label in INTERFACE_COLUMNS:
-            interfaces.add_column(label, key=key)
-        peers = self.query_one("#wg-peers", DataTable)
-        for key, label in PEER_COLUMNS:
-            peers.add_column(label, key=key)
-        self.status_line().display = False
-        self.query_one("#wg-findings", Static).display = False
         super().on_mount()
         self.start_findings()
 
@@ -96,9 +115,6 @@ the lower one the peers of the highlighted interface.
 
     def show(self, snapshot: WireGuardSnapshot) -> None:
         self._snapshot = snapshot
-        names = {interface.name for interface in snapshot.interfaces}
-        self._vanished = (self._vanished | (self._seen - names)) - names
-        self._seen |= names
         for interface in snapshot.interfaces:
             for peer in interface.peers:
                 key = (interface.name, peer.public_key)
@@ -108,92 +124,88 @@ the lower one the peers of the highlighted interface.
             {(i.name, p.public_key) for i in snapshot.interfaces for p in i.peers})
         self._show_status(snapshot)
         with self.app.batch_update():
-            self._update_interfaces(snapshot)
+            interfaces = self.query_one("#wg-interfaces", LiveTable)
+            interfaces.update(self.gone.merge([self._interface_row(i)
+                                               for i in snapshot.interfaces]))
             self._update_peers()
 
     def _show_status(self, snapshot: WireGuardSnapshot) -> None:
         lines: list[str] = []
-        severity = "error"
+        severity: Severity = "error"
         if snapshot.read_only_reason:
             lines.append(f"Read-only: {snapshot.read_only_reason}")
             severity = "warning"
-        for name in sorted(self._vanished):
-            lines.append(f"{name} disappeared: its daemon stopped or the interface was "
-                         "removed. zsn keeps watching and shows it again when it is back.")
-            severity = "error"
-        if not snapshot.read_only_reason:
+        else:
             lines.extend(snapshot.errors)
-        if not snapshot.interfaces and not lines:
-            lines.append("No WireGuard interfaces are running. Bring one up with "
-                         "`wg-quick up NAME` (or `systemctl start wg-quick@NAME`).")
+        if not snapshot.interfaces and not lines and not self.gone.gone_keys:
+            lines.append("No WireGuard interfaces are running. Bring one up with U "
+                         "(or `wg-quick up NAME`), or create one with N.")
             severity = "info"
         self.set_status(lines, severity)
 
-    def _interface_row(self, interface: InterfaceState) -> dict[str, Any]:
-        implementation: str = interface.implementation
+    def _interface_row(self, interface: InterfaceState) -> Row:
+        name = Cell(interface.name, "bold")
         if not interface.in_namespace:
-            implementation += " (other netns)"
-        return {
-            "name": Text(interface.name, style="bold"),
-            "type": Text(implementation),
-            "port": Text(str(interface.listen_port or "-")),
-            "peers": Text(str(len(interface.peers)), justify="right"),
-            "addresses": Text(", ".join(interface.addresses) or "-"),
-            "key": Text(short_key(interface.public_key, 12)),
-        }
-
-    def _update_interfaces(self, snapshot: WireGuardSnapshot) -> None:
-        table = self.query_one("#wg-interfaces", DataTable)
-        rows = {i.name: self._interface_row(i) for i in snapshot.interfaces}
-        self._update_rows(table, rows, self._interface_cells)
-        table.styles.height = min(len(rows), 4) + 3 if rows else 3
+            name = Cell(f"{interface.name} (other netns)")
+        return Row(interface.name, (
+            name,
+            interface.implementation,
+            str(interface.listen_port or "-"),
+            str(len(interface.peers)),
+            listed(interface.addresses),
+            interface.public_key or "-",
+        ), state="" if interface.in_namespace else "muted", data=interface)
 
     def selected_interface(self) -> InterfaceState | None:
         if not self._snapshot or not self._snapshot.interfaces:
             return None
-        table = self.query_one("#wg-interfaces", DataTable)
-        index = min(max(table.cursor_row, 0), len(self._snapshot.interfaces) - 1)
-        interface: InterfaceState = self._snapshot.interfaces[index]
-        return interface
+        key = self.query_one("#wg-interfaces", LiveTable).cursor_key
+        for interface in self._snapshot.interfaces:
+            if interface.name == key:
+                return interface
+        return None
 
-    def _handshake_cell(self, peer: PeerState, clock: float) -> Text:
+    def _handshake_cell(self, peer: PeerState, clock: float) -> Cell:
         state = handshake_state(peer.latest_handshake, clock)
         if state == "never":
-            return Text("never", style=self.theme_colour("text-warning"))
+            return Cell("never", "warn")
         age = human_duration(clock - (peer.latest_handshake or 0))
         if state == "stale":
-            return Text(f"{age} stale", style=self.theme_colour("text-error"))
-        return Text(age, style=self.theme_colour("text-success"))
+            return Cell(f"{age} stale", "bad", short=age)
+        return Cell(age, "good")
 
-    def _peer_row(self, interface: InterfaceState, peer: PeerState, clock: float
-                  ) -> dict[str, Any]:
+    def _peer_row(self, interface: InterfaceState, peer: PeerState, clock: float) -> Row:
         rx_rate, tx_rate = self._rate_cells.get(f"{interface.name}/{peer.public_key}",
                                                 (None, None))
-        return {
-            "name": Text(peer.name or short_key(peer.public_key, 12)),
-            "handshake": self._handshake_cell(peer, clock),
-            "rx_rate": Text(human_rate(rx_rate), justify="right"),
-            "tx_rate": Text(human_rate(tx_rate), justify="right"),
-            "endpoint": Text(peer.endpoint or "-"),
-            "allowed": Text(", ".join(peer.allowed_ips) or "-"),
-            "rx": Text(human_bytes(peer.rx_bytes), justify="right"),
-            "tx": Text(human_bytes(peer.tx_bytes), justify="right"),
-            "key": Text(short_key(peer.public_key)),
-        }
+        return Row(peer.public_key, (
+            peer.name or short_key(peer.public_key, 12),
+            self._handshake_cell(peer, clock),
+            human_rate(rx_rate),
+            human_rate(tx_rate),
+            listed(peer.allowed_ips),
+            peer.endpoint or "-",
+            human_bytes(peer.rx_bytes),
+            human_bytes(peer.tx_bytes),
+            peer.public_key,
+        ), data=(peer, rx_rate, tx_rate))
 
     def _update_peers(self) -> None:
-        table = self.query_one("#wg-peers", DataTable)
+        table = self.query_one("#wg-peers", LiveTable)
+        interfaces = self.query_one("#wg-interfaces", LiveTable)
         interface = self.selected_interface()
-        name = interface.name if interface else None
+        name = interfaces.cursor_key
         if name != self._shown_interface:
             table.clear()
-            self._peer_cells.clear()
             self._shown_interface = name
-        table.border_title = f"Peers of {name}" if name else "Peers"
+        title = "Peers"
+        if name and interface is None:
+            title = f"Peers of {name} (gone)"
+        elif interface is not None:
+            title = f"Peers of {name}" + ("" if interface.in_namespace else " (other netns)")
+        table.set_title(title)
         clock = now()
-        rows = {p.public_key: self._peer_row(interface, p, clock)
-                for p in interface.peers} if interface else {}
-        self._update_rows(table, rows, self._peer_cells)
+        table.update([self._peer_row(interface, p, clock) for p in interface.peers]
+                     if interface else [])
         self._refresh_details(interface)
 
     def _refresh_details(self, interface: InterfaceState | None) -> None:
@@ -207,23 +219,23 @@ the lower one the peers of the highlighted interface.
                         f"{interface.name}/{peer.public_key}", (None, None)))
 
     def selected_peer(self) -> PeerState | None:
-        interface = self.selected_interface()
-        table = self.query_one("#wg-peers", DataTable)
-        if interface is None or not interface.peers or table.row_count == 0:
+        row = self.query_one("#wg-peers", LiveTable).cursor_row
+        if row is None or self.selected_interface() is None:
             return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return next((p for p in interface.peers if p.public_key == key), None)
+        peer: PeerState = row.data[0]
+        return peer
 
     # -- events and actions ----------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "wg-interfaces" and self._snapshot is not None:
+    def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
+        if event.table.id == "wg-interfaces" and self._snapshot is not None \
+                and event.key != self._shown_interface:
             self._update_peers()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table.id == "wg-peers":
+    def on_live_table_selected(self, event: LiveTable.Selected) -> None:
+        if event.table.id == "wg-peers":
             self.action_peer_details()
-        elif event.data_table.id == "wg-interfaces":
-            self.query_one("#wg-peers", DataTable).focus()
+        elif event.table.id == "wg-interfaces":
+            self.query_one("#wg-peers", LiveTable).focus()
 
     def action_peer_details(self) -> None:
         from zsn.tui.screens.peer_details import PeerDetailsScreen
@@ -240,6 +252,6 @@ the lower one the peers of the highlighted interface.
         self.poll(force=True)
 
     def action_focus_next_table(self) -> None:
-        interfaces = self.query_one("#wg-interfaces", DataTable)
-        peers = self.query_one("#wg-peers", DataTable)
+        interfaces = self.query_one("#wg-interfaces", LiveTable)
+        peers = self.query_one("#wg-peers", LiveTable)
         (peers if interfaces.has_focus else interfaces).focus()

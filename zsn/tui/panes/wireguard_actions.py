@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from zsn.system.host import Host
+from zsn.tui.panes.base import GoneRows
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
 
 if TYPE_CHECKING:  # the action modules load on first use, not at start-up
@@ -24,21 +25,22 @@ if TYPE_CHECKING:  # the action modules load on first use, not at start-up
 LINT_SECONDS = 10.0
 """How often the findings line is refreshed (lint reads every config file)."""
 
+# Most important first: the footer shows as many as fit, `?` and ctrl+p all of them.
 ACTION_BINDINGS: list[BindingType] = [
     Binding("a", "add_peer", "Add peer"),
     Binding("v", "show_client", "QR code"),
     Binding("x", "remove_peer", "Remove"),
     Binding("e", "disable_peer", "Disable"),
-    Binding("E", "enable_peer", "Enable…", show=False),
-    Binding("n", "rename_peer", "Rename", show=False),
-    Binding("s", "routed_subnets", "Subnets behind", show=False),
     Binding("l", "show_findings", "Lint"),
-    Binding("N", "create_interface", "New interface…", show=False),
-    Binding("U", "interface_up", "Bring up…", show=False),
-    Binding("D", "interface_down", "Bring down", show=False),
-    Binding("C", "client_to_client", "Client-to-client", show=False),
-    Binding("K", "link_interfaces", "Link interfaces…", show=False),
-    Binding("G", "gateway", "Gateway (NAT)…", show=False),
+    Binding("E", "enable_peer", "Enable…"),
+    Binding("n", "rename_peer", "Rename"),
+    Binding("s", "routed_subnets", "Subnets behind"),
+    Binding("U", "interface_up", "Bring up…"),
+    Binding("D", "interface_down", "Bring down"),
+    Binding("N", "create_interface", "New interface…"),
+    Binding("C", "client_to_client", "Client-to-client"),
+    Binding("K", "link_interfaces", "Link interfaces…"),
+    Binding("G", "gateway", "Gateway (NAT)…"),
 ]
 
 ACTION_HELP = """
@@ -63,15 +65,32 @@ ACTION_HELP = """
 """
 
 
+class FindingsLine(Static):
+    """One line under the status: the lint summary, repainted only when it changes."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.display = False
+        self._text = ""
+
+    def show_text(self, text: str) -> None:
+        if text != self._text:
+            self._text = text
+            self.update(text)
+            self.display = bool(text)
+
+
 class WireGuardActions:
     """Mixed into `WireGuardPane`; uses its `host`, selection and `poll`."""
 
     host: Host
     app: Any
+    gone: GoneRows
     selected_interface: Callable[[], InterfaceState | None]
     selected_peer: Callable[[], PeerState | None]
     poll: Callable[..., None]
     run_in_thread: Callable[..., None]
+    run_plan: Callable[..., None]
     notify: Callable[..., None]
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
@@ -83,26 +102,9 @@ class WireGuardActions:
         self.refresh_findings()
 
     # -- plumbing ----------------------------------------------------------------
-    def run_plan(self, build: Callable[[], Plan],
-                 after: Callable[[Plan], None] | None = None) -> None:
-        """Build a plan, show it, apply it when confirmed."""
-        from zsn.tui.screens.plan import PlanScreen
-
-        def confirmed(plan: Plan, yes: bool | None) -> None:
-            if yes:
-                self.run_in_thread(lambda: plan.apply(), lambda done: self._applied(plan, after))
-
-        self.run_in_thread(build, lambda plan: self.app.push_screen(
-            PlanScreen(plan),
-            lambda yes: confirmed(plan, yes)))
-
-    def _applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
-        notes = "\n".join(plan.notes)
-        self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
-        self.poll(force=True)
+    def plan_applied(self, plan: Plan) -> None:
+        """A change may fix or cause findings: read them again."""
         self.refresh_findings()
-        if after is not None:
-            after(plan)
 
     def config_interfaces(self) -> list[str]:
         from zsn.wireguard import onboarding
@@ -272,7 +274,9 @@ class WireGuardActions:
 
         name = self._highlighted_interface()
         if name is not None:
-            self.run_plan(lambda: interfaces.plan_down(self.host, name))
+            # Brought down on purpose: "Done" says so, no "disappeared" notice too.
+            self.run_plan(lambda: interfaces.plan_down(self.host, name),
+                          confirmed=lambda plan: self.gone.expect(name))
 
     def action_client_to_client(self) -> None:
         from zsn.wireguard import routing
@@ -329,16 +333,14 @@ class WireGuardActions:
         self.run_in_thread(lint_in_thread, self._show_findings_line)
 
     def _show_findings_line(self, findings: list[Finding]) -> None:
-        line = self.query_one("#wg-findings", Static)
         self.findings = findings
-        if not findings:
-            line.display = False
-            return
-        errors = sum(1 for f in findings if f.severity == "error")
-        first = findings[0]
-        line.update(f"Lint: {len(findings)} finding(s), {errors} error(s); l shows them. "
+        text = ""
+        if findings:
+            errors = sum(1 for f in findings if f.severity == "error")
+            first = findings[0]
+            text = (f"Lint: {len(findings)} finding(s), {errors} error(s); l shows them. "
                     f"{first.id}: {first.message}")
-        line.display = True
+        self.query_one("#wg-findings", FindingsLine).show_text(text)
 
     def action_show_findings(self) -> None:
         from zsn.tui.screens.findings import FindingsScreen

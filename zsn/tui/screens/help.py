@@ -18,8 +18,10 @@ GENERAL = """\
 | `ctrl+p` | command palette: every action, theme switching |
 | `1` `2` … | switch pane (the number is on each tab) |
 | `tab` / `shift+tab` | move between tables |
-| `↑ ↓ pgup pgdn home end` | move in a table |
+| `↑ ↓ pgup pgdn` | move in a table; `home` / `end`: first / last row |
 | `enter` | open the highlighted row |
+| `/` | filter a table (every row, every column); `enter` keeps it, `esc` clears it |
+| `o` / `O` | order a table by the next column / reverse the order |
 | `r` | refresh now |
 | `q` | quit |
 """

@@ -198,6 +198,31 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
                  for part in _NUMBER.split(text) if part)
 
 
+def by_data(index: int) -> Callable[[Row], Any]:
+    """A `Column.sort_key` ordering rows by ``row.data[index]`` (None before values)."""
+
+    def key(row: Row) -> tuple[bool, Any]:
+        value = row.data[index]
+        return (value is not None, 0 if value is None else value)
+
+    return key
+
+
+def rate_columns(priority: int, data_index: int = 1,
+                 where: str = "") -> tuple[Column, Column]:
+    """The ``↓ Rate`` / ``↑ Rate`` pair of every pane with byte counters (cells from
+    `zsn.format.human_rate`); ``row.data[data_index]`` and ``[data_index + 1]`` hold
+    the two rates for ordering."""
+    return (
+        Column("rx_rate", "↓ Rate", priority, min_width=9, align="right",
+               sort_key=by_data(data_index),
+               help=f"received per second{where} over the last refresh"),
+        Column("tx_rate", "↑ Rate", priority, min_width=9, align="right",
+               sort_key=by_data(data_index + 1),
+               help=f"sent per second{where} over the last refresh"),
+    )
+
+
 def _widest(texts: list[str]) -> int:
     if not texts:
         return 0
