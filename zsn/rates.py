@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 
 
@@ -25,7 +25,7 @@ class RateTracker:
             return None, None
         return (rx - old_rx) / elapsed, (tx - old_tx) / elapsed
 
-    def forget_except(self, keys: set[Hashable]) -> None:
+    def forget_except(self, keys: Collection[Hashable]) -> None:
         """Drop state for keys no longer present, so a big churn does not grow memory."""
         for key in list(self._last):
             if key not in keys:

@@ -49,7 +49,7 @@ class LiveCache:
 
     _cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = field(default_factory=dict)
     _peers: dict[str, uapi.PeerCache] = field(default_factory=dict)
-    _orders: dict[str, tuple[list[str], dict[str, int], tuple[int, ...]]] = field(
+    _orders: dict[str, tuple[list[str], dict[str, int], frozenset[str]]] = field(
         default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -100,25 +100,25 @@ class LiveCache:
         by key).
 
         wireguard-go lists peers in Go map order, which changes from one read to
-        the next; the kernel in the order they were added.
+        the next; the kernel in the order they were added. While the same peers
+        come back, the order found last time is reused.
         """
         order = self._config_peers(path).order
-        keys = [peer.public_key for peer in peers]
+        by_key = {peer.public_key: peer for peer in peers}
         cached = self._orders.get(interface)
-        if cached is not None and cached[0] == keys and cached[1] is order:
-            permutation = cached[2]
-        else:
-            rank = len(order)
+        if cached is not None and cached[1] is order and len(cached[0]) == len(by_key) \
+                and by_key.keys() == cached[2]:
+            return tuple(by_key[key] for key in cached[0])
+        rank = len(order)
 
-            def position(index: int) -> tuple[int, bool, str, str]:
-                peer = peers[index]
-                return (order.get(peer.public_key, rank), peer.name is None, peer.name or "",
-                        peer.public_key)
+        def position(peer: PeerState) -> tuple[int, bool, str, str]:
+            return (order.get(peer.public_key, rank), peer.name is None, peer.name or "",
+                    peer.public_key)
 
-            permutation = tuple(sorted(range(len(peers)), key=position))
-            self._orders[interface] = (keys, order, permutation)
-        return tuple(peers[index] for index in permutation)
-
+        ordered = sorted(by_key.values(), key=position)
+        keys = [peer.public_key for peer in ordered]
+        self._orders[interface] = (keys, order, frozenset(keys))
+        return tuple(ordered)
 
 def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnapshot:
     """Read every WireGuard interface visible from here; what cannot be read goes to `errors`.

@@ -96,7 +96,9 @@ in the config after them, by key). `enter` on a peer shows all of it.
         self.gone = GoneRows(lambda message: self.notify(
             message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Interface ")
         self._shown_interface: str | None = None
-        self._rate_cells: dict[str, tuple[float | None, float | None]] = {}
+        self._rate_cells: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+        self._peer_rows: dict[str, tuple[PeerState, tuple[float | None, float | None], Row]] = {}
+        """Last row per peer of the shown interface: an idle peer's row is reused."""
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -115,13 +117,14 @@ in the config after them, by key). `enter` on a peer shows all of it.
 
     def show(self, snapshot: WireGuardSnapshot) -> None:
         self._snapshot = snapshot
+        rates, taken_at = self._rates, snapshot.taken_at
+        cells: dict[tuple[str, str], tuple[float | None, float | None]] = {}
         for interface in snapshot.interfaces:
             for peer in interface.peers:
                 key = (interface.name, peer.public_key)
-                self._rate_cells[f"{interface.name}/{peer.public_key}"] = self._rates.update(
-                    key, snapshot.taken_at, peer.rx_bytes, peer.tx_bytes)
-        self._rates.forget_except(
-            {(i.name, p.public_key) for i in snapshot.interfaces for p in i.peers})
+                cells[key] = rates.update(key, taken_at, peer.rx_bytes, peer.tx_bytes)
+        self._rate_cells = cells
+        rates.forget_except(cells.keys())
         self._show_status(snapshot)
         with self.app.batch_update():
             interfaces = self.query_one("#wg-interfaces", LiveTable)
@@ -175,11 +178,16 @@ in the config after them, by key). `enter` on a peer shows all of it.
         return Cell(age, "good")
 
     def _peer_row(self, interface: InterfaceState, peer: PeerState, clock: float) -> Row:
-        rx_rate, tx_rate = self._rate_cells.get(f"{interface.name}/{peer.public_key}",
-                                                (None, None))
-        return Row(peer.public_key, (
+        rx_rate, tx_rate = rates = self._rate_cells.get((interface.name, peer.public_key),
+                                                        (None, None))
+        cached = self._peer_rows.get(peer.public_key)
+        handshake = self._handshake_cell(peer, clock)
+        if cached is not None and cached[0] is peer and cached[1] == rates \
+                and cached[2].cells[1] == handshake:
+            return cached[2]  # an idle peer: nothing to format again
+        row = Row(peer.public_key, (
             peer.name or short_key(peer.public_key, 12),
-            self._handshake_cell(peer, clock),
+            handshake,
             human_rate(rx_rate),
             human_rate(tx_rate),
             listed(peer.allowed_ips),
@@ -188,6 +196,8 @@ in the config after them, by key). `enter` on a peer shows all of it.
             human_bytes(peer.tx_bytes),
             peer.public_key,
         ), data=(peer, rx_rate, tx_rate))
+        self._peer_rows[peer.public_key] = (peer, rates, row)
+        return row
 
     def _update_peers(self) -> None:
         table = self.query_one("#wg-peers", LiveTable)
@@ -196,6 +206,7 @@ in the config after them, by key). `enter` on a peer shows all of it.
         name = interfaces.cursor_key
         if name != self._shown_interface:
             table.clear()
+            self._peer_rows.clear()
             self._shown_interface = name
         title = "Peers"
         if name and interface is None:
@@ -204,8 +215,12 @@ in the config after them, by key). `enter` on a peer shows all of it.
             title = f"Peers of {name}" + ("" if interface.in_namespace else " (other netns)")
         table.set_title(title)
         clock = now()
-        table.update([self._peer_row(interface, p, clock) for p in interface.peers]
-                     if interface else [])
+        rows = [self._peer_row(interface, p, clock) for p in interface.peers] \
+            if interface else []
+        if len(self._peer_rows) > len(rows):
+            shown = {row.key for row in rows}
+            self._peer_rows = {k: v for k, v in self._peer_rows.items() if k in shown}
+        table.update(rows)
         self._refresh_details(interface)
 
     def _refresh_details(self, interface: InterfaceState | None) -> None:
@@ -216,7 +231,7 @@ in the config after them, by key). `enter` on a peer shows all of it.
             for peer in interface.peers:
                 if peer.public_key == screen.peer.public_key:
                     screen.update_peer(peer, self._rate_cells.get(
-                        f"{interface.name}/{peer.public_key}", (None, None)))
+                        (interface.name, peer.public_key), (None, None)))
 
     def selected_peer(self) -> PeerState | None:
         row = self.query_one("#wg-peers", LiveTable).cursor_row
@@ -245,7 +260,7 @@ in the config after them, by key). `enter` on a peer shows all of it.
         if interface is None or peer is None:
             self.notify("No peer selected.", severity="warning")
             return
-        rates = self._rate_cells.get(f"{interface.name}/{peer.public_key}", (None, None))
+        rates = self._rate_cells.get((interface.name, peer.public_key), (None, None))
         self.app.push_screen(PeerDetailsScreen(interface.name, peer, rates, now))
 
     def action_refresh_now(self) -> None:

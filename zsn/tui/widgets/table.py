@@ -426,7 +426,8 @@ class LiveTable(ScrollView, can_focus=True):
             if old is None:
                 added.append(row)
                 continue
-            if old.cells == row.cells and old.state == row.state and old.depth == row.depth:
+            if old is row or (old.cells == row.cells and old.state == row.state
+                               and old.depth == row.depth):
                 continue
             if old.depth != row.depth:
                 depth_changed = True
