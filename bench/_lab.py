@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import ctypes
+import fcntl
 import ipaddress
 import os
+import pty
 import random
+import select
 import shutil
 import signal
 import statistics
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -211,6 +217,61 @@ def big_interface(name: str, count: int = PEER_COUNT) -> tuple[WgGoInterface, li
     print(f"set-up: {name} (wireguard-go) with {count} peers, loaded by one UAPI set "
           f"in {seconds:.2f} s; /etc/wireguard/{name}.conf names every peer")
     return interface, peers
+
+
+# -- a terminal ------------------------------------------------------------------
+
+TERMINAL_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor", "LANG": "C.UTF-8"}
+
+
+@dataclass
+class PtyChild:
+    """A program on its own pseudo-terminal, as from a shell over SSH; everything it
+    writes to the terminal is read (and counted) here."""
+
+    process: subprocess.Popen[bytes]
+    master: int
+    started: float
+    output: bytearray = field(default_factory=bytearray)
+
+    def read(self, seconds: float, until: Callable[[bytes], bool] | None = None) -> float | None:
+        """Read for `seconds`, or until `until(output)`; return the time (from spawn) at
+        which `until` held, None when it did not."""
+        deadline = time.perf_counter() + seconds
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            if not chunk:
+                raise RuntimeError(f"{self.process.args!r} exited: "
+                                   f"{bytes(self.output[-300:])!r}")
+            self.output += chunk
+            if until is not None and until(bytes(self.output)):
+                return time.perf_counter() - self.started
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        os.close(self.master)
+
+
+def spawn_on_pty(argv: list[str], rows: int = 24, columns: int = 80) -> PtyChild:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                               start_new_session=True, env=repo_env() | TERMINAL_ENV,
+                               cwd=REPO)
+    os.close(slave)
+    return PtyChild(process, master, started)
 
 
 # -- statistics ---------------------------------------------------------------

@@ -16,18 +16,10 @@ byte-level criterion. The child is then killed.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
-import pty
 import re
-import select
-import signal
-import struct
-import subprocess
 import sys
 import tempfile
-import termios
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -63,41 +55,23 @@ class Case:
     times: dict[str, list[float]] = field(default_factory=dict)
 
     def run_once(self) -> None:
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-        env = _lab.repo_env() | {"TERM": "xterm-256color", "COLORTERM": "truecolor",
-                                  "LANG": "C.UTF-8"}
+        child = _lab.spawn_on_pty(self.argv, ROWS, COLUMNS)
         pending = dict(self.probes)
-        output = b""
-        started = time.perf_counter()
-        process = subprocess.Popen(self.argv, stdin=slave, stdout=slave, stderr=slave,
-                                   start_new_session=True, env=env, cwd=_lab.REPO)
-        os.close(slave)
         try:
-            deadline = started + TIMEOUT
             while pending:
-                if time.perf_counter() > deadline:
+                def seen(output: bytes) -> bool:
+                    return any(probe(output) for probe in pending.values())
+
+                when = child.read(TIMEOUT, seen)
+                if when is None:
                     raise TimeoutError(f"{self.label}: never saw {', '.join(pending)}")
-                ready, _, _ = select.select([master], [], [], 0.5)
-                if not ready:
-                    continue
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # the child closed the terminal
-                    chunk = b""
-                if not chunk:
-                    raise RuntimeError(f"{self.label}: exited before {', '.join(pending)}: "
-                                       f"{_ESCAPES.sub(b'', output)[-300:]!r}")
-                now = time.perf_counter()
-                output += chunk
+                output = bytes(child.output)
                 for name, probe in list(pending.items()):
                     if probe(output):
-                        self.times.setdefault(name, []).append(now - started)
+                        self.times.setdefault(name, []).append(when)
                         del pending[name]
         finally:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            os.close(master)
+            child.stop()
 
 
 def main() -> int:
