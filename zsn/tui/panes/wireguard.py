@@ -18,7 +18,7 @@ from zsn.tui.panes.wireguard_actions import (
     WireGuardActions,
 )
 from zsn.tui.widgets.status import Severity, StatusLine
-from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
+from zsn.tui.widgets.table import Cell, CellValue, Column, LiveTable, Row, rate_columns
 from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
 
@@ -66,12 +66,14 @@ PEER_COLUMNS = (
 )
 
 
-def listed(items: tuple[str, ...]) -> Cell:
+def listed(items: tuple[str, ...]) -> CellValue:
     """Several values in one cell; the short form is the first and a count."""
-    if not items:
-        return Cell("-")
-    short = items[0] + (f" +{len(items) - 1}" if len(items) > 1 else "")
-    return Cell(", ".join(items), short=short)
+    if len(items) < 2:
+        return items[0] if items else "-"
+    return Cell(", ".join(items), short=f"{items[0]} +{len(items) - 1}")
+
+
+NEVER = Cell("never", "warn")
 
 
 class WireGuardPane(WireGuardActions, LivePane):
@@ -108,7 +110,8 @@ in the config after them, by key). `enter` on a peer shows all of it.
                         empty_text="No peers.")
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual runs LivePane.on_mount too (handlers of every class are called):
+        # calling it here as well started a second polling timer.
         self.start_findings()
 
     # -- data ------------------------------------------------------------------
@@ -169,9 +172,11 @@ in the config after them, by key). `enter` on a peer shows all of it.
         return None
 
     def _handshake_cell(self, peer: PeerState, clock: float) -> Cell:
+        if peer.latest_handshake is None:
+            return NEVER
         state = handshake_state(peer.latest_handshake, clock)
         if state == "never":
-            return Cell("never", "warn")
+            return NEVER
         age = human_duration(clock - (peer.latest_handshake or 0))
         if state == "stale":
             return Cell(f"{age} stale", "bad", short=age)
