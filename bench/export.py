@@ -88,6 +88,7 @@ def main() -> int:
     args = parser.parse_args()
     _lab.require(["wireguard-go", "ip", "unshare", "mount"])
     _lab.isolate()
+    _lab.compile_repo()
     interface, _ = _lab.big_interface(IFACE, args.peers)
     try:
         return run_benchmarks(args.runs, args.peers)

@@ -79,6 +79,7 @@ def main() -> int:
     columns, rows = (int(part) for part in args.size.split("x"))
     _lab.require(["wireguard-go", "ip", "unshare", "mount", "htop"])
     _lab.isolate()
+    _lab.compile_repo()
     python = sys.executable
     results: list[Idle] = []
     print(f"terminal {columns}x{rows}, {args.seconds:g} s each after {SETTLE_SECONDS:g} s "

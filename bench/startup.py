@@ -86,6 +86,7 @@ def main() -> int:
         _lab.require(["wireguard-go", "ip", "unshare", "mount"])
         _lab.isolate()
         interface, _ = _lab.big_interface(IFACE, args.peers)
+    _lab.compile_repo()
     try:
         return run_benchmarks(args.runs, not args.no_live)
     finally:
