@@ -4,6 +4,7 @@ screen shows and what the app would write to a terminal."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,9 @@ def screen_text(app: App[Any]) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+_ESCAPES = re.compile(r"\x1b\[[0-9;?<>=$]*[A-Za-z~]|\x1b\][^\x07]*\x07")
+
+
 class TerminalOutput:
     """What the app would write to a real terminal from now on: Textual's headless
     driver writes nothing, so the screen updates are rendered here instead."""
@@ -47,12 +51,17 @@ class TerminalOutput:
         self.app = app
         self.updates = 0
         self.bytes = 0
+        self.first_frame = ""
+        """The text of the first screen update (escape sequences removed)."""
         self._display = app._display
 
         def display(screen: Any, renderable: Any) -> None:
             if renderable is not None and not app._batch_count:
                 self.updates += 1
-                self.bytes += len(renderable.render_segments(app.console).encode())
+                written = renderable.render_segments(app.console)
+                self.bytes += len(written.encode())
+                if self.updates == 1:
+                    self.first_frame = _ESCAPES.sub("", written)
             self._display(screen, renderable)
 
         app._display = display  # type: ignore[method-assign]

@@ -389,3 +389,16 @@ async def test_help_says_which_columns_go_when_the_screen_is_narrow(fixed_app: Z
         assert ("whole columns are hidden in this order: Key, Sent, Received, Endpoint, "
                 "Allowed IPs") in text
         assert "Hidden at this width: Endpoint, Received, Sent, Key." in text
+
+
+async def test_the_chosen_theme_colours_the_first_frame(fixed_app: ZsnApp) -> None:
+    from textual.color import Color
+
+    for name in ("zsn-night", "zsn-paper"):
+        app = ZsnApp(fixed_app.host, theme=name, refresh=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for_rows(pilot)
+            theme = app.get_theme(name)
+            assert theme is not None and theme.surface is not None
+            table = app.query_one("#wg-peers", LiveTable)
+            assert table.styles.background == Color.parse(theme.surface), name

@@ -13,4 +13,5 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.openvpn:OpenVpnPane",
     lint="zsn.openvpn.lint",
+    live="zsn.openvpn.live:read_openvpn",
 )

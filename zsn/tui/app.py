@@ -14,8 +14,9 @@ from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.panes.base import LivePane
+from zsn.tui.prefetch import Prefetch
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
-from zsn.tui.widgets.footer import KeyFooter
+from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
 
 STYLES = Path(__file__).parent / "styles"
@@ -48,8 +49,10 @@ class ZsnApp(App[int]):
           for number in range(1, 10)),
     ]
 
-    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
+    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0,
+                 prefetched: Prefetch | None = None) -> None:
         super().__init__()
+        self.prefetched = prefetched
         self.domains: list[Domain] = domains()
         self.host = host
         self.refresh_seconds = refresh
@@ -59,9 +62,20 @@ class ZsnApp(App[int]):
         for theme_object in loaded.themes:
             self.register_theme(theme_object)
         self._theme_problems.extend(loaded.problems)
-        # Chosen before mount: set in on_mount, a theme makes Textual re-parse and
-        # re-apply the whole stylesheet before the first frame.
-        self.theme = self._starting_theme()
+        self._use_starting_theme(self._starting_theme())
+
+    def _use_starting_theme(self, name: str) -> None:
+        """Start with theme `name` as if it were Textual's default. Assigning `theme`
+        runs its watcher, which re-parses and re-applies the whole stylesheet once
+        more before the first frame (~10 ms); nothing is parsed yet, so setting the
+        value and what the watcher sets on the app (classes, ANSI colour filter,
+        the stylesheet's variables) is enough."""
+        self.set_reactive(App.theme, name)
+        dark = self.current_theme.dark
+        self.update_classes({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark},
+                            update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def _starting_theme(self) -> str:
         wanted = self._requested_theme or FALLBACK_THEME
@@ -79,8 +93,10 @@ class ZsnApp(App[int]):
             for index, each in enumerate(self.domains):
                 with Vertical(id=f"tab-{each.name}", classes="pane-container"):
                     if index == 0:
-                        yield self._new_pane(each)
-        yield KeyFooter(keep=("q", "question_mark"))
+                        pane = self._new_pane(each)
+                        pane.prefetched, self.prefetched = self.prefetched, None
+                        yield pane
+        yield KeyBar(keep=("q", "question_mark"), id="key-bar")
 
     def _new_pane(self, domain: Domain) -> LivePane:
         """A domain's pane, its module imported only when the pane is made."""
@@ -149,6 +165,7 @@ class ZsnApp(App[int]):
             pane.poll(force=True)
 
 
-def run(host: Host, theme: str | None = None, refresh: float = 1.0, **kwargs: Any) -> int:
-    ZsnApp(host, theme=theme, refresh=refresh).run(**kwargs)
+def run(host: Host, theme: str | None = None, refresh: float = 1.0,
+        prefetched: Prefetch | None = None, **kwargs: Any) -> int:
+    ZsnApp(host, theme=theme, refresh=refresh, prefetched=prefetched).run(**kwargs)
     return 0

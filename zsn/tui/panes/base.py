@@ -41,6 +41,8 @@
    as fit (help and quit always), the rest are in `?` and the command palette.
 
 Compose: yield a `StatusLine()` first, then the tables (and details widgets).
+Textual calls the event handlers of every class (`on_mount` of the pane and of
+`LivePane`): never call ``super().on_mount()``, it would start polling twice.
 Declare the pane in the domain's `DOMAIN.pane` (see `zsn.domains`).
 """
 
@@ -56,6 +58,7 @@ from textual.timer import Timer
 
 from zsn.errors import ZsnError
 from zsn.system.host import Host
+from zsn.tui.prefetch import Prefetch
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import Cell, LiveTable, Row, cell_text
 
@@ -65,6 +68,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 GONE_NOTICE_SECONDS = 8
+PREFETCH_WAIT_SECONDS = 5.0
+"""How long the first poll waits for the snapshot read while the app started."""
 SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
@@ -135,6 +140,8 @@ class LivePane(Vertical):
         self._busy = threading.Event()
         self._timer: Timer | None = None
         self._last_poll = 0.0
+        self.prefetched: Prefetch | None = None
+        """The first snapshot, read in a child process while the app started."""
         self.snapshot_count = 0
         """Snapshots shown so far (tests wait on it)."""
 
@@ -247,6 +254,16 @@ class LivePane(Vertical):
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
+        prefetched = self.prefetched
+        if prefetched is not None and prefetched.ready():
+            # Already here: shown before the first frame is drawn.
+            self.prefetched = None
+            snapshot = prefetched.take(0)
+            if snapshot is not None:
+                self._last_poll = time.monotonic()
+                self.show(snapshot)  # (is_mounted is False until on_mount returns)
+                self.snapshot_count += 1
+                return
         self.poll()
 
     def on_show(self) -> None:
@@ -267,7 +284,10 @@ class LivePane(Vertical):
 
     def _fetch_in_thread(self) -> None:
         try:
-            snapshot = self.fetch()
+            prefetched, self.prefetched = self.prefetched, None
+            snapshot = prefetched.take(PREFETCH_WAIT_SECONDS) if prefetched else None
+            if snapshot is None:
+                snapshot = self.fetch()
         except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
             message = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
             self.app.call_from_thread(self._deliver_error, message)

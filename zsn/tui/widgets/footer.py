@@ -1,70 +1,122 @@
-"""`KeyFooter`: the footer shows the keys that matter, as many as fit.
+"""`KeyBar`: the footer line, showing the keys that matter, as many as fit.
 
-Textual's footer lists every shown binding and cuts the line at the screen's
-edge, so at 80 columns the last keys (help and quit among them) were lost. Here
-the keys named in `keep` (help, quit) always stay; the others follow in binding
-order (a pane lists its bindings most important first) while they fit; a key
-that does not fit is left out whole, with every key after it. The rest are in
-`?` and the command palette. Nothing here repaints on a timer.
+Textual's Footer lists every shown binding and cuts the line at the screen's edge
+(at 80 columns help and quit were lost), and it is a widget per key, rebuilt each
+time the focus moves. This is one widget drawing one line: the keys named in
+`keep` (help, quit) always stay; the others follow in binding order (a pane lists
+its bindings most important first) while they fit; a key that does not fit is
+left out whole, with every key after it. The rest are in `?` and the command
+palette (its key on the right). It is redrawn only when the keys shown change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from textual.geometry import Size
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from rich.cells import cell_len
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+
+KeyShown = tuple[str, str, str, bool]
+"""(key, key as shown, description, enabled)."""
 
 
-class KeyFooter(Footer):
+class KeyBar(Widget):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "key-bar--key", "key-bar--description", "key-bar--disabled",
+    }
+
     def __init__(self, keep: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.keep = frozenset(keep)
-        self._shown: tuple[tuple[str, str, bool], ...] | None = None
+        self._keys: tuple[KeyShown, ...] = ()
+        self._spans: list[tuple[int, int, str]] = []
 
-    async def recompose(self) -> None:
-        # Textual rebuilds the footer whenever the focus moves; the keys rarely
-        # change with it, and rebuilding costs a dozen widgets and a repaint.
-        shown = tuple((key, active.binding.description, active.enabled)
-                      for key, active in self.screen.active_bindings.items()
-                      if active.binding.show)
-        if shown == self._shown and self.children:
-            return
-        self._shown = shown
-        await super().recompose()
-        self.fit_keys()
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._bindings_changed(self.screen)
 
-    def on_resize(self) -> None:
-        self.fit_keys()
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
-    @staticmethod
-    def _width(key: FooterKey) -> int:
-        styles = key.styles
-        return (key.get_content_width(Size(0, 0), Size(0, 0)) + styles.gutter.width
-                + styles.margin.width)
-
-    def fit_keys(self) -> None:
-        width = self.size.width
-        if not width:
-            return
-        keys = list(self.query(FooterKey))
-        palette = [key for key in keys if key.has_class("-command-palette")]
-        available = width - sum(self._width(key) for key in palette)
-        ranked = [key for key in keys if key.key in self.keep and key not in palette]
-        ranked += [key for key in keys if key.key not in self.keep and key not in palette]
-        full = False
-        for key in ranked:
-            needed = self._width(key)
-            shown = not full and needed <= available
-            full |= not shown and key.key not in self.keep
-            if shown:
-                available -= needed
-            if key.display != shown:
-                key.display = shown
+    def _bindings_changed(self, screen: Screen[Any]) -> None:
+        keys = tuple(
+            (key, self.app.get_key_display(active.binding), active.binding.description,
+             active.enabled)
+            for key, active in screen.active_bindings.items()
+            if active.binding.show and active.binding.description)
+        if keys != self._keys:
+            self._keys = keys
+            self.refresh()
 
     @property
     def shown_keys(self) -> list[str]:
-        """The keys on the footer now, left to right (for tests)."""
-        return [key.key for key in self.query(FooterKey) if key.display]
+        """The keys on the line now, left to right (for tests)."""
+        self._fit(self.size.width)
+        return [key for _, _, key in self._spans]
+
+    def _palette(self) -> KeyShown | None:
+        app = self.app
+        if not app.ENABLE_COMMAND_PALETTE:
+            return None
+        binding = Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "palette")
+        return (app.COMMAND_PALETTE_BINDING, app.get_key_display(binding), "palette", True)
+
+    @staticmethod
+    def _width(shown: KeyShown) -> int:
+        return cell_len(shown[1]) + cell_len(shown[2]) + 3  # " k desc "
+
+    def _fit(self, width: int) -> list[KeyShown]:
+        palette = self._palette()
+        room = width - (self._width(palette) if palette else 0)
+        kept = [shown for shown in self._keys if shown[0] in self.keep]
+        room -= sum(self._width(shown) for shown in kept)
+        chosen = set(kept)
+        for shown in self._keys:
+            if shown[0] in self.keep:
+                continue
+            if self._width(shown) > room:
+                break
+            chosen.add(shown)
+            room -= self._width(shown)
+        line = [shown for shown in self._keys if shown in chosen]
+        self._spans = []
+        x = 0
+        for shown in line:
+            self._spans.append((x, x + self._width(shown), shown[0]))
+            x += self._width(shown)
+        return line
+
+    def render(self) -> Text:
+        width = self.size.width
+        key_style = self.get_component_rich_style("key-bar--key")
+        description_style = self.get_component_rich_style("key-bar--description")
+        disabled_style = self.get_component_rich_style("key-bar--disabled")
+        line = Text(no_wrap=True, end="")
+
+        def add(shown: KeyShown) -> None:
+            _, display, description, enabled = shown
+            line.append(f" {display} ", style=key_style if enabled else disabled_style)
+            line.append(f"{description} ",
+                        style=description_style if enabled else disabled_style)
+
+        for shown in self._fit(width):
+            add(shown)
+        palette = self._palette()
+        if palette is not None:
+            gap = width - line.cell_len - self._width(palette)
+            if gap >= 0:
+                line.append(" " * (gap - 1) + "▏" if gap else "")
+                self._spans.append((line.cell_len, width, palette[0]))
+                add(palette)
+        return line
+
+    async def _on_click(self, event: events.Click) -> None:
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                self.app.simulate_key(key)
+                return
