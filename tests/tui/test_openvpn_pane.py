@@ -401,3 +401,20 @@ async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()
         assert output.bytes == 0
+
+
+async def test_long_journal_lines_wrap_and_keep_every_word(ovpn_app: ZsnApp,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.pilot import screen_text
+
+    message = ("TLS Error: TLS key negotiation failed to occur within 60 seconds (check your "
+               "network connectivity) and the final words stay visible")
+    monkeypatch.setattr("zsn.tui.screens.journal.unit_lines", lambda host, unit, lines: [
+        JournalLine(int(NOW * 1e6), 3, "openvpn", message)])
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = " ".join(" ".join(line.strip("│ ▁▔").split()) for line in screen_text(ovpn_app))
+        assert message in shown  # every word, none cut at the right edge

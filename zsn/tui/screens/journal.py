@@ -1,4 +1,8 @@
-"""A unit's recent journal lines, newest at the bottom; `r` reads them again."""
+"""A unit's recent journal lines, newest at the bottom; `r` reads them again.
+
+Lines wrap at the screen's width (RichLog renders at least 78 columns by default,
+which hid the end of long lines on an 80-column terminal) and wrap again when the
+terminal is resized."""
 
 from __future__ import annotations
 
@@ -29,9 +33,10 @@ class JournalScreen(ModalScreen[None]):
         self.host = host
         self.unit = unit
         self.lines = lines
+        self._shown: list[JournalLine] | None = None
 
     def compose(self) -> ComposeResult:
-        yield RichLog(id="journal", wrap=True, markup=False, highlight=False)
+        yield RichLog(id="journal", wrap=True, markup=False, highlight=False, min_width=1)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -50,7 +55,12 @@ class JournalScreen(ModalScreen[None]):
         else:
             self.app.call_from_thread(self._show, lines)
 
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self._show(self._shown)
+
     def _show(self, lines: list[JournalLine]) -> None:
+        self._shown = lines
         log = self.query_one("#journal", RichLog)
         log.clear()
         if not lines:
