@@ -402,3 +402,19 @@ async def test_the_chosen_theme_colours_the_first_frame(fixed_app: ZsnApp) -> No
             assert theme is not None and theme.surface is not None
             table = app.query_one("#wg-peers", LiveTable)
             assert table.styles.background == Color.parse(theme.surface), name
+
+
+async def test_an_open_peer_stays_still_when_nothing_changed(fixed_app: ZsnApp) -> None:
+    from tests.pilot import TerminalOutput
+
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await open_first_peer(pilot)
+        assert isinstance(fixed_app.screen, PeerDetailsScreen)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        output = TerminalOutput(fixed_app)
+        for _ in range(2):
+            fixed_app.query_one("#wireguard").poll(force=True)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+        assert output.bytes == 0

@@ -41,20 +41,29 @@ class PeerDetailsScreen(ModalScreen[None]):
         box.border_title = f"{self.peer.name or 'Peer'} on {self.interface}"
 
     def update_peer(self, peer: PeerState, rates: tuple[float | None, float | None]) -> None:
+        """Called every refresh; repaints only when something shown changed."""
+        shown = self._shown()
         self.peer, self.rates = peer, rates
-        self.query_one("#peer-details-body", Static).update(self._render_table())
+        if self._shown() != shown:
+            self.query_one("#peer-details-body", Static).update(self._render_table())
+
+    def _shown(self) -> tuple[object, ...]:
+        return (self.peer, self.rates, self._handshake_text(self.clock()))
+
+    def _handshake_text(self, clock: float) -> str:
+        latest = self.peer.latest_handshake
+        state = handshake_state(latest, clock)
+        if state == "never":
+            return "never"
+        age = human_duration(clock - (latest or 0))
+        return f"{age} ago" + (" (stale: no working session)" if state == "stale" else "")
 
     def _render_table(self) -> Table:
-        peer, clock = self.peer, self.clock()
+        peer = self.peer
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
-        state = handshake_state(peer.latest_handshake, clock)
-        if state == "never":
-            handshake = "never"
-        else:
-            age = human_duration(clock - (peer.latest_handshake or 0))
-            handshake = f"{age} ago" + (" (stale: no working session)" if state == "stale" else "")
+        handshake = self._handshake_text(self.clock())
         rows = [
             ("Name", peer.name or "(no name comment in the config)"),
             ("Public key", peer.public_key),
