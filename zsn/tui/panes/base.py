@@ -247,8 +247,7 @@ class LivePane(Vertical):
         """Markdown for `?`: each table's columns and which are dropped when narrow."""
         parts = []
         for table in self.tables():
-            title = str(table.border_title or table.id or "Table")
-            parts.append(f"#### Columns: {title}\n{table.describe_columns()}")
+            parts.append(f"#### Columns: {table.help_title}\n{table.describe_columns()}")
         return "\n\n".join(parts)
 
     # -- machinery -------------------------------------------------------------

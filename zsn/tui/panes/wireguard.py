@@ -81,7 +81,7 @@ class WireGuardPane(WireGuardActions, LivePane):
 ### WireGuard
 The upper table lists interfaces (kernel or userspace: wireguard-go, boringtun);
 the lower one the peers of the highlighted interface, in config order (peers not
-in the config after them, by key). `enter` on a peer shows all of it.
+in the config after them, by name). `enter` on a peer shows all of it.
 """ + ACTION_HELP
 
     BINDINGS: ClassVar[list[BindingType]] = [

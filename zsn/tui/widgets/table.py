@@ -321,6 +321,8 @@ class LiveTable(ScrollView, can_focus=True):
         if len(set(keys)) != len(keys):
             raise ValueError(f"duplicate column keys: {keys}")
         self.columns: tuple[Column, ...] = tuple(columns)
+        self.help_title = title or (id or "Table")
+        """The table's name in the `?` help (its border title may change)."""
         if title:
             self.border_title = title
         self.zebra = zebra
