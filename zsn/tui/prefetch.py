@@ -61,9 +61,13 @@ class Prefetch:
 
     def ready(self) -> bool:
         """True once the whole snapshot has arrived (or the child gave up); never blocks."""
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return False  # being taken in another thread
+        try:
             self._read(0.0)
             return self._done
+        finally:
+            self._lock.release()
 
     def take(self, timeout: float) -> Any | None:
         """The snapshot, waiting up to `timeout` seconds; None when the child failed or
