@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the action modules load on first use, not at start-up
 
 LINT_SECONDS = 10.0
 """How often the findings line is refreshed (lint reads every config file)."""
+LINT_FIRST_AFTER = 0.5
+"""Seconds after the pane starts before the first lint."""
 
 # Most important first: the footer shows as many as fit, `?` and ctrl+p all of them.
 ACTION_BINDINGS: list[BindingType] = [
@@ -94,12 +96,15 @@ class WireGuardActions:
     notify: Callable[..., None]
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
+    set_timer: Callable[..., Any]
 
     _snapshot: WireGuardSnapshot | None
 
     def start_findings(self) -> None:
+        # The first lint waits a moment: its thread (imports, every config read)
+        # would otherwise take turns with the first frame for the interpreter.
+        self.set_timer(LINT_FIRST_AFTER, self.refresh_findings)
         self.set_interval(LINT_SECONDS, self.refresh_findings)
-        self.refresh_findings()
 
     # -- plumbing ----------------------------------------------------------------
     def plan_applied(self, plan: Plan) -> None:
