@@ -7,7 +7,10 @@
    the latest state and `fetch()` returns it. A fetch that raises is shown in the
    status line and polling goes on, so the pane recovers when the daemon is back.
    Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
-   another tab, and never overlaps itself; `poll(force=True)` reads now.
+   another tab, and never overlaps itself; `poll(force=True)` reads now. Name the
+   same reader in the domain's ``live=`` (`zsn.domains`): when the pane is the first
+   one, its first read then runs in a child process while Textual starts
+   (`zsn.tui.prefetch`), and the first frame already has the rows.
 2. **Show** in `show(snapshot)` (UI thread): turn the snapshot into `Row`s and hand
    them to each table's `LiveTable.update(rows)`. Give every row a stable key (an
    interface name, a public key, a pool/vdev path) and every cell its text: the
