@@ -72,13 +72,13 @@ def test_columns_are_dropped_whole_by_priority_and_never_narrower_than_needed(
         width: int, need: list[int], extra: list[int]) -> None:
     natural = [n + e for n, e in zip(need, extra, strict=True)]
     layout = lay_out(COLUMNS, need, natural, width)
-    shown = [placed.index for placed in layout.placed]
+    shown = [placed.column for placed in layout.placed]
     assert shown[0] == 0  # the first column is never dropped
     if need[0] + 2 <= width:
         assert layout.placed[-1].x + layout.placed[-1].width <= width - 1
         for placed in layout.placed:
-            assert need[placed.index] <= placed.width <= max(natural[placed.index],
-                                                             need[placed.index])
+            assert need[placed.column] <= placed.width <= max(natural[placed.column],
+                                                             need[placed.column])
     # A column is hidden only when every column less important is hidden too.
     for hidden in layout.hidden:
         less_important = [i for i in range(1, 6)

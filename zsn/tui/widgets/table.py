@@ -109,16 +109,15 @@ class Column:
         return cell_len(self.short_label or self.label)
 
 
-@dataclass(frozen=True)
-class PlacedColumn:
-    index: int
+class PlacedColumn(NamedTuple):
+    column: int
+    """Index of the column in the table's `columns`."""
     x: int
     """Offset from the left edge of the line, `PAD` included."""
     width: int
 
 
-@dataclass(frozen=True)
-class ColumnLayout:
+class ColumnLayout(NamedTuple):
     placed: tuple[PlacedColumn, ...]
     hidden: tuple[int, ...]
     """Indices of the columns dropped at this width."""
@@ -691,7 +690,7 @@ class LiveTable(ScrollView, can_focus=True):
             return  # not on screen: drawn fresh when scrolled to
         wanted = set(columns)
         for placed in layout.placed:
-            if placed.index in wanted:
+            if placed.column in wanted:
                 self.repaint_count += 1
                 self.refresh(Region(placed.x, y, placed.width, 1))
 
@@ -767,7 +766,7 @@ class LiveTable(ScrollView, can_focus=True):
         segments = [Segment(" " * PAD, style)]
         x = PAD
         for placed in layout.placed:
-            column = self.columns[placed.index]
+            column = self.columns[placed.column]
             if placed.x > x:
                 segments.append(Segment(" " * (placed.x - x), style))
             label = column.label if cell_len(column.label) <= placed.width else \
@@ -799,17 +798,17 @@ class LiveTable(ScrollView, can_focus=True):
         segments = [Segment(" " * PAD, line_style)]
         x = PAD
         for placed in layout.placed:
-            column = self.columns[placed.index]
-            value = row.cells[placed.index]
+            column = self.columns[placed.column]
+            value = row.cells[placed.column]
             if isinstance(value, str):
                 text, tone, short = value, "", None
             else:
                 text, tone, short = value
-            if placed.index == 0 and row.depth:
+            if placed.column == 0 and row.depth:
                 guide = self._guides.get(row.key, "")
                 text = guide + text
                 short = guide + short if short is not None else None
-            shown = fit(text, short, placed.width, column.truncate or placed.index == 0)
+            shown = fit(text, short, placed.width, column.truncate or placed.column == 0)
             style = line_style
             if tone in TONES:
                 style = row_style + self._style(tone)
@@ -887,7 +886,7 @@ class LiveTable(ScrollView, can_focus=True):
                 self.sort_by(self.columns[0].key, True)
         else:
             layout = self._current_layout()
-            shown = [p.index for p in layout.placed] if layout else [0]
+            shown = [p.column for p in layout.placed] if layout else [0]
             current = self._sort[0] if self._sort is not None else -1
             later = [index for index in shown if index > current]
             self.sort_by(self.columns[later[0]].key if later else None)
