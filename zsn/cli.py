@@ -156,14 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
         return 1
-    from zsn.tui.prefetch import Prefetch
-
-    # Before Textual is imported: the first pane's read runs alongside it.
-    registered = domains()
-    prefetched = Prefetch.start(registered[0].live, host) if registered else None
     from zsn.tui.app import run
 
-    return run(host, theme=args.theme, refresh=args.refresh, prefetched=prefetched)
+    return run(host, theme=args.theme, refresh=args.refresh)
 
 
 def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) -> int:

@@ -16,9 +16,6 @@ The faces, each a module path:
   ``add_arguments(parser)`` (its sub-commands) and ``run(args, host) -> int``.
 - ``pane``: ``"module:Class"``, a `zsn.tui.panes.base.LivePane` shown as a tab.
 - ``lint``: a module with ``RULES``, ``SUBJECT`` and ``lint(host)`` (see `zsn.lint`).
-- ``live`` (optional): ``"module:function"``, ``function(host)`` returning the snapshot
-  the pane shows, without Textual. For the first pane, `zsn.tui.prefetch` runs it in a
-  child process while the UI loads, so the first frame already has the rows.
 """
 
 from __future__ import annotations
@@ -58,7 +55,6 @@ class Domain:
     commands: tuple[CommandGroup, ...]
     pane: str
     lint: str
-    live: str = ""
 
 
 def load(path: str) -> Any:

@@ -244,3 +244,20 @@ async def test_rows_that_arrive_after_the_first_frame_widen_their_columns() -> N
         body = "\n".join(screen_text(app))
         assert "peer-1 " in body and "1.2 KiB/s" in body and "10.77.0.2/32" in body
         assert "…" not in body.replace("8DtMxP7o…", "")
+
+
+async def test_an_empty_table_says_reading_until_its_first_rows() -> None:
+    class EmptyApp(App[None]):
+        CSS_PATH = [str(STYLES)]
+
+        def compose(self) -> ComposeResult:
+            yield LiveTable(COLUMNS, id="table", empty_text="No peers.")
+
+    app = EmptyApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        await pilot.pause()
+        assert "Reading…" in "\n".join(screen_text(app))
+        table_of(app).update([])
+        await pilot.pause()
+        body = "\n".join(screen_text(app))
+        assert "No peers." in body and "Reading…" not in body

@@ -13,5 +13,4 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.openvpn:OpenVpnPane",
     lint="zsn.openvpn.lint",
-    live="zsn.openvpn.live:read_openvpn",
 )

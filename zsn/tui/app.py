@@ -14,7 +14,6 @@ from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.panes.base import LivePane
-from zsn.tui.prefetch import Prefetch
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
@@ -49,10 +48,8 @@ class ZsnApp(App[int]):
           for number in range(1, 10)),
     ]
 
-    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0,
-                 prefetched: Prefetch | None = None) -> None:
+    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
         super().__init__()
-        self.prefetched = prefetched
         self.domains: list[Domain] = domains()
         self.host = host
         self.refresh_seconds = refresh
@@ -93,9 +90,7 @@ class ZsnApp(App[int]):
             for index, each in enumerate(self.domains):
                 with Vertical(id=f"tab-{each.name}", classes="pane-container"):
                     if index == 0:
-                        pane = self._new_pane(each)
-                        pane.prefetched, self.prefetched = self.prefetched, None
-                        yield pane
+                        yield self._new_pane(each)
         yield KeyBar(keep=("q", "question_mark"), id="key-bar")
 
     def _new_pane(self, domain: Domain) -> LivePane:
@@ -165,7 +160,6 @@ class ZsnApp(App[int]):
             pane.poll(force=True)
 
 
-def run(host: Host, theme: str | None = None, refresh: float = 1.0,
-        prefetched: Prefetch | None = None, **kwargs: Any) -> int:
-    ZsnApp(host, theme=theme, refresh=refresh, prefetched=prefetched).run(**kwargs)
+def run(host: Host, theme: str | None = None, refresh: float = 1.0, **kwargs: Any) -> int:
+    ZsnApp(host, theme=theme, refresh=refresh).run(**kwargs)
     return 0

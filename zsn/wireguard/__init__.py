@@ -16,5 +16,4 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",
-    live="zsn.wireguard.live:read_wireguard",
 )

@@ -7,10 +7,8 @@
    the latest state and `fetch()` returns it. A fetch that raises is shown in the
    status line and polling goes on, so the pane recovers when the daemon is back.
    Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
-   another tab, and never overlaps itself; `poll(force=True)` reads now. Name the
-   same reader in the domain's ``live=`` (`zsn.domains`): when the pane is the first
-   one, its first read then runs in a child process while Textual starts
-   (`zsn.tui.prefetch`), and the first frame already has the rows.
+   another tab, and never overlaps itself; `poll(force=True)` reads now. The first
+   read starts when the pane is mounted; until it is shown, tables say "Reading…".
 2. **Show** in `show(snapshot)` (UI thread): turn the snapshot into `Row`s and hand
    them to each table's `LiveTable.update(rows)`. Give every row a stable key (an
    interface name, a public key, a pool/vdev path) and every cell its text: the
@@ -61,7 +59,6 @@ from textual.timer import Timer
 
 from zsn.errors import ZsnError
 from zsn.system.host import Host
-from zsn.tui.prefetch import Prefetch
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import Cell, LiveTable, Row, cell_text
 
@@ -71,8 +68,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 GONE_NOTICE_SECONDS = 8
-PREFETCH_WAIT_SECONDS = 5.0
-"""How long the first poll waits for the snapshot read while the app started."""
 SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
@@ -143,8 +138,6 @@ class LivePane(Vertical):
         self._busy = threading.Event()
         self._timer: Timer | None = None
         self._last_poll = 0.0
-        self.prefetched: Prefetch | None = None
-        """The first snapshot, read in a child process while the app started."""
         self.snapshot_count = 0
         """Snapshots shown so far (tests wait on it)."""
 
@@ -256,16 +249,6 @@ class LivePane(Vertical):
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
-        prefetched = self.prefetched
-        if prefetched is not None and prefetched.ready():
-            # Already here: shown before the first frame is drawn.
-            self.prefetched = None
-            snapshot = prefetched.take(0)
-            if snapshot is not None:
-                self._last_poll = time.monotonic()
-                self.show(snapshot)  # (is_mounted is False until on_mount returns)
-                self.snapshot_count += 1
-                return
         self.poll()
 
     def on_show(self) -> None:
@@ -286,10 +269,7 @@ class LivePane(Vertical):
 
     def _fetch_in_thread(self) -> None:
         try:
-            prefetched, self.prefetched = self.prefetched, None
-            snapshot = prefetched.take(PREFETCH_WAIT_SECONDS) if prefetched else None
-            if snapshot is None:
-                snapshot = self.fetch()
+            snapshot = self.fetch()
         except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
             message = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
             self.app.call_from_thread(self._deliver_error, message)

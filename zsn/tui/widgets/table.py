@@ -326,6 +326,8 @@ class LiveTable(ScrollView, can_focus=True):
             self.border_title = title
         self.zebra = zebra
         self.empty_text = empty_text
+        self.reading = True
+        """Until the first `update`, an empty table says it is being read."""
         self._rows: dict[str, Row] = {}
         self._order: list[str] = []
         """Keys in the order `update` gave them."""
@@ -411,6 +413,10 @@ class LiveTable(ScrollView, can_focus=True):
         """Show `rows` (every row, in their natural order). Only cells whose text or
         tone changed are repainted; nothing is when nothing changed."""
         new_rows = list(rows)
+        if self.reading:
+            self.reading = False
+            if not new_rows:
+                self._repaint_all()  # "Reading…" goes
         new_order = [row.key for row in new_rows]
         if len(set(new_order)) != len(new_order):
             raise ValueError(f"{self.id or 'table'}: duplicate row keys")
@@ -741,9 +747,9 @@ class LiveTable(ScrollView, can_focus=True):
             return self._header_line(layout, base)
         position = y - HEADER_LINES + int(self.scroll_y)
         if position >= len(self._view):
-            if position == 0 and (self.empty_text or self._filter):
+            if position == 0 and (self.empty_text or self._filter or self.reading):
                 text = (f"No row matches {self._filter!r}." if self._filter
-                        else self.empty_text)
+                        else "Reading…" if self.reading else self.empty_text)
                 style = base + self._style("empty")
                 return Strip([Segment(" " * PAD + text, style)]).adjust_cell_length(
                     width, base)
