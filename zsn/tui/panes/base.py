@@ -249,7 +249,11 @@ class LivePane(Vertical):
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
-        self.poll()
+        # Once the first frame is drawn: the read's thread (imports, netlink) would
+        # otherwise take turns with it for the interpreter. (Counts as the read
+        # on_show would start.)
+        self._last_poll = time.monotonic()
+        self.call_after_refresh(self.poll)
 
     def on_show(self) -> None:
         # A pane shown again after polling paused while hidden reads at once,
