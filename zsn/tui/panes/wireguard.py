@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
+from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.panes.wireguard_actions import (
     ACTION_BINDINGS,
@@ -19,13 +20,24 @@ from zsn.tui.panes.wireguard_actions import (
 )
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import Cell, CellValue, Column, LiveTable, Row, rate_columns
-from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
+
+if TYPE_CHECKING:
+    from zsn.wireguard.live import LiveCache
 
 
 def now() -> float:
     """The clock used for handshake ages (replaced in snapshot tests)."""
     return time.time()
+
+
+def read_wireguard(host: Host, cache: LiveCache) -> WireGuardSnapshot:
+    """`zsn.wireguard.live.read_wireguard`, imported in the poll's thread, after the
+    first frame (netlink and the UAPI code are not needed to draw it); replaced in
+    tests."""
+    from zsn.wireguard import live
+
+    return live.read_wireguard(host, cache)
 
 
 def _handshake_order(row: Row) -> float:
@@ -92,7 +104,7 @@ in the config after them, by name). `enter` on a peer shows all of it.
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
-        self._live_cache = LiveCache()
+        self._live_cache: LiveCache | None = None
         self._rates = RateTracker()
         self._snapshot: WireGuardSnapshot | None = None
         self.gone = GoneRows(lambda message: self.notify(
@@ -116,6 +128,10 @@ in the config after them, by name). `enter` on a peer shows all of it.
 
     # -- data ------------------------------------------------------------------
     def fetch(self) -> WireGuardSnapshot:
+        if self._live_cache is None:
+            from zsn.wireguard.live import LiveCache
+
+            self._live_cache = LiveCache()
         return read_wireguard(self.host, self._live_cache)
 
     def show(self, snapshot: WireGuardSnapshot) -> None:
