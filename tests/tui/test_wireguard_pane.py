@@ -418,3 +418,21 @@ async def test_an_open_peer_stays_still_when_nothing_changed(fixed_app: ZsnApp) 
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()
         assert output.bytes == 0
+
+
+async def test_filtering_peers_takes_the_letter_keys_and_the_footer_says_so(
+        fixed_app: ZsnApp) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        bar = fixed_app.query_one(KeyBar)
+        assert "a" in bar.shown_keys
+        await pilot.press("slash", *"bob")  # "b" is no key here, "a" would add a peer
+        await pilot.pause()
+        peers = fixed_app.query_one("#wg-peers", LiveTable)
+        assert [row[0] for row in row_texts(peers)] == ["bob-site"]
+        assert "a" not in bar.shown_keys
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "a" in bar.shown_keys and peers.filter_text == "bob"

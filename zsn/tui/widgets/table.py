@@ -726,8 +726,7 @@ class LiveTable(ScrollView, can_focus=True):
 
     def _on_blur(self, event: events.Blur) -> None:
         self._lines.clear()
-        self._filtering = False
-        self._show_subtitle()
+        self._set_filtering(False)
 
     # -- drawing ---------------------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -899,7 +898,12 @@ class LiveTable(ScrollView, can_focus=True):
         self._show_subtitle()
 
     def action_start_filter(self) -> None:
-        self._filtering = True
+        self._set_filtering(True)
+
+    def _set_filtering(self, on: bool) -> None:
+        if on != self._filtering:
+            self._filtering = on
+            self.refresh_bindings()  # the footer drops the keys typing now takes
         self._show_subtitle()
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
@@ -911,10 +915,10 @@ class LiveTable(ScrollView, can_focus=True):
         if not self._filtering:
             return
         if event.key == "escape":
-            self._filtering = False
+            self._set_filtering(False)
             self.set_filter("")
         elif event.key == "enter":
-            self._filtering = False
+            self._set_filtering(False)
         elif event.key == "backspace":
             self.set_filter(self._filter[:-1])
         elif event.character is not None and event.character.isprintable():
