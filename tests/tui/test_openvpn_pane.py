@@ -91,6 +91,10 @@ def test_snapshot_80x24(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore
     assert snap_compare(ovpn_app, terminal_size=(80, 24), run_before=open_tab)
 
 
+def test_snapshot_120x40(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(ovpn_app, terminal_size=(120, 40), run_before=open_tab)
+
+
 @pytest.fixture
 def fixed_root() -> Iterator[Path]:
     """A root at a fixed path: the plan shows paths, and snapshots must not vary."""
