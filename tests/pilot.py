@@ -9,15 +9,21 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
+from textual.css.query import NoMatches
 
 from zsn.tui.widgets.table import LiveTable, cell_text
 
 
 async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "condition",
                      seconds: float = 10.0) -> None:
+    """Until `predicate()` is true; a widget it asks for that is not there yet (a pane
+    is made when its tab is first shown) counts as not yet."""
     for _ in range(int(seconds / 0.02)):
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except NoMatches:
+            pass
         await pilot.pause(0.02)
     raise AssertionError(f"{what}: not reached within {seconds:g} s")
 

@@ -191,11 +191,10 @@ def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) 
 
 async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
         disks: Disks) -> None:
-    from textual.widgets import DataTable
-
-    from tests.pilot import wait_until
+    from tests.pilot import row_texts, wait_until
     from zsn.system.host import Host
     from zsn.tui.app import ZsnApp
+    from zsn.tui.widgets.table import LiveTable
 
     sh("zpool", "offline", TANK, disks.path("b"))
     try:
@@ -210,18 +209,16 @@ async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
             app.query_one("#panes").active = "tab-zfs"
 
             def cells(table: str) -> list[list[str]]:
-                widget = app.query_one(table, DataTable)
-                return [[str(c).replace("\xa0", " ") for c in widget.get_row_at(i)]
-                        for i in range(widget.row_count)]
+                return row_texts(app.query_one(table, LiveTable))
 
             def tank_row() -> list[str] | None:
                 return next((row for row in cells("#zfs-pools") if row[0] == TANK), None)
 
             await wait_until(pilot, lambda: tank_row() is not None, "the pool", 120)
-            table = app.query_one("#zfs-pools", DataTable)
+            table = app.query_one("#zfs-pools", LiveTable)
             table.focus()
-            while str(table.get_row_at(table.cursor_row)[0]) != TANK:
-                await pilot.press("down")
+            table.move_cursor(TANK)
+            await pilot.pause()
             await wait_until(pilot, lambda: any(
                 row[0].strip() == "zlab-b" and row[1] == "OFFLINE" for row in cells("#zfs-vdevs")),
                 "the OFFLINE member", 120)

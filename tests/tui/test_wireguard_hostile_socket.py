@@ -9,13 +9,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tests.lab.hostile import hostile_socket
 from tests.pilot import wait_until
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.help import HelpScreen
+from zsn.tui.widgets.table import LiveTable
 
 
 @pytest.fixture
@@ -48,5 +49,5 @@ async def test_pane_shows_each_hostile_socket_error_and_keeps_answering(
                          "both errors in the status line", 15.0)
         text = shown()
         assert "no complete answer within" in text and "larger than" in text
-        interfaces = app.query_one("#wg-interfaces", DataTable)
+        interfaces = app.query_one("#wg-interfaces", LiveTable)
         assert interfaces.row_count == 2

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import ContentSwitcher, DataTable, OptionList, Static
+from textual.widgets import ContentSwitcher, OptionList, Static
 
-from tests.pilot import wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
 from tests.unit.zfs.conftest import VM, read
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
@@ -18,6 +18,7 @@ from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.table import LiveTable, cell_text
 from zsn.zfs import iostat, listing, status
 from zsn.zfs.live import MODULE_NOT_LOADED
 from zsn.zfs.model import ZfsSnapshot
@@ -90,14 +91,20 @@ async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
 
 async def select_tank(pilot) -> None:  # type: ignore[no-untyped-def]
     await open_tab(pilot)
-    pilot.app.query_one("#zfs-pools", DataTable).focus()
+    pilot.app.query_one("#zfs-pools", LiveTable).focus()
     await pilot.press("down")
     await pilot.pause()
 
 
 def rows(app: ZsnApp, table: str) -> list[list[str]]:
-    widget = app.query_one(table, DataTable)
-    return [[str(cell) for cell in widget.get_row_at(i)] for i in range(widget.row_count)]
+    return row_texts(app.query_one(table, LiveTable))
+
+
+def tree(app: ZsnApp, table: str) -> list[tuple[int, str]]:
+    """(depth, name) of every row shown."""
+    widget = app.query_one(table, LiveTable)
+    return [(row.depth, cell_text(row.cells[0])) for row in
+            (widget.get_row(key) for key in widget.shown_keys) if row is not None]
 
 
 def test_snapshot_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
@@ -116,11 +123,13 @@ async def test_pools_scan_and_the_vdev_tree_with_live_io(zfs_app: ZsnApp) -> Non
         assert "scrub 45.8% 7s" in pools[1] and "87.1 MiB/s" in pools[1]
         scan = str(zfs_app.query_one("#zfs-scan", Static).render())
         assert scan.startswith("tank: scrub in progress, 45.77% done, ") and "ETA 7s" in scan
-        tree = rows(zfs_app, "#zfs-vdevs")
-        assert [r[0].replace("\xa0", " ") for r in tree] == [
-            "tank", "  mirror-0", "    disk-a", "    disk-b", "  mirror-1", "    disk-c",
-            "    disk-d"]
-        disk_a = tree[2]
+        assert tree(zfs_app, "#zfs-vdevs") == [
+            (0, "tank"), (1, "mirror-0"), (2, "disk-a"), (2, "disk-b"), (1, "mirror-1"),
+            (2, "disk-c"), (2, "disk-d")]
+        shown = screen_text(zfs_app)
+        assert any("├ mirror-0" in line for line in shown)
+        assert any("│ └ disk-b" in line for line in shown)
+        disk_a = rows(zfs_app, "#zfs-vdevs")[2]
         assert disk_a[1] == "ONLINE" and disk_a[2] == "0/0/0"
         assert "21.8 MiB/s" in disk_a  # the last captured block: 22896609 B/s written
         assert any(set(cell) <= set("▁▂▃▄▅▆▇█ ") and cell.strip() for cell in disk_a)
@@ -140,8 +149,7 @@ async def test_datasets_and_back_to_vdevs(zfs_app: ZsnApp) -> None:
         await pilot.press("d")
         await pilot.pause()
         assert zfs_app.query_one("#zfs-lower", ContentSwitcher).current == "zfs-datasets"
-        names = [r[0].replace("\xa0", " ") for r in rows(zfs_app, "#zfs-datasets")]
-        assert names == ["tank", "  db", "  media"]
+        assert tree(zfs_app, "#zfs-datasets") == [(0, "tank"), (1, "db"), (1, "media")]
         db = rows(zfs_app, "#zfs-datasets")[1]
         assert "zstd" in db and "16 KiB" in db
         await pilot.press("v")
@@ -155,8 +163,8 @@ async def test_narrow_terminals_drop_whole_columns(monkeypatch: pytest.MonkeyPat
         app = make_app(monkeypatch, fixed_snapshot())
         async with app.run_test(size=(width, height)) as pilot:
             await select_tank(pilot)
-            table = app.query_one("#zfs-vdevs", DataTable)
-            labels[width] = [str(c.label) for c in table.columns.values()]
+            table = app.query_one("#zfs-vdevs", LiveTable)
+            labels[width] = [c.label for c in table.columns if c not in table.hidden_columns]
     wide, narrow = labels[120], labels[80]
     assert narrow[:3] == ["Vdev", "State", "R/W/Ck err"] and len(narrow) < len(wide)
     assert set(narrow) < set(wide)
@@ -252,7 +260,7 @@ async def test_clear_errors_of_the_highlighted_device(
         await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
         await pilot.press("escape")
         await pilot.pause()
-        zfs_app.query_one("#zfs-vdevs", DataTable).focus()
+        zfs_app.query_one("#zfs-vdevs", LiveTable).focus()
         await pilot.press("down", "down", "c")
         await wait_until(pilot, lambda: len(asked) == 2, "the second plan")
         assert asked == [("tank", None), ("tank", "disk-a")]
@@ -296,7 +304,7 @@ async def test_empty_states(monkeypatch: pytest.MonkeyPatch, snapshot: ZfsSnapsh
         app.query_one("#panes").active = "tab-zfs"
         await wait_until(pilot, lambda: message in str(
             app.query_one("#zfs .pane-status", Static).render()), "the empty state")
-        assert app.query_one("#zfs-pools", DataTable).row_count == 0
+        assert app.query_one("#zfs-pools", LiveTable).row_count == 0
 
 
 def test_snapshot_empty_state_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -309,3 +317,27 @@ def test_snapshot_empty_state_80x24(snap_compare, monkeypatch: pytest.MonkeyPatc
             app.query_one("#zfs .pane-status", Static).render()), "the empty state")
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_empty)
+
+
+async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: ZsnApp) -> None:
+    from tests.pilot import TerminalOutput
+    from tests.tui.test_wireguard_pane import shown_tokens_are_whole, table_lines
+
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        for title, table in (("Pools", "#zfs-pools"), ("Vdevs", "#zfs-vdevs")):
+            widget = zfs_app.query_one(table, LiveTable)
+            labels = [c.label for c in widget.columns]
+            lines = [line.replace("├", " ").replace("└", " ").replace("│ │", "│  ")
+                     for line in table_lines(zfs_app, title)]
+            bad = shown_tokens_are_whole(lines, row_texts(widget), labels)
+            assert bad == [], f"{title}: cut {bad}"
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        output = TerminalOutput(zfs_app)
+        pane = zfs_app.query_one("#zfs")
+        for _ in range(2):
+            pane.poll(force=True)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+        assert output.bytes == 0

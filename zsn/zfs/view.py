@@ -1,8 +1,10 @@
 """What the ZFS pane shows, as plain data: columns with priorities and keyed rows of cells.
 
-No Textual here: the pane turns `Cell`s into styled text (``style`` names a theme
-variable) and keeps only the columns that fit, dropping the least important first, so
-a narrow terminal loses whole columns, never half a word or a unit.
+No Textual here: the pane turns `Cell`s into table cells (``style`` names a theme
+variable, shown as the table's tone for it) and its table keeps only the columns that
+fit, dropping the least important first, so a narrow terminal loses whole columns,
+never half a word or a unit. Tree depth (vdevs, child datasets) is the row's, not
+the text's: the table draws the guides.
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rat
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
 SPARK_WIDTH = 12
-INDENT = "\u00a0\u00a0"
-"""Tree depth: no-break spaces, which table cells keep (leading spaces are trimmed)."""
 BAD_STATES = ("FAULTED", "UNAVAIL", "REMOVED", "SUSPENDED")
 WARN_STATES = ("DEGRADED", "OFFLINE")
 
@@ -25,10 +25,11 @@ WARN_STATES = ("DEGRADED", "OFFLINE")
 class Column:
     key: str
     label: str
-    width: int
     priority: int
     """Lower is more important: columns are dropped from the highest number down."""
     right: bool = False
+    help: str = ""
+    """One line for the pane's `?` help."""
 
 
 @dataclass(frozen=True)
@@ -42,45 +43,47 @@ class Cell:
 Row = dict[str, Cell]
 
 POOL_COLUMNS = (
-    Column("name", "Pool", 12, 0), Column("health", "Health", 8, 1),
-    Column("capacity", "Cap", 4, 4, True), Column("read", "Read", 11, 2, True),
-    Column("write", "Write", 11, 2, True), Column("scan", "Scrub", 22, 3),
-    Column("allocated", "Alloc", 9, 5, True), Column("size", "Size", 9, 6, True),
-    Column("free", "Free", 9, 7, True), Column("fragmentation", "Frag", 4, 8, True),
-    Column("read_ops", "R/s", 6, 9, True), Column("write_ops", "W/s", 6, 9, True),
-    Column("dedup", "Dedup", 5, 10, True),
+    Column("name", "Pool", 0, help="the pool"),
+    Column("health", "Health", 1, help="ONLINE, DEGRADED (red or yellow when not healthy)"),
+    Column("capacity", "Cap", 4, True, help="space used, in %; yellow from 80 %"),
+    Column("read", "Read", 2, True, help="bytes read per second over the last interval"),
+    Column("write", "Write", 2, True, help="bytes written per second over the last interval"),
+    Column("scan", "Scrub", 3, help="progress and ETA of a running scrub or resilver, "
+                                    "else how long ago the last one ended"),
+    Column("allocated", "Alloc", 5, True, help="space allocated"),
+    Column("size", "Size", 6, True, help="the pool's size"),
+    Column("free", "Free", 7, True, help="space free"),
+    Column("fragmentation", "Frag", 8, True, help="free-space fragmentation"),
+    Column("read_ops", "R/s", 9, True, help="read operations per second"),
+    Column("write_ops", "W/s", 9, True, help="write operations per second"),
+    Column("dedup", "Dedup", 10, True, help="deduplication ratio"),
 )
 VDEV_COLUMNS = (
-    Column("name", "Vdev", 24, 0), Column("state", "State", 8, 1),
-    Column("errors", "R/W/Ck err", 10, 2, True), Column("read", "Read", 11, 3, True),
-    Column("write", "Write", 11, 3, True), Column("history", "History", SPARK_WIDTH, 4),
-    Column("read_ops", "R/s", 6, 5, True), Column("write_ops", "W/s", 6, 5, True),
-    Column("read_wait", "R wait", 7, 6, True), Column("write_wait", "W wait", 7, 6, True),
-    Column("disk_wait", "Disk r/w", 15, 7, True),
+    Column("name", "Vdev", 0, help="the pool, its mirrors/raidz/draid groups and devices; "
+                                   "then dedup, special, logs, cache and spares"),
+    Column("state", "State", 1, help="ONLINE, DEGRADED, FAULTED ...; `*`: resilvering"),
+    Column("errors", "R/W/Ck err", 2, True, help="read, write and checksum error counts"),
+    Column("read", "Read", 3, True, help="bytes read per second"),
+    Column("write", "Write", 3, True, help="bytes written per second"),
+    Column("history", "History", 4, help="bandwidth over the last intervals"),
+    Column("read_ops", "R/s", 5, True, help="read operations per second"),
+    Column("write_ops", "W/s", 5, True, help="write operations per second"),
+    Column("read_wait", "R wait", 6, True, help="mean total wait of a read"),
+    Column("write_wait", "W wait", 6, True, help="mean total wait of a write"),
+    Column("disk_wait", "Disk r/w", 7, True, help="of which waiting on the disk, read/write"),
 )
 DATASET_COLUMNS = (
-    Column("name", "Dataset", 22, 0), Column("used", "Used", 9, 1, True),
-    Column("available", "Avail", 9, 2, True), Column("compression", "Compress", 8, 3),
-    Column("recordsize", "Recsize", 7, 4, True), Column("ratio", "Ratio", 5, 5, True),
-    Column("atime", "Atime", 5, 6), Column("xattr", "Xattr", 5, 6),
-    Column("referenced", "Refer", 9, 7, True), Column("mountpoint", "Mountpoint", 16, 8),
+    Column("name", "Dataset", 0, help="the dataset, under its parent"),
+    Column("used", "Used", 1, True, help="space used, children included"),
+    Column("available", "Avail", 2, True, help="space available"),
+    Column("compression", "Compress", 3, help="the compression property (yellow: off)"),
+    Column("recordsize", "Recsize", 4, True, help="record size (volblocksize of a volume)"),
+    Column("ratio", "Ratio", 5, True, help="compression ratio achieved"),
+    Column("atime", "Atime", 6, help="access-time updates"),
+    Column("xattr", "Xattr", 6, help="extended attributes: sa or dir"),
+    Column("referenced", "Refer", 7, True, help="data referenced by this dataset alone"),
+    Column("mountpoint", "Mountpoint", 8, help="where it is mounted"),
 )
-
-
-def fit_columns(columns: tuple[Column, ...], width: int, widths: Mapping[str, int] | None = None,
-                padding: int = 2) -> list[Column]:
-    """The columns that fit in `width` cells, in their order: the least important
-    (highest priority number, then the rightmost) go first. `widths` are the widest
-    cells each column holds now (else each column's usual width)."""
-    kept = list(columns)
-
-    def need(column: Column) -> int:
-        return (widths or {}).get(column.key, column.width) + padding
-
-    while len(kept) > 1 and sum(need(c) for c in kept) > width:
-        worst = max(kept, key=lambda c: (c.priority, kept.index(c)))
-        kept.remove(worst)
-    return kept
 
 
 def _health_style(state: str) -> str:
@@ -138,11 +141,11 @@ def pool_row(pool: Pool, io: IostatRow | None, now: float) -> Row:
 
 
 def short_name(vdev: Vdev) -> str:
-    """Leaves by their last path component (by-id names are long); the tree shows depth."""
+    """Leaves by their last path component (by-id names are long)."""
     name = vdev.name
     if vdev.is_leaf and name.startswith("/"):
         name = name.rsplit("/", 1)[-1]
-    return INDENT * vdev.depth + name
+    return name
 
 
 def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
@@ -186,10 +189,8 @@ def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
 def dataset_row(dataset: Dataset) -> Row:
     ratio = f"{dataset.compress_ratio:.2f}x" if dataset.compress_ratio is not None else "-"
     record = dataset.recordsize if dataset.recordsize is not None else dataset.volblocksize
-    depth = dataset.name.count("/")
     return {
-        "name": Cell(INDENT * depth + dataset.name.rsplit("/", 1)[-1],
-                     "bold" if not depth else ""),
+        "name": Cell(dataset.name.rsplit("/", 1)[-1], "" if "/" in dataset.name else "bold"),
         "used": Cell(_size(dataset.used), right=True),
         "available": Cell(_size(dataset.available), right=True),
         "compression": Cell(dataset.compression or "-",

@@ -158,6 +158,11 @@ class LivePane(Vertical):
     def tables(self) -> list[LiveTable]:
         return list(self.query(LiveTable))
 
+    def theme_colour(self, variable: str) -> str:
+        """A theme variable's colour, for Rich text in a Static (it cannot use
+        ``$variables``); table cells use tones instead."""
+        return self.app.theme_variables.get(variable, "")
+
     def run_in_thread(self, job: Callable[[], T], done: Callable[[T], None],
                       failed: Callable[[str], None] | None = None) -> None:
         """Run a blocking core call (an action, a plan) off the UI thread.
@@ -213,23 +218,25 @@ class LivePane(Vertical):
 
     def _plan_failed(self, plan: Plan, message: str) -> None:
         self.notify(message, title=f"Failed: {plan.title}", severity="error", timeout=10)
+        self.plan_done(plan)
         self.poll(force=True)
 
     def _plan_applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
         notes = "\n".join(plan.notes)
         self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
+        self.plan_done(plan)
         self.poll(force=True)
-        self.plan_applied(plan)
         if after is not None:
             after(plan)
 
-    def plan_applied(self, plan: Plan) -> None:
-        """Called after any plan of this pane was applied (e.g. to re-read lint)."""
+    def plan_done(self, plan: Plan) -> None:
+        """Called after a plan of this pane was applied or failed part-way: what it
+        touched may have changed (re-read caches, lint ...), before the pane polls."""
 
     def focus_main(self) -> None:
         """Give the keyboard to the pane's main table (the last one: peers, connections),
         else to its first focusable widget."""
-        tables = self.tables()
+        tables = [table for table in self.tables() if table.display]
         if tables:
             tables[-1].focus()
             return

@@ -107,7 +107,7 @@ class WireGuardActions:
         self.set_interval(LINT_SECONDS, self.refresh_findings)
 
     # -- plumbing ----------------------------------------------------------------
-    def plan_applied(self, plan: Plan) -> None:
+    def plan_done(self, plan: Plan) -> None:
         """A change may fix or cause findings: read them again."""
         self.refresh_findings()
 

@@ -3,8 +3,9 @@
 Live per-pool and per-vdev I/O comes from one `zpool iostat` stream per pool
 (`zsn.zfs.monitor`), running only while the pane is shown; health, trees, scans and
 datasets from `zsn.zfs.live.ZfsReader`, which between full reads only looks at the
-pools' kstat state files. Rows and columns come from `zsn.zfs.view`; columns that do
-not fit the width are dropped whole, least important first.
+pools' kstat state files. Rows and columns come from `zsn.zfs.view`; the pane's
+`LiveTable`s drop the columns that do not fit, whole, least important first, and
+repaint only the cells that changed (iostat updates several times a second).
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, DataTable, Static
+from textual.widgets import ContentSwitcher, Static
 
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.tui.panes.base import LivePane
+from zsn.tui.widgets.status import Severity, StatusLine
+from zsn.tui.widgets.table import Cell, Column, LiveTable, Row
 from zsn.zfs import actions, view
 from zsn.zfs.live import ZfsReader, find_program
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
@@ -44,6 +45,25 @@ VALUES = {
     "recordsize": ("16K", "64K", "128K", "1M"),
 }
 """The short lists the property dialog offers (zsn zfs set takes any valid value)."""
+
+
+VIEW_TONES = {"text-error": "bad", "text-warning": "warn", "text-success": "good",
+         "text-accent": "accent", "dim": "muted", "bold": "bold"}
+"""`zsn.zfs.view`'s theme-variable styles as table tones."""
+
+
+def table_columns(columns: tuple[view.Column, ...]) -> tuple[Column, ...]:
+    return tuple(Column(c.key, c.label, c.priority, align="right" if c.right else "left",
+                        help=c.help) for c in columns)
+
+
+def table_row(key: str, columns: tuple[view.Column, ...], cells: view.Row,
+              depth: int = 0) -> Row:
+    """A `zsn.zfs.view` row as a table row; columns it has no cell for are blank."""
+    blank = view.Cell("")
+    return Row(key, tuple(Cell(cell.text, VIEW_TONES.get(cell.style, "")) if cell.style else
+                          cell.text for cell in (cells.get(c.key, blank) for c in columns)),
+               depth=depth)
 
 
 @dataclass
@@ -79,15 +99,16 @@ one that stalls, dies or prints garbage is stopped, shown and restarted.
 Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 """
 
+    # Most important first: the footer shows as many as fit.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "scrub('start')", "Scrub"),
-        Binding("p", "scrub('pause')", "Pause scrub", show=False),
-        Binding("x", "scrub('stop')", "Stop scrub", show=False),
         Binding("d", "lower('datasets')", "Datasets"),
-        Binding("v", "lower('vdevs')", "Vdevs", show=False),
+        Binding("v", "lower('vdevs')", "Vdevs"),
         Binding("e", "set_property", "Set prop"),
-        Binding("c", "clear", "Clear errors", show=False),
         Binding("l", "advise", "Advisor"),
+        Binding("p", "scrub('pause')", "Pause scrub"),
+        Binding("x", "scrub('stop')", "Stop scrub"),
+        Binding("c", "clear", "Clear errors"),
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
@@ -97,29 +118,19 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._monitor: IostatMonitor | None = None
         self._monitor_lock = threading.Lock()
         self._view: ZfsView | None = None
-        self._cells: dict[str, dict[str, dict[str, Any]]] = {"pools": {}, "vdevs": {},
-                                                              "datasets": {}}
-        self._columns: dict[str, list[view.Column]] = {}
         self._shown_pool: str | None = None
+        self._scan = ""
         self._io_pending = threading.Event()
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="pane-status")
-        pools: DataTable[Any] = DataTable(id="zfs-pools", cursor_type="row")
-        pools.border_title = "Pools"
-        yield pools
+        yield StatusLine()
+        yield LiveTable(table_columns(view.POOL_COLUMNS), id="zfs-pools", title="Pools")
         yield Static("", id="zfs-scan")
         with ContentSwitcher(initial="zfs-vdevs", id="zfs-lower"):
-            vdevs: DataTable[Any] = DataTable(id="zfs-vdevs", cursor_type="row")
-            vdevs.border_title = "Vdevs (d: datasets)"
-            yield vdevs
-            datasets: DataTable[Any] = DataTable(id="zfs-datasets", cursor_type="row")
-            datasets.border_title = "Datasets (v: vdevs)"
-            yield datasets
-
-    def on_mount(self) -> None:
-        self.status_line().display = False
-        super().on_mount()
+            yield LiveTable(table_columns(view.VDEV_COLUMNS), id="zfs-vdevs",
+                            title="Vdevs (d: datasets)")
+            yield LiveTable(table_columns(view.DATASET_COLUMNS), id="zfs-datasets",
+                            title="Datasets (v: vdevs)", empty_text="No datasets.")
 
     # -- the iostat streams: only while shown --------------------------------------
     def _monitor_for(self) -> IostatMonitor | None:
@@ -186,6 +197,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def _show_status(self, current: ZfsView) -> None:
         snapshot = current.snapshot
+        severity: Severity
         if snapshot.unavailable:
             self.set_status([f"ZFS is not available here: {snapshot.unavailable}."], "info")
             return
@@ -202,11 +214,6 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self.set_status(lines[:4] + ([f"... and {len(lines) - 4} more"] if len(lines) > 4
                                      else []), severity)
 
-    def _text(self, cell: view.Cell) -> Text:
-        style = cell.style if cell.style in ("bold", "dim", "") else self.theme_colour(cell.style)
-        return Text(cell.text, style=style, justify="right" if cell.right else None,
-                    no_wrap=True)
-
     def _pool_io(self, pool: str) -> dict[str, IostatRow]:
         state = self._view.io.get(pool) if self._view else None
         if state is None or state.latest is None:
@@ -216,19 +223,24 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def _update_pools(self) -> None:
         assert self._view is not None
         moment = now()
-        self._put_rows("pools", {
-            pool.name: view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment)
-            for pool in self._view.snapshot.pools})
-        self.query_one("#zfs-scan", Static).update(self._scan_text())
+        self.query_one("#zfs-pools", LiveTable).update([
+            table_row(pool.name, view.POOL_COLUMNS,
+                      view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
+            for pool in self._view.snapshot.pools])
+        self._update_scan()
+
+    def _update_scan(self) -> None:
+        text = self._scan_text()
+        if text.markup != self._scan:  # a Static's update re-lays out the screen
+            self._scan = text.markup
+            self.query_one("#zfs-scan", Static).update(text)
 
     def selected_pool(self) -> Pool | None:
         if self._view is None or not self._view.snapshot.pools:
             return None
-        table = self.query_one("#zfs-pools", DataTable)
-        if table.row_count == 0:
-            return self._view.snapshot.pools[0]
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self._view.snapshot.pool(str(key)) or self._view.snapshot.pools[0]
+        key = self.query_one("#zfs-pools", LiveTable).cursor_key
+        pool = self._view.snapshot.pool(key) if key is not None else None
+        return pool or self._view.snapshot.pools[0]
 
     def _scan_text(self) -> Text:
         pool = self.selected_pool()
@@ -240,21 +252,26 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         return text
 
     def _update_lower(self) -> None:
+        vdevs = self.query_one("#zfs-vdevs", LiveTable)
+        datasets = self.query_one("#zfs-datasets", LiveTable)
         pool = self.selected_pool()
         if pool is None or self._view is None:
-            for name in ("vdevs", "datasets"):
-                self._put_rows(name, {})
+            vdevs.update([])
+            datasets.update([])
             return
         if pool.name != self._shown_pool:  # another pool: its rows replace the old ones
             self._shown_pool = pool.name
-            for name in ("vdevs", "datasets"):
-                self.query_one(f"#zfs-{name}", DataTable).clear()
-                self._cells[name].clear()
+            vdevs.clear()
+            datasets.clear()
         history = self._view.history
-        self._put_rows("vdevs", view.vdev_rows(pool, self._pool_io(pool.name),
-                                               lambda name: history(pool.name, name)))
-        self._put_rows("datasets", {d.name: view.dataset_row(d)
-                                    for d in self._view.snapshot.datasets_of(pool.name)})
+        cells = view.vdev_rows(pool, self._pool_io(pool.name),
+                               lambda name: history(pool.name, name))
+        depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
+        vdevs.update([table_row(key, view.VDEV_COLUMNS, row, depth.get(key, 0))
+                      for key, row in cells.items()])
+        datasets.update([table_row(d.name, view.DATASET_COLUMNS, view.dataset_row(d),
+                                   d.name.count("/"))
+                         for d in self._view.snapshot.datasets_of(pool.name)])
 
     def _refresh_io(self) -> None:
         with self.app.batch_update():
@@ -263,43 +280,15 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             if self._view is not None:
                 self._show_status(self._view)
 
-    # -- columns that fit --------------------------------------------------------
-    TABLE_COLUMNS: ClassVar[dict[str, tuple[view.Column, ...]]] = {
-        "pools": view.POOL_COLUMNS, "vdevs": view.VDEV_COLUMNS,
-        "datasets": view.DATASET_COLUMNS}
-
-    def _put_rows(self, name: str, rows: dict[str, view.Row]) -> None:
-        """Fit the columns to the width and these rows, then update the table in place."""
-        table = self.query_one(f"#zfs-{name}", DataTable)
-        columns = self.TABLE_COLUMNS[name]
-        widths = {c.key: max([cell_len(c.label)] + [cell_len(r[c.key].text) for r in
-                                                     rows.values() if c.key in r])
-                  for c in columns}
-        available = max(20, (self.size.width or 80) - 4)
-        fitting = view.fit_columns(columns, available, widths)
-        if fitting != self._columns.get(name):
-            self._columns[name] = fitting
-            table.clear(columns=True)
-            self._cells[name].clear()
-            for column in fitting:
-                table.add_column(column.label, key=column.key)
-        shown = {key: {c.key: self._text(row.get(c.key, view.Cell(""))) for c in fitting}
-                 for key, row in rows.items()}
-        self._update_rows(table, shown, self._cells[name])
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self._view is not None:
-            self.show(self._view)
-
     # -- events and actions ------------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "zfs-pools" and self._view is not None:
-            self.query_one("#zfs-scan", Static).update(self._scan_text())
+    def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
+        if event.table.id == "zfs-pools" and self._view is not None:
+            self._update_scan()
             self._update_lower()
 
     def action_lower(self, which: str) -> None:
         self.query_one("#zfs-lower", ContentSwitcher).current = f"zfs-{which}"
-        self.query_one(f"#zfs-{which}", DataTable).focus()
+        self.query_one(f"#zfs-{which}", LiveTable).focus()
 
     def action_refresh_now(self) -> None:
         self.reader.invalidate(datasets=True)
@@ -311,36 +300,14 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self.notify("No pool to act on.", severity="warning")
         return pool
 
-    def _offer(self, title: str, make_plan: Callable[[], Plan]) -> None:
-        """Build the plan in a thread (it reads ZFS), show it, apply it on y."""
-        from zsn.tui.screens.plan import PlanScreen
-
-        def answered(plan: Plan, apply: bool | None) -> None:
-            if apply:
-                self.run_in_thread(lambda: "; ".join(plan.apply()), self._applied,
-                                   lambda message: self._failed(title, message))
-
-        def built(plan: Plan) -> None:
-            self.app.push_screen(PlanScreen(plan), lambda apply: answered(plan, apply))
-
-        self.run_in_thread(make_plan, built,
-            lambda message: self.notify(message, title="Nothing changed", severity="error",
-                                        timeout=10))
-
-    def _applied(self, done: str) -> None:
-        self.notify(done, title="Done")
+    def plan_done(self, plan: Plan) -> None:
+        """A plan (applied or failed part-way) changed pools or datasets: read all again."""
         self.reader.invalidate(datasets=True)
-        self.poll(force=True)
-
-    def _failed(self, title: str, message: str) -> None:
-        self.notify(message, title=f"{title} failed", severity="error", timeout=12)
-        self.reader.invalidate(datasets=True)
-        self.poll(force=True)
 
     def action_scrub(self, verb: str) -> None:
         pool = self._need_pool()
         if pool is not None:
-            self._offer(f"{verb} scrub", lambda: actions.plan_scrub(self.host, pool.name, verb))
+            self.run_plan(lambda: actions.plan_scrub(self.host, pool.name, verb))
 
     def action_clear(self) -> None:
         pool = self._need_pool()
@@ -348,22 +315,19 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             return
         device = None
         switcher = self.query_one("#zfs-lower", ContentSwitcher)
-        vdevs = self.query_one("#zfs-vdevs", DataTable)
-        if switcher.current == "zfs-vdevs" and vdevs.has_focus and vdevs.row_count:
-            key = str(vdevs.coordinate_to_cell_key(vdevs.cursor_coordinate).row_key.value)
+        vdevs = self.query_one("#zfs-vdevs", LiveTable)
+        key = vdevs.cursor_key
+        if switcher.current == "zfs-vdevs" and vdevs.has_focus and key is not None:
             name = key.split("\0", 1)[1]
             vdev = pool.vdev(name)
             if vdev is not None and vdev.kind not in ("pool", "group"):
                 device = name
-        self._offer("Clear", lambda: actions.plan_clear(self.host, pool.name, device))
+        self.run_plan(lambda: actions.plan_clear(self.host, pool.name, device))
 
     def selected_dataset(self) -> Dataset | None:
         if self._view is None:
             return None
-        table = self.query_one("#zfs-datasets", DataTable)
-        if table.row_count == 0:
-            return None
-        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        key = self.query_one("#zfs-datasets", LiveTable).cursor_key
         return next((d for d in self._view.snapshot.datasets if d.name == key), None)
 
     def action_set_property(self) -> None:
@@ -390,8 +354,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
         def value_chosen(prop: str, value: str | None) -> None:
             if value is not None:
-                self._offer("Set property", lambda: actions.plan_set(
-                    self.host, dataset.name, prop, value))
+                self.run_plan(lambda: actions.plan_set(self.host, dataset.name, prop, value))
 
         self.app.push_screen(ChooseScreen(f"Property of {dataset.name}", choices),
                              property_chosen)

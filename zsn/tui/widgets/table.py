@@ -43,7 +43,7 @@ from textual.strip import Strip
 
 Align = Literal["left", "right"]
 
-TONES = ("good", "warn", "bad", "muted", "bold")
+TONES = ("good", "warn", "bad", "muted", "bold", "accent")
 """Cell tones, drawn with the theme's colours (``live-table--good`` ... in table.tcss)."""
 ROW_STATES = ("gone", "muted")
 """Row states: ``gone`` = its source vanished (kept, greyed); ``muted`` = shown for
