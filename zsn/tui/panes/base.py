@@ -8,7 +8,8 @@
    status line and polling goes on, so the pane recovers when the daemon is back.
    Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
    another tab, and never overlaps itself; `poll(force=True)` reads now. The first
-   read starts when the pane is mounted; until it is shown, tables say "Reading…".
+   read starts once the first frame is drawn; until it is shown, tables say
+   "Reading…".
 2. **Show** in `show(snapshot)` (UI thread): turn the snapshot into `Row`s and hand
    them to each table's `LiveTable.update(rows)`. Give every row a stable key (an
    interface name, a public key, a pool/vdev path) and every cell its text: the
@@ -21,11 +22,11 @@
    optional short label, `priority` (1 = essential, higher numbers are dropped
    first when the screen is narrow), `min_width`, alignment, `truncate` (only for
    keys and paths), `help` (one line for `?`), `sort_key`. Cells are `str` or
-   `Cell(text, tone, short)`: a tone (good/warn/bad/muted/bold) takes the theme's
-   colours; `short` is a shorter form used when the full text does not fit. Values
-   are never cut mid-word: columns go instead, and `?` lists which (`column_help`,
-   generated from the declarations). Tree-shaped data (bond -> members, pool ->
-   vdevs) uses `Row.depth`.
+   `Cell(text, tone, short)`: a tone (good/warn/bad/muted/bold/accent) takes the
+   theme's colours; `short` is a shorter form used when the full text does not fit.
+   Values are never cut mid-word: columns go instead, and `?` lists which
+   (`column_help`, generated from the declarations). Tree-shaped data (bond ->
+   members, pool -> vdevs) uses `Row.depth`; the table draws the guides.
 4. **Row states**: a source that vanishes (an interface, a unit, a pool) is not a
    banner: `GoneRows.merge(rows)` keeps its last row, greyed with state ``gone``,
    and says so once in a timed notification. An action that removes a source on
@@ -37,9 +38,10 @@
    that helps). Unchanged lines cost nothing.
 6. **Actions**: blocking calls go through `run_in_thread(job, done, failed)`; changes
    are plans: `run_plan(build)` builds the `zsn.plan.Plan` in a thread, shows it
-   (`zsn.tui.screens.plan.PlanScreen`), applies it on `y`, reports "Done: ..." once
-   and polls. Bindings are listed most important first: the footer shows as many
-   as fit (help and quit always), the rest are in `?` and the command palette.
+   (`zsn.tui.screens.plan.PlanScreen`), applies it on `y`, reports "Done: ..." once,
+   calls `plan_done(plan)` (drop stale caches) and polls. Bindings are listed most
+   important first: the footer shows as many as fit (help and quit always), the
+   rest are in `?` and the command palette.
 
 Compose: yield a `StatusLine()` first, then the tables (and details widgets).
 Textual calls the event handlers of every class (`on_mount` of the pane and of
