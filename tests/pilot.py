@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from textual import events
 from textual.app import App
 from textual.css.query import NoMatches
 
@@ -75,3 +76,22 @@ class TerminalOutput:
     def reset(self) -> None:
         self.updates = 0
         self.bytes = 0
+
+
+def type_burst(app: App[Any], *keys: str | Paste) -> None:
+    """Send keys (and pastes) the way a terminal does when they are typed fast or
+    pasted: all at once, without waiting for any to be handled (`pilot.press` waits
+    until the app is idle after each key, which hides keys running ahead of their
+    effects). A one-character key is that character; others are key names ("tab")."""
+    for key in keys:
+        if isinstance(key, Paste):
+            app.post_message(events.Paste(key.text))
+            continue
+        character = key if len(key) == 1 else {"space": " "}.get(key)
+        app.post_message(events.Key(key, character))
+
+
+class Paste(NamedTuple):
+    """A bracketed paste in `type_burst`."""
+
+    text: str

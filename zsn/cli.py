@@ -120,7 +120,7 @@ def _run_command(group: CommandGroup, args: list[str]) -> int:
                         help="treat DIR as the system root (default /)")
     faces.add_arguments(parser)
     parser.epilog = "\n\n".join(filter(None, [parser.epilog, GROUP_EXIT_STATUS]))
-    return run_group(faces, parser.parse_args(args), f"zsn {group.name}")
+    return run_group(faces, parser.parse_args(args), f"zsn {group.name}", parser)
 
 
 def _positive_float(text: str) -> float:

@@ -1,5 +1,10 @@
 """The exceptions zsn raises: each carries a message fit to show a user as it is."""
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class ZsnError(Exception):
     """Base of every error zsn reports to a user."""
@@ -22,7 +27,30 @@ class SocketError(ZsnError):
 
 
 class ValidationError(ZsnError):
-    """User input was refused before anything was changed."""
+    """User input was refused before anything was changed.
+
+    `field` names the input the error is about, as the core calls it (a
+    `PeerRequest` attribute such as ``endpoint``, an argument of a ``plan_*``
+    function). The message never names it the way one front end does: the CLI
+    says which flag (``--endpoint``), a form which field ("Endpoint"), both from
+    this one attribute (`zsn.headless.run_group`, `zsn.tui.screens.form.FormScreen`).
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@contextmanager
+def about_input(field: str) -> Iterator[None]:
+    """A `ValidationError` raised inside is about the input `field` (unless it says
+    which input itself): the checks stay generic, the caller knows what it checked."""
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field is None:
+            exc.field = field
+        raise
 
 
 class ParseError(ZsnError):

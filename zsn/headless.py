@@ -64,13 +64,18 @@ def apply_or_show(plan: Plan, dry_run: bool,
     return EXIT_OK
 
 
-def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str) -> int:
-    """Run a parsed command: its errors become one line on stderr and an exit status."""
+def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,
+              parser: argparse.ArgumentParser | None = None) -> int:
+    """Run a parsed command: its errors become one line on stderr and an exit status.
+
+    A refused input names the option it came from (``--endpoint: ...``): the core
+    says which input in `ValidationError.field`, the option's ``dest``."""
     try:
         host = Host.at(args.root)
         return faces.run(args, host)
     except ValidationError as exc:
-        print(f"{prog}: invalid: {exc}", file=sys.stderr)
+        option = _option_for(parser, args, exc.field) if parser and exc.field else None
+        print(f"{prog}: invalid: {option + ': ' if option else ''}{exc}", file=sys.stderr)
         return EXIT_INVALID
     except ZsnError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -78,3 +83,19 @@ def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str) -> int:
     except OSError as exc:  # e.g. a folder only root may look into: one line, no traceback
         print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _option_for(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                field: str) -> str | None:
+    """The option (``--endpoint``) whose ``dest`` is `field`, in the (sub)command that
+    ran; None for a positional argument (the user just typed it there)."""
+    for action in parser._actions:  # argparse has no public way to list them
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if isinstance(chosen, argparse.ArgumentParser):
+                found = _option_for(chosen, args, field)
+                if found:
+                    return found
+        elif action.dest == field and action.option_strings:
+            return max(action.option_strings, key=len)
+    return None

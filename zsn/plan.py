@@ -145,15 +145,18 @@ class Plan:
     output: str = field(default="", repr=False)
     """What the action produces for the user once applied (e.g. a client config)."""
 
-    def describe(self, diffs: bool = True) -> str:
-        """The plan as text: `--dry-run` prints this, the TUI shows it before asking."""
+    def describe(self, diffs: bool = True,
+                 word: Callable[[str], str] | None = None) -> str:
+        """The plan as text: `--dry-run` prints this, the TUI shows it before asking
+        (`word` words its warnings and notes the TUI's way: `zsn.wording`)."""
+        said = word or str
         out = [f"Plan: {self.title}"]
         for number, step in enumerate(self.steps, start=1):
             out.append(f"  {number}. {step.description}")
         if not self.steps:
             out.append("  (nothing to change)")
-        out.extend(f"  warning: {warning}" for warning in self.warnings)
-        out.extend(f"  note: {note}" for note in self.notes)
+        out.extend(f"  warning: {said(warning)}" for warning in self.warnings)
+        out.extend(f"  note: {said(note)}" for note in self.notes)
         if diffs:
             for step in self.steps:
                 if not isinstance(step, FileEdit):

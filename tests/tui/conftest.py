@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,13 @@ def fixed_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ZsnApp:
     monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
     # A fixed (non-existent) root: it shows in the header, so it must not vary.
     return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A --root tree with zcapwg1's config (0600, in a 0700 folder), for actions."""
+    directory = tmp_path / "etc/wireguard"
+    directory.mkdir(parents=True, mode=0o700)
+    shutil.copyfile(FIXTURES / "zcapwg1.conf", directory / "zcapwg1.conf")
+    os.chmod(directory / "zcapwg1.conf", 0o600)
+    return tmp_path

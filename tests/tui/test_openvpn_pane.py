@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, OptionList, RichLog
 
-from tests.pilot import row_texts, wait_for_rows
+from tests.pilot import row_texts, wait_for_rows, wait_until
 from zsn.errors import ZsnError
 from zsn.format import human_rate
 from zsn.lint import Finding
@@ -202,9 +202,9 @@ async def test_import_by_keyboard_writes_a_private_config(tmp_path: Path) -> Non
         await pilot.press("i")
         await pilot.pause()
         app.screen.query_one("#import-path", Input).value = str(profile)
-        await pilot.press("enter", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, PlanScreen)
+        await pilot.press("enter")  # the name is the file's
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
+        assert "as openvpn-client@office" in app.screen.plan_title
         assert "PRIVATE" not in app.screen.text
         await pilot.press("y")
         await pilot.app.workers.wait_for_complete()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -23,15 +22,6 @@ from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.widgets.table import LiveTable
 from zsn.wireguard.config import parse
 from zsn.wireguard.onboarding import render_client_config
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    directory = tmp_path / "etc/wireguard"
-    directory.mkdir(parents=True, mode=0o700)
-    shutil.copyfile(FIXTURES / "zcapwg1.conf", directory / "zcapwg1.conf")
-    os.chmod(directory / "zcapwg1.conf", 0o600)
-    return tmp_path
 
 
 @pytest.fixture
@@ -89,7 +79,7 @@ async def test_bad_input_keeps_the_form_open_and_writes_nothing(app: ZsnApp, roo
         await pilot.press("a")
         await _wait_for_screen(pilot, OnboardPeerScreen)
         await pilot.press(*"bad name", "ctrl+s")
-        error = app.screen.query_one("#onboard-error", Static)
+        error = app.screen.query_one(".form-error", Static)
         await _wait_for(pilot, lambda: error.display)
         assert "not allowed" in str(error.render())
         assert isinstance(app.screen, OnboardPeerScreen)
@@ -183,7 +173,7 @@ async def test_create_interface_by_keys(app: ZsnApp, root: Path) -> None:
         await pilot.press("N")
         await _wait_for_screen(pilot, CreateInterfaceScreen)
         await pilot.press(*"wg7", "tab", *"10.70.0.0/24", "ctrl+s")
-        error = app.screen.query_one("#onboard-error", Static)
+        error = app.screen.query_one(".form-error", Static)
         await _wait_for(pilot, lambda: error.display)
         assert "network address" in str(error.render())
         await pilot.press("shift+tab")  # back to the address: fix it

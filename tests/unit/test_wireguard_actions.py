@@ -74,8 +74,9 @@ def test_the_first_endpoint_typed_for_an_adopted_interface_is_remembered(
         tmp_path: Path) -> None:
     h = Host(tmp_path)
     interfaces.plan_create_interface(h, "wg0", ["10.66.0.1/24"], 51820).apply()
-    with pytest.raises(ValidationError, match="no server endpoint for wg0"):
+    with pytest.raises(ValidationError, match="no endpoint is known for wg0") as refused:
         onboarding.plan_add_peer(h, onboarding.PeerRequest("wg0", "alice"))
+    assert refused.value.field == "endpoint" and "--endpoint" not in str(refused.value)
     assert onboarding.onboarding_defaults(h, "wg0").endpoint == ""
     alice = _add(h, "alice", endpoint="vpn.example.com")
     assert "Endpoint = vpn.example.com:51820" in alice.text
@@ -404,4 +405,23 @@ def test_dry_runs_print_no_keys_and_write_nothing(host: Host,
         assert not any(secret in out.out + out.err for secret in secrets)
         assert "PrivateKey = (hidden)" in out.out or args[1] != "create"
     assert _tree(host.root) == before
+
+
+
+def test_a_refused_input_names_its_option_on_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The core names the input (ValidationError.field); the CLI says which option.
+    root = str(tmp_path)
+    assert cli_main(["--root", root, "wg", "create", "wg0", "--address", "10.66.0.1/24",
+                     "--port", "51820"]) == 0
+    capsys.readouterr()
+    assert cli_main(["--root", root, "peer", "add", "wg0", "alice"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "zsn peer: invalid: --endpoint: no endpoint is known for wg0 yet")
+    assert cli_main(["--root", root, "peer", "add", "wg0", "alice", "--endpoint", "vpn.example",
+                     "--ip", "10.99.0.2"]) == 2
+    assert capsys.readouterr().err.startswith("zsn peer: invalid: --ip: peer address 10.99.0.2")
+    assert cli_main(["--root", root, "peer", "add", "wg0", "bad name"]) == 2
+    assert capsys.readouterr().err.startswith("zsn peer: invalid: peer name"), \
+        "a positional argument is not named again"
 

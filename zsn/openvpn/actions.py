@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.openvpn.config import (
     INLINE,
     Directive,
@@ -226,17 +226,31 @@ def unit_service_settings(host: Host, unit: str) -> dict[str, str]:
 # Import and management socket ------------------------------------------------------
 
 
+def import_name(source: Path) -> str:
+    """The name an imported profile gets when none is given: the file's, without
+    ``.ovpn`` or ``.conf``."""
+    return source.name.removesuffix(".ovpn").removesuffix(".conf")
+
+
 def plan_import(host: Host, source: Path, name: str) -> Plan:
     """Import a .ovpn file as /etc/openvpn/client/NAME.conf, byte for byte, mode 0600."""
-    validate_name(name)
-    text = read_tracked(source).text
-    config = parse(text, str(source))
+    with about_input("name"):
+        validate_name(name)
+    try:
+        text = read_tracked(source).text
+        config = parse(text, str(source))
+    except ValidationError:
+        raise
+    except ZsnError as exc:  # the profile given is missing, unreadable, not a profile
+        raise ValidationError(str(exc), field="file") from exc
     if not (config.has("client") or config.has("remote")):
-        raise ValidationError(f"{source}: no 'client' or 'remote' line; not a client profile")
+        raise ValidationError(f"{source}: no 'client' or 'remote' line; not a client profile",
+                              field="file")
     target_file = ConfigFile("client", name, config_path("client", name))
     target = host.path(target_file.path)
     if target.exists():
-        raise ValidationError(f"{target_file.path} already exists; choose another name")
+        raise ValidationError(f"{target_file.path} already exists; choose another name",
+                              field="name")
     if not target.parent.is_dir():
         raise ValidationError(f"{target_file.path.parent} does not exist (is openvpn installed?)")
     warnings = [

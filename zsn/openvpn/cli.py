@@ -17,7 +17,6 @@ from zsn.format import human_bytes
 from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.openvpn import actions, lint
-from zsn.openvpn.config import validate_name
 from zsn.openvpn.connections import KINDS, ConfigFile, Connection, connections, discover
 from zsn.openvpn.export import connection_to_dict
 from zsn.system.host import Host
@@ -73,9 +72,8 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "lint":
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     if args.action == "import":
-        name = args.name or args.file.name.removesuffix(".ovpn").removesuffix(".conf")
-        return apply_or_show(actions.plan_import(host, args.file, validate_name(name)),
-                             args.dry_run)
+        name = args.name or actions.import_name(args.file)
+        return apply_or_show(actions.plan_import(host, args.file, name), args.dry_run)
     config = find_config(host, args.name)
     if args.action in actions.VERBS:
         plan = actions.plan_unit(host, config, args.action)

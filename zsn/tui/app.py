@@ -5,14 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.notifications import SeverityLevel
 from textual.widgets import ContentSwitcher
 
 from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.tui.commands import ZsnCommands
+from zsn.tui.keys import KeySequencer
+from zsn.tui.notices import HeldNotices, Notice
 from zsn.tui.panes.base import LivePane
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 from zsn.tui.widgets.footer import KeyBar
@@ -39,7 +43,7 @@ class PaneSwitcher(ContentSwitcher):
 class ZsnApp(App[int]):
     TITLE = "zsn"
     CSS_PATH = [str(path) for path in sorted(STYLES.glob("*.tcss"))]
-    COMMANDS = App.COMMANDS | {ZsnCommands}
+    COMMANDS = {ZsnCommands}  # Textual's own commands come through it, less duplicates
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "show_help", "Help", key_display="?"),
@@ -60,6 +64,42 @@ class ZsnApp(App[int]):
             self.register_theme(theme_object)
         self._theme_problems.extend(loaded.problems)
         self._use_starting_theme(self._starting_theme())
+        self._keys = KeySequencer(self)
+        self._notices = HeldNotices()
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys and pastes from the terminal go one at a time (zsn.tui.keys): typed
+        # fast, each lands where the one before left the focus.
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if self._keys.hold(event):
+                return
+            target = self.focused or (self.screen if self._screen_stack else None)
+            await super().on_event(event)
+            self._keys.follow(event, target if event.is_forwarded else None)
+            return
+        await super().on_event(event)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        notice = Notice(message, title, severity,
+                        self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup)
+        if not self._notices.hold(notice):
+            self._show_notice(notice)
+
+    def _show_notice(self, notice: Notice) -> None:
+        super().notify(notice.message, title=notice.title, severity=notice.severity,
+                       timeout=notice.timeout, markup=notice.markup)
+
+    def keep_uncovered(self) -> None:
+        """A screen that must not be covered (QR code, client config) is up:
+        notifications wait until `uncovered` (zsn.tui.notices)."""
+        if self._notices.cover():
+            # Behind the notifications still on their way to the screen.
+            self.call_later(self.clear_notifications)
+
+    def uncovered(self) -> None:
+        for notice in self._notices.uncover():
+            self._show_notice(notice)
 
     def _use_starting_theme(self, name: str) -> None:
         """Start with theme `name` as if it were Textual's default. Assigning `theme`
@@ -153,11 +193,6 @@ class ZsnApp(App[int]):
                  for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]
         pane_help = (pane.PANE_HELP + "\n\n" + pane.column_help()) if pane else ""
         self.push_screen(HelpScreen(pane_help, shown))
-
-    def action_refresh_pane(self) -> None:
-        pane = self.active_pane()
-        if pane is not None:
-            pane.poll(force=True)
 
 
 def run(host: Host, theme: str | None = None, refresh: float = 1.0, **kwargs: Any) -> int:

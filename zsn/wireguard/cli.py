@@ -28,14 +28,15 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
                      default=onboarding.Profile.SERVER.value,
                      help="what the client routes through the tunnel: server only, the whole "
                           "VPN subnet (client-to-client), or all traffic (gateway)")
-    add.add_argument("--ip", help="the client's address (default: next free in the subnet)")
+    add.add_argument("--ip", dest="address",
+                     help="the client's address (default: next free in the subnet)")
     add.add_argument("--dns", nargs="*", default=[], metavar="D", help="DNS servers")
     add.add_argument("--keepalive", type=int, default=onboarding.DEFAULT_KEEPALIVE, metavar="S",
                      help="PersistentKeepalive seconds, 0 for none (default 25)")
     add.add_argument("--no-psk", action="store_true", help="no preshared key")
     add.add_argument("--endpoint", help="server HOST[:PORT] (default: the one stored)")
-    add.add_argument("--route", nargs="*", default=[], metavar="SUBNET",
-                     help="subnets behind this peer (site-to-site)")
+    add.add_argument("--route", dest="routed_subnets", nargs="*", default=[],
+                     metavar="SUBNET", help="subnets behind this peer (site-to-site)")
     add.add_argument("--public-key", metavar="KEY",
                      help="the device's own public key (default: zsn generates the key pair)")
     add.add_argument("--qr", action="store_true", help="print a QR code instead of the config")
@@ -99,9 +100,9 @@ def _iface_name(parser: argparse.ArgumentParser) -> None:
 def _peer_plan(host: Host, args: argparse.Namespace) -> Plan:
     if args.action == "add":
         request = onboarding.PeerRequest(
-            args.interface, args.name, onboarding.Profile(args.profile), args.ip,
+            args.interface, args.name, onboarding.Profile(args.profile), args.address,
             list(args.dns), args.keepalive or None, not args.no_psk, args.endpoint,
-            list(args.route), args.public_key)
+            list(args.routed_subnets), args.public_key)
         return onboarding.plan_add_peer(host, request)[0]
     builders = {"remove": onboarding.plan_remove_peer,
                 "disable": onboarding.plan_disable_peer,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from functools import partial
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files, kernel_modules
 from zsn.system.host import Host
@@ -39,19 +39,23 @@ def render_server_config(name: str, addresses: list[str], listen_port: int,
 
 def plan_create_interface(host: Host, name: str, addresses: list[str], listen_port: int | str,
                           endpoint_host: str | None = None) -> Plan:
-    addressing.check_interface_name(name)
-    path = config_path(host, name)
-    if path.exists():
-        raise ValidationError(f"{path} already exists; zsn adopts it as it is")
-    if not addresses:
-        raise ValidationError("an interface needs at least one address (e.g. 10.0.0.1/24)")
-    parsed = [addressing.check_interface_address(a) for a in addresses]
-    versions = [a.version for a in parsed]
-    if len(set(versions)) != len(versions):
-        raise ValidationError("give at most one IPv4 and one IPv6 address")
-    port = addressing.check_port(listen_port)
+    with about_input("interface"):
+        addressing.check_interface_name(name)
+        path = config_path(host, name)
+        if path.exists():
+            raise ValidationError(f"{path} already exists; zsn adopts it as it is")
+    with about_input("address"):
+        if not addresses:
+            raise ValidationError("an interface needs at least one address (e.g. 10.0.0.1/24)")
+        parsed = [addressing.check_interface_address(a) for a in addresses]
+        versions = [a.version for a in parsed]
+        if len(set(versions)) != len(versions):
+            raise ValidationError("give at most one IPv4 and one IPv6 address")
+    with about_input("port"):
+        port = addressing.check_port(listen_port)
     _check_free(host, parsed, port)
-    endpoint = addressing.check_endpoint_host(endpoint_host) if endpoint_host else None
+    with about_input("endpoint"):
+        endpoint = addressing.check_endpoint_host(endpoint_host) if endpoint_host else None
     keys = KeyPair.generate()
     text = render_server_config(name, [str(a) for a in parsed], port, keys.private_key)
     plan = Plan(f"create WireGuard interface {name} ({', '.join(map(str, parsed))}, "
@@ -76,12 +80,13 @@ def _check_free(host: Host, addresses: list[addressing.IPInterface], port: int) 
             continue  # lint reports a config it cannot read
         interface = other.interface
         if interface is not None and (interface.get("ListenPort") or "").strip() == str(port):
-            raise ValidationError(f"listen port {port} is already used by {path.stem}")
+            raise ValidationError(f"listen port {port} is already used by {path.stem}",
+                                  field="port")
         for mine in addresses:
             for theirs in addressing.interface_addresses(other):
                 if mine.version == theirs.version and mine.network.overlaps(theirs.network):
                     raise ValidationError(f"address {mine} overlaps {path.stem}'s subnet "
-                                          f"{theirs.network}")
+                                          f"{theirs.network}", field="address")
 
 
 def plan_set_endpoint(host: Host, name: str, endpoint_host: str) -> Plan:

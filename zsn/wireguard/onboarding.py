@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
@@ -27,8 +27,10 @@ from zsn.wireguard.keys import (
     KeyPair,
     check_key,
     generate_preshared_key,
+    is_valid_key,
     public_key_from_private,
 )
+from zsn.wording import Action, Phrase
 
 DEFAULT_KEEPALIVE = 25
 """Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
@@ -78,10 +80,12 @@ def _refuse_unusable_name(config: WgConfig, peer: Section) -> None:
     if problem is not None:
         where = f" of {config.source}" if config.source else ""
         line = f" at line {peer.name_line + 1}" if peer.name_line is not None else ""
-        raise ValidationError(
+        interface = Path(config.source).stem if config.source else "IFACE"
+        rename = Action("rename_peer", f"zsn peer rename {interface} "
+                                       f"{peer.get('PublicKey') or 'KEY'} NEWNAME")
+        raise ValidationError(Phrase(
             f"peer name {peer.name!r}{line}{where} {problem}: zsn does not act on it; "
-            f"rename the peer (zsn peer rename IFACE {peer.get('PublicKey') or 'KEY'} "
-            "NEWNAME) or fix the comment")
+            "rename the peer (", rename, ") or fix the comment"))
 
 
 def _client_file(host: Host, interface: str, peer: Section) -> Path | None:
@@ -189,9 +193,9 @@ def _resolve_endpoint(server: ServerConfig, given: str | None) -> tuple[str, str
         stored = settings.load(server.host).get(server.name).endpoint_host
         if not stored:
             raise ValidationError(
-                f"no server endpoint for {server.name}: pass --endpoint HOST, or set it once "
-                f"with 'zsn wg endpoint {server.name} HOST'"
-            )
+                f"no endpoint is known for {server.name} yet: give the host name or address "
+                "clients connect to (the first one given is kept for its next peers)",
+                field="endpoint")
         host, typed = stored, None
     if server.listen_port is None:
         raise ValidationError(f"{server.path}: [Interface] has no ListenPort; clients need one")
@@ -320,12 +324,16 @@ def _live_only_peers(server: ServerConfig, device: LiveDevice | None
 def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]:
     """Validate `request` fully, then plan the peer's addition; nothing is changed yet."""
     server = ServerConfig.load(host, request.interface)
-    name = check_peer_name(request.name.strip(addressing.BLANKS))
-    client_path = client_config_path(host, server.name, name)
-    if server.config.find_peer(name) is not None:
-        hint = f" (its client config: zsn peer show {server.name} {name})" \
-            if client_path.exists() else ""
-        raise ValidationError(f"{server.name} already has a peer named {name!r}{hint}")
+    with about_input("name"):
+        name = check_peer_name(request.name.strip(addressing.BLANKS))
+        client_path = client_config_path(host, server.name, name)
+        if server.config.find_peer(name) is not None:
+            hint: tuple[str | Action, ...] = (
+                " (its client config: ", Action("show_client",
+                                                f"zsn peer show {server.name} {name}"), ")"
+            ) if client_path.exists() else ()
+            raise ValidationError(Phrase(f"{server.name} already has a peer named {name!r}",
+                                         *hint))
     link_notes = files.check_private_dirs(client_path.parent, host.path(WIREGUARD_DIR))
     profile = Profile(request.profile)
     device = server.live()
@@ -333,22 +341,28 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     leftover = _interrupted_add(server, client_path, live_only)
     owners = [(f"peer {key[:8]}… of the running {server.name} (not in its config)", allowed)
               for key, allowed in live_only]
-    if request.address and request.address.strip():
-        chosen = addressing.check_peer_address(server.config, request.address, owners)
-    else:
-        chosen = addressing.next_free_address(server.config, owners)
-    dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
-    keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
-    endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
-    routed = addressing.check_allowed_networks(request.routed_subnets)
-    _check_routed_free(server.config, routed, None)
+    with about_input("address"):
+        if request.address and request.address.strip():
+            chosen = addressing.check_peer_address(server.config, request.address, owners)
+        else:
+            chosen = addressing.next_free_address(server.config, owners)
+    with about_input("dns"):
+        dns = [addressing.check_dns(item) for item in request.dns if item.strip()]
+    with about_input("keepalive"):
+        keepalive = addressing.check_keepalive(request.keepalive) if request.keepalive else None
+    with about_input("endpoint"):
+        endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
+    with about_input("routed_subnets"):
+        routed = addressing.check_allowed_networks(request.routed_subnets)
+        _check_routed_free(server.config, routed, None)
 
     if request.public_key:
-        public_key, private_key = check_key(request.public_key, "public key"), None
-        if server.config.find_peer(public_key) is not None or any(
-                key == public_key for key, _ in live_only):
-            raise ValidationError(f"{server.name} already has a peer with public key "
-                                  f"{public_key}")
+        with about_input("public_key"):
+            public_key, private_key = check_key(request.public_key, "public key"), None
+            if server.config.find_peer(public_key) is not None or any(
+                    key == public_key for key, _ in live_only):
+                raise ValidationError(f"{server.name} already has a peer with public key "
+                                      f"{public_key}")
     else:
         keys = KeyPair.generate()
         public_key, private_key = keys.public_key, keys.private_key
@@ -594,11 +608,22 @@ def _is_host(network: str) -> bool:
 def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
     """The client config zsn wrote for a peer (the private key lives only there)."""
     addressing.check_interface_name(interface)
+    peer = None
     if config_path(host, interface).exists():
         config = ServerConfig.load(host, interface).config
         peer = config.find_peer(name)
+        if peer is not None and not peer.name:
+            raise ValidationError(
+                f"peer {name[:8]}… of {interface} has no name (no comment above its [Peer] "
+                "block): zsn keeps a client config, named after the peer, only for the peers "
+                "it added; this one's private key is on its device")
         if peer is not None:
             _refuse_unusable_name(config, peer)
+            name = peer.name or name  # found by its key: the file has its name
+    if peer is None and is_valid_key(name):
+        raise ValidationError(
+            f"peer {name[:8]}… is not in {interface}.conf (it is on the running interface "
+            "only): zsn has no client config for it")
     path = client_config_path(host, interface, name)
     if not path.exists():
         raise ValidationError(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files
 from zsn.system.host import Host
@@ -22,6 +22,7 @@ from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import parse
 from zsn.wireguard.device import default_route_device
 from zsn.wireguard.onboarding import WIREGUARD_DIR, ServerConfig
+from zsn.wording import Action, Phrase
 
 SYSCTL_FILE = "/etc/sysctl.d/99-zsn-wireguard.conf"
 FORWARDING_KEYS = {4: "net.ipv4.ip_forward", 6: "net.ipv6.conf.all.forwarding"}
@@ -172,9 +173,12 @@ def _covered(item: str, networks: list[str]) -> bool:
 def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str]) -> Plan:
     plan.steps.extend(steps)
     plan.notes.extend(notes)
-    if any(isinstance(s, FileEdit) and "/clients/" in str(s.path) for s in plan.steps):
-        plan.notes.append("client configs changed: re-import them on the clients "
-                          "('zsn peer show IFACE NAME --qr')")
+    changed = [s.path for s in plan.steps if isinstance(s, FileEdit) and "/clients/" in str(s.path)]
+    if changed:
+        interface = changed[0].parent.name
+        plan.notes.append(Phrase(
+            "client configs changed: re-import them on the clients (",
+            Action("show_client", f"zsn peer show {interface} NAME --qr"), ")"))
     return plan
 
 
@@ -224,17 +228,20 @@ def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
     """NAT the interface's clients out of the interface holding the default route."""
     server = ServerConfig.load(host, interface)
     if egress:
-        addressing.check_interface_name(egress)
+        with about_input("egress"):
+            addressing.check_interface_name(egress)
     else:
         try:
             egress = default_route_device()
         except ZsnError as exc:
-            raise ValidationError(f"cannot find the default route ({exc}); give --egress") \
-                from exc
+            raise ValidationError(f"cannot find the default route ({exc}): give the outgoing "
+                                  "interface", field="egress") from exc
         if not egress:
-            raise ValidationError("no default route: give the outgoing interface (--egress)")
+            raise ValidationError("there is no default route: give the outgoing interface",
+                                  field="egress")
     if egress == interface:
-        raise ValidationError("the outgoing interface cannot be the WireGuard interface itself")
+        raise ValidationError("the outgoing interface cannot be the WireGuard interface itself",
+                              field="egress")
     versions = _versions(server)
     rules: list[Rule] = []
     for address in addressing.interface_addresses(server.config):

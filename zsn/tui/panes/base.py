@@ -39,7 +39,11 @@
 6. **Actions**: blocking calls go through `run_in_thread(job, done, failed)`; changes
    are plans: `run_plan(build)` builds the `zsn.plan.Plan` in a thread, shows it
    (`zsn.tui.screens.plan.PlanScreen`), applies it on `y`, reports "Done: ..." once,
-   calls `plan_done(plan)` (drop stale caches) and polls. Bindings are listed most
+   calls `plan_done(plan)` (drop stale caches) and polls. Input comes from a form
+   (`zsn.tui.screens.form.FormScreen`, or `AskScreen` for one line) that builds and
+   checks the plan itself, so a refusal keeps it open with the input; pass
+   `show_plan` as its callback. Core text naming another action (`zsn.wording`)
+   is worded with this pane's keys. Bindings are listed most
    important first: the footer shows as many as fit (help and quit always), the
    rest are in `?` and the command palette.
 
@@ -63,6 +67,7 @@ from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import Cell, LiveTable, Row, cell_text
+from zsn.tui.wording import say
 
 if TYPE_CHECKING:
     from zsn.plan import Plan
@@ -179,11 +184,14 @@ class LivePane(Vertical):
             else:
                 self.notify(message, severity="error", timeout=8)
 
+        def report_error(error: ZsnError) -> None:
+            report(say(error, self))
+
         def runner() -> None:
             try:
                 result = job()
             except ZsnError as exc:
-                self.app.call_from_thread(report, str(exc))
+                self.app.call_from_thread(report_error, exc)
             except Exception as exc:  # noqa: BLE001 - a failed action must not end the app
                 self.app.call_from_thread(report, f"{type(exc).__name__}: {exc}")
             else:
@@ -218,13 +226,19 @@ class LivePane(Vertical):
 
         self.run_in_thread(build, show, refused)
 
+    def show_plan(self, plan: Plan | None) -> None:
+        """A plan a dialog already made and checked (None: cancelled): show it, apply
+        it on `y`, as `run_plan` does. Pass it as the dialog's callback."""
+        if plan is not None:
+            self.run_plan(lambda: plan)
+
     def _plan_failed(self, plan: Plan, message: str) -> None:
         self.notify(message, title=f"Failed: {plan.title}", severity="error", timeout=10)
         self.plan_done(plan)
         self.poll(force=True)
 
     def _plan_applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
-        notes = "\n".join(plan.notes)
+        notes = "\n".join(say(note, self) for note in plan.notes)
         self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
         self.plan_done(plan)
         self.poll(force=True)

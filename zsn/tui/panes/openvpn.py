@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -283,12 +282,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
     def action_import_profile(self) -> None:
         from zsn.tui.screens.openvpn_import import ImportScreen
 
-        def chosen(answer: tuple[Path, str] | None) -> None:
-            if answer is not None:
-                source, name = answer
-                self.run_plan(lambda: actions.plan_import(self.host, source, name))
-
-        self.app.push_screen(ImportScreen(), chosen)
+        self.app.push_screen(ImportScreen(self.host), self.show_plan)
 
     def action_refresh_now(self) -> None:
         self.poll(force=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
+from zsn.format import short_key
 from zsn.system.host import Host
 from zsn.tui.panes.base import GoneRows
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
@@ -52,8 +53,10 @@ ACTION_HELP = """
   and its QR code (`c` copies it to your terminal's clipboard over SSH).
 - `v` show a peer's client config and QR again; `x` remove; `e` disable (the block
   stays in the file, commented out with `#[disabled]`); `E` enable a disabled peer;
-  `n` rename; `s` set the subnets behind a peer (site-to-site).
-- `l` lint findings; `f` there applies a safe fix. Every change shows its plan first.
+  `n` rename (the client config moves to the new name); `s` set the subnets behind a
+  peer (site-to-site).
+- `l` lint findings; `f` there applies a safe fix, on the findings that have one.
+  Every change shows its plan first.
 
 #### Interfaces and routing
 - `N` create a server interface (key generated, config 0600); `U` bring one up
@@ -93,6 +96,7 @@ class WireGuardActions:
     poll: Callable[..., None]
     run_in_thread: Callable[..., None]
     run_plan: Callable[..., None]
+    show_plan: Callable[..., None]
     notify: Callable[..., None]
     query_one: Callable[..., Any]
     set_interval: Callable[..., Any]
@@ -152,9 +156,10 @@ class WireGuardActions:
 
     def _show_client(self, client: onboarding.ClientConfig, notes: list[str]) -> None:
         from zsn.tui.screens.client_config import ClientConfigScreen
+        from zsn.tui.wording import say
 
         self.app.push_screen(ClientConfigScreen(f"{client.name} on {client.interface}",
-                                                client.text, notes))
+                                                client.text, [say(n, self.app) for n in notes]))
 
     def action_show_client(self) -> None:
         from zsn.wireguard import onboarding
@@ -211,14 +216,14 @@ class WireGuardActions:
         from zsn.wireguard import onboarding
 
         ref = self._peer_ref()
-        if ref is None:
+        peer = self.selected_peer()
+        if ref is None or peer is None:
             return
-
-        def answered(new_name: str | None) -> None:
-            if new_name:
-                self.run_plan(lambda: onboarding.plan_rename_peer(self.host, *ref, new_name))
-
-        self.app.push_screen(AskScreen(f"Rename {ref[1]}", "New name:", ref[1]), answered)
+        shown = peer.name or short_key(peer.public_key, 12)
+        self.app.push_screen(AskScreen(
+            f"Rename {shown}", "New name:", peer.name or "",
+            lambda new_name: onboarding.plan_rename_peer(self.host, *ref, new_name),
+            field="new_name"), self.show_plan)
 
     def action_routed_subnets(self) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -230,16 +235,15 @@ class WireGuardActions:
             return
         current = [n for n in peer.allowed_ips if not n.endswith(("/32", "/128"))]
 
-        def answered(text: str | None) -> None:
-            if text is not None:
-                subnets = [s.strip() for s in text.replace(",", " ").split() if s.strip()]
-                self.run_plan(lambda: onboarding.plan_set_routed_subnets(self.host, *ref,
-                                                                         subnets))
+        def build(text: str) -> Plan:
+            subnets = [s.strip() for s in text.replace(",", " ").split() if s.strip()]
+            return onboarding.plan_set_routed_subnets(self.host, *ref, subnets)
 
-        self.app.push_screen(AskScreen(f"Subnets behind {ref[1]}",
+        self.app.push_screen(AskScreen(f"Subnets behind {peer.name or short_key(ref[1], 12)}",
                                        "Networks routed to this peer (site-to-site), "
                                        "comma-separated; empty for none:",
-                                       ", ".join(current)), answered)
+                                       ", ".join(current), build, field="subnets"),
+                             self.show_plan)
 
     # -- interfaces and routing -----------------------------------------------------
     def _highlighted_interface(self) -> str | None:
@@ -252,11 +256,7 @@ class WireGuardActions:
     def action_create_interface(self) -> None:
         from zsn.tui.screens.create_interface import CreateInterfaceScreen
 
-        def submitted(plan: Plan | None) -> None:
-            if plan is not None:
-                self.run_plan(lambda: plan)
-
-        self.app.push_screen(CreateInterfaceScreen(self.host), submitted)
+        self.app.push_screen(CreateInterfaceScreen(self.host), self.show_plan)
 
     def action_interface_up(self) -> None:
         from zsn.tui.screens.ask import ChooseScreen
@@ -317,16 +317,21 @@ class WireGuardActions:
         if name is None:
             return
 
-        def answered(egress: str | None) -> None:
-            if egress:
-                self.run_plan(lambda: routing.plan_gateway(self.host, name, egress.strip()))
+        def ask(detected: str | None, problem: str = "") -> None:
+            if detected:
+                prompt = "Outgoing interface (found from the default route):"
+            elif problem:
+                prompt = (f"The default route could not be read ({problem}). Type the "
+                          "interface the clients' traffic leaves by (e.g. eth0):")
+            else:
+                prompt = ("There is no default route here. Type the interface the "
+                          "clients' traffic leaves by (e.g. eth0):")
+            self.app.push_screen(AskScreen(
+                f"Gateway: NAT clients of {name}", prompt, detected or "",
+                lambda egress: routing.plan_gateway(self.host, name, egress.strip() or None),
+                field="egress"), self.show_plan)
 
-        def ask(detected: str | None) -> None:
-            self.app.push_screen(AskScreen(f"Gateway: NAT clients of {name}",
-                                           "Outgoing interface (found from the default "
-                                           "route):", detected or ""), answered)
-
-        self.run_in_thread(default_route_device, ask)
+        self.run_in_thread(default_route_device, ask, lambda problem: ask(None, problem))
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:

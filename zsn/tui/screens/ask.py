@@ -1,41 +1,52 @@
-"""Small keyboard dialogs: one line of text, or one choice from a list."""
+"""Small keyboard dialogs: one line of text checked where it is typed, or one choice."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable, Iterable
+from typing import ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, OptionList
+from textual.widgets import Footer, Input, OptionList
 from textual.widgets.option_list import Option
 
+from zsn.tui.screens.form import FormField, FormScreen, Values
 
-class AskScreen(ModalScreen[str | None]):
-    """Asks for one line; dismisses with the text on enter, None on escape."""
+ResultT = TypeVar("ResultT")
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, prompt: str, value: str = "") -> None:
+class AskScreen(FormScreen[ResultT]):
+    """Asks for one line and hands it to `build` (run in a worker thread: it reads
+    files, checks the text, makes the plan). A refusal keeps the dialog open with the
+    text and the reason; success dismisses with `build`'s result, escape with None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+s", "submit", "OK", show=False)]
+    LABELS_BESIDE = False
+
+    def __init__(self, title: str, prompt: str, value: str,
+                 build: Callable[[str], ResultT], field: str = "value") -> None:
         super().__init__()
         self.title_text, self.prompt, self.value = title, prompt, value
+        self._build = build
+        self.field = field
+        """The core's name for the input (`ValidationError.field`)."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="ask"):
-            yield Label(self.prompt)
-            yield Input(self.value, id="ask-input")
-        yield Footer()
+    def form_title(self) -> str:
+        return f"{self.title_text}: enter to confirm, esc to cancel"
 
-    def on_mount(self) -> None:
-        self.query_one("#ask").border_title = self.title_text
-        self.query_one("#ask-input", Input).focus()
+    def form_fields(self) -> Iterable[FormField]:
+        yield FormField(self.field, self.prompt, Input(self.value, id="ask-input", compact=True))
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
+    def build(self, values: Values) -> ResultT:
+        return self._build(str(values[self.field]))
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+
+class Picker(OptionList):
+    """An option list whose `enter` shows in the footer: a picker says how to confirm."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Choose")]
 
 
 class ChooseScreen(ModalScreen[str | None]):
@@ -49,13 +60,13 @@ class ChooseScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ask"):
-            yield OptionList(*[Option(label, id=choice_id) for choice_id, label in self.choices],
-                             id="ask-choices")
+            yield Picker(*[Option(label, id=choice_id) for choice_id, label in self.choices],
+                         id="ask-choices")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#ask").border_title = self.title_text
-        self.query_one("#ask-choices", OptionList).focus()
+        self.query_one("#ask").border_title = f"{self.title_text}: enter chooses, esc cancels"
+        self.set_focus(self.query_one("#ask-choices", Picker))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

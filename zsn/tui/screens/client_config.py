@@ -60,7 +60,16 @@ class ClientConfigScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         box = self.query_one("#client-config")
         box.border_title = self.title_text
-        box.focus()
+        self.set_focus(box)
+        # Nothing may cover the code or the config: notifications wait until it closes.
+        keep_uncovered = getattr(self.app, "keep_uncovered", None)
+        if keep_uncovered is not None:
+            keep_uncovered()
+
+    def on_unmount(self) -> None:
+        uncovered = getattr(self.app, "uncovered", None)
+        if uncovered is not None:
+            uncovered()
 
     def _config_text(self) -> Text:
         return Text(self.config_text if self.reveal else mask_secrets(self.config_text))
@@ -71,4 +80,6 @@ class ClientConfigScreen(ModalScreen[None]):
 
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.config_text)
-        self.notify("Config sent to your terminal's clipboard (OSC 52).", timeout=4)
+        # On the border, not a notification: that would cover the code.
+        self.query_one("#client-config").border_subtitle = \
+            "config sent to your terminal's clipboard (OSC 52)"

@@ -1,27 +1,27 @@
 """The form that creates a server interface: name, addresses, listen port, endpoint.
 
 It returns the plan `zsn wg create` would make (key generated, file 0600 in a 0700
-directory); bad input keeps the form open with the reason shown.
+directory); bad input keeps the form open with the reason shown on its field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
-from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input
 
-from zsn.errors import ZsnError
+from zsn.errors import about_input
 from zsn.plan import Plan
 from zsn.system.host import Host
+from zsn.tui.screens.form import FormField, FormScreen, Values
+from zsn.wireguard.addressing import check_interface_address
 from zsn.wireguard.interfaces import plan_create_interface
 
 FIELDS = (
-    ("name", "Name", "wg0"),
+    # (key: the core's name for the input, label, placeholder)
+    ("interface", "Name", "wg0"),
     ("ipv4", "IPv4 address", "10.66.0.1/24"),
     ("ipv6", "IPv6 address", "optional, e.g. fd66::1/64"),
     ("port", "Listen port", "51820"),
@@ -29,55 +29,30 @@ FIELDS = (
 )
 
 
-class CreateInterfaceScreen(ModalScreen[Plan | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "Create"),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+class CreateInterfaceScreen(FormScreen[Plan]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+s", "submit", "Create")]
 
     def __init__(self, host: Host) -> None:
         super().__init__()
         self.host = host
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="onboard"):
-            with Grid(id="onboard-grid"):
-                for key, label, placeholder in FIELDS:
-                    yield Label(label)
-                    yield Input(placeholder=placeholder, id=f"create-{key}", compact=True)
-            yield Static("", id="onboard-error")
-        yield Footer()
+    def form_title(self) -> str:
+        return "New interface: ctrl+s creates, esc cancels"
 
-    def on_mount(self) -> None:
-        self.query_one("#onboard").border_title = "New interface: ctrl+s creates, esc cancels"
-        self.query_one("#onboard-error", Static).display = False
-        self.query_one("#create-name", Input).focus()
+    def form_fields(self) -> Iterable[FormField]:
+        for key, label, placeholder in FIELDS:
+            yield FormField(key, label, Input(placeholder=placeholder, id=f"create-{key}",
+                                              compact=True))
 
-    def _value(self, key: str) -> str:
-        return self.query_one(f"#create-{key}", Input).value.strip()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_submit()
-
-    def action_submit(self) -> None:
-        addresses = [a for a in (self._value("ipv4"), self._value("ipv6")) if a]
-        self.make_plan(self._value("name"), addresses, self._value("port") or "51820",
-                       self._value("endpoint") or None)
-
-    @work(thread=True, exclusive=True, group="create-plan")
-    def make_plan(self, name: str, addresses: list[str], port: str,
-                  endpoint: str | None) -> None:
-        try:
-            plan = plan_create_interface(self.host, name, addresses, port, endpoint)
-        except ZsnError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
-            return
-        self.app.call_from_thread(self.dismiss, plan)
-
-    def _show_error(self, message: str) -> None:
-        error = self.query_one("#onboard-error", Static)
-        error.update(message)
-        error.display = True
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def build(self, values: Values) -> Plan:
+        text = {key: str(value).strip() for key, value in values.items()}
+        # Two fields feed the core's one list of addresses: each is checked here,
+        # so an error lands on the field it is about.
+        for key in ("ipv4", "ipv6"):
+            if text[key]:
+                with about_input(key):
+                    check_interface_address(text[key])
+        with about_input("ipv4"):
+            return plan_create_interface(
+                self.host, text["interface"], [text[k] for k in ("ipv4", "ipv6") if text[k]],
+                text["port"] or "51820", text["endpoint"] or None)

@@ -53,20 +53,29 @@ class FindingsScreen(ModalScreen[Finding | None]):
         self.query_one("#findings").border_title = f"Lint: {len(self.findings)} finding(s)"
         lists = self.query("#findings-list")
         if lists:
-            lists.first().focus()
+            findings = lists.first(OptionList)
+            findings.highlighted = 0
+            self.set_focus(findings)
+
+    def highlighted(self) -> Finding | None:
+        lists = self.query("#findings-list")
+        index = lists.first(OptionList).highlighted if lists else None
+        return self.findings[index] if index is not None else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # `f` is offered (footer, key) only on a finding that has a safe fix.
+        if action == "fix":
+            finding = self.highlighted()
+            return finding is not None and finding.fix_plan is not None
+        return True
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.refresh_bindings()
 
     def action_fix(self) -> None:
-        lists = self.query("#findings-list")
-        if not lists:
-            return
-        index = lists.first(OptionList).highlighted
-        if index is None:
-            return
-        finding = self.findings[index]
-        if finding.fix_plan is None:
-            self.notify("This fix needs your judgement: " + finding.fix, severity="warning")
-            return
-        self.dismiss(finding)
+        finding = self.highlighted()
+        if finding is not None and finding.fix_plan is not None:
+            self.dismiss(finding)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

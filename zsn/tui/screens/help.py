@@ -23,6 +23,7 @@ GENERAL = """\
 | `/` | filter a table (every row, every column); `enter` keeps it, `esc` clears it |
 | `o` / `O` | order a table by the next column / reverse the order |
 | `r` | refresh now |
+| `ctrl+s` | in a form: submit (`enter` in a text field too); `esc` cancels |
 | `q` | quit |
 """
 

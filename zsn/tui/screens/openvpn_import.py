@@ -1,54 +1,54 @@
-"""Ask for a .ovpn file and a connection name to import it as."""
+"""Ask for a .ovpn file and a connection name, and plan its import."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label
+from textual.widgets import Input
 
 from zsn.errors import ValidationError
-from zsn.openvpn.config import validate_name
+from zsn.openvpn.actions import import_name, plan_import
+from zsn.plan import Plan
+from zsn.system.host import Host
+from zsn.tui.screens.form import FormField, FormScreen, Values
+
+NAME_PLACEHOLDER = "office"
 
 
-class ImportScreen(ModalScreen[tuple[Path, str] | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel"),
-    ]
+class ImportScreen(FormScreen[Plan]):
+    """Dismisses with the import's plan (`zsn vpn import`); an empty name is the
+    file's name, as in the CLI."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="ovpn-import"):
-            yield Label("Profile file (.ovpn) on this machine:")
-            yield Input(placeholder="/home/me/office.ovpn", id="import-path")
-            yield Label("Connection name (becomes openvpn-client@NAME):")
-            yield Input(placeholder="office", id="import-name")
-            yield Label("", id="import-error")
-        yield Footer()
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+s", "submit", "Import")]
+    LABELS_BESIDE = False
 
-    def on_mount(self) -> None:
-        self.query_one("#ovpn-import").border_title = "Import an OpenVPN profile"
+    def __init__(self, host: Host) -> None:
+        super().__init__()
+        self.host = host
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        path_text = self.query_one("#import-path", Input).value.strip()
-        name_input = self.query_one("#import-name", Input)
-        if event.input.id == "import-path" and path_text and not name_input.value:
-            name_input.value = Path(path_text).stem
-            name_input.focus()
-            return
-        error = self.query_one("#import-error", Label)
+    def form_title(self) -> str:
+        return "Import an OpenVPN profile: enter imports, esc cancels"
+
+    def form_fields(self) -> Iterable[FormField]:
+        yield FormField("file", "Profile file (.ovpn) on this machine:",
+                        Input(placeholder="/home/me/office.ovpn", id="import-path", compact=True))
+        yield FormField("name", "Connection name (becomes openvpn-client@NAME):",
+                        Input(placeholder=NAME_PLACEHOLDER, id="import-name", compact=True))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        # What an empty name becomes, as a hint: only the placeholder changes.
+        if event.input.id == "import-path":
+            stem = import_name(Path(event.value.strip())) if event.value.strip() else ""
+            self.query_one("#import-name", Input).placeholder = \
+                f"{stem} (the file's name)" if stem else NAME_PLACEHOLDER
+
+    def build(self, values: Values) -> Plan:
+        path_text = str(values["file"]).strip()
+        source = Path(path_text).expanduser()
+        name = str(values["name"]).strip() or import_name(source)
         if not path_text:
-            error.update("Give the path of the .ovpn file.")
-            return
-        try:
-            name = validate_name(name_input.value.strip())
-        except ValidationError as exc:
-            error.update(str(exc))
-            return
-        self.dismiss((Path(path_text).expanduser(), name))
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+            raise ValidationError("give the path of the .ovpn file", field="file")
+        return plan_import(self.host, source, name)

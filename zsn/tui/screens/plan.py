@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from zsn.plan import Plan
+from zsn.tui.wording import say
 
 
 class PlanScreen(ModalScreen[bool]):
@@ -27,11 +28,13 @@ class PlanScreen(ModalScreen[bool]):
 
     def __init__(self, plan: Plan) -> None:
         super().__init__()
+        self.plan = plan
         self.plan_title = plan.title
-        self.text = plan.describe()
+        self.text = ""
         self.can_apply = bool(plan.steps)
 
     def compose(self) -> ComposeResult:
+        self.text = self.plan.describe(word=lambda text: say(text, self))
         with VerticalScroll(id="plan"):
             yield Static(Syntax(self.text, "diff", theme="ansi_dark", word_wrap=True),
                          id="plan-body")

@@ -1,0 +1,109 @@
+"""Keys and pastes are delivered one at a time: none is lost or lands in the wrong place.
+
+Textual routes a key to the widget focused when the app reads it from the terminal
+and goes on to the next key at once. Typed fast or pasted, a burst therefore runs
+ahead of its own effects: after `tab` the next characters still go to the field
+being left, after the key that opens a form they go to the screen underneath
+(where they do nothing), after `enter` on a table they miss the table it focuses.
+
+`KeySequencer` holds each key (or paste) back until the one before it is done:
+its widget handled it and it bubbled up as far as it goes (a probe follows it up
+the DOM through each node's message queue, behind it), a screen it opened is
+mounted (with its first field focused), and the focus changes it asked for are
+made (the release waits behind them in the app's queue). Then the next one is
+routed, by Textual's own rules, to wherever the previous one left the focus. A key
+whose effects never finish (a node removed under it) is released after
+`KEY_SECONDS` anyway, so the keyboard can never stall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+from textual import events
+from textual.app import App, ScreenStackError
+from textual.dom import DOMNode
+from textual.message_pump import MessagePump
+
+KEY_SECONDS = 1.0
+"""At most this long waiting for one key's effects before the next key goes."""
+SCREEN_SECONDS = 2.0
+"""At most this long waiting for a screen a key opened to be mounted."""
+SCREEN_POLL_SECONDS = 0.005
+
+
+class KeySequencer:
+    """Used by the app's ``on_event``: `hold` a key that must wait, `follow` one routed."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self._app = app
+        self._waiting: deque[events.Event] = deque()
+        self._busy = False
+        self._current: events.Event | None = None
+        """The key whose effects are being waited for."""
+        self._released: events.Event | None = None
+        """A held key posted to the app again: routed when it comes back."""
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    def hold(self, event: events.Event) -> bool:
+        """Whether `event`, a key or paste just read, waits for the one before it."""
+        if event is self._released:
+            self._released = None
+            return False
+        if self._busy:
+            self._waiting.append(event)
+            return True
+        return False
+
+    def follow(self, event: events.Event, target: MessagePump | None) -> None:
+        """`event` was routed: given to `target` (the focused widget or the screen), or
+        handled by the app itself (a priority binding) when `target` is None."""
+        self._busy = True
+        self._current = event
+        loop = asyncio.get_running_loop()
+        self._watchdog = loop.call_later(KEY_SECONDS, self._done, event)
+        if target is None or not target.call_later(self._probe, target, event):
+            self._done(event)
+
+    def _probe(self, node: MessagePump, event: events.Event) -> None:
+        # Runs in `node`'s queue behind the key: the key is done with `node`, and, if
+        # it bubbles, it is already in the parent's queue, ahead of the next probe.
+        if event is not self._current:
+            return
+        parent = node.parent if isinstance(node, DOMNode) else None
+        if node is self._app or parent is None \
+                or not parent.call_later(self._probe, parent, event):
+            self._done(event)
+
+    def _done(self, event: events.Event) -> None:
+        if event is not self._current:
+            return
+        self._current = None
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._when_screen_ready(time.monotonic() + SCREEN_SECONDS)
+
+    def _when_screen_ready(self, deadline: float) -> None:
+        try:
+            ready = self._app.screen.is_mounted
+        except ScreenStackError:  # no screen yet, or shutting down
+            ready = True
+        if ready or time.monotonic() > deadline:
+            # Behind what the key's handlers queued on the app (a deferred focus).
+            if not self._app.call_later(self._release):
+                self._release()
+        else:
+            asyncio.get_running_loop().call_later(SCREEN_POLL_SECONDS,
+                                                  self._when_screen_ready, deadline)
+
+    def _release(self) -> None:
+        if self._waiting and self._app.is_running:
+            self._released = self._waiting.popleft()
+            self._app.post_message(self._released)
+        else:
+            self._waiting.clear()
+            self._busy = False
