@@ -228,12 +228,48 @@ def test_a_failing_step_undoes_everything_before_it(host: Host) -> None:
     assert not client.path.exists()
 
 
-def test_rename_moves_the_client_config(host: Host) -> None:
-    _add(host, "alice")
-    onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone").apply()
-    assert onboarding.show_client_config(host, "wg0", "alice-phone").text.startswith("# alice")
+def test_rename_moves_the_client_config_and_renames_it_inside(host: Host) -> None:
+    before = _add(host, "alice")
+    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    shown = plan.describe()
+    assert "-# alice: client of wg0, written by zsn" in shown
+    assert "+# alice-phone: client of wg0, written by zsn" in shown
+    assert "PrivateKey = (hidden)" in shown or "PrivateKey" not in shown
+    plan.apply()
+    after = onboarding.show_client_config(host, "wg0", "alice-phone")
+    first, rest = after.text.split("\n", 1)
+    assert first == "# alice-phone: client of wg0, written by zsn"
+    assert rest == before.text.split("\n", 1)[1], "the rest byte for byte"
+    assert stat.S_IMODE(after.path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in after.path.parent.iterdir()) == ["alice-phone.conf"]
     with pytest.raises(ValidationError, match="no client config"):
         onboarding.show_client_config(host, "wg0", "alice")
+
+
+def test_a_rename_that_fails_at_the_server_config_leaves_the_client_config_as_it_was(
+        host: Host) -> None:
+    _add(host, "alice")
+    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    server = host.path("/etc/wireguard/wg0.conf")
+    server.write_text(server.read_text() + "\n")  # changed since the plan read it
+    before = _tree(host.root)
+    with pytest.raises(ApplyError, match="changed on disk"):
+        plan.apply()
+    assert _tree(host.root) == before
+
+
+def test_a_rename_killed_after_moving_the_client_config_is_finished_by_running_it_again(
+        host: Host) -> None:
+    _add(host, "alice")
+    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    for step in plan.steps[:-1]:  # killed before the server config (the commit)
+        step.apply()
+    again = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    assert any("interrupted" in note for note in again.notes)
+    again.apply()
+    client = onboarding.show_client_config(host, "wg0", "alice-phone")
+    assert client.text.startswith("# alice-phone: client of wg0, written by zsn\n")
+    assert parse(host.path("/etc/wireguard/wg0.conf").read_text()).find_peer("alice-phone")
 
 
 def test_routed_subnets_behind_a_peer(host: Host) -> None:

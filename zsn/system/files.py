@@ -303,6 +303,15 @@ def _write_replace(
     _fsync_dir(path.parent)
 
 
+def move(source: Path, target: Path) -> None:
+    """Rename `source` to `target` (same filesystem), never over an existing file, and
+    make the rename durable."""
+    if os.path.lexists(target):
+        raise FileChangedError(f"{target}: already exists; not moving {source.name} over it")
+    os.rename(source, target)
+    _fsync_dir(target.parent)
+
+
 def _fsync_dir(directory: Path) -> None:
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -544,26 +545,76 @@ def _check_enable_free(config: WgConfig, peer: Section) -> None:
 
 
 def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Plan:
+    """Rename a peer: its name comment in the server config, and the client config zsn
+    wrote for it, which moves to the new name with the new name in its first line.
+
+    The server config is edited last: it is the commit. A rename killed before it
+    leaves the client config moved (or not) and the peer under its old name; the
+    same rename run again finds the moved file by the peer's key and goes on.
+    """
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     # Renaming is how a peer named like a path gets a usable name: allowed, and
     # the old name is never turned into a file path.
     peer = edited.require_peer(name)
-    new_name = check_peer_name(new_name.strip(addressing.BLANKS))
-    if edited.find_peer(new_name) is not None:
-        raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
+    with about_input("new_name"):
+        new_name = check_peer_name(new_name.strip(addressing.BLANKS))
+        if edited.find_peer(new_name) is not None:
+            raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
+        new_client = client_config_path(host, server.name, new_name)
     old_client = _client_file(host, server.name, peer)
-    new_client = client_config_path(host, server.name, new_name)
-    if new_client.exists():
-        raise ValidationError(f"{new_client} already exists")
-    edited.rename_peer(peer, new_name)
     plan = Plan(f"rename peer {name} to {new_name} on {server.name}")
+    if old_client is not None and os.path.lexists(old_client):
+        if os.path.lexists(new_client):
+            raise ValidationError(f"{new_client} already exists", field="new_name")
+        snapshot = files.read_tracked(old_client)
+        renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
+        if renamed != snapshot.text:
+            # No .zsn-bak: it would stay behind under the old name; undo restores the text.
+            plan.steps.append(FileEdit(old_client, snapshot, renamed,
+                                       mode=files.PRIVATE_FILE_MODE, backup=False))
+        plan.steps.append(LiveStep(f"move {old_client} to {new_client.name}",
+                                   partial(files.move, old_client, new_client),
+                                   partial(files.move, new_client, old_client)))
+    elif os.path.lexists(new_client):
+        _adopt_moved_client(plan, server, peer, new_client, new_name)
+    edited.rename_peer(peer, new_name)
     plan.steps.append(server.edit(edited))
-    if old_client is not None and old_client.exists():
-        plan.steps.append(LiveStep(f"rename {old_client.name} to {new_client.name}",
-                                   lambda: old_client.rename(new_client),
-                                   lambda: new_client.rename(old_client)))
     return plan
+
+
+_CLIENT_COMMENT_RE = re.compile(r"# (?P<name>[^:\n]*): client of (?P<interface>\S+), "
+                                r"written by zsn(?P<end>\r?\n|\Z)")
+
+
+def _client_comment_renamed(text: str, interface: str, new_name: str) -> str:
+    """`text` with the name in zsn's first line (``# NAME: client of IFACE, written by
+    zsn``) replaced; anything else, and a first line someone rewrote, stays as it is."""
+    first = _CLIENT_COMMENT_RE.match(text)
+    if first is None or first.group("interface") != interface:
+        return text
+    return f"# {new_name}: client of {interface}, written by zsn{first.group('end')}" \
+        + text[first.end():]
+
+
+def _adopt_moved_client(plan: Plan, server: ServerConfig, peer: Section, client: Path,
+                        new_name: str) -> None:
+    """A client config already under the new name: the one of this peer when a rename
+    was interrupted after moving it (its key is the peer's), else in the way."""
+    snapshot = files.read_tracked(client)
+    try:
+        private = parse(snapshot.text, str(client)).interface
+        key = public_key_from_private(private.get("PrivateKey") or "") if private else None
+    except ZsnError:
+        key = None
+    if key is None or key != peer.get("PublicKey"):
+        raise ValidationError(f"{client} already exists", field="new_name")
+    renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
+    if renamed != snapshot.text:
+        plan.steps.append(FileEdit(client, snapshot, renamed, mode=files.PRIVATE_FILE_MODE,
+                                   backup=False))
+    plan.notes.append(f"{client} is this peer's client config, moved by a rename that was "
+                      "interrupted: kept")
 
 
 def plan_set_routed_subnets(host: Host, interface: str, name: str,
