@@ -13,7 +13,7 @@ import pytest
 from tests.needs import needs_tools
 from zsn.cli import main as cli_main
 from zsn.errors import ValidationError
-from zsn.plan import ApplyError, LiveStep
+from zsn.plan import ApplyError, FileEdit, LiveStep
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint, onboarding, routing, settings
 from zsn.wireguard.config import parse
@@ -461,3 +461,20 @@ def test_a_refused_input_names_its_option_on_the_command_line(
     assert capsys.readouterr().err.startswith("zsn peer: invalid: peer name"), \
         "a positional argument is not named again"
 
+
+def test_forwarding_in_another_namespace_is_live_only_and_says_why(
+        host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(routing, "other_network_namespace",
+                        lambda h: "zsn runs in the network namespace 'lab1' (ip netns)")
+    steps, notes = routing.forwarding_steps(host, {4})
+    assert not [s for s in steps if isinstance(s, FileEdit)], "no /etc/sysctl.d file"
+    assert [s.description for s in steps if isinstance(s, LiveStep)] == \
+        ["enable net.ipv4.ip_forward now"]
+    assert "nothing persists: zsn runs in the network namespace 'lab1'" in notes[0]
+    assert "forwarding is per network namespace" in notes[0]
+
+
+def test_forwarding_where_boot_settings_apply_persists_too(host: Host) -> None:
+    steps, notes = routing.forwarding_steps(host, {4})
+    assert [s.path.name for s in steps if isinstance(s, FileEdit)] == ["99-zsn-wireguard.conf"]
+    assert not notes

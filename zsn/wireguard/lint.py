@@ -315,7 +315,8 @@ def _forwarding_off(host: Host, config: WgConfig, name: str, path: str,
 
 
 def _plan_forwarding(host: Host, versions: set[int]) -> Plan:
-    return Plan("enable forwarding", forwarding_steps(host, versions))
+    steps, notes = forwarding_steps(host, versions)
+    return Plan("enable forwarding", steps, notes=notes)
 
 
 def _permission_findings(host: Host, directory: Path) -> list[Finding]:

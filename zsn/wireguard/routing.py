@@ -1,6 +1,7 @@
 """Server-side routing: client-to-client, interface-to-interface, and gateway (NAT) mode.
 
-Each action enables forwarding persistently (``/etc/sysctl.d/``) and now, and adds
+Each action enables forwarding persistently (``/etc/sysctl.d/``) and now (only now
+in a network namespace boot settings do not reach: `forwarding_steps`), and adds
 firewall rules as PostUp/PostDown pairs that name the interface as ``%i``, so the
 rules follow the config they are in. When the interface is running the rules are
 also applied at once (argv, no shell), and undone if a later step fails.
@@ -18,6 +19,7 @@ from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files
 from zsn.system.host import Host
+from zsn.system.namespaces import other_network_namespace
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import parse
 from zsn.wireguard.device import default_route_device
@@ -45,31 +47,45 @@ def _write_sysctl(path: Path, value: str) -> None:
     path.write_text(value + "\n")
 
 
-def forwarding_steps(host: Host, versions: set[int]) -> list[FileEdit | LiveStep]:
-    """Enable forwarding for `versions`: persistently in sysctl.d, and live when it is off."""
+def forwarding_steps(host: Host, versions: set[int]) -> tuple[list[FileEdit | LiveStep],
+                                                             list[str]]:
+    """Enable forwarding for `versions`: persistently in sysctl.d, and live when it is
+    off; (steps, notes). In a network namespace that boot settings do not reach
+    (forwarding is per namespace) only live, and a note says why nothing persists."""
     steps: list[FileEdit | LiveStep] = []
-    path = host.path(SYSCTL_FILE)
-    snapshot = files.read_tracked(path) if path.exists() else None
-    text = snapshot.text if snapshot else "# Written by zsn: WireGuard routing needs forwarding\n"
-    lines = text.splitlines()
-    changed = False
-    for version in sorted(versions):
-        key = FORWARDING_KEYS[version]
-        if not any(line.replace(" ", "") == f"{key}=1" for line in lines):
-            lines.append(f"{key} = 1")
-            changed = True
-    if changed:
-        if not path.parent.is_dir():
-            raise ValidationError(f"{path.parent} does not exist; cannot make forwarding "
-                                  "persistent")
-        steps.append(FileEdit(path, snapshot, "\n".join(lines) + "\n"))
+    notes: list[str] = []
+    elsewhere = other_network_namespace(host)
+    if elsewhere is None:
+        steps.extend(_sysctl_file_edit(host, versions))
+    else:
+        notes.append(f"forwarding is set in this namespace only and nothing persists: "
+                     f"{elsewhere}, and forwarding is per network namespace; "
+                     f"{SYSCTL_FILE} is applied at boot to PID 1's namespace, so it is not "
+                     "written. Run this again when the namespace is made again.")
     for version in sorted(versions):
         if forwarding_enabled(host, version) is False:
             proc = _proc_path(host, FORWARDING_KEYS[version])
             steps.append(LiveStep(f"enable {FORWARDING_KEYS[version]} now",
                                   partial(_write_sysctl, proc, "1"),
                                   partial(_write_sysctl, proc, "0")))
-    return steps
+    return steps, notes
+
+
+def _sysctl_file_edit(host: Host, versions: set[int]) -> list[FileEdit]:
+    path = host.path(SYSCTL_FILE)
+    snapshot = files.read_tracked(path) if path.exists() else None
+    text = snapshot.text if snapshot else "# Written by zsn: WireGuard routing needs forwarding\n"
+    lines = text.splitlines()
+    missing = [FORWARDING_KEYS[version] for version in sorted(versions)
+               if not any(line.replace(" ", "") == f"{FORWARDING_KEYS[version]}=1"
+                          for line in lines)]
+    if not missing:
+        return []
+    if not path.parent.is_dir():
+        raise ValidationError(f"{path.parent} does not exist; cannot make forwarding "
+                              "persistent")
+    lines.extend(f"{key} = 1" for key in missing)
+    return [FileEdit(path, snapshot, "\n".join(lines) + "\n")]
 
 
 @dataclass(frozen=True)
@@ -190,8 +206,9 @@ def plan_client_to_client(host: Host, interface: str) -> Plan:
     rules = [Rule(f"{tool} -A FORWARD -i %i -o %i -j ACCEPT") for tool in _tools(versions)]
     steps, notes = rule_steps(server, rules)
     subnets = [str(a.network) for a in addressing.interface_addresses(server.config)]
-    return _finish(plan, [*forwarding_steps(host, versions), *steps,
-                          *_client_config_edits(host, interface, subnets)], notes)
+    forwarding, forwarding_notes = forwarding_steps(host, versions)
+    return _finish(plan, [*forwarding, *steps, *_client_config_edits(host, interface, subnets)],
+                   [*forwarding_notes, *notes])
 
 
 def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
@@ -201,8 +218,8 @@ def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
     one, two = ServerConfig.load(host, first), ServerConfig.load(host, second)
     versions = _versions(one) & _versions(two) or {4}
     plan = Plan(f"route {first} <-> {second}")
-    all_steps: list[FileEdit | LiveStep] = list(forwarding_steps(host, versions))
-    all_notes: list[str] = []
+    forwarding, all_notes = forwarding_steps(host, versions)
+    all_steps: list[FileEdit | LiveStep] = list(forwarding)
     for server, other in ((one, two), (two, one)):
         rules = [Rule(f"{tool} -A FORWARD -i %i -o {other.name} -j ACCEPT")
                  for tool in _tools(versions)]
@@ -255,4 +272,5 @@ def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
         ]
     plan = Plan(f"make {interface} a gateway: NAT out of {egress}")
     steps, notes = rule_steps(server, rules)
-    return _finish(plan, [*forwarding_steps(host, versions | {4}), *steps], notes)
+    forwarding, forwarding_notes = forwarding_steps(host, versions | {4})
+    return _finish(plan, [*forwarding, *steps], [*forwarding_notes, *notes])
