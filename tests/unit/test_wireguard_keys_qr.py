@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.needs import needs_tools
+from zsn.system.host import Host
+from zsn.wireguard import interfaces, onboarding
 from zsn.wireguard.keys import (
     KeyPair,
     generate_preshared_key,
@@ -56,10 +59,13 @@ def test_key_pair_repr_hides_the_private_key() -> None:
     assert pair.private_key not in repr(pair) and pair.public_key in repr(pair)
 
 
-def _decode(lines: list[str], tmp_path: Path) -> str:
-    """Turn half-block text back into pixels (4 per module) and let zbarimg read it."""
+def _decode(lines: list[str], tmp_path: Path, blocks_are_light: bool = False) -> str:
+    """Turn half-block text back into pixels (4 per module), as a terminal shows it:
+    blocks in the foreground colour, dark unless `blocks_are_light` (light text on a
+    dark background), and let zbarimg read it."""
     zbarimg = _require("zbarimg")
-    rows = matrix_from_half_blocks(lines)
+    rows = [[painted != blocks_are_light for painted in row]
+            for row in matrix_from_half_blocks(lines)]
     scale = 4
     image = tmp_path / "qr.pbm"
     with image.open("w") as out:
@@ -110,3 +116,27 @@ def test_a_code_that_cannot_fit_says_so() -> None:
     code = make_qr(payload, columns=80, lines=20)
     assert not code.fits and code.error == "L"
     assert "does not fit" in code.describe()
+
+
+def test_peer_show_qr_into_a_file_is_plain_text_that_scans_on_a_dark_terminal(
+        tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    host = Host(root)
+    interfaces.plan_create_interface(host, "wg0", ["10.66.0.1/24"], 51820,
+                                     "vpn.example.com").apply()
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    plan.apply()
+    saved = tmp_path / "alice-qr.txt"
+    with saved.open("w") as stdout:  # not a terminal
+        shown = subprocess.run([sys.executable, "-m", "zsn", "--root", str(root), "peer", "show",
+                                "wg0", "alice", "--qr"], stdout=stdout, stderr=subprocess.PIPE,
+                               text=True, timeout=60, check=True,
+                               cwd=Path(__file__).parents[2])
+    text = saved.read_text()
+    assert "\x1b" not in text, "no colour codes in a file"
+    assert set(text) <= set("█▀▄ \n")
+    lines = text.splitlines()
+    assert lines[0] == "█" * len(lines[0]), "the light quiet zone is drawn"
+    decoded = _decode(lines, tmp_path, blocks_are_light=True)
+    assert decoded.rstrip("\n") == qr_payload(client.text).rstrip("\n")
+    assert "plain text without colour codes" in shown.stderr

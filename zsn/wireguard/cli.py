@@ -134,11 +134,15 @@ def _wg_plan(host: Host, args: argparse.Namespace) -> Plan:
 
 def _print_config(text: str, as_qr: bool) -> None:
     if as_qr:
-        # Made for this terminal when there is one (the level is chosen to fit it).
-        size = shutil.get_terminal_size(DEFAULT_SIZE) if sys.stdout.isatty() else DEFAULT_SIZE
+        # Made for this terminal when there is one (the level is chosen to fit it),
+        # in explicit colours; to a file or a pipe, plain text (`QrCode.plain`).
+        terminal = sys.stdout.isatty()
+        size = shutil.get_terminal_size(DEFAULT_SIZE) if terminal else DEFAULT_SIZE
         code = make_qr(qr_payload(text), columns=size[0], lines=size[1] - 2)
-        sys.stdout.write(code.ansi())
-        print(code.describe(), file=sys.stderr)
+        sys.stdout.write(code.ansi() if terminal else code.plain())
+        print(code.describe() + ("" if terminal else "; plain text without colour codes, "
+                                 "light modules drawn, for a terminal with a dark background"),
+              file=sys.stderr)
     else:
         sys.stdout.write(text)
 

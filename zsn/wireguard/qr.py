@@ -46,11 +46,12 @@ class QrCode:
     def lines(self) -> int:
         return (len(self.matrix) + 1) // 2
 
-    def half_blocks(self) -> list[str]:
-        """Lines of text to draw dark-on-light (foreground dark, background light)."""
-        rows = list(self.matrix)
+    def half_blocks(self, light: bool = False) -> list[str]:
+        """Lines of text whose blocks are the dark modules (to draw dark on light), or
+        with `light` the light ones, quiet zone included (to draw light on dark)."""
+        rows = [tuple(cell != light for cell in row) for row in self.matrix]
         if len(rows) % 2:
-            rows.append(tuple(False for _ in rows[0]))
+            rows.append(tuple(light for _ in rows[0]))
         out = []
         for top, bottom in zip(rows[0::2], rows[1::2], strict=True):
             out.append("".join(
@@ -63,6 +64,13 @@ class QrCode:
         """The code for a terminal: explicit black-on-white, readable on dark and light themes."""
         return "".join(f"{_ANSI_BLACK_ON_WHITE}{line}{_ANSI_RESET}\n"
                        for line in self.half_blocks())
+
+    def plain(self) -> str:
+        """The code as plain text, for a file: no colour codes, so it reads the same in
+        an editor, `less` or a mail. Drawn as ``qrencode -t UTF8`` draws it, for the
+        usual terminal (light text on a dark background): the light modules and the
+        quiet zone are the blocks, so the code keeps its light border there."""
+        return "".join(f"{line}\n" for line in self.half_blocks(light=True))
 
     def describe(self) -> str:
         size = f"{self.columns}x{self.lines}"
