@@ -9,6 +9,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
 from textual.widgets import ContentSwitcher
 
@@ -64,20 +65,24 @@ class ZsnApp(App[int]):
             self.register_theme(theme_object)
         self._theme_problems.extend(loaded.problems)
         self._use_starting_theme(self._starting_theme())
-        self._keys = KeySequencer(self)
+        self._keys = KeySequencer(self, self._route_input)
         self._notices = HeldNotices()
 
     async def on_event(self, event: events.Event) -> None:
         # Keys and pastes from the terminal go one at a time (zsn.tui.keys): typed
         # fast, each lands where the one before left the focus.
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
-            if self._keys.hold(event):
-                return
-            target = self.focused or (self.screen if self._screen_stack else None)
-            await super().on_event(event)
-            self._keys.follow(event, target if event.is_forwarded else None)
+            if not self._keys.hold(event):
+                await self._keys.deliver(event)
             return
         await super().on_event(event)
+
+    async def _route_input(self, event: events.Event) -> MessagePump | None:
+        """Textual's routing of a key or paste; the node it went to (None: the app
+        handled it, a priority binding)."""
+        target = self.focused or (self.screen if self._screen_stack else None)
+        await super().on_event(event)
+        return target if event.is_forwarded else None
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:

@@ -13,7 +13,8 @@ mounted (with its first field focused), and the focus changes it asked for are
 made (the release waits behind them in the app's queue). Then the next one is
 routed, by Textual's own rules, to wherever the previous one left the focus. A key
 whose effects never finish (a node removed under it) is released after
-`KEY_SECONDS` anyway, so the keyboard can never stall.
+`KEY_SECONDS` anyway, so the keyboard can never stall. Characters waiting for a
+text field that has the focus go to it together (typing there moves no focus).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual import events
@@ -36,31 +38,32 @@ SCREEN_POLL_SECONDS = 0.005
 
 
 class KeySequencer:
-    """Used by the app's ``on_event``: `hold` a key that must wait, `follow` one routed."""
+    """Used by the app's ``on_event``: `hold` a key that must wait, else `deliver` it."""
 
-    def __init__(self, app: App[Any]) -> None:
+    def __init__(self, app: App[Any],
+                 route: Callable[[events.Event], Awaitable[MessagePump | None]]) -> None:
         self._app = app
+        self._route = route
+        """Routes a key or paste by Textual's own rules; returns the node it was given
+        to (the focused widget or the screen), None when the app handled it."""
         self._waiting: deque[events.Event] = deque()
         self._busy = False
         self._current: events.Event | None = None
         """The key whose effects are being waited for."""
-        self._released: events.Event | None = None
-        """A held key posted to the app again: routed when it comes back."""
         self._watchdog: asyncio.TimerHandle | None = None
 
     def hold(self, event: events.Event) -> bool:
         """Whether `event`, a key or paste just read, waits for the one before it."""
-        if event is self._released:
-            self._released = None
-            return False
         if self._busy:
             self._waiting.append(event)
             return True
         return False
 
-    def follow(self, event: events.Event, target: MessagePump | None) -> None:
-        """`event` was routed: given to `target` (the focused widget or the screen), or
-        handled by the app itself (a priority binding) when `target` is None."""
+    async def deliver(self, event: events.Event) -> None:
+        """Route `event` now and hold the next ones until it is done."""
+        self._follow(event, await self._route(event))
+
+    def _follow(self, event: events.Event, target: MessagePump | None) -> None:
         self._busy = True
         self._current = event
         loop = asyncio.get_running_loop()
@@ -71,10 +74,12 @@ class KeySequencer:
     def _probe(self, node: MessagePump, event: events.Event) -> None:
         # Runs in `node`'s queue behind the key: the key is done with `node`, and, if
         # it bubbles, it is already in the parent's queue, ahead of the next probe.
+        # A key `node` stopped goes no further (a character an input took): done.
         if event is not self._current:
             return
+        stopped = getattr(event, "_stop_propagation", False)  # Textual has no getter
         parent = node.parent if isinstance(node, DOMNode) else None
-        if node is self._app or parent is None \
+        if stopped or node is self._app or parent is None \
                 or not parent.call_later(self._probe, parent, event):
             self._done(event)
 
@@ -95,15 +100,28 @@ class KeySequencer:
         if ready or time.monotonic() > deadline:
             # Behind what the key's handlers queued on the app (a deferred focus).
             if not self._app.call_later(self._release):
-                self._release()
+                self._waiting.clear()  # the app is closing
+                self._busy = False
         else:
             asyncio.get_running_loop().call_later(SCREEN_POLL_SECONDS,
                                                   self._when_screen_ready, deadline)
 
-    def _release(self) -> None:
-        if self._waiting and self._app.is_running:
-            self._released = self._waiting.popleft()
-            self._app.post_message(self._released)
-        else:
+    async def _release(self) -> None:
+        # In the app's queue: the next key is routed here, as the app would have.
+        if not (self._waiting and self._app.is_running):
             self._waiting.clear()
             self._busy = False
+            return
+        from textual.widgets import Input  # loaded by the first form, not at start-up
+
+        event = self._waiting.popleft()
+        # Characters typed into a text field go together: typing moves no focus.
+        while self._waiting and _is_character(event) and _is_character(self._waiting[0]) \
+                and isinstance(self._app.focused, Input):
+            await self._route(event)
+            event = self._waiting.popleft()
+        await self.deliver(event)
+
+
+def _is_character(event: events.Event) -> bool:
+    return isinstance(event, events.Key) and event.is_printable
