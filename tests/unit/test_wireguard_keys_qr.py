@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.needs import needs_tools
+from zsn.qr import make_qr, matrix_from_half_blocks
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, onboarding
 from zsn.wireguard.keys import (
@@ -19,7 +20,7 @@ from zsn.wireguard.keys import (
     public_key_from_private,
 )
 from zsn.wireguard.onboarding import render_client_config
-from zsn.wireguard.qr import make_qr, matrix_from_half_blocks, qr_payload
+from zsn.wireguard.qr import qr_payload
 
 
 def _require(tool: str) -> str:

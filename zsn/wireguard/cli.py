@@ -14,9 +14,10 @@ import sys
 from zsn.headless import EXIT_OK, HeadlessGroup, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.plan import Plan
+from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint, onboarding, routing
-from zsn.wireguard.qr import DEFAULT_SIZE, make_qr, qr_payload
+from zsn.wireguard.qr import qr_payload
 
 
 def add_peer_arguments(parser: argparse.ArgumentParser) -> None:

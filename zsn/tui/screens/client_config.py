@@ -18,8 +18,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from zsn.plan import mask_secrets
+from zsn.qr import make_qr
 from zsn.tui.widgets.qr import QrCodeView
-from zsn.wireguard.qr import make_qr, qr_payload
+from zsn.wireguard.qr import qr_payload
 
 CHROME_LINES = 4
 """Footer, border and the fit note around the code."""

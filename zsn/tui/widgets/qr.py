@@ -8,7 +8,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from zsn.wireguard.qr import QrCode
+from zsn.qr import QrCode
 
 # Scanners need real dark-on-light contrast whatever the theme, so this is the one
 # place zsn uses literal colours instead of theme variables.
