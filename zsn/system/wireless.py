@@ -1,0 +1,65 @@
+"""Wireless interfaces and radios as the kernel shows them in sysfs (under the host's root).
+
+`/sys/class/net/IFACE/phy80211` marks a wireless interface and names its radio;
+`/sys/class/rfkill/rfkillN/{type,name,soft,hard}` says whether the radio may
+transmit (soft: software switch, `rfkill unblock`; hard: a hardware switch).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zsn.system.host import Host
+
+NET_CLASS = "/sys/class/net"
+RFKILL_CLASS = "/sys/class/rfkill"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def interface_exists(host: Host, name: str) -> bool:
+    return host.path(NET_CLASS).joinpath(name).exists()
+
+
+def is_wireless(host: Host, name: str) -> bool:
+    base = host.path(NET_CLASS) / name
+    return (base / "phy80211").exists() or (base / "wireless").is_dir()
+
+
+def wireless_interfaces(host: Host) -> list[str]:
+    """Names of the wireless interfaces, sorted."""
+    try:
+        names = [entry.name for entry in host.path(NET_CLASS).iterdir()]
+    except OSError:
+        return []
+    return sorted(name for name in names if is_wireless(host, name))
+
+
+def phy_of(host: Host, name: str) -> str | None:
+    """The interface's radio (``phy0``)."""
+    return _read(host.path(NET_CLASS) / name / "phy80211" / "name")
+
+
+def mac_of(host: Host, name: str) -> str | None:
+    return _read(host.path(NET_CLASS) / name / "address")
+
+
+def rfkill_state(host: Host, phy: str) -> tuple[bool, bool] | None:
+    """(soft, hard) blocked for the radio `phy`; None when it has no rfkill switch."""
+    try:
+        switches = sorted(host.path(RFKILL_CLASS).iterdir())
+    except OSError:
+        return None
+    for switch in switches:
+        if _read(switch / "name") != phy:
+            continue
+        soft, hard = _read(switch / "soft"), _read(switch / "hard")
+        if soft is None or hard is None:
+            return None
+        return soft == "1", hard == "1"
+    return None

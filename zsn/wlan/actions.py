@@ -1,0 +1,533 @@
+"""Changes zsn makes to Wi-Fi: connect, disconnect, forget, autoconnect, scan.
+
+Every change is a `zsn.plan.Plan` shown first (``--dry-run``, the pane's plan
+screen) and applied on request; the passphrase travels inside the steps' closures
+to the backend (iwd's agent, wpa_supplicant's SET_NETWORK, a 0600 netctl profile)
+and never into a step's description, a note or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan, Step
+from zsn.system import wireless
+from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
+from zsn.system.files import PRIVATE_FILE_MODE, backup_path, read_tracked
+from zsn.system.host import Host
+from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket
+from zsn.wlan import netctl, wpa
+from zsn.wlan.model import (
+    BACKEND_TITLES,
+    KnownNetwork,
+    ScanEntry,
+    Security,
+    WlanInterface,
+    WlanSnapshot,
+    needs_passphrase,
+)
+from zsn.wlan.secrets import Passphrase
+from zsn.wlan.ssid import display
+
+T = TypeVar("T")
+IWD_SCAN_TIMEOUT = 15.0
+
+
+# Which interface, which backend ------------------------------------------------------
+
+def resolve_interface(host: Host, snapshot: WlanSnapshot, name: str | None, *,
+                      change: bool = True) -> WlanInterface:
+    """The interface a command is about: `name`, or the only wireless one. Refused
+    (nothing changed) when it is not wireless, has no backend, or NetworkManager has it."""
+    if name is not None:
+        if not wireless.interface_exists(host, name) and snapshot.interface(name) is None:
+            known = ", ".join(each.name for each in snapshot.interfaces) or "none"
+            raise ValidationError(f"no interface {name!r} (wireless interfaces: {known})")
+        found = snapshot.interface(name)
+        if found is None:
+            raise ValidationError(f"{name} is not a wireless interface (no "
+                                  f"/sys/class/net/{name}/phy80211)")
+    else:
+        candidates = [each for each in snapshot.interfaces if each.backend is not None] \
+            or list(snapshot.interfaces)
+        if not candidates:
+            raise ValidationError("no wireless interface on this machine")
+        if len(candidates) > 1:
+            names = ", ".join(each.name for each in candidates)
+            raise ValidationError(f"several wireless interfaces ({names}): name one with "
+                                  "--iface")
+        found = candidates[0]
+    if change and found.read_only:
+        raise ValidationError(found.read_only)
+    if change and found.backend is None:
+        raise ValidationError(found.hint or f"no Wi-Fi daemon manages {found.name}")
+    return found
+
+
+def _bus(host: Host, action: Callable[[SystemBus], Awaitable[T]], timeout: float = 10.0) -> T:
+    return run_sync(host, action, timeout=timeout)
+
+
+def _wpa(host: Host, interface: str, action: Callable[[WpaControl], Awaitable[T]]) -> T:
+    return wpa.run(host, interface, action)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a connect aims at, worked out from the scan and the known networks."""
+
+    ssid: bytes
+    security: Security | None
+    hidden: bool
+    known: KnownNetwork | None
+
+
+def _best(entries: list[ScanEntry]) -> ScanEntry | None:
+    return max(entries, key=lambda e: e.signal_dbm if e.signal_dbm is not None else -999,
+               default=None)
+
+
+def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes,
+                   passphrase: Passphrase | None, hidden: bool) -> Target:
+    name = display(ssid)
+    known = next((net for net in snapshot.networks_of(interface) if net.ssid == ssid), None)
+    seen = _best([e for e in interface.scan if e.ssid == ssid])
+    if seen is None and hidden:
+        seen = _best([e for e in interface.scan if e.ssid is None])
+    security: Security | None
+    if seen is not None:
+        security = seen.security
+    elif known is not None:
+        security = known.security
+    elif hidden:
+        security = "WPA2" if passphrase is not None else "open"
+    else:
+        raise ValidationError(f"{name} is not in range of {interface.name} (scan again: "
+                              f"zsn wifi scan {interface.name}; for a hidden network add "
+                              "--hidden)")
+    if security == "enterprise":
+        raise ValidationError(f"{name} is an enterprise (802.1X) network: zsn does not set up "
+                              "EAP; configure it in the backend")
+    if security == "WEP":
+        raise ValidationError(f"{name} uses WEP, which is broken; zsn does not connect to it")
+    if security in ("open", "OWE") and passphrase is not None:
+        raise ValidationError(f"{name} is an open network: it takes no passphrase")
+    if needs_passphrase(security) and passphrase is None and known is None:
+        raise ValidationError(f"{name} is a {security} network: give its passphrase with "
+                              "--passphrase-file FILE (or - for standard input)")
+    if security == "WPA3" and passphrase is not None and passphrase.is_raw_psk:
+        raise ValidationError(f"{name} is WPA3 (SAE), which needs the passphrase itself, not "
+                              "a raw PSK")
+    return Target(ssid, security, hidden or (known.hidden if known else False), known)
+
+
+# Connect -----------------------------------------------------------------------------
+
+def plan_connect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes,
+                 passphrase: Passphrase | None, hidden: bool) -> Plan:
+    target = connect_target(snapshot, interface, ssid, passphrase, hidden)
+    name = display(ssid)
+    title = f"connect {interface.name} to {name}"
+    if interface.backend == "iwd":
+        return _plan_connect_iwd(host, interface, target, passphrase, title)
+    if interface.backend == "wpa_supplicant":
+        return _plan_connect_wpa(host, interface, target, passphrase, title)
+    if interface.backend == "netctl":
+        return _plan_connect_netctl(host, snapshot, interface, target, passphrase, title)
+    raise ValidationError(f"{interface.name}: {BACKEND_TITLES.get(interface.backend or '', '?')}"
+                          " cannot be driven by zsn")
+
+
+def _security_word(target: Target) -> str:
+    return target.security or "unknown security"
+
+
+def _plan_connect_wpa(host: Host, interface: WlanInterface, target: Target,
+                      passphrase: Passphrase | None, title: str) -> Plan:
+    name = display(target.ssid)
+    if passphrase is None and target.known is not None:
+        what = f"select the known network {name}"
+    else:
+        stored = ("the PSK derived from the passphrase" if target.security in ("WPA2", "WPA")
+                  or (passphrase is not None and passphrase.is_raw_psk) else
+                  "the passphrase (SAE needs it)" if passphrase is not None else "no key")
+        hidden = ", probed for by name (hidden)" if target.hidden else ""
+        what = (f"add {name} ({_security_word(target)}{hidden}) with {stored}, select it")
+    notes: list[str] = []
+
+    def run() -> None:
+        result = asyncio.run(wpa.connect(
+            control_socket(host, interface.name), interface.name, target.ssid,
+            passphrase=passphrase, security=target.security, hidden=target.hidden))
+        notes.extend(result.notes)  # shown once the plan is applied
+
+    if interface.saves_config is False:
+        notes.append(f"wpa_supplicant on {interface.name} cannot save its config "
+                     "(update_config=0): the network is lost when it restarts")
+    steps: list[Step] = [LiveStep(
+        f"wpa_supplicant on {interface.name}: {what}, wait for COMPLETED "
+        f"({wpa.CONNECT_TIMEOUT:g} s), re-enable the other networks, SAVE_CONFIG", run)]
+    return Plan(title, steps, notes=notes)
+
+
+def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
+                      passphrase: Passphrase | None, title: str) -> Plan:
+    from zsn.system import iwd as bus_iwd
+    from zsn.wlan import iwd as iwd_backend
+
+    name = display(target.ssid)
+    steps: list[Step] = []
+    warnings = []
+    if target.known is not None and passphrase is not None:
+        known_path = target.known.ref
+        warnings.append(f"iwd already knows {name}: its stored profile is forgotten first, "
+                        "so a wrong new passphrase leaves it forgotten")
+        steps.append(LiveStep(f"iwd: forget the stored profile of {name}",
+                              lambda: _bus(host, lambda bus: bus_iwd.forget(bus, known_path))))
+
+    def run() -> None:
+        async def act(bus: SystemBus) -> None:
+            objects = await bus_iwd.objects(bus)
+            station = next((path for path, ifaces in objects.items()
+                            if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == interface.name
+                            and bus_iwd.STATION in ifaces), None)
+            if station is None:
+                raise ZsnError(f"iwd has no station for {interface.name} (powered off, or "
+                               "in another mode)")
+            found = iwd_backend.find_network(objects, station, target.ssid)
+            secret = passphrase.reveal() if passphrase is not None else None
+            try:
+                if found is not None:
+                    await bus_iwd.connect(bus, network=found[0], station=station,
+                                          hidden_ssid=None, passphrase=secret)
+                elif target.hidden:
+                    await bus_iwd.connect(bus, network=None, station=station,
+                                          hidden_ssid=target.ssid, passphrase=secret)
+                else:
+                    raise ZsnError(f"iwd does not see {name} on {interface.name} (scan again)")
+            except bus_iwd.ConnectError as exc:
+                raise ZsnError(iwd_failure(name, exc)) from None
+        _bus(host, act, timeout=10.0)
+
+    how = "passphrase handed to iwd by zsn's agent, once" if passphrase is not None else \
+        "iwd's stored profile" if target.known is not None else "open network"
+    hidden = " (hidden: ConnectHiddenNetwork)" if target.hidden and target.known is None else ""
+    steps.append(LiveStep(f"iwd on {interface.name}: connect to {name}{hidden} ({how}), "
+                          "wait for iwd's answer", run))
+    notes = []
+    if passphrase is not None:
+        notes.append("iwd stores the network in /var/lib/iwd (0600) and connects to it "
+                     "again by itself")
+    return Plan(title, steps, warnings=warnings, notes=notes)
+
+
+def iwd_failure(name: str, exc: ZsnError) -> str:
+    """What a failed iwd connect means, from iwd's error and what the agent was asked."""
+    from zsn.system import iwd as bus_iwd
+
+    error_name = getattr(exc, "name", None) or ""
+    log: bus_iwd.AgentLog | None = getattr(exc, "log", None)
+    if log is not None and log.refused and log.requests and len(log.requests) > 1:
+        return (f"{name}: wrong passphrase (the access point rejected it and iwd asked "
+                "again)")
+    if error_name.endswith(".Failed") and log is not None and log.requests:
+        return (f"{name}: connection failed after the passphrase was given: wrong "
+                f"passphrase, or the access point refused ({exc})")
+    if error_name.endswith(".NotFound"):
+        return f"{name}: not found (out of range, or hidden without --hidden)"
+    if error_name.endswith(".AlreadyProvisioned"):
+        return (f"{name}: iwd already knows this hidden network; it connects by itself in "
+                "range (zsn wifi autoconnect on)")
+    if error_name.endswith(".InProgress") or error_name.endswith(".Busy"):
+        return f"{name}: iwd is busy with another connect or scan; try again"
+    if error_name.endswith(".Aborted"):
+        return f"{name}: the connect was aborted ({exc})"
+    return f"{name}: {exc}"
+
+
+def _netctl_profiles_for(host: Host, interface: str, ssid: bytes) -> list[netctl.Profile]:
+    profiles, _ = netctl.read_profiles(host)
+    return [p for p in profiles if p.interface == interface and p.essid == ssid and p.wireless]
+
+
+def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
+                         target: Target, passphrase: Passphrase | None, title: str) -> Plan:
+    existing = _netctl_profiles_for(host, interface.name, target.ssid)
+    steps: list[Step] = []
+    if existing and passphrase is None:
+        profile_name = existing[0].name
+    else:
+        profile_name = existing[0].name if existing else \
+            netctl.profile_name_for(interface.name, target.ssid)
+        text = netctl.render_profile(interface.name, target.ssid, target.security,
+                                     passphrase, target.hidden)
+        path = netctl.profile_dir(host) / profile_name
+        previous = read_tracked(path) if existing else None
+        if previous is None and path.exists():
+            raise ValidationError(f"/etc/netctl/{profile_name} exists but is not a profile "
+                                  f"for {display(target.ssid)} on {interface.name}")
+        steps.append(FileEdit(path, previous, text, PRIVATE_FILE_MODE))
+    unit = netctl.unit_name(profile_name)
+    others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
+              if p.interface == interface.name and p.name != profile_name]
+    steps.append(LiveStep(
+        f"systemd: stop the other netctl profiles on {interface.name}, start {unit} "
+        "(waits for association and DHCP)",
+        lambda: _netctl_switch(host, unit, others),
+        lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0)))
+    return Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
+                                     "(0600): start it at boot with "
+                                     f"'zsn wifi autoconnect {_quote(target.ssid)} on'"])
+
+
+def _quote(ssid: bytes) -> str:
+    import shlex
+
+    return shlex.quote(display(ssid))
+
+
+async def _stop_units(bus: SystemBus, units: list[str]) -> None:
+    systemd = Systemd(bus)
+    for unit in units:
+        state = await systemd.unit_state(unit)
+        if state.exists and state.active_state in ("active", "activating"):
+            job = await systemd.stop(unit, timeout=30.0)
+            if not job.ok:
+                raise ZsnError(job.describe())
+
+
+def _netctl_switch(host: Host, unit: str, others: list[str]) -> None:
+    async def act(bus: SystemBus) -> None:
+        await _stop_units(bus, others)
+        job = await Systemd(bus).start(unit, timeout=60.0)
+        if not job.ok:
+            raise ZsnError(f"{job.describe()}: 'journalctl -u {unit}' says why")
+    try:
+        _bus(host, act, timeout=15.0)
+    except BusError as exc:
+        raise ZsnError(f"netctl needs systemd to start {unit}: {exc}") from None
+
+
+# Disconnect, forget, autoconnect ---------------------------------------------------------
+
+def plan_disconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface) -> Plan:
+    title = f"disconnect {interface.name}"
+    if not interface.link.connected and interface.link.state not in (
+            "connecting", "ASSOCIATING", "AUTHENTICATING", "4WAY_HANDSHAKE", "SCANNING"):
+        return Plan(title, warnings=[f"{interface.name} is not connected"])
+    if interface.backend == "iwd":
+        from zsn.system import iwd as bus_iwd
+
+        station = _iwd_station(host, interface.name)
+        return Plan(title, [LiveStep(f"iwd: disconnect {interface.name}",
+                                     lambda: _bus(host, lambda bus: bus_iwd.disconnect(
+                                         bus, station)))],
+                    notes=["iwd does not reconnect on this interface until the next "
+                           "connect (zsn wifi connect SSID)"])
+    if interface.backend == "wpa_supplicant":
+        return Plan(title, [LiveStep(f"wpa_supplicant: DISCONNECT {interface.name}",
+                                     lambda: _wpa(host, interface.name, wpa.disconnect),
+                                     lambda: _wpa(host, interface.name, wpa.reconnect))],
+                    notes=["wpa_supplicant stays disconnected until the next connect"])
+    if interface.backend == "netctl":
+        units = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
+                 if p.interface == interface.name]
+        return Plan(title, [LiveStep(f"systemd: stop the netctl profiles on {interface.name}",
+                                     lambda: _bus(host, lambda bus: _stop_units(bus, units),
+                                                  timeout=15.0))])
+    raise ValidationError(f"{interface.name}: nothing zsn can disconnect")
+
+
+def _iwd_station(host: Host, name: str) -> str:
+    from zsn.system import iwd as bus_iwd
+
+    async def find(bus: SystemBus) -> str | None:
+        objects = await bus_iwd.objects(bus)
+        return next((path for path, ifaces in objects.items()
+                     if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == name
+                     and bus_iwd.STATION in ifaces), None)
+
+    station = _bus(host, find)
+    if station is None:
+        raise ZsnError(f"iwd has no station for {name}")
+    return station
+
+
+def known_by_ssid(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
+                  ) -> list[KnownNetwork]:
+    found = [net for net in snapshot.networks_of(interface) if net.ssid == ssid]
+    if not found:
+        names = ", ".join(net.title for net in snapshot.networks_of(interface)) or "none"
+        raise ValidationError(f"{BACKEND_TITLES.get(interface.backend or '', '?')} on "
+                              f"{interface.name} knows no network {display(ssid)} "
+                              f"(known: {names})")
+    return found
+
+
+def plan_forget(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
+                ssid: bytes) -> Plan:
+    networks = known_by_ssid(snapshot, interface, ssid)
+    name = display(ssid)
+    title = f"forget {name}"
+    if interface.backend == "iwd":
+        from zsn.system import iwd as bus_iwd
+
+        steps: list[Step] = []
+        for net in networks:
+            path = net.ref
+            steps.append(LiveStep(f"iwd: forget {name} (removes {net.path})",
+                                  lambda path=path: _bus(host, lambda bus: bus_iwd.forget(
+                                      bus, path))))  # type: ignore[misc]
+        return Plan(title, steps)
+    if interface.backend == "wpa_supplicant":
+        ids = [int(net.ref) for net in networks]
+        notes: list[str] = []
+
+        def run() -> None:
+            notes.extend(_wpa(host, interface.name,
+                              lambda ctrl: wpa.remove_networks(ctrl, ids)))
+        return Plan(title, [LiveStep(
+            f"wpa_supplicant on {interface.name}: REMOVE_NETWORK "
+            f"{', '.join(map(str, ids))}, SAVE_CONFIG", run)], notes=notes)
+    if interface.backend == "netctl":
+        steps = []
+        for net in networks:
+            if net.at_boot:
+                steps += netctl_enable_steps(host, net.ref, False)
+            steps.append(LiveStep(f"systemd: stop {netctl.unit_name(net.ref)} if running",
+                                  lambda ref=net.ref: _bus(host, lambda bus: _stop_units(
+                                      bus, [netctl.unit_name(ref)]), timeout=15.0)))  # type: ignore[misc]
+            steps.append(_move_aside(host, netctl.profile_dir(host) / net.ref))
+        return Plan(title, steps)
+    raise ValidationError(f"{interface.name}: zsn cannot forget networks here")
+
+
+def _move_aside(host: Host, path: Path) -> LiveStep:
+    """Forgetting a profile keeps it as NAME.zsn-bak: a config is never lost."""
+    backup = backup_path(path)
+    shown = "/" + str(path.relative_to(host.root)) if host.root != Path("/") else str(path)
+
+    def run() -> None:
+        read_tracked(path)  # refuses a directory or unreadable file before moving
+        os.replace(path, backup)
+
+    return LiveStep(f"move {shown} to {backup.name}", run, lambda: os.replace(backup, path))
+
+
+def plan_autoconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
+                     ssid: bytes, enabled: bool) -> Plan:
+    networks = known_by_ssid(snapshot, interface, ssid)
+    name = display(ssid)
+    word = "on" if enabled else "off"
+    title = f"autoconnect {name} {word}"
+    pending = [net for net in networks if net.autoconnect != enabled]
+    if not pending:
+        return Plan(title, warnings=[f"autoconnect is already {word} for {name}"])
+    if interface.backend == "iwd":
+        from zsn.system import iwd as bus_iwd
+
+        steps: list[Step] = [LiveStep(
+            f"iwd: set AutoConnect={str(enabled).lower()} on {name} (saved in {net.path})",
+            lambda ref=net.ref: _bus(host, lambda bus: bus_iwd.set_autoconnect(
+                bus, ref, enabled)),  # type: ignore[misc]
+            lambda ref=net.ref: _bus(host, lambda bus: bus_iwd.set_autoconnect(
+                bus, ref, not enabled)))  # type: ignore[misc]
+            for net in pending]
+        return Plan(title, steps)
+    if interface.backend == "wpa_supplicant":
+        ids = [int(net.ref) for net in pending]
+        notes: list[str] = []
+
+        def run() -> None:
+            notes.extend(_wpa(host, interface.name,
+                              lambda ctrl: wpa.set_enabled(ctrl, ids, enabled)))
+        verb = "ENABLE_NETWORK" if enabled else "DISABLE_NETWORK"
+        extra = "" if enabled else " (also drops the connection if it is this network)"
+        return Plan(title, [LiveStep(
+            f"wpa_supplicant on {interface.name}: {verb} {', '.join(map(str, ids))}{extra}, "
+            "SAVE_CONFIG", run,
+            lambda: _wpa(host, interface.name, lambda ctrl: wpa.set_enabled(
+                ctrl, ids, not enabled)))], notes=notes)
+    if interface.backend == "netctl":
+        steps = []
+        for net in pending:
+            steps += netctl_enable_steps(host, net.ref, enabled)
+        return Plan(title, steps)
+    raise ValidationError(f"{interface.name}: zsn cannot change autoconnect here")
+
+
+def netctl_enable_steps(host: Host, profile_name: str, enabled: bool) -> list[Step]:
+    """``netctl enable`` / ``disable``: the wants symlink and the drop-in, then a reload."""
+    link = netctl.enabled_link(host, profile_name)
+    dropin = netctl.dropin_path(host, profile_name)
+    unit = netctl.unit_name(profile_name)
+    steps: list[Step] = []
+    if enabled:
+        profile = netctl.parse_profile(
+            profile_name, read_tracked(netctl.profile_dir(host) / profile_name).text)
+        text = netctl.dropin_text(profile)
+
+        def make_dir() -> None:
+            dropin.parent.mkdir(parents=True, exist_ok=True)
+
+        steps.append(LiveStep(f"create {netctl.SYSTEMD_CONF_DIR}/{unit}.d/", make_dir))
+        previous = read_tracked(dropin) if dropin.exists() else None
+        steps.append(FileEdit(dropin, previous, text))
+        steps.append(LiveStep(
+            f"link {netctl.WANTS_DIR}/{unit} -> {netctl.TEMPLATE_UNIT}",
+            lambda: _symlink(link), lambda: link.unlink(missing_ok=True)))
+    else:
+        if link.is_symlink() or link.exists():
+            target = os.readlink(link) if link.is_symlink() else netctl.TEMPLATE_UNIT
+            steps.append(LiveStep(f"remove {netctl.WANTS_DIR}/{unit}",
+                                  lambda: link.unlink(),
+                                  lambda: os.symlink(target, link)))
+        if dropin.exists():
+            steps.append(_move_aside(host, dropin))
+    steps.append(LiveStep("systemd: reload unit files (over D-Bus)",
+                          lambda: _reload(host), lambda: _reload(host)))
+    return steps
+
+
+def _symlink(link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        raise ZsnError(f"{link} already exists")
+    os.symlink(netctl.TEMPLATE_UNIT, link)
+
+
+def _reload(host: Host) -> None:
+    try:
+        _bus(host, lambda bus: Systemd(bus).reload(), timeout=30.0)
+    except BusError as exc:
+        raise ZsnError(f"systemd did not reload its unit files: {exc}") from None
+
+
+# Scan ----------------------------------------------------------------------------------
+
+def scan(host: Host, interface: WlanInterface) -> None:
+    """Ask the backend for a fresh scan and wait for it (bounded)."""
+    if interface.read_only:
+        raise ValidationError(interface.read_only)
+    if interface.backend == "iwd":
+        from zsn.system import iwd as bus_iwd
+
+        station = _iwd_station(host, interface.name)
+        _bus(host, lambda bus: bus_iwd.scan(bus, station, IWD_SCAN_TIMEOUT),
+             timeout=IWD_SCAN_TIMEOUT)
+        return
+    path = control_socket(host, interface.name)
+    if interface.backend in ("wpa_supplicant", "netctl") and path.exists():
+        async def act() -> None:
+            async with WpaMonitor(path, interface=interface.name) as monitor, \
+                    WpaControl(path, interface=interface.name) as ctrl:
+                await wpa.scan(monitor, ctrl)
+        asyncio.run(act())
+        return
+    raise ValidationError(interface.hint or f"{interface.name}: no daemon to scan with")

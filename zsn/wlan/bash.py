@@ -1,0 +1,209 @@
+"""The part of bash syntax netctl profiles use: variable assignments, read without running.
+
+A profile is sourced by netctl as bash (`netctl.profile(5)`: "variable definitions
+following the bash shell syntax ... not expected to execute any code"). zsn reads
+them without a shell: ``NAME=WORD`` and ``NAME=(WORD ...)`` with WORDs made of
+unquoted text (backslash escapes), ``'single'``, ``"double"`` and ``$'ANSI-C'``
+quoting, as bash and wifi-menu's ``printf %q`` write them, plus comments and line
+continuations. Anything that would need bash to evaluate it (``$VAR``, ``$(...)``,
+backticks, commands) is a `ParseError` naming the line, never run.
+
+`quote` writes a value back so that bash reads exactly it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from zsn.errors import ParseError
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BARE_RE = re.compile(r"[A-Za-z0-9_./:@+,%=-]+")
+_ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
+                "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_METACHARACTERS = set(";&|<>()")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    value: str | tuple[str, ...]
+    line: int
+    """1-based line where the assignment starts."""
+    end_line: int
+
+
+def quote(value: str) -> str:
+    """`value` as one bash word: bare when that is unambiguous, else single-quoted."""
+    if value and _BARE_RE.fullmatch(value) and not value.startswith(("~", "=")):
+        return value
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+class _Reader:
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+        self.source = source
+
+    def error(self, message: str) -> ParseError:
+        return ParseError(message, self.line, self.source)
+
+    def peek(self, offset: int = 0) -> str:
+        index = self.pos + offset
+        return self.text[index] if index < len(self.text) else ""
+
+    def take(self) -> str:
+        char = self.text[self.pos]
+        self.pos += 1
+        if char == "\n":
+            self.line += 1
+        return char
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.text)
+
+
+def _skip_blanks(reader: _Reader, newlines: bool) -> None:
+    while not reader.at_end():
+        char = reader.peek()
+        if char in " \t" or (newlines and char == "\n"):
+            reader.take()
+        elif char == "\\" and reader.peek(1) == "\n":
+            reader.take()
+            reader.take()
+        elif char == "#":
+            while not reader.at_end() and reader.peek() != "\n":
+                reader.take()
+        else:
+            return
+
+
+def _word(reader: _Reader, in_array: bool) -> str:
+    """One word; the reader stops at an unquoted blank, newline, ``;`` or ``)``."""
+    out: list[str] = []
+    start = reader.pos
+    while not reader.at_end():
+        char = reader.peek()
+        if char in " \t\n" or (in_array and char == ")") or char == ";":
+            break
+        if char == "\\":
+            reader.take()
+            if reader.at_end():
+                break
+            escaped = reader.take()
+            if escaped != "\n":  # a continuation joins the lines
+                out.append(escaped)
+        elif char == "'":
+            reader.take()
+            end = reader.text.find("'", reader.pos)
+            if end < 0:
+                raise reader.error("unterminated single quote")
+            while reader.pos < end:
+                out.append(reader.take())
+            reader.take()
+        elif char == "$" and reader.peek(1) == "'":
+            reader.take()
+            reader.take()
+            out.append(_ansi_c(reader))
+        elif char == '"':
+            reader.take()
+            out.append(_double_quoted(reader))
+        elif char in "$`":
+            raise reader.error("uses an expansion ($ or `) that zsn does not evaluate")
+        elif char == "~" and reader.pos == start:
+            raise reader.error("starts a word with ~, which bash would expand")
+        elif char in _METACHARACTERS or (in_array and char in "*?["):
+            raise reader.error(f"unquoted {char!r}: not a plain assignment")
+        else:
+            out.append(reader.take())
+    return "".join(out)
+
+
+def _double_quoted(reader: _Reader) -> str:
+    out: list[str] = []
+    while True:
+        if reader.at_end():
+            raise reader.error("unterminated double quote")
+        char = reader.take()
+        if char == '"':
+            return "".join(out)
+        if char == "\\" and reader.peek() in ('$', '`', '"', "\\", "\n"):
+            escaped = reader.take()
+            if escaped != "\n":
+                out.append(escaped)
+        elif char in "$`":
+            raise reader.error("uses an expansion ($ or `) inside double quotes")
+        else:
+            out.append(char)
+
+
+def _ansi_c(reader: _Reader) -> str:
+    out: list[str] = []
+    while True:
+        if reader.at_end():
+            raise reader.error("unterminated $'...' quote")
+        char = reader.take()
+        if char == "'":
+            return "".join(out)
+        if char != "\\":
+            out.append(char)
+            continue
+        if reader.at_end():
+            raise reader.error("unterminated $'...' quote")
+        code = reader.take()
+        if code in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[code])
+        elif code == "x":
+            digits = ""
+            while len(digits) < 2 and reader.peek() and reader.peek() in "0123456789abcdefABCDEF":
+                digits += reader.take()
+            out.append(chr(int(digits, 16)) if digits else "\\x")
+        elif code in "01234567":
+            digits = code
+            while len(digits) < 3 and reader.peek() and reader.peek() in "01234567":
+                digits += reader.take()
+            out.append(chr(int(digits, 8) & 0xFF))
+        else:
+            out.append("\\" + code)
+
+
+def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
+    """Every assignment in `text`, in order; `ParseError` for anything else."""
+    reader = _Reader(text, source)
+    found: list[Assignment] = []
+    while True:
+        _skip_blanks(reader, newlines=True)
+        while reader.peek() == ";":
+            reader.take()
+            _skip_blanks(reader, newlines=True)
+        if reader.at_end():
+            return found
+        line = reader.line
+        match = _NAME_RE.match(reader.text, reader.pos)
+        if match is None or reader.text[match.end():match.end() + 1] != "=":
+            excerpt = reader.text[reader.pos:].split("\n", 1)[0][:30]
+            raise reader.error(f"not a variable assignment: {excerpt!r}")
+        name = match.group(0)
+        reader.pos = match.end() + 1
+        value: str | tuple[str, ...]
+        if reader.peek() == "(":
+            reader.take()
+            words: list[str] = []
+            while True:
+                _skip_blanks(reader, newlines=True)
+                if reader.at_end():
+                    raise reader.error(f"{name}=( is not closed")
+                if reader.peek() == ")":
+                    reader.take()
+                    break
+                words.append(_word(reader, in_array=True))
+            value = tuple(words)
+        else:
+            value = _word(reader, in_array=False)
+        found.append(Assignment(name, value, line, reader.line))
+        _skip_blanks(reader, newlines=False)
+        if not reader.at_end() and reader.peek() not in "\n;":
+            raise reader.error(f"more than one word after {name}= (quote the value)")

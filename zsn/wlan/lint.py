@@ -1,0 +1,198 @@
+"""Advice on the machine's Wi-Fi setup: rival daemons, exposed secrets, risky profiles.
+
+Each finding has an id, a severity and a one-line fix. Sources: the interfaces and
+known networks of a `WlanSnapshot`, netctl profiles, wpa_supplicant's config file
+(from its command line, or the usual places), iwd's profile directory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from zsn.errors import ZsnError
+from zsn.lint import Finding, Severity
+from zsn.plan import LiveStep, Plan
+from zsn.system.files import is_world_readable, read_tracked
+from zsn.system.host import Host
+from zsn.system.wireless import interface_exists, is_wireless
+from zsn.wlan import iwd, netctl
+from zsn.wlan.model import BACKEND_TITLES, WlanSnapshot
+from zsn.wlan.ssid import display
+from zsn.wlan.wpa_config import parse_wpa_config
+
+SUBJECT = "subject"
+RULES = {
+    "WLAN000": "netctl profile does not parse",
+    "WLAN001": "two Wi-Fi daemons drive one interface",
+    "WLAN002": "file holding a Wi-Fi secret is readable by everyone",
+    "WLAN003": "passphrase stored in plain text where a PSK would do",
+    "WLAN004": "autoconnect to an open network",
+    "WLAN005": "wpa_supplicant cannot save its config (update_config)",
+    "WLAN006": "radio blocked by rfkill",
+    "WLAN007": "hidden network with autoconnect (the name is probed for everywhere)",
+    "WLAN008": "WEP network remembered",
+    "WLAN009": "netctl profile for an interface that does not exist or is not wireless",
+}
+WPA_CONFIG_GLOBS = ("/etc/wpa_supplicant/*.conf", "/etc/wpa_supplicant.conf")
+
+
+def _chmod_plan(host: Host, system_path: str) -> Callable[[], Plan]:
+    def build() -> Plan:
+        path = host.path(system_path)
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        return Plan(f"make {system_path} readable by root only", [LiveStep(
+            f"chmod 600 {system_path} (was {mode:04o})",
+            lambda: os.chmod(path, 0o600), lambda: os.chmod(path, mode))])
+    return build
+
+
+def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Profile],
+                  problems: list[tuple[Path, str]]) -> list[Finding]:
+    findings: list[Finding] = []
+
+    def add(rule: str, severity: Severity, subject: str | None, message: str, fix: str,
+            path: str | None = None, line: int | None = None,
+            fix_plan: Callable[[], Plan] | None = None) -> None:
+        findings.append(Finding(rule, severity, subject, message, fix, path, line, fix_plan))
+
+    for broken, reason in problems:
+        add("WLAN000", "error", f"netctl:{broken.name}", reason,
+            "fix the line named: profiles are bash variable assignments", str(broken))
+
+    for each in snapshot.interfaces:
+        if each.also_managed_by and each.backend is not None:
+            rivals = [each.backend, *each.also_managed_by]
+            names = " and ".join(BACKEND_TITLES[r] for r in rivals)
+            loser = each.also_managed_by[0]
+            unit = {"iwd": "iwd", "wpa_supplicant": f"wpa_supplicant@{each.name}",
+                    "netctl": "netctl", "networkmanager": "NetworkManager"}[loser]
+            add("WLAN001", "error", each.name,
+                f"{names} both drive {each.name}: they fight over the radio and "
+                "connections drop at random",
+                f"keep one: systemctl disable --now {unit} (and any other unit starting it)")
+        if each.backend == "wpa_supplicant" and each.saves_config is False:
+            where = each.config_path or "wpa_supplicant's config"
+            add("WLAN005", "warning", each.name,
+                f"wpa_supplicant on {each.name} has update_config off: networks added, "
+                "forgotten or toggled over its control socket are lost when it restarts",
+                f"add update_config=1 to {where} and restart wpa_supplicant",
+                each.config_path)
+        if each.rfkill is not None and each.rfkill.hard:
+            add("WLAN006", "warning", each.name,
+                f"the radio of {each.name} ({each.phy}) is blocked by a hardware switch",
+                "flip the laptop's wireless switch or key (BIOS setting on some machines)")
+        elif each.rfkill is not None and each.rfkill.soft:
+            add("WLAN006", "warning", each.name,
+                f"the radio of {each.name} ({each.phy}) is soft-blocked: it cannot scan "
+                "or connect", "rfkill unblock wifi")
+
+    for net in snapshot.networks:
+        subject = f"{net.title} ({BACKEND_TITLES[net.backend]})"
+        quoted = _shell_word(net.title)
+        if net.security in ("open", None) and net.autoconnect and net.security == "open":
+            add("WLAN004", "warning", subject,
+                f"{net.title} is an open network with autoconnect on: any access point "
+                "using that name gets your traffic, unencrypted",
+                f"zsn wifi autoconnect {quoted} off")
+        if net.hidden and net.autoconnect:
+            add("WLAN007", "info", subject,
+                f"{net.title} is hidden: the machine calls out its name wherever it goes, "
+                "which tracks it and invites look-alike access points",
+                f"make the network visible on the access point, or "
+                f"zsn wifi autoconnect {quoted} off")
+        if net.security == "WEP":
+            add("WLAN008", "error", subject,
+                f"{net.title} uses WEP, which is broken in minutes",
+                f"switch the access point to WPA2 or WPA3, then zsn wifi forget {quoted}")
+
+    scan_security = {entry.ssid: entry.security for each in snapshot.interfaces
+                     for entry in each.scan if entry.ssid is not None}
+    for profile in profiles:
+        path = str(profile.path)
+        subject = f"netctl:{profile.name}"
+        if profile.has_key and is_world_readable(host.path(path)):
+            add("WLAN002", "error", subject, f"{path} holds a Wi-Fi key and is readable by "
+                "everyone", f"chmod 600 {path}", path, fix_plan=_chmod_plan(host, path))
+        if profile.wireless and profile.interface and not (
+                interface_exists(host, profile.interface)
+                and is_wireless(host, profile.interface)):
+            why = "is not wireless" if interface_exists(host, profile.interface) \
+                else "does not exist"
+            add("WLAN009", "warning", subject,
+                f"the profile's Interface={profile.interface} {why}",
+                f"set Interface= to the wireless interface in {path}", path,
+                profile.lines.get("Interface"))
+        if (profile.get("Security") or "").lower() == "wpa" and profile.has_key \
+                and not profile.key_is_psk and profile.essid is not None:
+            seen = scan_security.get(profile.essid)
+            if seen in ("WPA2", "WPA"):
+                add("WLAN003", "warning", subject,
+                    f"{path} stores the passphrase of {display(profile.essid)}, a WPA2 "
+                    "network: the derived PSK connects just as well and does not reveal "
+                    "a passphrase you may use elsewhere",
+                    "zsn wifi forget and connect again (zsn stores the PSK), or "
+                    "Key=\\\"<wpa_passphrase's psk>", path, profile.lines.get("Key"))
+
+    for config in _wpa_configs(host, snapshot):
+        try:
+            snapshot_file = read_tracked(config)
+        except ZsnError:
+            continue
+        parsed = parse_wpa_config(snapshot_file.text)
+        shown = "/" + str(config.relative_to(host.root)) if host.root != Path("/") \
+            else str(config)
+        if parsed.has_secrets and is_world_readable(config):
+            add("WLAN002", "error", shown, f"{shown} holds Wi-Fi keys and is readable by "
+                "everyone", f"chmod 600 {shown}", shown, fix_plan=_chmod_plan(host, shown))
+        for block in parsed.networks:
+            mgmt = block.key_mgmt
+            if block.passphrase_stored and "SAE" not in mgmt and "FT-SAE" not in mgmt:
+                name = display(block.ssid) if block.ssid is not None else "?"
+                add("WLAN003", "warning", shown,
+                    f"the network {name} stores its passphrase (psk=\"...\") though it "
+                    "uses WPA-PSK only: the derived PSK would do",
+                    f"replace the psk line with the one 'wpa_passphrase {_shell_word(name)}' "
+                    "prints (64 hex digits, no quotes)", shown, block.lines.get("psk"))
+
+    iwd_dir = host.path(iwd.PROFILE_DIR)
+    if iwd_dir.is_dir():
+        try:
+            entries = sorted(iwd_dir.iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry.suffix in (".psk", ".8021x") and is_world_readable(entry):
+                shown = f"{iwd.PROFILE_DIR}/{entry.name}"
+                add("WLAN002", "error", shown, f"{shown} holds a Wi-Fi key and is readable "
+                    "by everyone", f"chmod 600 {shown}", shown,
+                    fix_plan=_chmod_plan(host, shown))
+    return findings
+
+
+def _wpa_configs(host: Host, snapshot: WlanSnapshot) -> list[Path]:
+    found: dict[Path, None] = {}
+    for each in snapshot.interfaces:
+        if each.config_path:
+            found[host.path(each.config_path)] = None
+    for pattern in WPA_CONFIG_GLOBS:
+        directory, _, glob = pattern.rpartition("/")
+        base = host.path(directory)
+        if base.is_dir():
+            for match in sorted(base.glob(glob)):
+                found[match] = None
+    return [path for path in found if path.is_file()]
+
+
+def _shell_word(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def lint(host: Host) -> list[Finding]:
+    from zsn.wlan.live import read_wlan
+
+    return list(read_wlan(host).findings)

@@ -1,0 +1,79 @@
+"""SSIDs: up to 32 arbitrary bytes, shown safely, parsed from user input and daemons.
+
+An SSID is bytes on the air. Most are UTF-8, but nothing requires it, and a name may
+hold control characters meant to garble a terminal. zsn keeps SSIDs as `bytes`,
+shows them through `display` (UTF-8 where valid, ``\\xNN`` for anything else or
+unprintable), and reads user input with `from_user`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from zsn.errors import ValidationError
+
+MAX_SSID_BYTES = 32
+_PRINTF_ESCAPE_RE = re.compile(rb'\\(x[0-9a-fA-F]{2}|[\\"entr])')
+_PRINTF_SIMPLE = {b"\\": b"\\", b'"': b'"', b"e": b"\x1b", b"n": b"\n", b"t": b"\t",
+                  b"r": b"\r"}
+
+
+def from_user(text: str) -> bytes:
+    """An SSID typed by a user (argv, a form), checked: 1 to 32 bytes once encoded.
+
+    `os.fsencode` gives back the exact bytes of an argv word that is not UTF-8.
+    """
+    raw = os.fsencode(text)
+    validate(raw)
+    return raw
+
+
+def validate(ssid: bytes) -> None:
+    if not ssid:
+        raise ValidationError("the SSID is empty")
+    if len(ssid) > MAX_SSID_BYTES:
+        raise ValidationError(
+            f"the SSID {display(ssid[:MAX_SSID_BYTES])}… is {len(ssid)} bytes long; "
+            f"802.11 allows at most {MAX_SSID_BYTES}")
+
+
+def display(ssid: bytes) -> str:
+    """The SSID for a screen, a log line or JSON: UTF-8 text, with invalid bytes,
+    control characters and backslashes written as escapes (``\\xNN``, ``\\\\``),
+    so it never moves the cursor, forges another line or reads as another name."""
+    out = []
+    for char in ssid.decode("utf-8", errors="surrogateescape"):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char == "\\":
+            out.append("\\\\")
+        elif char == " " or (char.isprintable() and char not in "\u2028\u2029"):
+            out.append(char)
+        else:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def printf_unescape(text: str) -> bytes:
+    """Bytes from wpa_supplicant's printf-escaped SSID (``\\xNN``, ``\\\\``, ``\\"`` ...).
+
+    The control interface prints SSIDs with `printf_encode`: printable ASCII as is,
+    every other byte escaped. Anything else after a backslash is kept as it is.
+    """
+    raw = text.encode("utf-8", errors="surrogateescape")
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        token = match.group(1)
+        if token.startswith(b"x"):
+            return bytes([int(token[1:], 16)])
+        return _PRINTF_SIMPLE[token]
+
+    return _PRINTF_ESCAPE_RE.sub(replace, raw)
+
+
+def hex_ssid(ssid: bytes) -> str:
+    """Lowercase hex: how iwd names object paths and files, and how wpa_supplicant
+    takes any SSID without quoting."""
+    return ssid.hex()
