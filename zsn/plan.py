@@ -31,9 +31,17 @@ _SECRET_BLOCK_RE = re.compile(
 )
 
 
+# Wi-Fi secrets: netctl's Key=, iwd's Passphrase=, wpa_supplicant's psk= and friends. The
+# value may hold spaces (a quoted passphrase), so the rest of the line goes.
+_WIFI_SECRET_LINE_RE = re.compile(
+    r"^(\s*(?:Key|Passphrase|psk|sae_password|password|wep_key[0-3]|private_key_passwd)"
+    r"\s*=[ \t]*)(\S.*)$", re.MULTILINE)
+
+
 def mask_secrets(text: str) -> str:
     """`text` with private keys replaced by "(hidden)", for diffs, logs and screens."""
-    return _SECRET_BLOCK_RE.sub(r"\1(hidden)\n\3", _SECRET_LINE_RE.sub(r"\1(hidden)", text))
+    text = _WIFI_SECRET_LINE_RE.sub(r"\1(hidden)", _SECRET_LINE_RE.sub(r"\1(hidden)", text))
+    return _SECRET_BLOCK_RE.sub(r"\1(hidden)\n\3", text)
 
 
 class ApplyError(ZsnError):

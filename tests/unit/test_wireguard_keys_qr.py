@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from tests.needs import needs_tools
-from zsn.qr import make_qr, matrix_from_half_blocks
+from tests.qr import decode_half_blocks
+from zsn.qr import make_qr
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, onboarding
 from zsn.wireguard.keys import (
@@ -60,29 +61,6 @@ def test_key_pair_repr_hides_the_private_key() -> None:
     assert pair.private_key not in repr(pair) and pair.public_key in repr(pair)
 
 
-def _decode(lines: list[str], tmp_path: Path, blocks_are_light: bool = False) -> str:
-    """Turn half-block text back into pixels (4 per module), as a terminal shows it:
-    blocks in the foreground colour, dark unless `blocks_are_light` (light text on a
-    dark background), and let zbarimg read it."""
-    zbarimg = _require("zbarimg")
-    rows = [[painted != blocks_are_light for painted in row]
-            for row in matrix_from_half_blocks(lines)]
-    scale = 4
-    image = tmp_path / "qr.pbm"
-    with image.open("w") as out:
-        out.write(f"P1\n{len(rows[0]) * scale} {len(rows) * scale}\n")
-        for row in rows:
-            pixels = " ".join("1" if dark else "0" for dark in row for _ in range(scale))
-            out.write((pixels + "\n") * scale)
-    # QR only: with every symbology on, zbar sometimes also "finds" a short linear
-    # barcode inside the modules of a random-looking code.
-    result = subprocess.run([zbarimg, "--quiet", "--raw", "-Sdisable", "-Sqrcode.enable",
-                             str(image)], capture_output=True, text=True, timeout=30,
-                            check=False)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 def _client_config(dns: list[str], allowed: list[str]) -> str:
     pair, server = KeyPair.generate(), KeyPair.generate()
     return render_client_config(
@@ -96,12 +74,12 @@ def test_qr_of_a_client_config_decodes_back_to_it(tmp_path: Path) -> None:
     text = _client_config(["10.66.0.1"], ["0.0.0.0/0", "::/0"])
     payload = qr_payload(text)
     code = make_qr(payload)
-    decoded = _decode(code.half_blocks(), tmp_path)
+    decoded = decode_half_blocks(code.half_blocks(), tmp_path)
     assert decoded.rstrip("\n") == payload.rstrip("\n")
     assert "PrivateKey = " in decoded and "# " not in decoded
 
 
-def test_long_configs_drop_to_level_l_and_still_decode(tmp_path: Path) -> None:
+def test_long_configs_drop_to_level_l_and_stilldecode_half_blocks(tmp_path: Path) -> None:
     many = [f"10.{i}.0.0/16" for i in range(40)]
     payload = qr_payload(_client_config(["10.66.0.1", "10.66.0.2", "example.lan"], many))
     code = make_qr(payload, columns=200, lines=200)
@@ -109,7 +87,7 @@ def test_long_configs_drop_to_level_l_and_still_decode(tmp_path: Path) -> None:
     assert code.error == "L" or roomy.error in "HQM"
     small = make_qr("short", columns=80, lines=22)
     assert small.error == "H" and small.fits
-    assert _decode(code.half_blocks(), tmp_path).rstrip("\n") == payload.rstrip("\n")
+    assert decode_half_blocks(code.half_blocks(), tmp_path).rstrip("\n") == payload.rstrip("\n")
 
 
 def test_a_code_that_cannot_fit_says_so() -> None:
@@ -138,6 +116,6 @@ def test_peer_show_qr_into_a_file_is_plain_text_that_scans_on_a_dark_terminal(
     assert set(text) <= set("█▀▄ \n")
     lines = text.splitlines()
     assert lines[0] == "█" * len(lines[0]), "the light quiet zone is drawn"
-    decoded = _decode(lines, tmp_path, blocks_are_light=True)
+    decoded = decode_half_blocks(lines, tmp_path, blocks_are_light=True)
     assert decoded.rstrip("\n") == qr_payload(client.text).rstrip("\n")
     assert "plain text without colour codes" in shown.stderr

@@ -400,11 +400,13 @@ def plan_forget(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
         for net in networks:
             if net.at_boot:
                 steps += netctl_enable_steps(host, net.ref, False)
-            steps.append(LiveStep(f"systemd: stop {netctl.unit_name(net.ref)} if running",
-                                  lambda ref=net.ref: _bus(host, lambda bus: _stop_units(
-                                      bus, [netctl.unit_name(ref)]), timeout=15.0)))  # type: ignore[misc]
+            if systemd_reachable(host):
+                unit = netctl.unit_name(net.ref)
+                steps.append(LiveStep(f"systemd: stop {unit} if running",
+                                      lambda unit=unit: _bus(host, lambda bus: _stop_units(
+                                          bus, [unit]), timeout=15.0)))  # type: ignore[misc]
             steps.append(_move_aside(host, netctl.profile_dir(host) / net.ref))
-        return Plan(title, steps)
+        return Plan(title, steps, notes=_boot_note(host))
     raise ValidationError(f"{interface.name}: zsn cannot forget networks here")
 
 
@@ -458,7 +460,7 @@ def plan_autoconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterfac
         steps = []
         for net in pending:
             steps += netctl_enable_steps(host, net.ref, enabled)
-        return Plan(title, steps)
+        return Plan(title, steps, notes=_boot_note(host))
     raise ValidationError(f"{interface.name}: zsn cannot change autoconnect here")
 
 
@@ -490,9 +492,23 @@ def netctl_enable_steps(host: Host, profile_name: str, enabled: bool) -> list[St
                                   lambda: os.symlink(target, link)))
         if dropin.exists():
             steps.append(_move_aside(host, dropin))
-    steps.append(LiveStep("systemd: reload unit files (over D-Bus)",
-                          lambda: _reload(host), lambda: _reload(host)))
+    if systemd_reachable(host):
+        steps.append(LiveStep("systemd: reload unit files (over D-Bus)",
+                              lambda: _reload(host), lambda: _reload(host)))
     return steps
+
+
+def systemd_reachable(host: Host) -> bool:
+    """Whether a system bus (so, presumably, systemd) runs for this root. ``netctl enable``
+    reloads only on a booted systemd; offline edits under --root are read at boot."""
+    socket_path = host.system_bus_socket
+    return socket_path is None or socket_path.exists()
+
+
+def _boot_note(host: Host) -> list[str]:
+    if systemd_reachable(host):
+        return []
+    return ["no system bus under this root: systemd reads the change when it starts"]
 
 
 def _symlink(link: Path) -> None:

@@ -23,6 +23,7 @@ _BARE_RE = re.compile(r"[A-Za-z0-9_./:@+,%=-]+")
 _ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
                 "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 _METACHARACTERS = set(";&|<>()")
+_HEX = "0123456789abcdefABCDEF"
 
 
 @dataclass(frozen=True)
@@ -141,33 +142,41 @@ def _double_quoted(reader: _Reader) -> str:
 
 
 def _ansi_c(reader: _Reader) -> str:
-    out: list[str] = []
+    """``$'...'``: escapes such as ``\\xHH`` and ``\\NNN`` are bytes (``printf %q`` writes
+    a non-printable UTF-8 character as its bytes), so the word is decoded at the end."""
+    out = bytearray()
     while True:
         if reader.at_end():
             raise reader.error("unterminated $'...' quote")
         char = reader.take()
         if char == "'":
-            return "".join(out)
+            return out.decode("utf-8", errors="surrogateescape")
         if char != "\\":
-            out.append(char)
+            out += char.encode("utf-8", errors="surrogateescape")
             continue
         if reader.at_end():
             raise reader.error("unterminated $'...' quote")
         code = reader.take()
         if code in _ANSI_SIMPLE:
-            out.append(_ANSI_SIMPLE[code])
-        elif code == "x":
+            out += _ANSI_SIMPLE[code].encode()
+        elif code in "xuU":
+            size = {"x": 2, "u": 4, "U": 8}[code]
             digits = ""
-            while len(digits) < 2 and reader.peek() and reader.peek() in "0123456789abcdefABCDEF":
+            while len(digits) < size and reader.peek() and reader.peek() in _HEX:
                 digits += reader.take()
-            out.append(chr(int(digits, 16)) if digits else "\\x")
+            if not digits:
+                out += ("\\" + code).encode()
+            elif code == "x":
+                out.append(int(digits, 16))
+            else:
+                out += chr(min(int(digits, 16), 0x10FFFF)).encode("utf-8", errors="replace")
         elif code in "01234567":
             digits = code
             while len(digits) < 3 and reader.peek() and reader.peek() in "01234567":
                 digits += reader.take()
-            out.append(chr(int(digits, 8) & 0xFF))
+            out.append(int(digits, 8) & 0xFF)
         else:
-            out.append("\\" + code)
+            out += ("\\" + code).encode("utf-8", errors="surrogateescape")
 
 
 def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:

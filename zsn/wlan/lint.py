@@ -50,7 +50,7 @@ def _chmod_plan(host: Host, system_path: str) -> Callable[[], Plan]:
 
 
 def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Profile],
-                  problems: list[tuple[Path, str]]) -> list[Finding]:
+                  problems: list[netctl.BrokenProfile]) -> list[Finding]:
     findings: list[Finding] = []
 
     def add(rule: str, severity: Severity, subject: str | None, message: str, fix: str,
@@ -58,9 +58,10 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Prof
             fix_plan: Callable[[], Plan] | None = None) -> None:
         findings.append(Finding(rule, severity, subject, message, fix, path, line, fix_plan))
 
-    for broken, reason in problems:
-        add("WLAN000", "error", f"netctl:{broken.name}", reason,
-            "fix the line named: profiles are bash variable assignments", str(broken))
+    for broken in problems:
+        add("WLAN000", "error", f"netctl:{broken.path.name}", broken.reason,
+            "fix the line named: profiles are bash variable assignments", str(broken.path),
+            broken.line)
 
     for each in snapshot.interfaces:
         if each.also_managed_by and each.backend is not None:

@@ -127,11 +127,18 @@ def parse_profile(name: str, text: str) -> Profile:
     return Profile(name, path, values, lines)
 
 
-def read_profiles(host: Host) -> tuple[list[Profile], list[tuple[Path, str]]]:
-    """Every profile under /etc/netctl, and the (path, reason) of those that do not parse."""
+@dataclass(frozen=True)
+class BrokenProfile:
+    path: Path
+    reason: str
+    line: int | None
+
+
+def read_profiles(host: Host) -> tuple[list[Profile], list[BrokenProfile]]:
+    """Every profile under /etc/netctl, and those that cannot be read or do not parse."""
     directory = profile_dir(host)
     profiles: list[Profile] = []
-    problems: list[tuple[Path, str]] = []
+    problems: list[BrokenProfile] = []
     try:
         entries = sorted(directory.iterdir())
     except OSError:
@@ -145,9 +152,9 @@ def read_profiles(host: Host) -> tuple[list[Profile], list[tuple[Path, str]]]:
             text = read_tracked(entry).text
             profiles.append(parse_profile(entry.name, text))
         except ParseError as exc:
-            problems.append((system_path, str(exc)))
+            problems.append(BrokenProfile(system_path, str(exc), exc.line))
         except ZsnError as exc:
-            problems.append((system_path, str(exc)))
+            problems.append(BrokenProfile(system_path, str(exc), None))
     return profiles, problems
 
 
