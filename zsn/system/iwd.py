@@ -17,13 +17,12 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from dbus_fast import Variant
 
 from zsn.system.dbus import PROPERTIES, BusError, SystemBus
+from zsn.system.iwd_agent import AgentLog, PassphraseAgent
 
 IWD = "net.connman.iwd"
 IWD_ROOT = "/net/connman/iwd"
@@ -33,9 +32,7 @@ NETWORK = "net.connman.iwd.Network"
 KNOWN_NETWORK = "net.connman.iwd.KnownNetwork"
 ADAPTER = "net.connman.iwd.Adapter"
 AGENT_MANAGER = "net.connman.iwd.AgentManager"
-AGENT = "net.connman.iwd.Agent"
 DIAGNOSTIC = "net.connman.iwd.StationDiagnostic"
-CANCELED = "net.connman.iwd.Agent.Error.Canceled"
 OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
 CONNECT_TIMEOUT = 60.0
 """iwd cancels an unanswered agent request after 120 s; a connect ends well before."""
@@ -133,55 +130,6 @@ async def set_autoconnect(bus: SystemBus, known_network: str, enabled: bool) -> 
                    what="setting AutoConnect")
 
 
-@dataclass
-class AgentLog:
-    """What the agent was asked, for the caller to explain a failure (no secrets)."""
-
-    requests: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    cancel_reasons: list[str] = field(default_factory=list)
-
-
-def _agent_class() -> type:
-    """The ServiceInterface subclass, defined on first use: dbus-fast's service module
-    is needed only when zsn connects through iwd."""
-    from dbus_fast import DBusError
-    from dbus_fast.annotations import DBusObjectPath, DBusStr
-    from dbus_fast.service import ServiceInterface, dbus_method
-
-    class PassphraseAgent(ServiceInterface):
-        """Answers one RequestPassphrase for the network `accepts` names; refuses the rest."""
-
-        def __init__(self, accepts: Callable[[str], bool], passphrase: str | None,
-                     log: AgentLog) -> None:
-            super().__init__(AGENT)
-            self._accepts = accepts
-            self._passphrase = passphrase
-            self.log = log
-
-        def __repr__(self) -> str:
-            return "PassphraseAgent()"
-
-        @dbus_method(name="RequestPassphrase")
-        def request_passphrase(self, network: DBusObjectPath) -> DBusStr:
-            self.log.requests.append(network)
-            if self._passphrase is None or not self._accepts(network):
-                self.log.refused.append(network)
-                raise DBusError(CANCELED, "zsn has no passphrase for this request")
-            answer, self._passphrase = self._passphrase, None  # one answer per connect
-            return answer
-
-        @dbus_method(name="Cancel")
-        def cancel(self, reason: DBusStr) -> None:
-            self.log.cancel_reasons.append(reason)
-
-        @dbus_method(name="Release")
-        def release(self) -> None:
-            self._passphrase = None
-
-    return PassphraseAgent
-
-
 class ConnectError(BusError):
     """iwd failed a connect; `log` says what the agent was asked meanwhile."""
 
@@ -214,7 +162,7 @@ async def connect(bus: SystemBus, *, network: str | None, station: str,
         def accepts(requested: str) -> bool:
             return requested.startswith(prefix)
 
-    agent = _agent_class()(accepts, passphrase, log)
+    agent = PassphraseAgent(accepts, passphrase, log)
     bus.bus.export(path, agent)
     try:
         await bus.call(IWD, IWD_ROOT, AGENT_MANAGER, "RegisterAgent", "o", [path],

@@ -131,6 +131,8 @@ class WpaControl:
         wait = self.timeout if timeout is None else timeout
         try:
             data = await asyncio.wait_for(loop.sock_recv(self.sock, MAX_DATAGRAM), wait)
+        except TimeoutError:  # an OSError too: the caller says what timed out
+            raise
         except (ConnectionRefusedError, FileNotFoundError):
             raise SocketError(f"wpa_supplicant on {self.interface} went away") from None
         except OSError as exc:

@@ -229,10 +229,10 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
 
 def iwd_failure(name: str, exc: ZsnError) -> str:
     """What a failed iwd connect means, from iwd's error and what the agent was asked."""
-    from zsn.system import iwd as bus_iwd
+    from zsn.system.iwd_agent import AgentLog
 
     error_name = getattr(exc, "name", None) or ""
-    log: bus_iwd.AgentLog | None = getattr(exc, "log", None)
+    log: AgentLog | None = getattr(exc, "log", None)
     if log is not None and log.refused and log.requests and len(log.requests) > 1:
         return (f"{name}: wrong passphrase (the access point rejected it and iwd asked "
                 "again)")
