@@ -22,8 +22,8 @@ from dbus_fast.aio import MessageBus
 from tests.lab.dbus import private_system_bus
 from zsn.system import iwd as bus_iwd
 from zsn.system.dbus import SystemBus
-from zsn.system.iwd_agent import AGENT, CANCELED
 from zsn.system.host import Host
+from zsn.system.iwd_agent import AGENT, CANCELED
 from zsn.wlan.actions import iwd_failure
 
 pytestmark = pytest.mark.lab

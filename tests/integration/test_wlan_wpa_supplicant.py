@@ -13,7 +13,6 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
