@@ -29,6 +29,7 @@ REGISTRY: tuple[str, ...] = (
     "zsn.wireguard",
     "zsn.openvpn",
     "zsn.zfs",
+    "zsn.wlan",
 )
 """Domain packages in tab and section order."""
 

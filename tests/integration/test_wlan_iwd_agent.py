@@ -2,8 +2,10 @@
 
 A stand-in for iwd's side of the agent protocol (doc/agent-api.txt) owns
 net.connman.iwd on the bus: RegisterAgent remembers who registered, and
-Network.Connect asks that agent for the passphrase as iwd does, asking again when
-the answer is wrong. The real iwd is exercised in the kernel lab
+Network.Connect asks that agent for the passphrase as iwd does. It asks a second
+time after a wrong answer, which iwd 2.3 in the lab does not do (it fails the
+connect at once): zsn must refuse such a request rather than repeat a passphrase
+that was just rejected. The real iwd is exercised in the kernel lab
 (tests/kernel/test_wlan.py); here the bus plumbing, the one-answer rule and the
 refusals are checked, and that the passphrase goes nowhere else.
 """

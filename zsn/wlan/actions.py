@@ -19,7 +19,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system import wireless
 from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
-from zsn.system.files import PRIVATE_FILE_MODE, backup_path, read_tracked
+from zsn.system.files import PRIVATE_FILE_MODE, backup_path, is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket
 from zsn.wlan import netctl, wpa
@@ -166,6 +166,11 @@ def _plan_connect_wpa(host: Host, interface: WlanInterface, target: Target,
             control_socket(host, interface.name), interface.name, target.ssid,
             passphrase=passphrase, security=target.security, hidden=target.hidden))
         notes.extend(result.notes)  # shown once the plan is applied
+        config = interface.config_path
+        if result.saved and config and is_world_readable(host.path(config)):
+            # SAVE_CONFIG writes a new file with the daemon's umask (0644 as a rule).
+            notes.append(f"wpa_supplicant saved {config} readable by everyone: "
+                         f"chmod 600 {config} (zsn wifi lint, WLAN002)")
 
     if interface.saves_config is False:
         notes.append(f"wpa_supplicant on {interface.name} cannot save its config "
@@ -237,8 +242,10 @@ def iwd_failure(name: str, exc: ZsnError) -> str:
         return (f"{name}: wrong passphrase (the access point rejected it and iwd asked "
                 "again)")
     if error_name.endswith(".Failed") and log is not None and log.requests:
-        return (f"{name}: connection failed after the passphrase was given: wrong "
-                f"passphrase, or the access point refused ({exc})")
+        # iwd asked for the passphrase, then failed: the handshake (4-way or SAE) it
+        # was for did not succeed. iwd's error does not say more.
+        return (f"{name}: the passphrase was not accepted (or the access point refused "
+                f"the connection; iwd: {exc})")
     if error_name.endswith(".NotFound"):
         return f"{name}: not found (out of range, or hidden without --hidden)"
     if error_name.endswith(".AlreadyProvisioned"):

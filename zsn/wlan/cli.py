@@ -20,7 +20,13 @@ from zsn.system.host import Host
 from zsn.wlan import actions, lint
 from zsn.wlan.export import interface_to_dict, profile_to_dict
 from zsn.wlan.live import read_wlan
-from zsn.wlan.model import BACKEND_TITLES, ScanEntry, WlanInterface, WlanSnapshot, signal_bars
+from zsn.wlan.model import (
+    BACKEND_TITLES,
+    WlanInterface,
+    WlanSnapshot,
+    signal_bars,
+    sorted_scan,
+)
 from zsn.wlan.secrets import read_passphrase_file
 from zsn.wlan.ssid import display, from_user
 
@@ -145,13 +151,6 @@ def _list(snapshot: WlanSnapshot, as_json: bool) -> int:
     for error in snapshot.errors:
         print(f"zsn wifi: {error}", file=sys.stderr)
     return EXIT_OK
-
-
-def sorted_scan(entries: tuple[ScanEntry, ...]) -> list[ScanEntry]:
-    """Named networks by signal (strongest first), then the hidden ones."""
-    def key(entry: ScanEntry) -> tuple[bool, float]:
-        return (entry.hidden, -(entry.signal_dbm if entry.signal_dbm is not None else -999))
-    return sorted(entries, key=key)
 
 
 def _print_scan(interface: WlanInterface, as_json: bool) -> int:

@@ -112,6 +112,15 @@ class ScanEntry:
         return display(self.ssid) if self.ssid is not None else "(hidden)"
 
 
+def sorted_scan(entries: tuple[ScanEntry, ...]) -> list[ScanEntry]:
+    """The connected network first, then named networks by signal (strongest first,
+    then by name), then the hidden ones."""
+    def key(entry: ScanEntry) -> tuple[bool, bool, float, str, str]:
+        signal = entry.signal_dbm if entry.signal_dbm is not None else -999.0
+        return (entry.hidden, not entry.connected, -signal, entry.title, entry.bssid or "")
+    return sorted(entries, key=key)
+
+
 @dataclass(frozen=True)
 class KnownNetwork:
     """A network a backend remembers: an iwd profile, a wpa_supplicant network block,

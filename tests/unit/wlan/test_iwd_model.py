@@ -55,6 +55,24 @@ def captured_objects() -> bus_iwd.Objects:
     }
 
 
+def captured_diagnostics() -> dict[str, Any]:
+    """`busctl call ... GetDiagnostics` (a{sv}) as a dict, from the lab's capture."""
+    words = shlex.split(fixture_text("busctl-call-GetDiagnostics.connected.txt"))
+    assert words[0] == "a{sv}"
+    values: dict[str, Any] = {}
+    rest = words[2:]
+    for index in range(int(words[1])):
+        key, signature, value = rest[3 * index:3 * index + 3]
+        values[key] = _value(signature, value)
+    return values
+
+
+def test_diagnostics_units() -> None:
+    values = captured_diagnostics()
+    # iwctl showed "TxBitrate 9000 Kbit/s" for the same kind of link: 100 kbit/s units.
+    assert values["TxBitrate"] == 90 and values["RSSI"] == -30
+
+
 def test_known_network_from_its_object() -> None:
     (known,) = iwd.known_networks(captured_objects(), {HOME_KNOWN})
     assert (known.ssid, known.security, known.autoconnect, known.hidden, known.current) == (
@@ -69,12 +87,7 @@ def test_connected_station_link() -> None:
     network = objects[HOME_NETWORK][bus_iwd.NETWORK]
     link = iwd.link_of(station, network, {})
     assert link.connected and link.state == "connected" and link.ssid == b"home-wpa2"
-    # iwctl showed these diagnostics for the same link: RSSI -30 dBm, 2412 MHz,
-    # TxBitrate 9000 Kbit/s (iwd reports 100 kbit/s units), WPA2-Personal.
-    detailed = iwd.link_of(station, network, {"RSSI": -30, "Frequency": 2412,
-                                              "TxBitrate": 90, "ConnectedBss":
-                                              "02:00:00:00:01:00",
-                                              "Security": "WPA2-Personal"})
+    detailed = iwd.link_of(station, network, captured_diagnostics())
     assert (detailed.signal_dbm, detailed.channel, detailed.bitrate_kbps, detailed.bssid,
             detailed.security) == (-30, 1, 9000, "02:00:00:00:01:00", "WPA2-Personal")
 

@@ -1,0 +1,420 @@
+"""Wi-Fi in the QEMU kernel lab guest (group ``wlan``): mac80211_hwsim radios, real
+hostapd access points, real wpa_supplicant and iwd, driven by zsn.
+
+Four hostapd access points run in namespace AP on their own radios: home-wpa2
+(WPA2-PSK), cafe-open (open), hidden-wpa2 (hidden, WPA2-PSK) and office-sae (WPA3
+SAE only). The stations are in the guest's root namespace: wlan0 driven by
+wpa_supplicant, wlan5 by iwd on a private system bus (its own radio: cfg80211 keeps
+an SSID a directed probe revealed, so a radio that probed for the hidden network
+would show it by name). zsn scans, connects (the headless command with the
+passphrase on standard input, as a user would, and the plans in-process), pings
+the access point, fails a wrong passphrase in bounded time, toggles autoconnect and
+forgets, and every output and log line is checked for the passphrases at the end.
+Recipes: ../../../shared/reference/kernel-lab.md ("In the guest").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.lab.dbus import private_system_bus
+from tests.lab.kernel import modprobe
+from tests.lab.netns import Lab, run, wait_for
+from tests.needs import needs_tools
+from zsn.system.host import Host
+from zsn.wlan import actions
+from zsn.wlan.lint import lint
+from zsn.wlan.live import read_wlan
+from zsn.wlan.secrets import Passphrase, derive_psk
+
+REPO = Path(__file__).resolve().parents[2]
+WORK = Path("/run/zsn-lab-wlan")
+HOME, HIDDEN, SAE = "correct horse battery", "hidden treasure 42", "sesame street 99"
+WRONG = "wrong passphrase 1"
+SECRETS = [HOME, HIDDEN, SAE, WRONG, derive_psk(HOME, b"home-wpa2"),
+           derive_psk(HIDDEN, b"hidden-wpa2"), derive_psk(WRONG, b"home-wpa2")]
+# (interface, SSID, channel, subnet, hostapd settings) as in the fixtures' capture.sh
+ACCESS_POINTS = [
+    ("wlan1", "home-wpa2", 1, "10.77.1", ["wpa=2", "wpa_key_mgmt=WPA-PSK", "rsn_pairwise=CCMP",
+                                          f"wpa_passphrase={HOME}"]),
+    ("wlan2", "cafe-open", 6, "10.77.2", []),
+    ("wlan3", "hidden-wpa2", 11, "10.77.3", ["ignore_broadcast_ssid=1", "wpa=2",
+                                             "wpa_key_mgmt=WPA-PSK", "rsn_pairwise=CCMP",
+                                             f"wpa_passphrase={HIDDEN}"]),
+    ("wlan4", "office-sae", 6, "10.77.4", ["wpa=2", "wpa_key_mgmt=SAE", "rsn_pairwise=CCMP",
+                                           "ieee80211w=2", "sae_pwe=2",
+                                           f"sae_password={SAE}"]),
+]
+WPA_STATION, IWD_STATION = "wlan0", "wlan5"
+CONNECT_BOUND = 45.0
+"""A wrong passphrase must be reported within this many seconds."""
+
+
+class Captured(logging.Handler):
+    """Every log record of the module's in-process zsn calls (debug included)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@dataclass
+class WifiLab:
+    lab: Lab
+    ap_ns: str
+    outputs: list[str] = field(default_factory=list)
+    """Everything zsn printed or logged in this module, checked for secrets at the end."""
+    log: Captured = field(default_factory=Captured)
+    results: Path | None = None
+    """The directory shared with the host (where the junit report goes), if any."""
+
+    def zsn(self, *args: str, stdin: str | None = None, check: bool = True
+            ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([sys.executable, "-m", "zsn", *args], input=stdin,
+                                capture_output=True, text=True, timeout=180, cwd=REPO,
+                                check=False)
+        self.outputs += [result.stdout, result.stderr]
+        if check and result.returncode != 0:
+            raise AssertionError(f"zsn {' '.join(args)} exited {result.returncode}:\n"
+                                 f"{result.stdout}\n{result.stderr}")
+        return result
+
+    def capture(self, name: str, text: str, command: str) -> None:
+        """Keep a real output for tests/fixtures/wlan (next to the guest's junit file)."""
+        if self.results is None:
+            return
+        (self.results / "captures").mkdir(exist_ok=True)
+        (self.results / "captures" / name).write_text(text)
+        with open(self.results / "captures" / "manifest.tsv", "a") as manifest:
+            manifest.write(f"{name}\t{command}\n")
+
+    def ping(self, subnet: str, interface: str, host_part: int) -> None:
+        run(["ip", "addr", "flush", "dev", interface])
+        run(["ip", "addr", "add", f"{subnet}.{host_part}/24", "dev", interface])
+        wait_for(lambda: run(["ping", "-c", "1", "-W", "1", "-I", interface, f"{subnet}.1"],
+                             check=False).returncode == 0, 20,
+                 f"a ping from {interface} to the access point {subnet}.1")
+
+
+def _phy(interface: str) -> str:
+    return Path(f"/sys/class/net/{interface}/phy80211/name").read_text().strip()
+
+
+@pytest.fixture(scope="module")
+def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
+    needs_tools("hostapd", "hostapd_cli", "wpa_supplicant", "wpa_cli", "iw", "ip", "ping",
+                "dbus-daemon", "iwctl")
+    modprobe("mac80211_hwsim", "radios=6")
+    wait_for(lambda: Path(f"/sys/class/net/{IWD_STATION}").exists(), 30, "six hwsim radios")
+    lab = Lab()
+    handler = Captured()
+    root_logger = logging.getLogger()
+    old_level = root_logger.level
+    root_logger.addHandler(handler)
+    root_logger.setLevel(logging.DEBUG)
+    try:
+        WORK.mkdir(parents=True, exist_ok=True)
+        ap_ns = lab.namespace("ap")
+        for interface, ssid, channel, subnet, settings in ACCESS_POINTS:
+            run(["iw", "phy", _phy(interface), "set", "netns", "name", ap_ns])
+            config = WORK / f"{interface}.conf"
+            config.write_text("\n".join([f"interface={interface}", "driver=nl80211",
+                                         "ctrl_interface=/run/hostapd", f"ssid={ssid}",
+                                         "hw_mode=g", f"channel={channel}", *settings]) + "\n")
+            os.chmod(config, 0o600)
+            pidfile = WORK / f"{interface}.pid"
+            run(["ip", "netns", "exec", ap_ns, "hostapd", "-B", "-P", str(pidfile),
+                 str(config)])
+            lab.defer(lambda pidfile=pidfile: _kill(pidfile))
+            wait_for(lambda interface=interface: "state=ENABLED" in run(
+                ["ip", "netns", "exec", ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
+                 interface, "status"], check=False).stdout, 20, f"hostapd on {interface}")
+            run(["ip", "-n", ap_ns, "addr", "add", f"{subnet}.1/24", "dev", interface])
+        xml = request.config.getoption("xmlpath", None)
+        built = WifiLab(lab, ap_ns, log=handler, results=Path(xml).parent if xml else None)
+        yield built
+    finally:
+        root_logger.removeHandler(handler)
+        root_logger.setLevel(old_level)
+        lab.close()
+
+
+def _kill(pidfile: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(pidfile.read_text()), 15)
+
+
+@pytest.fixture(scope="module")
+def supplicant(wifi: WifiLab) -> Iterator[Path]:
+    """wpa_supplicant on wlan0 with a config it may save (update_config=1)."""
+    config = WORK / "wpa_supplicant-wlan0.conf"
+    config.write_text("ctrl_interface=/run/wpa_supplicant\nupdate_config=1\n")
+    os.chmod(config, 0o600)
+    pidfile = WORK / "wpa.pid"
+    run(["ip", "link", "set", WPA_STATION, "up"])
+    run(["wpa_supplicant", "-B", "-i", WPA_STATION, "-c", str(config), "-P", str(pidfile)])
+    wait_for(lambda: Path(f"/run/wpa_supplicant/{WPA_STATION}").exists(), 15,
+             "wpa_supplicant's control socket")
+    yield config
+    _kill(pidfile)
+
+
+def _scan_until(wifi: WifiLab, interface: str, wanted: set[str | None], hidden: bool
+                ) -> list[dict[str, object]]:
+    """`zsn wifi scan` until every wanted SSID (None: a hidden AP) shows, at most 60 s."""
+    deadline = time.monotonic() + 60
+    entries: list[dict[str, object]] = []
+    while time.monotonic() < deadline:
+        entries = json.loads(wifi.zsn("wifi", "scan", interface, "--json").stdout)
+        seen = {entry["ssid"] for entry in entries}
+        if wanted <= seen and (not hidden or any(entry["hidden"] for entry in entries)):
+            return entries
+        time.sleep(1)
+    raise AssertionError(f"scan on {interface} saw only {entries}")
+
+
+# wpa_supplicant ------------------------------------------------------------------------
+
+def test_wpa_supplicant_scan_sees_every_access_point(wifi: WifiLab, supplicant: Path) -> None:
+    entries = _scan_until(wifi, WPA_STATION, {"home-wpa2", "cafe-open", "office-sae"},
+                          hidden=True)
+    by_name = {entry["ssid"]: entry for entry in entries}
+    assert by_name["home-wpa2"]["security"] == "WPA2"
+    assert by_name["office-sae"]["security"] == "WPA3"
+    assert by_name["cafe-open"]["security"] == "open"
+    (hidden,) = [entry for entry in entries if entry["hidden"]]
+    assert hidden["bssid"] == "02:00:00:00:03:00" and hidden["security"] == "WPA2"
+    assert entries[-1]["hidden"]  # hidden networks grouped last
+
+
+def _wpa_state() -> dict[str, str]:
+    out = run(["wpa_cli", "-i", WPA_STATION, "status"]).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def test_wpa_supplicant_connects_wpa2_stores_the_psk_and_pings(
+        wifi: WifiLab, supplicant: Path) -> None:
+    result = wifi.zsn("wifi", "connect", "home-wpa2", "--passphrase-file", "-", "--iface",
+                      WPA_STATION, stdin=HOME + "\n")
+    assert "done: wpa_supplicant on wlan0" in result.stderr
+    state = _wpa_state()
+    assert (state["wpa_state"], state["ssid"], state["key_mgmt"]) == (
+        "COMPLETED", "home-wpa2", "WPA2-PSK")
+    saved = supplicant.read_text()
+    assert f"psk={derive_psk(HOME, b'home-wpa2')}" in saved and HOME not in saved
+    wifi.ping("10.77.1", WPA_STATION, 2)
+
+
+def test_wpa_supplicant_connects_sae_hidden_and_open(wifi: WifiLab, supplicant: Path) -> None:
+    wifi.zsn("wifi", "connect", "office-sae", "--passphrase-file", "-", stdin=SAE)
+    state = _wpa_state()
+    assert (state["wpa_state"], state["ssid"], state["key_mgmt"]) == (
+        "COMPLETED", "office-sae", "SAE")
+    wifi.ping("10.77.4", WPA_STATION, 2)
+    wifi.zsn("wifi", "connect", "hidden-wpa2", "--hidden", "--passphrase-file", "-",
+             stdin=HIDDEN)
+    assert _wpa_state()["ssid"] == "hidden-wpa2"
+    wifi.ping("10.77.3", WPA_STATION, 2)
+    wifi.zsn("wifi", "connect", "cafe-open")
+    assert (_wpa_state()["ssid"], _wpa_state()["key_mgmt"]) == ("cafe-open", "NONE")
+    wifi.ping("10.77.2", WPA_STATION, 2)
+    # Every network stays enabled: SELECT_NETWORK's disabling was undone before saving.
+    listed = run(["wpa_cli", "-i", WPA_STATION, "list_networks"]).stdout
+    assert "DISABLED" not in listed and "disabled=1" not in supplicant.read_text()
+
+
+def test_wpa_supplicant_wrong_passphrase_fails_clearly_in_bounded_time(
+        wifi: WifiLab, supplicant: Path) -> None:
+    before = supplicant.read_text()
+    started = time.monotonic()
+    result = wifi.zsn("wifi", "connect", "home-wpa2", "--passphrase-file", "-", stdin=WRONG,
+                      check=False)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1, result.stderr
+    assert "home-wpa2: wrong passphrase" in result.stderr
+    assert elapsed < CONNECT_BOUND, elapsed
+    # The attempt's network block is gone again; the working one stays.
+    assert supplicant.read_text() == before
+    wifi.zsn("wifi", "connect", "home-wpa2")  # the known network, no passphrase needed
+    assert _wpa_state()["ssid"] == "home-wpa2"
+
+
+def test_wpa_supplicant_autoconnect_and_forget_change_the_saved_config(
+        wifi: WifiLab, supplicant: Path) -> None:
+    def block(ssid: str) -> str:
+        match = re.search(r'network=\{\n\tssid="' + ssid + r'"\n(.*?)\n\}', supplicant.read_text(),
+                          re.S)
+        return match.group(1) if match else ""
+
+    wifi.zsn("wifi", "autoconnect", "cafe-open", "off")
+    assert "disabled=1" in block("cafe-open")
+    wifi.zsn("wifi", "autoconnect", "cafe-open", "on")
+    assert "disabled=1" not in block("cafe-open")
+    wifi.zsn("wifi", "forget", "cafe-open")
+    assert 'ssid="cafe-open"' not in supplicant.read_text()
+    assert 'ssid="home-wpa2"' in supplicant.read_text()
+
+
+def test_wpa_supplicant_lint_and_qr(wifi: WifiLab, supplicant: Path) -> None:
+    # SAVE_CONFIG wrote a new file with wpa_supplicant's umask: readable by everyone.
+    mode = supplicant.stat().st_mode & 0o777
+    wifi.capture("wpa_supplicant.conf.mode-after-save_config.txt", f"{mode:o}\n",
+                 "stat -c %a of the config, 0600 before wpa_supplicant's SAVE_CONFIG")
+    findings = json.loads(wifi.zsn("wifi", "lint", "--json", check=False).stdout)
+    assert not [f for f in findings if f["id"] in ("WLAN001", "WLAN005")]
+    exposed = [f for f in findings if f["id"] == "WLAN002"]
+    if mode & 0o004:
+        assert [f["path"] for f in exposed] == [str(supplicant)]
+        (finding,) = [f for f in lint(Host()) if f.id == "WLAN002"]
+        assert finding.fix_plan is not None
+        finding.fix_plan().apply()
+        assert supplicant.stat().st_mode & 0o777 == 0o600
+    assert not [f for f in lint(Host()) if f.id == "WLAN002"]
+    qr = wifi.zsn("wifi", "qr", "office-sae")  # its sae_password from the saved config
+    assert "office-sae: QR version" in qr.stderr
+
+
+# iwd -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def iwd(wifi: WifiLab) -> Iterator[Host]:
+    """iwd on wlan5 only, on a private system bus at /run/dbus (no D-Bus activation)."""
+    activation = Path("/usr/share/dbus-1/system-services/net.connman.iwd.service")
+    activation.unlink(missing_ok=True)
+    with private_system_bus(Path("/")):
+        process = subprocess.Popen(["/usr/libexec/iwd", "-i", IWD_STATION],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            host = Host()
+            wait_for(lambda: IWD_STATION in [
+                each.name for each in read_wlan(host, findings=False).interfaces
+                if each.backend == "iwd"], 30, "iwd's station")
+            yield host
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def test_iwd_scan_sees_every_access_point(wifi: WifiLab, iwd: Host) -> None:
+    entries = _scan_until(wifi, IWD_STATION, {"home-wpa2", "cafe-open", "office-sae"},
+                          hidden=True)
+    by_name = {entry["ssid"]: entry for entry in entries}
+    assert by_name["cafe-open"]["security"] == "open"
+    assert by_name["home-wpa2"]["security"] == "WPA2/WPA3"  # iwd says "psk" for both
+    (hidden,) = [entry for entry in entries if entry["hidden"]]
+    assert hidden["bssid"] == "02:00:00:00:03:00"
+
+
+def _iwd_link(host: Host) -> tuple[str, bytes | None]:
+    interface = read_wlan(host, findings=False).interface(IWD_STATION)
+    assert interface is not None
+    return interface.link.state, interface.link.ssid
+
+
+def test_iwd_connects_through_zsns_agent_and_pings(wifi: WifiLab, iwd: Host) -> None:
+    snapshot = read_wlan(iwd, findings=False)
+    interface = actions.resolve_interface(iwd, snapshot, IWD_STATION)
+    plan = actions.plan_connect(iwd, snapshot, interface, b"home-wpa2", Passphrase(HOME),
+                                hidden=False)
+    wifi.outputs.append(plan.describe())
+    wifi.outputs += plan.apply()
+    assert _iwd_link(iwd) == ("connected", b"home-wpa2")
+    assert Path("/var/lib/iwd/home-wpa2.psk").exists()
+    station = next(line for line in run(["busctl", "--system", "tree", "--list",
+                                         "net.connman.iwd"]).stdout.split()
+                   if re.fullmatch(r"/net/connman/iwd/\d+/\d+", line))
+    command = ["busctl", "--system", "call", "net.connman.iwd", station,
+               "net.connman.iwd.StationDiagnostic", "GetDiagnostics"]
+    wifi.capture("busctl-call-GetDiagnostics.connected.txt", run(command).stdout,
+                 " ".join(command) + "  # connected to home-wpa2")
+    wifi.ping("10.77.1", IWD_STATION, 3)
+    shown = wifi.zsn("wifi", "list").stdout
+    assert re.search(r"wlan5 +iwd +connected +home-wpa2 +-\d+ dBm", shown), shown
+
+
+def test_iwd_wrong_passphrase_fails_clearly_in_bounded_time(wifi: WifiLab, iwd: Host) -> None:
+    started = time.monotonic()
+    result = wifi.zsn("wifi", "connect", "office-sae", "--iface", IWD_STATION,
+                      "--passphrase-file", "-", stdin=WRONG, check=False)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1, result.stderr
+    assert "office-sae: the passphrase was not accepted" in result.stderr, result.stderr
+    assert elapsed < CONNECT_BOUND, elapsed
+    assert not Path("/var/lib/iwd/office-sae.psk").exists()
+
+
+def test_iwd_connects_sae_and_hidden(wifi: WifiLab, iwd: Host) -> None:
+    wifi.zsn("wifi", "connect", "office-sae", "--iface", IWD_STATION, "--passphrase-file", "-",
+             stdin=SAE)
+    assert _iwd_link(iwd) == ("connected", b"office-sae")
+    wifi.ping("10.77.4", IWD_STATION, 3)
+    wifi.zsn("wifi", "connect", "hidden-wpa2", "--hidden", "--iface", IWD_STATION,
+             "--passphrase-file", "-", stdin=HIDDEN)
+    assert _iwd_link(iwd) == ("connected", b"hidden-wpa2")
+    assert "Hidden=true" in Path("/var/lib/iwd/hidden-wpa2.psk").read_text()
+
+
+def test_iwd_autoconnect_and_forget_change_its_profiles(wifi: WifiLab, iwd: Host) -> None:
+    profile = Path("/var/lib/iwd/home-wpa2.psk")
+    wifi.zsn("wifi", "autoconnect", "home-wpa2", "off", "--iface", IWD_STATION)
+    wait_for(lambda: "AutoConnect=false" in profile.read_text(), 10, "AutoConnect=false")
+    wifi.zsn("wifi", "autoconnect", "home-wpa2", "on", "--iface", IWD_STATION)
+    wait_for(lambda: "AutoConnect=false" not in profile.read_text(), 10, "AutoConnect back")
+    wifi.zsn("wifi", "forget", "home-wpa2", "--iface", IWD_STATION)
+    wait_for(lambda: not profile.exists(), 10, "the profile removed")
+    wifi.zsn("wifi", "disconnect", "--iface", IWD_STATION)
+    assert _iwd_link(iwd)[0] == "disconnected"
+
+
+def test_two_daemons_on_one_radio_are_flagged(wifi: WifiLab, iwd: Host) -> None:
+    config = WORK / "rival.conf"
+    config.write_text("ctrl_interface=/run/wpa_supplicant\n")
+    pidfile = WORK / "rival.pid"
+    run(["wpa_supplicant", "-B", "-i", IWD_STATION, "-c", str(config), "-P", str(pidfile)])
+    try:
+        wait_for(lambda: Path(f"/run/wpa_supplicant/{IWD_STATION}").exists(), 15, "rival")
+        findings = json.loads(wifi.zsn("wifi", "lint", "--json", check=False).stdout)
+        (rivals,) = [f for f in findings if f["id"] == "WLAN001"]
+        assert rivals["subject"] == IWD_STATION and "iwd and wpa_supplicant" in rivals["message"]
+    finally:
+        _kill(pidfile)
+
+
+def test_export_shows_both_stations_and_no_secret(wifi: WifiLab, iwd: Host,
+                                                  supplicant: Path) -> None:
+    exported = wifi.zsn("--export", "wlan").stdout
+    data = json.loads(exported)["wlan"]
+    by_name = {each["name"]: each for each in data["interfaces"]}
+    wlan0 = by_name[WPA_STATION]
+    assert (wlan0["backend"], wlan0["connected"], wlan0["ssid"]) == (
+        "wpa_supplicant", True, "home-wpa2")
+    assert wlan0["signal_dbm"] == -30 and wlan0["bitrate_kbps"] and wlan0["channel"] == 1
+    assert by_name[IWD_STATION]["backend"] == "iwd"
+    assert {p["ssid"] for p in data["profiles"] if p["backend"] == "iwd"} >= {
+        "office-sae", "hidden-wpa2"}
+    metrics = wifi.zsn("--export", "wlan", "--format", "prometheus").stdout
+    assert re.search(r'zsn_wlan_signal_dbm\{interface="wlan0",ssid="home-wpa2",'
+                     r'bssid="02:00:00:00:01:00"\} -30', metrics), metrics
+    assert "zsn_wlan_bitrate_bits_per_second{interface=\"wlan0\"" in metrics
+
+
+def test_no_passphrase_in_any_output_or_log(wifi: WifiLab) -> None:
+    text = "\n".join(wifi.outputs + wifi.log.lines)
+    assert len(wifi.outputs) > 20
+    for secret in SECRETS:
+        assert secret not in text, f"a secret leaked ({SECRETS.index(secret)})"

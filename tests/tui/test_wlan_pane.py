@@ -1,0 +1,321 @@
+"""The WLAN pane at 80x24 (and 120x40), fed with a snapshot built from the lab's
+captures, keys only: every action, the masked passphrase, the QR screen, and no
+passphrase in any notification or screen."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Checkbox, DataTable, Input
+
+from tests.pilot import wait_for_rows, wait_until
+from zsn.lint import Finding
+from zsn.system.host import Host
+from zsn.tui.app import ZsnApp
+from zsn.tui.screens.findings import FindingsScreen
+from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.screens.wifi import ConnectScreen, WifiQrScreen
+from zsn.wlan import iwd
+from zsn.wlan.model import KnownNetwork, Link, Rfkill, ScanEntry, WlanInterface, WlanSnapshot
+from zsn.wlan.wpa import key_mgmt_security
+from zsn.wlan.wpa_protocol import link_from_status, parse_bss, parse_kv, parse_list_networks
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "wlan"
+SECRET = "correct horse battery"
+
+
+def _text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def fixed_snapshot() -> WlanSnapshot:
+    """wlan0 (wpa_supplicant, connected to home-wpa2) and wlan5 (iwd) as captured."""
+    walk = re.split(r"^== bss [^\n]*\n", _text("wpa_cli-bss-first-next.txt"), flags=re.M)
+    link = link_from_status(parse_kv(_text("wpa_cli-status.completed.txt")),
+                            parse_kv(_text("wpa_cli-signal_poll.txt")))
+    saved = {b"home-wpa2": "WPA-PSK", b"office-sae": "SAE", b"cafe-open": "NONE",
+             b"hidden-wpa2": "WPA-PSK"}  # key_mgmt as in wpa_supplicant.conf.saved.txt
+    networks = []
+    for line in parse_list_networks(_text("wpa_cli-list_networks.txt")):
+        networks.append(KnownNetwork(
+            line.ssid, "wpa_supplicant", str(line.id), key_mgmt_security(saved[line.ssid]),
+            not line.disabled, hidden=line.ssid == b"hidden-wpa2", interface="wlan0",
+            current=line.ssid == link.ssid,
+            problem="temporarily disabled (failed attempts)" if line.temporarily_disabled
+            else None))
+    known = {n.ssid for n in networks}
+    scan = []
+    for reply in walk:
+        bss = parse_bss(reply)
+        if bss is not None:
+            entry = bss.entry()
+            scan.append(dataclasses.replace(entry, known=entry.ssid in known,
+                                            connected=entry.bssid == link.bssid))
+    wlan0 = WlanInterface("wlan0", "wpa_supplicant", link, mac="02:00:00:00:00:00",
+                          phy="phy0", addresses=("10.77.1.2/24",),
+                          rfkill=Rfkill(False, False), scan=tuple(scan),
+                          config_path="/run/wlan/wpa.conf", saves_config=True)
+    # wlan5 as iwd listed it before its first connect (GetOrderedNetworks), with the
+    # home network already known (as after the capture's last connect).
+    words = shlex.split(_text("busctl-call-GetOrderedNetworks.txt"))[2:]
+    iwd_scan = []
+    for path, signal in zip(words[0::2], words[1::2], strict=True):
+        hex_name, kind = path.rsplit("/", 1)[1].split("_")
+        ssid = bytes.fromhex(hex_name)
+        iwd_scan.append(ScanEntry(ssid, None, int(signal) / 100, None,
+                                  iwd.security_of_type(kind), known=ssid == b"home-wpa2"))
+    wlan5 = WlanInterface("wlan5", "iwd", Link("disconnected", False),
+                          mac="02:00:00:00:05:00", phy="phy5", rfkill=Rfkill(False, False),
+                          scan=tuple(iwd_scan), backend_unit="iwd.service",
+                          backend_unit_enabled=True)
+    home = KnownNetwork(b"home-wpa2", "iwd", "/net/connman/iwd/686f6d652d77706132_psk",
+                        iwd.security_of_type("psk"), True,
+                        path=iwd.profile_path(b"home-wpa2", "psk"))
+    findings = (Finding("WLAN004", "warning", "cafe-open (wpa_supplicant)",
+                        "cafe-open is an open network with autoconnect on",
+                        "zsn wifi autoconnect cafe-open off"),)
+    return WlanSnapshot((wlan0, wlan5), (*networks, home), 100.0, findings=findings)
+
+
+@pytest.fixture
+def fixed_root() -> Iterator[Path]:
+    """A root at a fixed path (it shows in the header): iwd's captured profile for QR."""
+    root = Path(tempfile.gettempdir()) / "zsn-wlan-snapshot-root"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "var/lib/iwd").mkdir(parents=True)
+    (root / "var/lib/iwd/home-wpa2.psk").write_text(_text("iwd-home-wpa2.psk.txt"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def wlan_app(monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> ZsnApp:
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    return ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+
+
+async def open_tab(pilot: Any) -> None:
+    await pilot.pause()
+    pilot.app.query_one("#panes").active = "tab-wlan"
+    await pilot.pause()
+    await wait_for_rows(pilot, "#wlan-scan")
+
+
+async def to_office_on_wlan5(pilot: Any) -> None:
+    """Highlight wlan5 (iwd), then office-sae, a network iwd does not know yet."""
+    pilot.app.query_one("#wlan-interfaces", DataTable).focus()
+    await pilot.press("down")
+    scan = pilot.app.query_one("#wlan-scan", DataTable)
+    scan.focus()
+    await wait_until(pilot, lambda: scan.row_count == 3, "wlan5's networks")
+    await pilot.press("down", "down")  # cafe-open, home-wpa2, office-sae (equal signals)
+    assert str(scan.get_row_at(scan.cursor_row)[0]) == "office-sae"
+
+
+def _rows(app: ZsnApp, table: str) -> list[list[str]]:
+    widget = app.query_one(table, DataTable)
+    return [[str(cell) for cell in widget.get_row_at(i)] for i in range(widget.row_count)]
+
+
+def _messages(app: ZsnApp) -> list[str]:
+    return [f"{n.title} {n.message}" for n in app._notifications]
+
+
+def test_snapshot_80x24(snap_compare: Any, wlan_app: ZsnApp) -> None:
+    assert snap_compare(wlan_app, terminal_size=(80, 24), run_before=open_tab)
+
+
+def test_snapshot_120x40(snap_compare: Any, wlan_app: ZsnApp) -> None:
+    assert snap_compare(wlan_app, terminal_size=(120, 40), run_before=open_tab)
+
+
+def test_snapshot_connect_dialog_80x24(snap_compare: Any, wlan_app: ZsnApp) -> None:
+    async def connect(pilot: Any) -> None:
+        await open_tab(pilot)
+        await to_office_on_wlan5(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        for key in "sesame street 99":
+            await pilot.press("space" if key == " " else key)
+        await pilot.pause()
+
+    assert snap_compare(wlan_app, terminal_size=(80, 24), run_before=connect)
+
+
+async def test_tables_show_link_scan_and_known_networks(wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        interfaces = _rows(wlan_app, "#wlan-interfaces")
+        assert interfaces[0][:5] == ["wlan0", "wpa_supplicant", "COMPLETED", "home-wpa2",
+                                     "-30 dBm ▂▄▆█"]
+        assert interfaces[1][:3] == ["wlan5", "iwd", "disconnected"]
+        scan = _rows(wlan_app, "#wlan-scan")
+        assert [row[:3] for row in scan] == [
+            ["home-wpa2", "WPA2", "-30 dBm ▂▄▆█"], ["cafe-open", "open", "-30 dBm ▂▄▆█"],
+            ["office-sae", "WPA3", "-30 dBm ▂▄▆█"], ["(hidden)", "WPA2", "-30 dBm ▂▄▆█"]]
+        assert scan[0][4] == "connected" and scan[2][4] == "known"
+        known = _rows(wlan_app, "#wlan-known")
+        assert [row[:3] for row in known] == [["home-wpa2", "WPA2", "on"],
+                                              ["office-sae", "WPA3", "off"],
+                                              ["cafe-open", "open", "off"],
+                                              ["hidden-wpa2", "WPA2", "on"]]
+        details = str(wlan_app.query_one("#wlan-details").render())
+        assert "MAC 02:00:00:00:00:00" in details and "BSSID 02:00:00:00:01:00" in details
+        wlan_app.query_one("#wlan-interfaces", DataTable).focus()
+        await pilot.press("down")  # wlan5: iwd's known networks
+        await pilot.pause()
+        assert [row[0] for row in _rows(wlan_app, "#wlan-known")] == ["home-wpa2"]
+        assert "iwd.service enabled at boot" in str(
+            wlan_app.query_one("#wlan-details").render())
+
+
+async def test_narrow_screens_drop_whole_columns(wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(60, 24)) as pilot:
+        await open_tab(pilot)
+        labels = [str(c.label) for c in
+                  wlan_app.query_one("#wlan-interfaces", DataTable).columns.values()]
+        assert labels[:4] == ["Iface", "Backend", "State", "SSID"]
+        assert "Address" not in labels
+        for row in _rows(wlan_app, "#wlan-interfaces"):
+            assert all("…" not in cell for cell in row)
+
+
+async def test_connect_asks_a_masked_passphrase_and_shows_the_plan(
+        wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await to_office_on_wlan5(pilot)
+        await pilot.press("enter")  # unknown to iwd: it needs a passphrase
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, ConnectScreen))
+        field = wlan_app.screen.query_one("#wifi-passphrase", Input)
+        assert field.password and field.has_focus
+        await pilot.press(*"short", "enter")
+        error = str(wlan_app.screen.query_one("#wifi-connect-error").render())
+        assert "has 5 characters; WPA needs 8 to 63" in error
+        field.value = ""
+        await pilot.press(*[("space" if c == " " else c) for c in SECRET], "enter")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, PlanScreen), "the plan")
+        plan = wlan_app.screen.text
+        assert "connect wlan5 to office-sae" in plan and "zsn's agent, once" in plan
+        assert SECRET not in plan
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(wlan_app.screen, PlanScreen)
+
+
+async def test_applying_a_connect_that_fails_notifies_without_the_passphrase(
+        wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await to_office_on_wlan5(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, ConnectScreen))
+        await pilot.press(*[("space" if c == " " else c) for c in SECRET], "enter")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, PlanScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any("Failed" in m for m in _messages(wlan_app)),
+                         "the failure notification")
+        messages = " ".join(_messages(wlan_app))
+        assert "system bus" in messages
+        assert SECRET not in messages
+
+
+async def test_hidden_network_by_name(wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, ConnectScreen))
+        screen = wlan_app.screen
+        assert screen.query_one("#wifi-hidden", Checkbox).value
+        assert screen.query_one("#wifi-ssid", Input).has_focus
+        await pilot.press(*"x" * 33, "tab", *"hidden treasure 42".replace(" ", "_"), "enter")
+        error = str(screen.query_one("#wifi-connect-error").render())
+        assert "is 33 bytes long; 802.11 allows at most 32" in error
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(wlan_app.screen, ConnectScreen)
+
+
+@pytest.mark.parametrize("keys, title", [
+    (["d"], "disconnect wlan0"),
+    (["tab", "down", "a"], "autoconnect office-sae on"),
+    (["tab", "x"], "forget home-wpa2"),
+    (["c"], "connect wlan0 to home-wpa2"),  # known: no passphrase asked
+])
+async def test_actions_show_their_plan(wlan_app: ZsnApp, keys: list[str], title: str) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, PlanScreen), title)
+        assert wlan_app.screen.plan_title == title
+
+
+async def test_scan_key_scans_the_highlighted_interface(
+        wlan_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[str] = []
+    monkeypatch.setattr("zsn.wlan.actions.scan",
+                        lambda host, interface: scanned.append(interface.name))
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        wlan_app.query_one("#wlan-interfaces", DataTable).focus()
+        await pilot.press("down", "s")
+        await wait_until(pilot, lambda: scanned == ["wlan5"], "the scan")
+
+
+async def test_qr_screen_hides_the_passphrase_until_asked(wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 40)) as pilot:
+        await open_tab(pilot)
+        wlan_app.query_one("#wlan-interfaces", DataTable).focus()
+        await pilot.press("down")  # wlan5 (iwd), whose profile file is in the root
+        await pilot.pause()
+        wlan_app.query_one("#wlan-known", DataTable).focus()
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, WifiQrScreen), "the QR")
+        secret = wlan_app.screen.query_one("#wifi-qr-secret")
+        # The capture's Passphrase line reads "<removed>": that is this file's secret.
+        assert "<removed>" not in str(secret.render())
+        await pilot.press("p")
+        assert "Passphrase: <removed>" in str(secret.render())
+        await pilot.press("p")
+        assert "<removed>" not in str(secret.render())
+        assert all("<removed>" not in m for m in _messages(wlan_app))
+
+
+async def test_lint_key_lists_findings(wlan_app: ZsnApp) -> None:
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(wlan_app.screen, FindingsScreen))
+        assert [f.id for f in wlan_app.screen.findings] == ["WLAN004"]
+
+
+async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                  fixed_root: Path) -> None:
+    snapshot = fixed_snapshot()
+    managed = WlanInterface("wlp3s0", "networkmanager", Link("activated", True, b"office"),
+                            read_only="NetworkManager manages wlp3s0: zsn shows it read-only; "
+                                      "use 'nmcli device wifi connect SSID --ask ifname "
+                                      "wlp3s0'")
+    snapshot = WlanSnapshot((managed,), (), 1.0)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-wlan"
+        await wait_for_rows(pilot, "#wlan-interfaces")
+        assert _rows(app, "#wlan-interfaces")[0][1] == "NetworkManager (ro)"
+        await pilot.press("d")
+        await pilot.pause()
+        assert any("nmcli device wifi connect" in m for m in _messages(app))
+        assert not isinstance(app.screen, PlanScreen)

@@ -1,0 +1,220 @@
+"""What the WLAN pane shows, as plain data: keyed rows of cells with a tone, built from a
+snapshot without Textual, so the layout is tested on its own and a table widget only
+draws it.
+
+Three tables: the wireless interfaces, the scan results of the highlighted one
+(strongest first, hidden networks grouped at the end), and the networks its
+backend knows. Columns carry a priority: at narrow widths the pane drops whole
+columns, least important (highest number) first.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zsn.wlan.model import (
+    BACKEND_TITLES,
+    WlanInterface,
+    WlanSnapshot,
+    signal_bars,
+    sorted_scan,
+)
+from zsn.wlan.ssid import display
+
+BARS = "▂▄▆█"
+
+
+@dataclass(frozen=True)
+class ViewColumn:
+    key: str
+    label: str
+    priority: int = 1
+    """1 = kept longest; higher numbers are dropped first when the screen is narrow."""
+    width: int = 0
+    """Width the column needs (its widest value), for dropping columns by priority."""
+    align: str = "left"
+
+
+@dataclass(frozen=True)
+class ViewCell:
+    text: str
+    tone: str = ""
+    """"good", "warn", "bad", "muted", "bold" or empty: the pane picks theme colours."""
+
+
+@dataclass(frozen=True)
+class ViewRow:
+    key: str
+    cells: dict[str, ViewCell]
+    data: Any = field(default=None, compare=False)
+
+
+INTERFACE_COLUMNS = (
+    ViewColumn("name", "Iface", 1, 6), ViewColumn("backend", "Backend", 1, 14),
+    ViewColumn("state", "State", 1, 12), ViewColumn("ssid", "SSID", 1, 16),
+    ViewColumn("signal", "Signal", 2, 12), ViewColumn("channel", "Ch", 3, 3, "right"),
+    ViewColumn("rate", "Rate", 4, 9, "right"), ViewColumn("address", "Address", 5, 18),
+    ViewColumn("radio", "Radio", 3, 5),
+)
+SCAN_COLUMNS = (
+    ViewColumn("ssid", "SSID", 1, 20), ViewColumn("security", "Security", 1, 10),
+    ViewColumn("signal", "Signal", 1, 12), ViewColumn("channel", "Ch", 2, 3, "right"),
+    ViewColumn("mark", "", 1, 9), ViewColumn("bssid", "BSSID", 4, 17),
+)
+KNOWN_COLUMNS = (
+    ViewColumn("ssid", "Known network", 1, 20), ViewColumn("security", "Security", 2, 10),
+    ViewColumn("auto", "Auto", 1, 4), ViewColumn("boot", "Boot", 2, 4),
+    ViewColumn("hidden", "Hidden", 3, 6), ViewColumn("note", "Note", 4, 20),
+)
+
+
+def signal_text(dbm: float | None) -> ViewCell:
+    if dbm is None:
+        return ViewCell("-", "muted")
+    bars = signal_bars(dbm)
+    tone = "good" if bars >= 3 else "warn" if bars >= 2 else "bad"
+    return ViewCell(f"{dbm:.0f} dBm {BARS[:bars]}{'·' * (4 - bars)}", tone)
+
+
+def rate_text(kbps: int | None) -> str:
+    if kbps is None:
+        return "-"
+    return f"{kbps / 1000:g} Mb/s"
+
+
+def _state_tone(interface: WlanInterface) -> str:
+    if interface.link.connected:
+        return "good"
+    if interface.backend is None or interface.errors:
+        return "bad"
+    return "warn" if interface.link.state not in ("disconnected", "DISCONNECTED",
+                                                  "INACTIVE") else "muted"
+
+
+def interface_rows(snapshot: WlanSnapshot) -> list[ViewRow]:
+    rows = []
+    for each in snapshot.interfaces:
+        link = each.link
+        backend = BACKEND_TITLES.get(each.backend or "", "none")
+        if each.read_only:
+            backend += " (ro)"
+        if each.also_managed_by:
+            backend += " +" + "+".join(BACKEND_TITLES[b] for b in each.also_managed_by)
+        radio = ViewCell("off", "bad") if each.rfkill and each.rfkill.blocked else \
+            ViewCell("on") if each.rfkill else ViewCell("-", "muted")
+        rows.append(ViewRow(each.name, {
+            "name": ViewCell(each.name, "bold"),
+            "backend": ViewCell(backend, "bad" if each.backend is None or each.also_managed_by
+                                else ""),
+            "state": ViewCell(link.state, _state_tone(each)),
+            "ssid": ViewCell(link.ssid and display(link.ssid) or "-"),
+            "signal": signal_text(link.signal_dbm) if link.connected else ViewCell("-", "muted"),
+            "channel": ViewCell(str(link.channel) if link.channel else "-"),
+            "rate": ViewCell(rate_text(link.bitrate_kbps) if link.connected else "-"),
+            "address": ViewCell(each.addresses[0] if each.addresses else "-"),
+            "radio": radio,
+        }, each))
+    return rows
+
+
+def scan_rows(interface: WlanInterface | None) -> list[ViewRow]:
+    if interface is None:
+        return []
+    rows = []
+    for number, entry in enumerate(sorted_scan(interface.scan)):
+        mark = ViewCell("connected", "good") if entry.connected else \
+            ViewCell("known", "bold") if entry.known else ViewCell("")
+        security = ViewCell(entry.security, "warn" if entry.security in ("open", "WEP")
+                            else "")
+        key = f"{entry.bssid or ''}/{entry.title}" if entry.bssid or entry.ssid else str(number)
+        rows.append(ViewRow(key, {
+            "ssid": ViewCell(entry.title, "muted" if entry.hidden else ""),
+            "security": security, "signal": signal_text(entry.signal_dbm),
+            "channel": ViewCell(str(entry.channel) if entry.channel else "-"),
+            "mark": mark, "bssid": ViewCell(entry.bssid or "-"),
+        }, entry))
+    return rows
+
+
+def _on_off(value: bool | None) -> ViewCell:
+    if value is None:
+        return ViewCell("-", "muted")
+    return ViewCell("on", "good") if value else ViewCell("off", "muted")
+
+
+def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[ViewRow]:
+    if interface is None:
+        return []
+    rows = []
+    for net in snapshot.networks_of(interface):
+        note = net.problem or ("connected" if net.current else "")
+        rows.append(ViewRow(net.key, {
+            "ssid": ViewCell(net.title, "good" if net.current else ""),
+            "security": ViewCell(net.security or "?", "warn" if net.security in ("open", "WEP")
+                                 else ""),
+            "auto": _on_off(net.autoconnect),
+            "boot": _on_off(net.at_boot if net.at_boot is not None
+                            else (net.autoconnect and interface.backend_unit_enabled
+                                  if interface.backend_unit_enabled is not None else None)),
+            "hidden": ViewCell("yes" if net.hidden else ""),
+            "note": ViewCell(note, "warn" if net.problem else "good" if net.current else ""),
+        }, net))
+    return rows
+
+
+CELL_PADDING = 2
+"""A table cell's padding (one blank each side)."""
+
+
+def text_width(text: str) -> int:
+    """Terminal cells `text` takes: wide (East Asian) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def visible_columns(columns: tuple[ViewColumn, ...], width: int,
+                    rows: Sequence[ViewRow] = ()) -> list[ViewColumn]:
+    """The columns that fit `width` cells, each as wide as its label and widest value;
+    whole columns are dropped by priority (highest number first, the rightmost among
+    equals), never cut. The first column always stays."""
+    def need(column: ViewColumn) -> int:
+        widest = max((text_width(row.cells[column.key].text) for row in rows
+                      if column.key in row.cells), default=column.width)
+        return max(widest, text_width(column.label)) + CELL_PADDING
+
+    shown = list(columns)
+    for column in sorted(columns[1:], key=lambda c: (-c.priority, -columns.index(c))):
+        if sum(need(col) for col in shown) <= width:
+            break
+        shown.remove(column)
+    return shown
+
+
+def interface_details(interface: WlanInterface | None) -> list[str]:
+    """Lines under the tables: what the highlighted interface's row cannot hold."""
+    if interface is None:
+        return []
+    link = interface.link
+    lines = []
+    parts = [f"{interface.name}"]
+    if interface.mac:
+        parts.append(f"MAC {interface.mac}")
+    if interface.phy:
+        parts.append(interface.phy)
+    if interface.rfkill is not None:
+        parts.append(f"radio {interface.rfkill.describe()}")
+    if interface.backend_unit:
+        state = {True: "enabled at boot", False: "not enabled at boot",
+                 None: "boot state unknown"}[interface.backend_unit_enabled]
+        parts.append(f"{interface.backend_unit} {state}")
+    lines.append(", ".join(parts))
+    if link.connected:
+        bits = [f"BSSID {link.bssid}" if link.bssid else "",
+                f"{link.frequency} MHz" if link.frequency else "",
+                link.security or ""]
+        lines.append("Link: " + ", ".join(bit for bit in bits if bit))
+    lines += [text for text in (interface.read_only, interface.hint) if text]
+    lines += list(interface.errors)
+    return lines
