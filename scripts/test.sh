@@ -19,6 +19,8 @@ DEBIAN_PACKAGES=(
     tmux                               # terminal-level checks
     strace                             # kills zsn at each write step (crash-safety tests)
     util-linux                         # unshare, mount, setpriv: private /run/wireguard, non-root runs
+    wpasupplicant dbus                 # WLAN: wpa_supplicant (wired driver), wpa_passphrase,
+                                       # a private dbus-daemon for the iwd agent tests
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a
