@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.lab.netns import wait_for
+from tests.lab.netns import stop_process, wait_for
 from tests.needs import needs_tools
 
 CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -42,10 +42,5 @@ def private_system_bus(root: Path) -> Iterator[Path]:
         wait_for(socket_path.exists, 10, "the private dbus-daemon's socket")
         yield socket_path
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process, grace=5)
         socket_path.unlink(missing_ok=True)

@@ -57,6 +57,18 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
+def stop_process(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """Terminate a daemon a test started; kill it if it does not go within `grace` s."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
 @dataclass
 class Lab:
     tag: str = field(default_factory=lambda: "zt" + secrets.token_hex(3))

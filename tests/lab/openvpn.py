@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.lab.netns import Lab, wait_for
+from tests.lab.netns import Lab, stop_process, wait_for
 from tests.lab.pki import Pki, server_config
 
 OPENVPN_TOOLS = ("ip", "openvpn", "systemd-nspawn", "debootstrap")
@@ -44,15 +44,7 @@ def start_openvpn(lab: Lab, ns: str, config: Path, management: Path) -> None:
         process = subprocess.Popen(["ip", "netns", "exec", ns, "openvpn", "--config", str(config)],
                                    stdout=out, stderr=subprocess.STDOUT)
 
-    def stop() -> None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-    lab.defer(stop)
+    lab.defer(lambda: stop_process(process))
     wait_for(management.exists, 15, f"OpenVPN management socket {management}")
 
 

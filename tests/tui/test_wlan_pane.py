@@ -319,3 +319,28 @@ async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPat
         await pilot.pause()
         assert any("nmcli device wifi connect" in m for m in _messages(app))
         assert not isinstance(app.screen, PlanScreen)
+
+
+async def test_rows_follow_the_signal_order_and_the_cursor_its_network(
+        monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
+    first = fixed_snapshot()
+    current = {"snapshot": first}
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: current["snapshot"])
+    app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await pilot.press("down", "down")  # office-sae
+        wlan0 = first.interfaces[0]
+        stronger = tuple(dataclasses.replace(e, signal_dbm=-20) if e.ssid == b"office-sae"
+                         else dataclasses.replace(e, signal_dbm=-75) if e.ssid == b"cafe-open"
+                         else e for e in wlan0.scan)
+        current["snapshot"] = dataclasses.replace(
+            first, interfaces=(dataclasses.replace(wlan0, scan=stronger),
+                               *first.interfaces[1:]))
+        pane = app.query_one("#wlan")
+        pane.poll(force=True)  # type: ignore[attr-defined]
+        scan = app.query_one("#wlan-scan", DataTable)
+        await wait_until(pilot, lambda: [r[0] for r in _rows(app, "#wlan-scan")] == [
+            "home-wpa2", "office-sae", "cafe-open", "(hidden)"], "the new order")
+        assert str(scan.get_row_at(scan.cursor_row)[0]) == "office-sae"
+        assert _rows(app, "#wlan-scan")[2][2] == "-75 dBm ▂···"

@@ -83,6 +83,8 @@ and wpa_supplicant: autoconnect and the daemon's unit enabled).
         self._columns: dict[str, tuple[str, ...]] = {}
         self._shown_interface: str | None = None
         self._busy_scanning: set[str] = set()
+        self._details = ""
+        self._status: tuple[list[str], str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="pane-status")
@@ -130,14 +132,17 @@ and wpa_supplicant: autoconnect and the daemon's unit enabled).
 
     def _show_status(self, snapshot: WlanSnapshot) -> None:
         if not snapshot.interfaces:
-            self.set_status(["No wireless interface on this machine (no "
-                             "/sys/class/net/*/phy80211)."], "info")
-            return
-        lines = list(dict.fromkeys(snapshot.errors))
-        lines += [f"{f.id} {f.severity}: {f.message} (l for fixes)"
-                  for f in snapshot.findings if f.severity == "error"]
-        self.set_status(lines[:4] + ([f"... and {len(lines) - 4} more"]
-                                     if len(lines) > 4 else []), "warning")
+            status = (["No wireless interface on this machine (no "
+                       "/sys/class/net/*/phy80211)."], "info")
+        else:
+            lines = list(dict.fromkeys(snapshot.errors))
+            lines += [f"{f.id} {f.severity}: {f.message} (l for fixes)"
+                      for f in snapshot.findings if f.severity == "error"]
+            status = (lines[:4] + ([f"... and {len(lines) - 4} more"] if len(lines) > 4
+                                   else []), "warning")
+        if status != self._status:  # an unchanged status line is not redrawn
+            self._status = status
+            self.set_status(*status)
 
     def _cell(self, row: ViewRow, column: ViewColumn) -> Text:
         cell = row.cells[column.key]
@@ -153,6 +158,18 @@ and wpa_supplicant: autoconnect and the daemon's unit enabled).
         self._rows[name] = {row.key: row for row in rows}
         cells = {row.key: {column.key: self._cell(row, column) for column in shown}
                  for row in rows}
+        old = self._cells[name]
+        in_place = [key for key in old if key in cells] + [key for key in cells if key not in old]
+        if in_place != list(cells):
+            # Updating in place would leave rows out of order (a signal moved past
+            # another, a network appeared mid-list): rebuild, the cursor staying put.
+            selected = self._selected(name)
+            table.clear()
+            self._cells[name] = {}
+            self._update_rows(table, cells, self._cells[name])
+            if selected is not None and selected.key in self._cells[name]:
+                table.move_cursor(row=table.get_row_index(selected.key))
+            return
         self._update_rows(table, cells, self._cells[name])
 
     def selected_interface(self) -> WlanInterface | None:
@@ -179,12 +196,16 @@ and wpa_supplicant: autoconnect and the daemon's unit enabled).
                 self._cells[name] = {}
         scan_table = self.query_one("#wlan-scan", DataTable)
         scanning = " (scanning…)" if interface and interface.name in self._busy_scanning else ""
-        scan_table.border_title = (f"Networks in range of {interface.name}{scanning}"
-                                   if interface else "Networks in range")
+        title = f"Networks in range of {interface.name}{scanning}" if interface \
+            else "Networks in range"
+        if scan_table.border_title != title:  # setting it repaints the whole table
+            scan_table.border_title = title
         self._fill("#wlan-scan", SCAN_COLUMNS, scan_rows(interface))
         self._fill("#wlan-known", KNOWN_COLUMNS, known_rows(self._snapshot, interface))
-        self.query_one("#wlan-details", Static).update(
-            Text("\n".join(interface_details(interface))))
+        details = "\n".join(interface_details(interface))
+        if details != self._details:
+            self._details = details
+            self.query_one("#wlan-details", Static).update(Text(details))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "wlan-interfaces" and self._snapshot is not None:

@@ -1,0 +1,78 @@
+"""The WLAN pane's rows and columns as plain data (no Textual): what each cell says,
+and which whole columns go first on a narrow screen."""
+
+from __future__ import annotations
+
+from zsn.wlan.model import KnownNetwork, Link, Rfkill, ScanEntry, WlanInterface, WlanSnapshot
+from zsn.wlan.view import (
+    INTERFACE_COLUMNS,
+    SCAN_COLUMNS,
+    interface_details,
+    interface_rows,
+    known_rows,
+    scan_rows,
+    visible_columns,
+)
+
+LINK = Link("COMPLETED", True, b"home-wpa2", "02:00:00:00:01:00", -30, 2412, 36000,
+            "WPA2-PSK")
+SCAN = (ScanEntry(None, "02:00:00:00:03:00", -20, 2462, "WPA2"),
+        ScanEntry(b"cafe-open", "02:00:00:00:02:00", -70, 2437, "open"),
+        ScanEntry(b"home-wpa2", "02:00:00:00:01:00", -30, 2412, "WPA2", True, True),
+        ScanEntry(b"office-sae", "02:00:00:00:04:00", -45, 2437, "WPA3"))
+
+
+def _texts(row: object) -> dict[str, str]:
+    return {key: cell.text for key, cell in row.cells.items()}  # type: ignore[attr-defined]
+
+
+def test_interface_row_says_backend_rivals_and_radio() -> None:
+    wlan0 = WlanInterface("wlan0", "iwd", LINK, addresses=("10.77.1.2/24",),
+                          rfkill=Rfkill(True, False), also_managed_by=("wpa_supplicant",))
+    (row,) = interface_rows(WlanSnapshot((wlan0,), (), 0.0))
+    texts = _texts(row)
+    assert texts["backend"] == "iwd +wpa_supplicant" and row.cells["backend"].tone == "bad"
+    assert texts["signal"] == "-30 dBm ▂▄▆█" and texts["rate"] == "36 Mb/s"
+    assert texts["radio"] == "off" and texts["channel"] == "1"
+    none = WlanInterface("wlan1", None)
+    (row,) = interface_rows(WlanSnapshot((none,), (), 0.0))
+    assert _texts(row)["backend"] == "none" and _texts(row)["signal"] == "-"
+
+
+def test_scan_rows_connected_first_hidden_last() -> None:
+    rows = scan_rows(WlanInterface("wlan0", "wpa_supplicant", LINK, scan=SCAN))
+    assert [_texts(r)["ssid"] for r in rows] == ["home-wpa2", "office-sae", "cafe-open",
+                                                 "(hidden)"]
+    assert _texts(rows[0])["mark"] == "connected" and rows[2].cells["security"].tone == "warn"
+    assert rows[1].cells["signal"].tone == "good" and rows[2].cells["signal"].tone == "bad"
+    assert len({r.key for r in rows}) == 4
+
+
+def test_known_rows_boot_column() -> None:
+    wlan0 = WlanInterface("wlan0", "iwd", backend_unit="iwd.service", backend_unit_enabled=True)
+    networks = (KnownNetwork(b"home", "iwd", "/a", "WPA2/WPA3", True),
+                KnownNetwork(b"cafe", "iwd", "/b", "open", False),
+                KnownNetwork(b"other", "netctl", "wlan0-other", "WPA2", True,
+                             interface="wlan0", at_boot=True))
+    rows = known_rows(WlanSnapshot((wlan0,), networks, 0.0), wlan0)
+    assert [(_texts(r)["ssid"], _texts(r)["auto"], _texts(r)["boot"]) for r in rows] == [
+        ("home", "on", "on"), ("cafe", "off", "off")]
+
+
+def test_narrow_widths_drop_whole_columns_by_priority() -> None:
+    wlan0 = WlanInterface("wlan0", "wpa_supplicant", LINK, addresses=("10.77.1.2/24",),
+                          rfkill=Rfkill(False, False))
+    rows = interface_rows(WlanSnapshot((wlan0,), (), 0.0))
+    wide = [c.key for c in visible_columns(INTERFACE_COLUMNS, 200, rows)]
+    assert wide == [c.key for c in INTERFACE_COLUMNS]
+    narrow = [c.key for c in visible_columns(INTERFACE_COLUMNS, 60, rows)]
+    assert narrow[:4] == ["name", "backend", "state", "ssid"] and "address" not in narrow
+    assert [c.key for c in visible_columns(SCAN_COLUMNS, 10, [])] == ["ssid"]
+
+
+def test_details_name_what_the_row_cannot_hold() -> None:
+    wlan0 = WlanInterface("wlan0", None, mac="02:00:00:00:00:00", phy="phy0",
+                          rfkill=Rfkill(False, True), hint="no Wi-Fi daemon manages wlan0")
+    assert interface_details(wlan0) == [
+        "wlan0, MAC 02:00:00:00:00:00, phy0, radio hard-blocked",
+        "no Wi-Fi daemon manages wlan0"]
