@@ -229,7 +229,27 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
     if passphrase is not None:
         notes.append("iwd stores the network in /var/lib/iwd (0600) and connects to it "
                      "again by itself")
+    if not iwd_configures_addresses(host):
+        notes.append(f"iwd does not set addresses here ({IWD_MAIN_CONF} has no "
+                     "EnableNetworkConfiguration=true): a DHCP client such as "
+                     f"systemd-networkd or dhcpcd must configure {interface.name}")
     return Plan(title, steps, warnings=warnings, notes=notes)
+
+
+IWD_MAIN_CONF = "/etc/iwd/main.conf"
+
+
+def iwd_configures_addresses(host: Host) -> bool:
+    """iwd runs DHCP itself only with ``[General] EnableNetworkConfiguration=true``."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(host.path(IWD_MAIN_CONF).read_text(), IWD_MAIN_CONF)
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        return False
+    value = parser.get("General", "EnableNetworkConfiguration", fallback="false")
+    return value.strip().lower() in ("true", "yes", "1")
 
 
 def iwd_failure(name: str, exc: ZsnError) -> str:

@@ -93,7 +93,7 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Prof
     for net in snapshot.networks:
         subject = f"{net.title} ({BACKEND_TITLES[net.backend]})"
         quoted = _shell_word(net.title)
-        if net.security in ("open", None) and net.autoconnect and net.security == "open":
+        if net.security == "open" and net.autoconnect:
             add("WLAN004", "warning", subject,
                 f"{net.title} is an open network with autoconnect on: any access point "
                 "using that name gets your traffic, unencrypted",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.wlan.conftest import make_root, tree
+from zsn.system.host import Host
 from zsn.wlan import netctl
 from zsn.wlan.secrets import derive_psk
 
@@ -151,3 +152,13 @@ def test_qr_of_a_netctl_profile_holding_only_the_psk(
              for line in captured.out.splitlines()]
     assert decode_half_blocks(lines, tmp_path).strip() == f"WIFI:T:WPA;S:home-wpa2;P:{psk};;"
     assert psk not in captured.err and "only the PSK is stored" in captured.err
+
+
+def test_iwd_plans_say_when_iwd_sets_no_addresses(tmp_path: Path) -> None:
+    from zsn.wlan.actions import iwd_configures_addresses
+
+    root = make_root(tmp_path)
+    assert not iwd_configures_addresses(Host(root))
+    (root / "etc/iwd").mkdir(parents=True)
+    (root / "etc/iwd/main.conf").write_text("[General]\nEnableNetworkConfiguration=true\n")
+    assert iwd_configures_addresses(Host(root))
