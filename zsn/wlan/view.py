@@ -1,6 +1,6 @@
 """What the WLAN pane shows, as plain data: keyed rows of cells with a tone, built from a
-snapshot without Textual, so the layout is tested on its own and a table widget only
-draws it.
+snapshot without Textual, so the content is tested on its own and the pane's tables
+only draw it (dropping whole columns, least important first, when narrow).
 
 Three tables: the wireless interfaces, the scan results of the highlighted one
 (strongest first, hidden networks grouped at the end), and the networks its
@@ -10,8 +10,6 @@ columns, least important (highest number) first.
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +31,9 @@ class ViewColumn:
     label: str
     priority: int = 1
     """1 = kept longest; higher numbers are dropped first when the screen is narrow."""
-    width: int = 0
-    """Width the column needs (its widest value), for dropping columns by priority."""
     align: str = "left"
+    help: str = ""
+    """One line for the pane's `?` help."""
 
 
 @dataclass(frozen=True)
@@ -53,21 +51,34 @@ class ViewRow:
 
 
 INTERFACE_COLUMNS = (
-    ViewColumn("name", "Iface", 1, 6), ViewColumn("backend", "Backend", 1, 14),
-    ViewColumn("state", "State", 1, 12), ViewColumn("ssid", "SSID", 1, 16),
-    ViewColumn("signal", "Signal", 2, 12), ViewColumn("channel", "Ch", 3, 3, "right"),
-    ViewColumn("rate", "Rate", 4, 9, "right"), ViewColumn("address", "Address", 5, 18),
-    ViewColumn("radio", "Radio", 3, 5),
+    ViewColumn("name", "Iface", 1, help="the wireless interface"),
+    ViewColumn("backend", "Backend", 1, help="the daemon driving it: iwd, wpa_supplicant, "
+               "netctl; NetworkManager (ro) = shown read-only; +x = a second daemon too"),
+    ViewColumn("state", "State", 1, help="the backend's link state (COMPLETED, connected ...)"),
+    ViewColumn("ssid", "SSID", 1, help="the network it is connected to"),
+    ViewColumn("signal", "Signal", 2, help="signal in dBm and 0-4 bars"),
+    ViewColumn("channel", "Ch", 3, "right", help="channel of the connection"),
+    ViewColumn("rate", "Rate", 4, "right", help="transmit bitrate"),
+    ViewColumn("address", "Address", 5, help="the first IP address"),
+    ViewColumn("radio", "Radio", 3, help="on, or off when rfkill blocks it"),
 )
 SCAN_COLUMNS = (
-    ViewColumn("ssid", "SSID", 1, 20), ViewColumn("security", "Security", 1, 10),
-    ViewColumn("signal", "Signal", 1, 12), ViewColumn("channel", "Ch", 2, 3, "right"),
-    ViewColumn("mark", "", 1, 9), ViewColumn("bssid", "BSSID", 4, 17),
+    ViewColumn("ssid", "SSID", 1, help="the network's name; (hidden) for one that hides it"),
+    ViewColumn("security", "Security", 1, help="open, OWE, WEP, WPA2, WPA3, WPA2/WPA3 "
+               "(either), enterprise (802.1X)"),
+    ViewColumn("signal", "Signal", 1, help="signal in dBm and 0-4 bars"),
+    ViewColumn("channel", "Ch", 2, "right", help="channel"),
+    ViewColumn("mark", "", 1, help="connected, or known to the backend"),
+    ViewColumn("bssid", "BSSID", 4, help="the access point (iwd lists networks, not APs)"),
 )
 KNOWN_COLUMNS = (
-    ViewColumn("ssid", "Known network", 1, 20), ViewColumn("security", "Security", 2, 10),
-    ViewColumn("auto", "Auto", 1, 4), ViewColumn("boot", "Boot", 2, 4),
-    ViewColumn("hidden", "Hidden", 3, 6), ViewColumn("note", "Note", 4, 20),
+    ViewColumn("ssid", "Known network", 1, help="a network the backend remembers"),
+    ViewColumn("security", "Security", 2, help="as the backend stores it"),
+    ViewColumn("auto", "Auto", 1, help="joined by itself when in range"),
+    ViewColumn("boot", "Boot", 2, help="started at boot: the netctl profile enabled, or "
+               "autoconnect with the backend's unit enabled"),
+    ViewColumn("hidden", "Hidden", 3, help="probed for by name"),
+    ViewColumn("note", "Note", 4, help="connected, or why the backend skips it now"),
 )
 
 
@@ -163,33 +174,6 @@ def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[
             "note": ViewCell(note, "warn" if net.problem else "good" if net.current else ""),
         }, net))
     return rows
-
-
-CELL_PADDING = 2
-"""A table cell's padding (one blank each side)."""
-
-
-def text_width(text: str) -> int:
-    """Terminal cells `text` takes: wide (East Asian) characters take two."""
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
-
-
-def visible_columns(columns: tuple[ViewColumn, ...], width: int,
-                    rows: Sequence[ViewRow] = ()) -> list[ViewColumn]:
-    """The columns that fit `width` cells, each as wide as its label and widest value;
-    whole columns are dropped by priority (highest number first, the rightmost among
-    equals), never cut. The first column always stays."""
-    def need(column: ViewColumn) -> int:
-        widest = max((text_width(row.cells[column.key].text) for row in rows
-                      if column.key in row.cells), default=column.width)
-        return max(widest, text_width(column.label)) + CELL_PADDING
-
-    shown = list(columns)
-    for column in sorted(columns[1:], key=lambda c: (-c.priority, -columns.index(c))):
-        if sum(need(col) for col in shown) <= width:
-            break
-        shown.remove(column)
-    return shown
 
 
 def interface_details(interface: WlanInterface | None) -> list[str]:

@@ -11,7 +11,6 @@ from zsn.wlan.view import (
     interface_rows,
     known_rows,
     scan_rows,
-    visible_columns,
 )
 
 LINK = Link("COMPLETED", True, b"home-wpa2", "02:00:00:00:01:00", -30, 2412, 36000,
@@ -59,15 +58,12 @@ def test_known_rows_boot_column() -> None:
         ("home", "on", "on"), ("cafe", "off", "off")]
 
 
-def test_narrow_widths_drop_whole_columns_by_priority() -> None:
-    wlan0 = WlanInterface("wlan0", "wpa_supplicant", LINK, addresses=("10.77.1.2/24",),
-                          rfkill=Rfkill(False, False))
-    rows = interface_rows(WlanSnapshot((wlan0,), (), 0.0))
-    wide = [c.key for c in visible_columns(INTERFACE_COLUMNS, 200, rows)]
-    assert wide == [c.key for c in INTERFACE_COLUMNS]
-    narrow = [c.key for c in visible_columns(INTERFACE_COLUMNS, 60, rows)]
-    assert narrow[:4] == ["name", "backend", "state", "ssid"] and "address" not in narrow
-    assert [c.key for c in visible_columns(SCAN_COLUMNS, 10, [])] == ["ssid"]
+def test_columns_say_what_they_show_and_what_goes_first() -> None:
+    for columns in (INTERFACE_COLUMNS, SCAN_COLUMNS):
+        assert all(column.help for column in columns)
+        assert columns[0].priority == 1
+    by_key = {column.key: column.priority for column in INTERFACE_COLUMNS}
+    assert by_key["address"] > by_key["signal"] > by_key["ssid"]
 
 
 def test_details_name_what_the_row_cannot_hold() -> None:
