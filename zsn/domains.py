@@ -30,6 +30,7 @@ REGISTRY: tuple[str, ...] = (
     "zsn.openvpn",
     "zsn.zfs",
     "zsn.wlan",
+    "zsn.links",
 )
 """Domain packages in tab and section order."""
 

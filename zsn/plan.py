@@ -75,10 +75,14 @@ class FileEdit:
     """False for files zsn ships (e.g. OpenVPN's DNS hook): the plan names them, no diff."""
     backup: bool = True
     """Keep the previous content as ``.zsn-bak`` (not for a leftover zsn replaces)."""
+    remove: bool = False
+    """Delete the file (`previous` must be set): it is kept as the ``.zsn-bak`` backup."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
 
     @property
     def description(self) -> str:
+        if self.remove:
+            return f"remove {self.path} (kept as {files.backup_path(self.path).name})"
         verb = "create" if self.previous is None else "edit"
         mode = f" (mode {self.mode:04o})" if self.mode is not None else ""
         return f"{verb} {self.path}{mode}"
@@ -87,11 +91,12 @@ class FileEdit:
         import difflib  # only plans that are shown need it; the export path never does
 
         before = self.previous.text if self.previous else ""
+        after = "" if self.remove else self.new_text
         lines = difflib.unified_diff(
             mask_secrets(before).splitlines(keepends=True),
-            mask_secrets(self.new_text).splitlines(keepends=True),
+            mask_secrets(after).splitlines(keepends=True),
             fromfile=str(self.path) if self.previous else "/dev/null",
-            tofile=str(self.path),
+            tofile="/dev/null" if self.remove else str(self.path),
         )
         return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
@@ -106,16 +111,30 @@ class FileEdit:
                 files.ensure_private_dir(created)
         backup = files.backup_path(files.write_target(self.path))
         self._old_backup = backup.read_bytes() if backup.exists() else None
+        if self.remove:
+            if self.previous is None:
+                raise ZsnError(f"{self.path}: removing a file zsn did not read")
+            files.remove_with_backup(self.path, previous=self.previous)
+            return
         files.write_atomic(self.path, self.new_text, previous=self.previous, mode=self.mode,
                            backup=self.backup)
 
     def undo(self) -> None:
+        if self.remove:
+            assert self.previous is not None
+            files.write_atomic(self.path, self.previous.text, previous=None,
+                               mode=self.previous.mode, backup=False)
+            self._restore_backup()
+            return
         written = files.read_tracked(self.path)
         if self.previous is None:
             self.path.unlink()
             return
         files.write_atomic(self.path, self.previous.text, previous=written,
                            mode=self.previous.mode, backup=False)
+        self._restore_backup()
+
+    def _restore_backup(self) -> None:
         backup = files.backup_path(files.write_target(self.path))
         if self._old_backup is None:
             backup.unlink(missing_ok=True)

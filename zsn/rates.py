@@ -1,32 +1,57 @@
-"""Byte rates from successive counter readings (counters come from the kernel or daemons)."""
+"""Rates from successive counter readings (counters come from the kernel or daemons)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 
 
 @dataclass
-class RateTracker:
-    """Per key, the rate between the last two readings; a counter that went down resets."""
+class CounterRates:
+    """Per key, each counter's rate between the last two readings.
 
-    _last: dict[Hashable, tuple[float, int, int]] = field(default_factory=dict)
+    A reading in which any counter went down (a reset, a recreated device) gives no
+    rates: the sample is dropped, the next reading starts afresh. Key a device by its
+    identity (e.g. name and ifindex) so a recreated one is a new key.
+    """
 
-    def update(
-        self, key: Hashable, when: float, rx: int, tx: int
-    ) -> tuple[float | None, float | None]:
+    _last: dict[Hashable, tuple[float, Sequence[int]]] = field(default_factory=dict)
+
+    def update(self, key: Hashable, when: float,
+               values: Sequence[int]) -> tuple[float, ...] | None:
         previous = self._last.get(key)
-        self._last[key] = (when, rx, tx)
+        self._last[key] = (when, values)
         if previous is None:
-            return None, None
-        then, old_rx, old_tx = previous
+            return None
+        then, old = previous
         elapsed = when - then
-        if elapsed <= 0 or rx < old_rx or tx < old_tx:
-            return None, None
-        return (rx - old_rx) / elapsed, (tx - old_tx) / elapsed
+        if values == old and elapsed > 0:  # idle: the common case on a big host
+            return (0.0,) * len(values)
+        if elapsed <= 0 or len(old) != len(values) or any(
+                new < before for new, before in zip(values, old, strict=True)):
+            return None
+        return tuple((new - before) / elapsed for new, before in zip(values, old, strict=True))
 
     def forget_except(self, keys: Collection[Hashable]) -> None:
         """Drop state for keys no longer present, so a big churn does not grow memory."""
         for key in list(self._last):
             if key not in keys:
                 del self._last[key]
+
+
+@dataclass
+class RateTracker:
+    """Per key, receive and transmit bytes/s between the last two readings."""
+
+    _rates: CounterRates = field(default_factory=CounterRates)
+
+    def update(
+        self, key: Hashable, when: float, rx: int, tx: int
+    ) -> tuple[float | None, float | None]:
+        rates = self._rates.update(key, when, (rx, tx))
+        if rates is None:
+            return None, None
+        return rates[0], rates[1]
+
+    def forget_except(self, keys: Collection[Hashable]) -> None:
+        self._rates.forget_except(keys)

@@ -278,6 +278,21 @@ def _running(pid: int) -> bool:
     return True
 
 
+def remove_with_backup(path: Path, *, previous: FileSnapshot) -> None:
+    """Delete `path`, keeping what it held as ``<name>.zsn-bak`` (same mode); refused
+    when the file changed since `previous` was read."""
+    try:
+        current = os.stat(path)
+    except FileNotFoundError as exc:
+        raise FileChangedError(f"{path}: was removed since zsn read it; nothing done") from exc
+    if not previous.matches(current):
+        raise FileChangedError(f"{path}: changed on disk since zsn read it; reload first")
+    _write_replace(backup_path(path), previous.text.encode("utf-8"),
+                   stat.S_IMODE(current.st_mode), current)
+    os.unlink(path)
+    _fsync_dir(path.parent)
+
+
 def _write_replace(
     path: Path, data: bytes, mode: int, owner_from: os.stat_result | None
 ) -> None:

@@ -29,6 +29,11 @@ _PLAIN_REASONS = {
     errno.EAFNOSUPPORT: "address family not supported by this kernel",
     errno.EADDRNOTAVAIL: "address not available",
     errno.ENETUNREACH: "network unreachable",
+    errno.ERANGE: "value out of range for this device (an MTU above what it or its "
+                  "parent allows?)",
+    errno.ENOTCONN: "not connected",
+    errno.ENOSPC: "no space left (too many devices of this kind?)",
+    errno.EADDRINUSE: "address already in use",
 }
 
 
@@ -139,3 +144,49 @@ def list_links() -> dict[str, Link]:
             addresses=tuple(by_index.get(message["index"], ())),
         )
     return links
+
+
+# -- changing links (pyroute2 builds the requests) -------------------------------
+
+
+def link_index(ipr: Any, name: str) -> int:
+    """The ifindex of `name` on an open `IPRoute`; `NetlinkAccessError` when missing."""
+    found = ipr.link_lookup(ifname=name)
+    if not found:
+        raise NetlinkAccessError(f"{name}: {plain_netlink_reason(errno.ENODEV)}")
+    return int(found[0])
+
+
+def create_link(name: str, kind: str, **attributes: Any) -> None:
+    """``ip link add NAME type KIND ...``: `attributes` are pyroute2's names for the
+    IFLA_* attributes (``mtu``, ``bond_mode``, ``vlan_id``, ``br_stp_state`` ...), with
+    ``link`` given as a name (a VLAN's parent) and turned into its index here."""
+    with iproute(f"creating {kind} {name}") as ipr:
+        if isinstance(attributes.get("link"), str):
+            attributes["link"] = link_index(ipr, attributes["link"])
+        ipr.link("add", ifname=name, kind=kind, **attributes)
+
+
+def set_link(name: str, **attributes: Any) -> None:
+    """``ip link set NAME ...``: ``state="up"|"down"``, ``mtu=N``, ``master=NAME`` (or
+    ``None`` to leave the master), ``bond_*`` settings."""
+    what = ", ".join(f"{key} {value if value is not None else 'none'}"
+                     for key, value in attributes.items())
+    with iproute(f"setting {name} {what}") as ipr:
+        index = link_index(ipr, name)
+        if "master" in attributes:
+            master = attributes["master"]
+            attributes["master"] = link_index(ipr, master) if master else 0
+        ipr.link("set", index=index, **attributes)
+
+
+def delete_link(name: str) -> None:
+    with iproute(f"deleting {name}") as ipr:
+        ipr.link("del", index=link_index(ipr, name))
+
+
+def add_address(name: str, cidr: str) -> None:
+    """Add `cidr` (``10.0.0.1/24``) to `name`, as ``ip addr add`` does."""
+    address, _, prefix = cidr.partition("/")
+    with iproute(f"adding {cidr} to {name}") as ipr:
+        ipr.addr("add", index=link_index(ipr, name), address=address, prefixlen=int(prefix))

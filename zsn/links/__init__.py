@@ -1,0 +1,17 @@
+"""Network links: bonds, VLANs, bridges and veth pairs, live and persistent."""
+
+from zsn.domains import CommandGroup, Domain
+
+DOMAIN = Domain(
+    name="links",
+    title="Links",
+    export="zsn.links.export",
+    commands=(
+        CommandGroup("link", "bonds, VLANs and bridges: list, show, create, set MTU, "
+                     "members, delete, persist, lint", "zsn.links.cli",
+                     "link list|show|create|set|add-member|remove-member|delete|persist|lint "
+                     "..."),
+    ),
+    pane="zsn.tui.panes.links:LinksPane",
+    lint="zsn.links.lint",
+)

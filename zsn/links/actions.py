@@ -1,0 +1,574 @@
+"""Every link change as a `Plan`: checked against the live links first, then live
+steps (netlink, each with its undo) and, with ``persist``, the config files.
+
+A failure part-way undoes what was done (`zsn.plan.Plan.apply`). Bad input gets one
+specific reason and changes nothing (`ValidationError`). A change that touches the
+links carrying this SSH session needs ``confirm_ssh`` naming the link
+(`SessionLinkError` says which).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from zsn.errors import ValidationError
+from zsn.links import bonding, validate
+from zsn.links.live import read_links
+from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot, dependents
+from zsn.links.persist import (
+    LinkConfig,
+    Persisted,
+    Remove,
+    Upsert,
+    detect_owner,
+    plan_persist,
+    read_persistent,
+)
+from zsn.links.session import SshSession, find_session
+from zsn.plan import LiveStep, Plan
+from zsn.system import netlink, rtnetlink
+from zsn.system.host import Host
+
+CONFIRM_FLAG = "--confirm-ssh-link"
+
+
+class SessionLinkError(ValidationError):
+    """The change touches the links this SSH session runs over; `link` must be confirmed."""
+
+    def __init__(self, message: str, link: str, touched: list[str]):
+        super().__init__(message)
+        self.link = link
+        self.touched = touched
+
+
+@dataclass(frozen=True)
+class Options:
+    persist: bool = False
+    """Also write the persistent config (or show NetworkManager's commands)."""
+    config_only: bool = False
+    """Write the persistent config and touch no live link."""
+    confirm_ssh: str | None = None
+    """The SSH session's link, named by the user to allow touching it."""
+
+
+@dataclass
+class Context:
+    """What a plan is checked against: the live links, the default route, the session."""
+
+    host: Host
+    snapshot: LinksSnapshot
+    default_route: set[int] = field(default_factory=set)
+    session: SshSession | None = None
+    _persisted: Persisted | None = None
+
+    @classmethod
+    def read(cls, host: Host, environ: Mapping[str, str] | None = None) -> Context:
+        snapshot, _details = read_links(host)
+        if not snapshot.live:
+            return cls(host, snapshot)
+        return cls(host, snapshot, rtnetlink.default_route_interfaces(),
+                   find_session(snapshot.interfaces,
+                                os.environ if environ is None else environ))
+
+    @property
+    def links(self) -> dict[str, Interface]:
+        return self.snapshot.by_name()
+
+    def persisted(self) -> Persisted:
+        if self._persisted is None:
+            _owner, self._persisted = read_persistent(self.host, detect_owner(self.host))
+        return self._persisted
+
+    def find(self, name: str, what: str = "interface") -> Interface:
+        interface = self.links.get(name)
+        if interface is None:
+            known = ", ".join(sorted(self.links)) or "none"
+            raise ValidationError(f"no {what} named {name!r} here (known: {known})")
+        return interface
+
+
+# -- live steps ------------------------------------------------------------------------
+
+
+def _enslave_bond(member: str, bond: str, was_up: bool) -> LiveStep:
+    def run() -> None:
+        netlink.set_link(member, state="down")  # an up link cannot be enslaved (EPERM)
+        netlink.set_link(member, master=bond)
+        netlink.set_link(member, state="up")
+
+    def undo() -> None:
+        netlink.set_link(member, master=None)
+        netlink.set_link(member, state="up" if was_up else "down")
+
+    return LiveStep(f"enslave {member} to {bond} (down, master {bond}, up)", run, undo)
+
+
+def _release_bond(member: str, bond: str, was_up: bool) -> LiveStep:
+    def run() -> None:
+        netlink.set_link(member, master=None)
+        netlink.set_link(member, state="up" if was_up else "down")
+
+    def undo() -> None:
+        netlink.set_link(member, state="down")
+        netlink.set_link(member, master=bond)
+        netlink.set_link(member, state="up")
+
+    return LiveStep(f"release {member} from {bond}", run, undo)
+
+
+def _add_port(port: str, bridge: str) -> LiveStep:
+    return LiveStep(f"add port {port} to {bridge}",
+                    lambda: netlink.set_link(port, master=bridge),
+                    lambda: netlink.set_link(port, master=None))
+
+
+def _remove_port(port: str, bridge: str) -> LiveStep:
+    return LiveStep(f"remove port {port} from {bridge}",
+                    lambda: netlink.set_link(port, master=None),
+                    lambda: netlink.set_link(port, master=bridge))
+
+
+def _state(name: str, up: bool) -> LiveStep:
+    return LiveStep(f"bring {name} {'up' if up else 'down'}",
+                    lambda: netlink.set_link(name, state="up" if up else "down"),
+                    lambda: netlink.set_link(name, state="down" if up else "up"))
+
+
+def _mtu(name: str, old: int, new: int) -> LiveStep:
+    verb = "raise" if new > old else "lower"
+    return LiveStep(f"{verb} {name} MTU {old} -> {new}",
+                    lambda: netlink.set_link(name, mtu=new),
+                    lambda: netlink.set_link(name, mtu=old))
+
+
+def _bond_attributes(config: LinkConfig) -> dict[str, int]:
+    attributes = {"bond_mode": bonding.MODES[config.mode or "balance-rr"],
+                  "bond_miimon": config.miimon if config.miimon is not None
+                  else bonding.DEFAULT_MIIMON}
+    if config.xmit_hash_policy:
+        attributes["bond_xmit_hash_policy"] = bonding.XMIT_HASH_POLICIES[config.xmit_hash_policy]
+    if config.lacp_rate:
+        attributes["bond_ad_lacp_rate"] = bonding.LACP_RATES[config.lacp_rate]
+    return attributes
+
+
+def _create(config: LinkConfig) -> Callable[[], None]:
+    """Create the link `config` describes (not its members): for steps and undos."""
+
+    def run() -> None:
+        extra: dict[str, object] = {"mtu": config.mtu} if config.mtu is not None else {}
+        if config.kind == "bond":
+            netlink.create_link(config.name, "bond", **_bond_attributes(config), **extra)
+        elif config.kind == "vlan":
+            netlink.create_link(config.name, "vlan", link=config.parent,
+                                vlan_id=config.vlan_id, **extra)
+        else:
+            netlink.create_link(config.name, "bridge", br_stp_state=int(bool(config.stp)),
+                                **extra)
+
+    return run
+
+
+def _describe_create(config: LinkConfig) -> str:
+    if config.kind == "bond":
+        settings = [config.mode or "balance-rr",
+                    f"miimon {config.miimon if config.miimon is not None else 100}"]
+        if config.xmit_hash_policy:
+            settings.append(f"xmit_hash_policy {config.xmit_hash_policy}")
+        if config.lacp_rate:
+            settings.append(f"lacp_rate {config.lacp_rate}")
+    elif config.kind == "vlan":
+        settings = [f"on {config.parent}", f"id {config.vlan_id}"]
+    else:
+        settings = [f"stp {'on' if config.stp else 'off'}"]
+    if config.mtu is not None:
+        settings.append(f"mtu {config.mtu}")
+    return f"create {config.kind} {config.name} ({', '.join(settings)})"
+
+
+def config_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkConfig:
+    """The live link as a `LinkConfig` (what persisting it writes)."""
+    members = tuple(i.name for i in interfaces if i.master == interface.name)
+    bond = interface.bond
+    return LinkConfig(
+        name=interface.name, kind=interface.kind, members=members, parent=interface.parent,
+        vlan_id=interface.vlan_id, mtu=interface.mtu,
+        mode=bond.mode if bond else None, miimon=bond.miimon if bond else None,
+        xmit_hash_policy=bond.xmit_hash_policy if bond and bond.mode in bonding.HASHED_MODES
+        else None,
+        lacp_rate=bond.lacp_rate if bond and bond.mode == "802.3ad" else None,
+        stp=interface.stp)
+
+
+# -- checks ----------------------------------------------------------------------------
+
+
+def _check_new_name(context: Context, name: str, options: Options) -> None:
+    validate.interface_name(name)
+    if not options.config_only and name in context.links:
+        existing = context.links[name]
+        raise ValidationError(f"{name} exists already (a {existing.kind})")
+
+
+def _check_member(context: Context, name: str, master: str, warnings: list[str]) -> Interface:
+    """A link about to become a bond member or bridge port (live checks)."""
+    member = context.find(name)
+    if member.master is not None:
+        raise ValidationError(f"{name} is already enslaved to {member.master}")
+    if member.kind == "loopback":
+        raise ValidationError(f"{name} is the loopback device")
+    if member.name == master:
+        raise ValidationError(f"{name} cannot be a member of itself")
+    if member.addresses and member.admin_up and member.index in context.default_route:
+        raise ValidationError(
+            f"{name} is up with {', '.join(member.addresses)} and carries the default route: "
+            f"as a member of {master} it would lose them and cut this host off (move the "
+            f"address and route to {master} first)")
+    routable = [a for a in member.addresses if not a.startswith("fe80:")]
+    if routable:
+        warnings.append(f"{name}'s addresses ({', '.join(routable)}) stop working once it is "
+                        f"a member of {master}")
+    return member
+
+
+def _check_session(context: Context, touched: list[str], options: Options) -> None:
+    session = context.session
+    if session is None or options.config_only:
+        return
+    hit = [name for name in touched if name in session.affected]
+    if not hit or options.confirm_ssh == session.link:
+        return
+    raise SessionLinkError(
+        f"{session.describe()}; this changes {', '.join(hit)}, which could cut the session "
+        f"off. Confirm with {CONFIRM_FLAG} {session.link}", session.link, hit)
+
+
+def _mode_options(mode: str, xmit_hash_policy: str | None, lacp_rate: str | None) -> None:
+    if xmit_hash_policy is not None and mode not in bonding.HASHED_MODES:
+        raise ValidationError(f"--xmit-hash-policy applies to {', '.join(bonding.HASHED_MODES)}"
+                              f", not {mode}")
+    if lacp_rate is not None and mode != "802.3ad":
+        raise ValidationError(f"--lacp-rate applies to 802.3ad only, not {mode}")
+
+
+def _need_live(context: Context, options: Options) -> None:
+    if not context.snapshot.live and not options.config_only:
+        raise ValidationError(f"{context.host.root} is not this machine's root: add "
+                              "--config-only to edit its config without touching live links")
+
+
+# -- plans -----------------------------------------------------------------------------
+
+
+def _finish(context: Context, plan: Plan, touched: list[str], changes: list[Upsert | Remove],
+            involved: list[str], options: Options) -> Plan:
+    """Session check, then the persistent config's edits, after the live steps: a live
+    step that fails writes no file, a write that fails undoes the live steps."""
+    _check_session(context, touched, options)
+    if options.config_only:
+        plan.notes.append("--config-only: no live link is touched")
+    if options.persist or options.config_only:
+        persisted = plan_persist(context.host, changes, involved)
+        plan.steps.extend(persisted.edits)
+        plan.warnings.extend(persisted.warnings)
+        plan.notes.extend(persisted.notes)
+        if persisted.commands:
+            plan.notes.extend(f"run: {command}" for command in persisted.commands)
+            plan.output = "".join(f"{command}\n" for command in persisted.commands)
+        elif not persisted.edits:
+            plan.notes.append(f"the {persisted.owner} config already says so")
+    elif context.snapshot.live:
+        plan.notes.append("live only: the change is gone after a reboot (add --persist)")
+    return plan
+
+
+def plan_create_bond(context: Context, name: str, mode: str, members: list[str], *,
+                     miimon: int | None = None, xmit_hash_policy: str | None = None,
+                     lacp_rate: str | None = None, mtu: int | None = None,
+                     options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    _check_new_name(context, name, options)
+    validate.bond_mode(mode)
+    if xmit_hash_policy is not None:
+        validate.xmit_hash_policy(xmit_hash_policy)
+    if lacp_rate is not None:
+        validate.lacp_rate(lacp_rate)
+    _mode_options(mode, xmit_hash_policy, lacp_rate)
+    if miimon is not None:
+        validate.miimon(miimon)
+    if mtu is not None:
+        validate.mtu(mtu)
+    if not members:
+        raise ValidationError("a bond needs at least one member (--members eth1,eth2)")
+    config = LinkConfig(name, "bond", tuple(members), mtu=mtu, mode=mode,
+                        miimon=miimon if miimon is not None else bonding.DEFAULT_MIIMON,
+                        xmit_hash_policy=xmit_hash_policy, lacp_rate=lacp_rate)
+    plan = Plan(f"create bond {name} ({mode}: {', '.join(members)})")
+    if len(members) == 1:
+        plan.warnings.append(f"{name} has one member: no redundancy (LINK004)")
+    if mode in bonding.STATIC_LAG_MODES:
+        plan.warnings.append(f"{mode} needs the switch ports grouped (a static LAG), or each "
+                             "member on its own switch/VLAN; balance-rr also reorders packets "
+                             "(LINK001)")
+    if not options.config_only:
+        plan.steps.append(LiveStep(_describe_create(config), _create(config),
+                                   lambda: netlink.delete_link(name)))
+        for member_name in members:
+            member = _check_member(context, member_name, name, plan.warnings)
+            if mtu is not None and member.max_mtu and mtu > member.max_mtu:
+                raise ValidationError(f"MTU {mtu} is above {member_name}'s maximum "
+                                      f"{member.max_mtu}")
+            plan.steps.append(_enslave_bond(member_name, name, member.admin_up))
+        plan.steps.append(_state(name, True))
+    return _finish(context, plan, list(members), [Upsert(config)], [name, *members], options)
+
+
+def plan_create_vlan(context: Context, name: str, parent: str, vlan_id: int, *,
+                     mtu: int | None = None, options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    _check_new_name(context, name, options)
+    validate.interface_name(parent, "parent")
+    validate.vlan_id(vlan_id)
+    if mtu is not None:
+        validate.mtu(mtu)
+    plan = Plan(f"create VLAN {name} (id {vlan_id} on {parent})")
+    if not options.config_only:
+        link = context.find(parent, "parent")
+        if link.master is not None:
+            raise ValidationError(f"{parent} is a member of {link.master}: put the VLAN on "
+                                  f"{link.master}")
+        for other in dependents(context.snapshot.interfaces, parent):
+            if other.vlan_id == vlan_id:
+                raise ValidationError(f"{parent} already has VLAN {vlan_id}: {other.name}")
+        if mtu is not None and mtu > link.mtu:
+            raise ValidationError(f"MTU {mtu} is above {parent}'s {link.mtu}: raise {parent} "
+                                  f"first (zsn link set {parent} --mtu {mtu})")
+        if link.kind == "bond" and not any(i.master == parent
+                                           for i in context.snapshot.interfaces):
+            plan.warnings.append(f"{parent} has no member yet: the VLAN copies its MAC "
+                                 "00:00:00:00:00:00; add a member first (bonding.rst 6)")
+    config = LinkConfig(name, "vlan", parent=parent, vlan_id=vlan_id, mtu=mtu)
+    if not options.config_only:
+        plan.steps.append(LiveStep(_describe_create(config), _create(config),
+                                   lambda: netlink.delete_link(name)))
+        plan.steps.append(_state(name, True))
+    return _finish(context, plan, [name], [Upsert(config)], [name, parent], options)
+
+
+def plan_create_bridge(context: Context, name: str, ports: list[str], *, stp: bool = False,
+                       mtu: int | None = None, options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    _check_new_name(context, name, options)
+    if mtu is not None:
+        validate.mtu(mtu)
+    config = LinkConfig(name, "bridge", tuple(ports), mtu=mtu, stp=stp)
+    plan = Plan(f"create bridge {name}" + (f" ({', '.join(ports)})" if ports else ""))
+    if not options.config_only:
+        plan.steps.append(LiveStep(_describe_create(config), _create(config),
+                                   lambda: netlink.delete_link(name)))
+        for port in ports:
+            _check_member(context, port, name, plan.warnings)
+            plan.steps.append(_add_port(port, name))
+        plan.steps.append(_state(name, True))
+    return _finish(context, plan, list(ports), [Upsert(config)], [name, *ports], options)
+
+
+def _master_config(context: Context, name: str, options: Options) -> tuple[LinkConfig,
+                                                                           Interface | None]:
+    """A bond or bridge as it is live (or, with --config-only, as its config says)."""
+    if options.config_only and name not in context.links:
+        config = context.persisted().configs.get(name)
+        if config is None or config.kind not in ("bond", "bridge"):
+            raise ValidationError(f"no bond or bridge named {name!r} in the config")
+        return config, None
+    master = context.find(name)
+    if master.kind not in ("bond", "bridge"):
+        raise ValidationError(f"{name} is a {master.kind}, not a bond or bridge")
+    return config_of(master, context.snapshot.interfaces), master
+
+
+def plan_add_member(context: Context, master_name: str, member: str,
+                    options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    validate.interface_name(member, "member")
+    before, master = _master_config(context, master_name, options)
+    if member in before.members:
+        raise ValidationError(f"{member} is already {_role(before)} of {master_name}")
+    after = replace(before, members=(*before.members, member))
+    plan = Plan(f"add {member} to {before.kind} {master_name}")
+    if master is not None and not options.config_only:
+        link = _check_member(context, member, master_name, plan.warnings)
+        if before.kind == "bond":
+            if link.max_mtu and master.mtu > link.max_mtu:
+                raise ValidationError(f"{master_name}'s MTU {master.mtu} is above {member}'s "
+                                      f"maximum {link.max_mtu}")
+            plan.steps.append(_enslave_bond(member, master_name, link.admin_up))
+        else:
+            plan.steps.append(_add_port(member, master_name))
+    return _finish(context, plan, [member],
+                   [Upsert(after, frozenset({"members"}), before if master else None)],
+                   [master_name, member], options)
+
+
+def _role(config: LinkConfig) -> str:
+    return "a port" if config.kind == "bridge" else "a member"
+
+
+def plan_remove_member(context: Context, master_name: str, member: str,
+                       options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    validate.interface_name(member, "member")
+    before, master = _master_config(context, master_name, options)
+    if member not in before.members:
+        raise ValidationError(f"{member} is not {_role(before)} of {master_name} "
+                              f"({', '.join(before.members) or 'it has none'})")
+    after = replace(before, members=tuple(m for m in before.members if m != member))
+    plan = Plan(f"remove {member} from {before.kind} {master_name}")
+    if before.kind == "bond" and not after.members:
+        plan.warnings.append(f"{master_name} is left without members: it stops passing "
+                             "traffic")
+    if master is not None and not options.config_only:
+        link = context.find(member)
+        plan.steps.append(_release_bond(member, master_name, link.admin_up)
+                          if before.kind == "bond" else _remove_port(member, master_name))
+    return _finish(context, plan, [member, master_name],
+                   [Upsert(after, frozenset({"members"}), before if master else None)],
+                   [master_name, member], options)
+
+
+def plan_set_mtu(context: Context, name: str, mtu: int, options: Options = Options()) -> Plan:
+    """Raise the link itself (a bond's members follow it); lowering lowers the VLANs
+    stacked on it first, deepest first, as the kernel would do anyway."""
+    _need_live(context, options)
+    validate.interface_name(name)
+    validate.mtu(mtu)
+    plan = Plan(f"set {name} MTU to {mtu}")
+    changes: list[Upsert | Remove] = []
+    touched = [name]
+    if options.config_only and name not in context.links:
+        config = context.persisted().configs.get(name)
+        if config is None:
+            raise ValidationError(f"no bond, VLAN or bridge named {name!r} in the config")
+        changes.append(Upsert(replace(config, mtu=mtu),
+                              frozenset({"mtu"})))
+        return _finish(context, plan, touched, changes, [name], options)
+    link = context.find(name)
+    interfaces = context.snapshot.interfaces
+    if link.master is not None and link.master_kind == "bond":
+        raise ValidationError(f"{name} is a member of {link.master}: set {link.master}'s MTU "
+                              "(its members follow it)")
+    if link.max_mtu and mtu > link.max_mtu or link.min_mtu and mtu < link.min_mtu:
+        raise ValidationError(f"MTU {mtu} is outside {name}'s range {link.min_mtu or 0}-"
+                              f"{link.max_mtu}")
+    if link.parent is not None:
+        parent = context.links.get(link.parent)
+        if parent is not None and mtu > parent.mtu:
+            raise ValidationError(f"MTU {mtu} is above {link.parent}'s {parent.mtu}: raise "
+                                  f"{link.parent} first (zsn link set {link.parent} --mtu {mtu})")
+    if link.kind == "bond":
+        for member in (i for i in interfaces if i.master == name):
+            if member.max_mtu and mtu > member.max_mtu:
+                raise ValidationError(f"MTU {mtu} is above member {member.name}'s maximum "
+                                      f"{member.max_mtu}")
+            touched.append(member.name)
+    if mtu == link.mtu:
+        plan.notes.append(f"{name} has MTU {mtu} already")
+    lowered = _stacked_above(interfaces, name, mtu) if mtu < link.mtu else []
+    for vlan in lowered:
+        plan.steps.append(_mtu(vlan.name, vlan.mtu, mtu))
+        touched.append(vlan.name)
+        vlan_before = config_of(vlan, interfaces)
+        changes.append(Upsert(replace(vlan_before, mtu=mtu), frozenset({"mtu"}), vlan_before))
+    if mtu != link.mtu:
+        plan.steps.append(_mtu(name, link.mtu, mtu))
+    if link.kind in KINDS_ZSN_MANAGES:
+        before = config_of(link, interfaces)
+        changes.append(Upsert(replace(before, mtu=mtu),
+                              frozenset({"mtu"}), before))
+    elif options.persist:
+        plan.warnings.append(f"zsn persists the MTU of bonds, VLANs and bridges; {name} is a "
+                             f"{link.kind}: set it in its own config")
+    return _finish(context, plan, touched, changes, [name], options)
+
+
+def _stacked_above(interfaces: tuple[Interface, ...], name: str, mtu: int) -> list[Interface]:
+    """VLANs on `name` (and on those) with an MTU above `mtu`, deepest first."""
+    found: list[Interface] = []
+    for vlan in (i for i in interfaces if i.parent == name):
+        found = _stacked_above(interfaces, vlan.name, mtu) + found
+        if vlan.mtu > mtu:
+            found.append(vlan)
+    return found
+
+
+def plan_delete(context: Context, name: str, options: Options = Options()) -> Plan:
+    _need_live(context, options)
+    validate.interface_name(name)
+    plan = Plan(f"delete {name}")
+    if options.config_only and name not in context.links:
+        if name not in context.persisted().configs:
+            raise ValidationError(f"no bond, VLAN or bridge named {name!r} in the config")
+        return _finish(context, plan, [name], [Remove(name)], [name], options)
+    link = context.find(name)
+    interfaces = context.snapshot.interfaces
+    if link.kind not in KINDS_ZSN_MANAGES:
+        raise ValidationError(f"{name} is a {link.kind}: zsn deletes only bonds, VLANs and "
+                              "bridges")
+    on_top = [i.name for i in interfaces if i.parent == name]
+    if on_top:
+        raise ValidationError(f"{name} has VLAN {', '.join(on_top)} on it: delete "
+                              f"{'it' if len(on_top) == 1 else 'them'} first")
+    before = config_of(link, interfaces)
+    members = [i for i in interfaces if i.master == name]
+    touched = [name, *(m.name for m in members)]
+    if link.addresses:
+        routable = [a for a in link.addresses if not a.startswith("fe80:")]
+        if routable:
+            plan.warnings.append(f"its addresses go with it: {', '.join(routable)}")
+    if not options.config_only:
+        if link.master is not None:
+            plan.steps.append(_remove_port(name, link.master) if link.master_kind == "bridge"
+                              else _release_bond(name, link.master, link.admin_up))
+        for member in members:
+            plan.steps.append(_release_bond(member.name, name, member.admin_up)
+                              if link.kind == "bond" else _remove_port(member.name, name))
+        plan.steps.append(LiveStep(f"delete {link.kind} {name}",
+                                   lambda: netlink.delete_link(name),
+                                   _recreate(before, link)))
+    return _finish(context, plan, touched, [Remove(name, before)], [name], options)
+
+
+def _recreate(config: LinkConfig, link: Interface) -> Callable[[], None]:
+    """Undo of a deletion: the same link with its settings, addresses and state (its
+    members come back through their own steps' undos)."""
+    create = _create(replace(config, members=()))
+
+    def run() -> None:
+        create()
+        for address in link.addresses:
+            if not address.startswith("fe80:"):
+                netlink.add_address(link.name, address)
+        if link.admin_up:
+            netlink.set_link(link.name, state="up")
+
+    return run
+
+
+
+def plan_save(context: Context, name: str) -> Plan:
+    """Write the live link `name` (a bond, VLAN or bridge) into the persistent config,
+    as it runs now: what the LINK007 "exists live only" advice asks for."""
+    validate.interface_name(name)
+    if not context.snapshot.live:
+        raise ValidationError(f"{context.host.root} is not this machine's root: there is no "
+                              "live link to save")
+    link = context.find(name)
+    if link.kind not in KINDS_ZSN_MANAGES:
+        raise ValidationError(f"{name} is a {link.kind}: zsn persists bonds, VLANs and bridges")
+    config = config_of(link, context.snapshot.interfaces)
+    plan = Plan(f"save {name} to the persistent config ({config.describe()})")
+    return _finish(context, plan, [], [Upsert(config, before=config)],
+                   [name, *config.members, *([config.parent] if config.parent else [])],
+                   Options(persist=True))

@@ -1,0 +1,198 @@
+"""Headless links: ``zsn link ...``, the pane's abilities for scripts.
+
+The flags are fixed (scripts rely on them): ``create bond NAME --mode M --members a,b
+[--miimon MS] [--xmit-hash-policy P] [--lacp-rate slow|fast] [--mtu N]``, ``create vlan
+NAME --parent P --id N [--mtu N]``, ``create bridge NAME [--ports a,b] [--stp]``; every
+change takes ``--persist``, ``--config-only`` and ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
+from zsn.links import actions, lint, validate
+from zsn.links.export import interface_to_dict
+from zsn.links.live import read_links, with_rates
+from zsn.links.model import Interface, tree
+from zsn.links.text import describe
+from zsn.lint import print_findings
+from zsn.system.host import Host
+
+SHOW_RATE_WINDOW = 1.0
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _change_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--persist", action="store_true",
+                        help="also write the persistent config (netplan, networkd, ifupdown, "
+                             "netctl; NetworkManager: print the nmcli commands)")
+    parser.add_argument("--config-only", action="store_true",
+                        help="write the persistent config only; no live link is touched "
+                             "(offline editing with --root)")
+    parser.add_argument(actions.CONFIRM_FLAG, dest="confirm_ssh", metavar="IFACE",
+                        help="allow changing the link this SSH session runs over; IFACE must "
+                             "name it (zsn says which when it refuses)")
+    add_dry_run(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("Changes are checked first (names, VLAN ids, MTUs against parents and "
+                     "members, members that carry the default route); a failure part-way "
+                     "undoes what was done.")
+    verbs = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = verbs.add_parser("list", help="every link as a tree: bond > members, bridge > "
+                               "ports, parent > VLANs, veth > peer")
+    listing.add_argument("--json", action="store_true", help="print the export's objects")
+    show = verbs.add_parser("show", help="one link: state, stack, bond details, rates")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--json", action="store_true", help="print the export's object")
+
+    create = verbs.add_parser("create", help="create a bond, VLAN or bridge")
+    kinds = create.add_subparsers(dest="kind", required=True, metavar="KIND")
+    bond = kinds.add_parser("bond", help="a bond of --members")
+    bond.add_argument("name", metavar="NAME")
+    bond.add_argument("--mode", required=True, metavar="MODE",
+                      help="balance-rr, active-backup, balance-xor, broadcast, 802.3ad, "
+                           "balance-tlb, balance-alb")
+    bond.add_argument("--members", required=True, metavar="A,B", help="member links")
+    bond.add_argument("--miimon", type=_int, metavar="MS", help="link check interval "
+                      "(default 100)")
+    bond.add_argument("--xmit-hash-policy", metavar="P",
+                      help="layer2, layer3+4, layer2+3, encap2+3, encap3+4, vlan+srcmac")
+    bond.add_argument("--lacp-rate", choices=("slow", "fast"), help="802.3ad only")
+    bond.add_argument("--mtu", type=_int, metavar="N")
+    _change_options(bond)
+    vlan = kinds.add_parser("vlan", help="a VLAN on --parent")
+    vlan.add_argument("name", metavar="NAME")
+    vlan.add_argument("--parent", required=True, metavar="LINK")
+    vlan.add_argument("--id", required=True, type=_int, metavar="N", help="1-4094")
+    vlan.add_argument("--mtu", type=_int, metavar="N", help="at most the parent's")
+    _change_options(vlan)
+    bridge = kinds.add_parser("bridge", help="a bridge, with --ports")
+    bridge.add_argument("name", metavar="NAME")
+    bridge.add_argument("--ports", metavar="A,B", help="ports to add")
+    bridge.add_argument("--stp", action="store_true", help="turn spanning tree on")
+    bridge.add_argument("--mtu", type=_int, metavar="N")
+    _change_options(bridge)
+
+    set_parser = verbs.add_parser("set", help="set a link's MTU (in the right order)")
+    set_parser.add_argument("name", metavar="NAME")
+    set_parser.add_argument("--mtu", required=True, type=_int, metavar="N")
+    _change_options(set_parser)
+    for verb, text in (("add-member", "add a member to a bond or a port to a bridge"),
+                       ("remove-member", "remove a member or port")):
+        sub = verbs.add_parser(verb, help=text)
+        sub.add_argument("master", metavar="BOND|BRIDGE")
+        sub.add_argument("member", metavar="LINK")
+        _change_options(sub)
+    delete = verbs.add_parser("delete", help="delete a bond, VLAN or bridge")
+    delete.add_argument("name", metavar="NAME")
+    _change_options(delete)
+    save = verbs.add_parser("persist", help="write a live bond, VLAN or bridge into the "
+                            "persistent config as it runs now")
+    save.add_argument("name", metavar="NAME")
+    add_dry_run(save)
+    check = verbs.add_parser("lint", help="advice on bonds, VLANs, bridges and the config; "
+                             "exit 1 when there are errors")
+    check.add_argument("--json", action="store_true", help="print findings as JSON")
+
+
+def run(args: argparse.Namespace, host: Host) -> int:
+    if args.action == "list":
+        return _list(host, args.json)
+    if args.action == "show":
+        return _show(host, args.name, args.json)
+    if args.action == "lint":
+        return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
+    context = actions.Context.read(host)
+    if args.action == "persist":
+        return apply_or_show(actions.plan_save(context, args.name), args.dry_run)
+    options = actions.Options(persist=args.persist, config_only=args.config_only,
+                              confirm_ssh=args.confirm_ssh)
+    if args.action == "create":
+        if args.kind == "bond":
+            plan = actions.plan_create_bond(
+                context, args.name, args.mode, validate.name_list(args.members, "members"),
+                miimon=args.miimon, xmit_hash_policy=args.xmit_hash_policy,
+                lacp_rate=args.lacp_rate, mtu=args.mtu, options=options)
+        elif args.kind == "vlan":
+            plan = actions.plan_create_vlan(context, args.name, args.parent, args.id,
+                                            mtu=args.mtu, options=options)
+        else:
+            ports = validate.name_list(args.ports, "ports") if args.ports else []
+            plan = actions.plan_create_bridge(context, args.name, ports, stp=args.stp,
+                                              mtu=args.mtu, options=options)
+    elif args.action == "set":
+        plan = actions.plan_set_mtu(context, args.name, args.mtu, options)
+    elif args.action == "add-member":
+        plan = actions.plan_add_member(context, args.master, args.member, options)
+    elif args.action == "remove-member":
+        plan = actions.plan_remove_member(context, args.master, args.member, options)
+    else:
+        plan = actions.plan_delete(context, args.name, options)
+    return apply_or_show(plan, args.dry_run)
+
+
+def _stack(interface: Interface) -> str:
+    if interface.bond is not None:
+        return f"{interface.bond.mode or '?'}"
+    if interface.vlan_id is not None:
+        return f"id {interface.vlan_id}"
+    if interface.member is not None:
+        return f"mii {interface.member.mii_status}"
+    if interface.port_state is not None:
+        return interface.port_state
+    if interface.peer_elsewhere:
+        return "peer in another netns"
+    return ""
+
+
+def _list(host: Host, as_json: bool) -> int:
+    snapshot, details = read_links(host)
+    if as_json:
+        print(json.dumps([interface_to_dict(i, snapshot, details)
+                          for i in snapshot.interfaces], indent=2))
+        return EXIT_OK
+    if not snapshot.live:
+        print(f"{host.root} is not this machine's root: no live links (see 'zsn link lint' "
+              "for its config)", file=sys.stderr)
+        return EXIT_OK
+    rows = [("NAME", "KIND", "STATE", "MTU", "DETAIL", "ADDRESSES")]
+    for tree_row in tree(snapshot.interfaces):
+        interface = tree_row.interface
+        rows.append((tree_row.prefix + interface.name, interface.kind, interface.state_text,
+                     str(interface.mtu), _stack(interface), " ".join(interface.addresses)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+              .rstrip())
+    for error in snapshot.errors:
+        print(f"zsn link: {error}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _show(host: Host, name: str, as_json: bool) -> int:
+    validate.interface_name(name)
+    first, details = read_links(host)
+    context = actions.Context(host, first)
+    interface = context.find(name)
+    snapshot = with_rates(first, SHOW_RATE_WINDOW)
+    data = interface_to_dict(interface, snapshot, details)
+    findings = [f for f in lint.lint(host) if f.subject == name]
+    if as_json:
+        data["findings"] = [f.as_dict(lint.SUBJECT) for f in findings]
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    print("\n".join(describe(interface, snapshot, details)))
+    for finding in findings:
+        print(finding.describe())
+    return EXIT_OK

@@ -1,0 +1,156 @@
+"""The ``links`` section of `zsn --export`: every link with its stack, counters and
+rates (counters read twice, `RATE_WINDOW` seconds apart), the config's owner, findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zsn.errors import ZsnError
+from zsn.links.live import BondDetails, read_links, with_rates
+from zsn.links.model import Interface, LinksSnapshot
+from zsn.links.persist import Persisted, detect_owner, read_persistent
+from zsn.lint import count_by_severity
+from zsn.prometheus import MetricFamily
+from zsn.system.host import Host
+from zsn.system.rtnetlink import Counters
+
+RATE_WINDOW = 0.25
+"""Seconds between the two counter readings rates come from; the rest of the export
+(config, lint) runs meanwhile."""
+COUNTER_FIELDS = Counters._fields
+
+
+def present(host: Host) -> bool:
+    """Live: a host always has links. Under --root: when it has a network config."""
+    if host.is_live:
+        return True
+    return detect_owner(host).name not in ("none", "networkmanager")
+
+
+def interface_to_dict(interface: Interface, snapshot: LinksSnapshot,
+                      details: BondDetails) -> dict[str, Any]:
+    members = [i for i in snapshot.interfaces if i.master == interface.name]
+    counters = snapshot.counters.get(interface.index)
+    rates = snapshot.rates.get(interface.name)
+    data: dict[str, Any] = {
+        "name": interface.name, "index": interface.index, "kind": interface.kind,
+        "state": interface.state_text, "operstate": interface.operstate,
+        "admin_up": interface.admin_up, "carrier": interface.carrier, "mtu": interface.mtu,
+        "mac": interface.mac, "addresses": list(interface.addresses),
+        "master": interface.master, "parent": interface.parent, "vlan_id": interface.vlan_id,
+        "peer": interface.peer, "speed_mbps": interface.speed_mbps, "duplex": interface.duplex,
+        "members": [_member(m, details.bonds.get(interface.name)) for m in members],
+        "bond": None, "bridge": None,
+        "counters": dict(zip(COUNTER_FIELDS, counters, strict=True)) if counters else None,
+        "rates": None if rates is None else {
+            "rx_bytes_per_second": rates.rx_bytes, "tx_bytes_per_second": rates.tx_bytes,
+            "rx_packets_per_second": rates.rx_packets,
+            "tx_packets_per_second": rates.tx_packets,
+            "errors_per_second": rates.errors, "drops_per_second": rates.drops,
+        },
+    }
+    if interface.bond is not None:
+        bond = interface.bond
+        data["bond"] = {
+            "mode": bond.mode, "miimon": bond.miimon, "xmit_hash_policy": bond.xmit_hash_policy,
+            "lacp_rate": bond.lacp_rate, "min_links": bond.min_links,
+            "active_member": bond.active_member, "aggregator": bond.aggregator,
+            "partner_mac": bond.partner_mac, "lacp_partner": bond.has_partner,
+        }
+    if interface.kind == "bridge":
+        data["bridge"] = {"stp": interface.stp}
+    return data
+
+
+def _member(member: Interface, proc: Any) -> dict[str, Any]:
+    state = member.member
+    data: dict[str, Any] = {"name": member.name, "state": member.state_text,
+                            "port_state": member.port_state}
+    if state is not None:
+        data.update(mii_status=state.mii_status, role=state.state,
+                    link_failure_count=state.link_failure_count,
+                    aggregator_id=state.aggregator_id, permanent_mac=state.permanent_mac)
+        slave = next((s for s in proc.slaves if s.name == member.name), None) if proc else None
+        if slave is not None and slave.partner_mac is not None:
+            data["partner_mac"] = slave.partner_mac
+    return data
+
+
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
+    """`include_secrets` changes nothing: links carry no secrets."""
+    errors: list[str] = []
+    snapshot, details = read_links(host)
+    data: dict[str, Any] = {}
+    try:
+        owner, persisted = read_persistent(host, detect_owner(host))
+        data["config"] = {"owner": owner.name, "reason": owner.reason}
+    except ZsnError as exc:
+        owner, persisted = None, Persisted(problems=[str(exc)])
+        data["config"] = None
+        errors.append(str(exc))
+    from zsn.links.lint import SUBJECT, lint_links
+
+    findings = lint_links(snapshot, owner, persisted)
+    snapshot = with_rates(snapshot, RATE_WINDOW)
+    data["interfaces"] = [interface_to_dict(i, snapshot, details) for i in snapshot.interfaces]
+    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live else None
+    data["configured"] = [
+        {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
+         "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "source": c.source}
+        for c in persisted.configs.values()]
+    data["findings"] = [f.as_dict(SUBJECT) for f in findings]
+    errors.extend(snapshot.errors)
+    if errors:
+        data["errors"] = errors
+    return data
+
+
+def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
+    info = MetricFamily("zsn_link_info", "gauge",
+                        "1 per link; labels kind, master (bond or bridge), parent (VLAN).")
+    up = MetricFamily("zsn_link_up", "gauge", "1 when the link is up with carrier.")
+    mtu = MetricFamily("zsn_link_mtu_bytes", "gauge", "The link's MTU.")
+    counters = {
+        "rx_bytes": MetricFamily("zsn_link_receive_bytes_total", "counter", "Bytes received."),
+        "tx_bytes": MetricFamily("zsn_link_transmit_bytes_total", "counter", "Bytes sent."),
+        "rx_packets": MetricFamily("zsn_link_receive_packets_total", "counter",
+                                   "Packets received."),
+        "tx_packets": MetricFamily("zsn_link_transmit_packets_total", "counter",
+                                   "Packets sent."),
+        "rx_errors": MetricFamily("zsn_link_receive_errors_total", "counter",
+                                  "Receive errors."),
+        "tx_errors": MetricFamily("zsn_link_transmit_errors_total", "counter",
+                                  "Transmit errors."),
+        "rx_dropped": MetricFamily("zsn_link_receive_drops_total", "counter",
+                                   "Received packets dropped."),
+        "tx_dropped": MetricFamily("zsn_link_transmit_drops_total", "counter",
+                                   "Packets dropped on transmit."),
+    }
+    member_up = MetricFamily("zsn_link_bond_member_up", "gauge",
+                             "1 when the bond member's MII status is up, 0 otherwise.")
+    failures = MetricFamily("zsn_link_bond_member_link_failures_total", "counter",
+                            "Link failures the bond counted for the member.")
+    partner = MetricFamily("zsn_link_bond_lacp_partner", "gauge",
+                           "802.3ad: 1 when an LACP partner answered (partner MAC not zero).")
+    findings = MetricFamily("zsn_links_findings", "gauge", "Lint findings by severity.")
+    for interface in data.get("interfaces", ()):
+        labels = {"interface": interface["name"]}
+        info.add({**labels, "kind": interface["kind"], "master": interface["master"] or "",
+                  "parent": interface["parent"] or ""}, 1)
+        up.add(labels, int(interface["state"] in ("up", "unknown")))
+        mtu.add(labels, interface["mtu"])
+        for key, family in counters.items():
+            if interface["counters"] is not None:
+                family.add(labels, interface["counters"][key])
+        bond = interface.get("bond")
+        if bond is None:
+            continue
+        if bond["lacp_partner"] is not None:
+            partner.add({"bond": interface["name"]}, int(bond["lacp_partner"]))
+        for member in interface["members"]:
+            member_labels = {"bond": interface["name"], "interface": member["name"]}
+            member_up.add(member_labels, int(member.get("mii_status") == "up"))
+            failures.add(member_labels, member.get("link_failure_count") or 0)
+    for severity, count in count_by_severity(data.get("findings", ())).items():
+        findings.add({"severity": severity}, count)
+    return [info, up, mtu, *counters.values(), member_up, failures, partner, findings]

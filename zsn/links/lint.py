@@ -1,0 +1,190 @@
+"""Advice on bonds, VLANs and bridges: live links and the persistent config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zsn.errors import ZsnError
+from zsn.links import bonding
+from zsn.links.actions import config_of
+from zsn.links.live import read_links
+from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot
+from zsn.links.persist import LinkConfig, Owner, Persisted, detect_owner, read_persistent
+from zsn.lint import Finding
+from zsn.plan import Plan
+from zsn.system.host import Host
+
+SUBJECT = "interface"
+RULES = {
+    "LINK000": "the persistent network config cannot be read",
+    "LINK001": "balance-rr (or another static-LAG mode) needs the switch to support it",
+    "LINK002": "MTU differs between a bond's members, or is above a member's maximum",
+    "LINK003": "jumbo MTU on a VLAN whose parent's MTU is smaller",
+    "LINK004": "a bond with one member (no redundancy)",
+    "LINK005": "a bond with miimon 0 (member failures go unnoticed)",
+    "LINK006": "802.3ad bond without an LACP partner",
+    "LINK007": "live links differ from the persistent config (a reboot changes them)",
+    "LINK008": "a bond member is down",
+}
+NOTES = "field notes 004 (one VLAN per port), bonding.rst 12.2.1"
+
+
+def _bond_configs(snapshot: LinksSnapshot, persisted: Persisted) -> list[LinkConfig]:
+    """Bonds as they run, or (not live) as the config defines them."""
+    if snapshot.live:
+        return [config_of(i, snapshot.interfaces) for i in snapshot.interfaces
+                if i.kind == "bond"]
+    return [c for c in persisted.configs.values() if c.kind == "bond"]
+
+
+def lint_links(snapshot: LinksSnapshot, owner: Owner | None, persisted: Persisted,
+               host: Host | None = None) -> list[Finding]:
+    """Findings for the live links and the config; with `host`, a link that exists live
+    only gets a safe fix (save it into the config)."""
+    findings: list[Finding] = []
+    by_name = snapshot.by_name()
+    for problem in persisted.problems:
+        findings.append(Finding("LINK000", "error", None, problem,
+                                "fix the file at the line named; zsn cannot persist until then"))
+    for bond in _bond_configs(snapshot, persisted):
+        findings.extend(_bond_findings(bond, by_name, snapshot.live))
+    if snapshot.live:
+        for interface in snapshot.interfaces:
+            parent = by_name.get(interface.parent or "")
+            if interface.kind == "vlan" and parent is not None and interface.mtu > parent.mtu:
+                findings.append(_jumbo_vlan(interface.name, interface.mtu, parent.name,
+                                            parent.mtu, None))
+    configs = persisted.configs
+    for config in configs.values():
+        parent_config = configs.get(config.parent or "")
+        if config.kind == "vlan" and config.mtu and parent_config is not None:
+            parent_mtu = parent_config.mtu or 1500
+            if config.mtu > parent_mtu:
+                findings.append(_jumbo_vlan(config.name, config.mtu, parent_config.name,
+                                            parent_mtu, config.source))
+    if snapshot.live and owner is not None and owner.name not in ("none", "networkmanager"):
+        findings.extend(_drift(snapshot, persisted, owner, host))
+    return findings
+
+
+def _jumbo_vlan(name: str, mtu: int, parent: str, parent_mtu: int,
+                source: str | None) -> Finding:
+    where = f" in {source}" if source else ""
+    return Finding("LINK003", "error", name,
+                   f"MTU {mtu}{where} is above its parent {parent}'s {parent_mtu}: frames "
+                   "that size are dropped (and the kernel refuses it when applied)",
+                   f"zsn link set {parent} --mtu {mtu} --persist", path=source)
+
+
+def _bond_findings(bond: LinkConfig, by_name: dict[str, Interface], live: bool) -> list[Finding]:
+    findings: list[Finding] = []
+    name = bond.name
+    if bond.mode in bonding.STATIC_LAG_MODES:
+        findings.append(Finding(
+            "LINK001", "warning", name,
+            f"{bond.mode} needs the switch to group its ports (a static LAG); balance-rr "
+            "also reorders a flow's packets across members",
+            "group the switch ports, or put each member on its own switch or VLAN (one VLAN "
+            "per port); raise net.ipv4.tcp_reordering for single-flow speed",
+            path=bond.source or None, source=NOTES))
+    if len(bond.members) == 1:
+        findings.append(Finding("LINK004", "warning", name,
+                                f"{name} has a single member ({bond.members[0]}): no "
+                                "redundancy, no extra bandwidth",
+                                f"zsn link add-member {name} IFACE --persist",
+                                path=bond.source or None))
+    if bond.miimon == 0:
+        findings.append(Finding("LINK005", "warning", name,
+                                "miimon is 0: a member whose link fails keeps getting traffic",
+                                "set miimon 100 (zsn writes it when it persists a bond)",
+                                path=bond.source or None))
+    if not live:
+        return findings
+    interface = by_name.get(name)
+    members = [by_name[m] for m in bond.members if m in by_name]
+    if interface is not None and interface.bond and interface.bond.has_partner is False \
+            and interface.admin_up:
+        findings.append(Finding(
+            "LINK006", "error", name,
+            "802.3ad without an LACP partner (partner MAC 00:00:00:00:00:00): the switch "
+            "ports are not in an LACP group, so only one member carries traffic",
+            "configure LACP on the switch ports, or use balance-xor/active-backup"))
+    mtus = {m.mtu for m in members}
+    if len(mtus) > 1:
+        listed = ", ".join(f"{m.name} {m.mtu}" for m in members)
+        findings.append(Finding("LINK002", "warning", name,
+                                f"members have different MTUs ({listed})",
+                                f"zsn link set {name} --mtu N (members follow the bond)"))
+    for member in members:
+        if interface is not None and member.max_mtu and interface.mtu > member.max_mtu:
+            findings.append(Finding("LINK002", "error", name,
+                                    f"MTU {interface.mtu} is above member {member.name}'s "
+                                    f"maximum {member.max_mtu}",
+                                    f"zsn link set {name} --mtu {member.max_mtu}"))
+        if member.member is not None and member.member.mii_status != "up":
+            failures = member.member.link_failure_count
+            findings.append(Finding("LINK008", "warning", name,
+                                    f"member {member.name} is {member.member.mii_status} "
+                                    f"({failures} link failure{'s' if failures != 1 else ''})",
+                                    f"check {member.name}'s cable and switch port"))
+    return findings
+
+
+def _compare(live: LinkConfig, saved: LinkConfig) -> list[str]:
+    differences = []
+    if set(live.members) != set(saved.members):
+        differences.append(f"members {','.join(live.members) or '-'} live, "
+                           f"{','.join(saved.members) or '-'} at boot")
+    for field_name in ("mode", "vlan_id", "parent", "mtu"):
+        now, boot = getattr(live, field_name), getattr(saved, field_name)
+        if boot is not None and now is not None and now != boot:
+            differences.append(f"{field_name.replace('_', ' ')} {now} live, {boot} at boot")
+    return differences
+
+
+def _save_plan(host: Host, name: str) -> Callable[[], Plan]:
+    def build() -> Plan:
+        from zsn.links.actions import Context, plan_save
+
+        return plan_save(Context.read(host), name)
+
+    return build
+
+
+def _drift(snapshot: LinksSnapshot, persisted: Persisted, owner: Owner,
+           host: Host | None) -> list[Finding]:
+    findings: list[Finding] = []
+    live = {i.name: config_of(i, snapshot.interfaces) for i in snapshot.interfaces
+            if i.kind in KINDS_ZSN_MANAGES}
+    for name, config in sorted(live.items()):
+        saved = persisted.configs.get(name)
+        if saved is None:
+            findings.append(Finding("LINK007", "warning", name,
+                                    f"{config.describe()} exists live only: a reboot removes "
+                                    f"it ({owner.name} does not define it)",
+                                    f"zsn link persist {name}",
+                                    fix_plan=_save_plan(host, name) if host else None))
+            continue
+        differences = _compare(config, saved)
+        if differences:
+            findings.append(Finding("LINK007", "warning", name,
+                                    "a reboot changes it: " + "; ".join(differences),
+                                    "make the config match (zsn link ... --persist) or the "
+                                    "live link match the config", path=saved.source or None))
+    for name, saved in sorted(persisted.configs.items()):
+        if name not in live:
+            findings.append(Finding("LINK007", "info", name,
+                                    f"{saved.source} defines {saved.describe()}, which is "
+                                    "not up now: it appears at the next boot",
+                                    f"apply the config now, or remove it from {saved.source}",
+                                    path=saved.source or None))
+    return findings
+
+
+def lint(host: Host) -> list[Finding]:
+    snapshot, _details = read_links(host)
+    try:
+        owner, persisted = read_persistent(host, detect_owner(host))
+    except ZsnError as exc:
+        owner, persisted = None, Persisted(problems=[str(exc)])
+    return lint_links(snapshot, owner, persisted, host)

@@ -1,0 +1,184 @@
+"""The persistent network config: which system owns it, what it defines, and edits.
+
+Owners, in the order zsn looks for them (reference: links.md "Who owns the config"):
+NetworkManager (running, and managing a device involved: zsn writes nothing and shows
+nmcli commands), netplan (``/etc/netplan/*.yaml``, also ``/lib`` and ``/run``),
+systemd-networkd (``/etc/systemd/network``), ifupdown (``/etc/network/interfaces``
+and what it sources), netctl (``/etc/netctl``).
+
+Every backend reads its files into `LinkConfig`s (lint compares them with the live
+links: what a reboot would change) and turns `Upsert`/`Remove` changes into
+`FileEdit`s that keep every unrelated byte of existing files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from zsn.errors import ZsnError
+from zsn.plan import FileEdit
+from zsn.system.host import Host
+
+CONFIG_FIELDS = ("members", "parent", "vlan_id", "mtu", "mode", "miimon",
+                 "xmit_hash_policy", "lacp_rate", "stp")
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """A bond, VLAN or bridge as a config system defines it; ``None`` = not set there."""
+
+    name: str
+    kind: str
+    """bond, vlan or bridge."""
+    members: tuple[str, ...] = ()
+    """A bond's members or a bridge's ports."""
+    parent: str | None = None
+    vlan_id: int | None = None
+    mtu: int | None = None
+    mode: str | None = None
+    miimon: int | None = None
+    xmit_hash_policy: str | None = None
+    lacp_rate: str | None = None
+    stp: bool | None = None
+    source: str = field(default="", compare=False)
+    """Where it is defined (a file), for messages."""
+
+    def describe(self) -> str:
+        parts = [self.kind]
+        if self.mode:
+            parts.append(self.mode)
+        if self.members:
+            parts.append(("ports " if self.kind == "bridge" else "members ")
+                         + ",".join(self.members))
+        if self.parent:
+            parts.append(f"on {self.parent} id {self.vlan_id}")
+        if self.mtu:
+            parts.append(f"mtu {self.mtu}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Define `config`; where it is defined already, change only `fields`."""
+
+    config: LinkConfig
+    fields: frozenset[str] = frozenset(CONFIG_FIELDS)
+    before: LinkConfig | None = None
+    """The link as it was live before the change (None: it is new); NetworkManager's
+    profiles are not read, so its commands are worked out from this."""
+
+    @property
+    def creates(self) -> bool:
+        return self.before is None
+
+
+@dataclass(frozen=True)
+class Remove:
+    name: str
+    before: LinkConfig | None = None
+    """The live link it removes (for NetworkManager's commands: its ports' profiles)."""
+
+
+Change = Upsert | Remove
+
+
+@dataclass
+class Persisted:
+    """What a config system defines: bonds, VLANs and bridges by name."""
+
+    configs: dict[str, LinkConfig] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    """Files that could not be read or parsed (each a one-line reason)."""
+
+
+@dataclass
+class PersistPlan:
+    owner: str
+    edits: list[FileEdit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    """NetworkManager: the nmcli commands to run instead of files."""
+
+
+class Backend(Protocol):
+    name: str
+
+    def present(self, host: Host) -> bool: ...
+
+    def read(self, host: Host) -> Persisted: ...
+
+    def plan(self, host: Host, changes: list[Change], current: Persisted) -> PersistPlan: ...
+
+
+def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:
+    """The config after `change`: the whole new config, or the old one with `fields`."""
+    if old is None:
+        return change.config
+    updates = {name: getattr(change.config, name) for name in change.fields}
+    return replace(old, **updates)
+
+
+def backends() -> list[Backend]:
+    from zsn.links.persist import ifupdown, netctl, netplan, networkd
+
+    return [netplan.NETPLAN, networkd.NETWORKD, ifupdown.IFUPDOWN, netctl.NETCTL]
+
+
+@dataclass(frozen=True)
+class Owner:
+    name: str
+    """networkmanager, netplan, networkd, ifupdown, netctl, or none."""
+    reason: str
+    managed: tuple[str, ...] = ()
+    """NetworkManager: the involved devices it manages."""
+
+
+def detect_owner(host: Host, involved: Iterable[str] = ()) -> Owner:
+    """Which system owns the config of the `involved` links (see the module doc)."""
+    from zsn.system.networkmanager import managed_devices
+
+    devices = managed_devices(host, involved)
+    if devices is not None:
+        managed = tuple(name for name, is_managed in devices.items() if is_managed)
+        if managed:
+            return Owner("networkmanager",
+                         f"NetworkManager runs and manages {', '.join(managed)}", managed)
+    for backend in backends():
+        if backend.present(host):
+            return Owner(backend.name, f"{backend.name} config found under {host.root}")
+    return Owner("none", f"no network config system found under {host.root} (looked for "
+                 "NetworkManager, netplan, systemd-networkd, ifupdown, netctl)")
+
+
+def backend_named(name: str) -> Backend:
+    for backend in backends():
+        if backend.name == name:
+            return backend
+    raise ZsnError(f"no config backend named {name!r}")
+
+
+def read_persistent(host: Host, owner: Owner | None = None) -> tuple[Owner, Persisted]:
+    """The owner and what it defines (NetworkManager's connections are not read)."""
+    owner = owner or detect_owner(host)
+    if owner.name in ("networkmanager", "none"):
+        return owner, Persisted()
+    return owner, backend_named(owner.name).read(host)
+
+
+def plan_persist(host: Host, changes: list[Change], involved: Iterable[str]) -> PersistPlan:
+    """File edits (or nmcli commands) that make `changes` survive a reboot."""
+    owner = detect_owner(host, involved)
+    if owner.name == "networkmanager":
+        from zsn.links.persist import nmcli
+
+        return nmcli.plan(changes, owner)
+    if owner.name == "none":
+        raise ZsnError(f"cannot persist: {owner.reason}")
+    backend = backend_named(owner.name)
+    current = backend.read(host)
+    if current.problems:
+        raise ZsnError(f"cannot persist with {owner.name}: {current.problems[0]}")
+    return backend.plan(host, changes, current)

@@ -1,0 +1,333 @@
+"""netplan: ``/etc/netplan/*.yaml`` (and ``/lib``, ``/run``), validated by netplan itself.
+
+Files with the same name shadow each other (``/run`` over ``/etc`` over ``/lib``); the
+rest merge in lexical order of their names, later ones amending earlier ones
+(netplan doc/netplan-generate.md). zsn edits only files under ``/etc/netplan``:
+a definition is changed where it is defined, a new one goes into the file that
+defines its members or parent, else the only file there, else ``90-zsn.yaml``.
+Before a plan is shown, the edited tree is checked with ``netplan generate
+--root-dir`` in a scratch copy (there is no ``netplan validate``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zsn.errors import CommandError, ParseError, ValidationError, ZsnError
+from zsn.links import bonding
+from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
+from zsn.links.persist.yamledit import YamlDocument
+from zsn.plan import FileEdit
+from zsn.system import commands, files
+from zsn.system.host import Host
+
+DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
+"""In increasing precedence for files of the same name."""
+EDITABLE = "/etc/netplan"
+OWN_FILE = "/etc/netplan/90-zsn.yaml"
+SECTIONS = {"bond": "bonds", "vlan": "vlans", "bridge": "bridges"}
+SIZE_CAP = 1 << 20
+NETPLAN_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class NetplanFile:
+    path: str
+    """As on the system, e.g. /etc/netplan/01-netcfg.yaml."""
+    snapshot: files.FileSnapshot | None
+
+
+def netplan_files(host: Host) -> list[NetplanFile]:
+    """The files netplan reads, in its merge order (shadowed names left out)."""
+    chosen: dict[str, str] = {}
+    for directory in DIRS:
+        folder = host.path(directory)
+        if not folder.is_dir():
+            continue
+        for path in folder.glob("*.yaml"):
+            chosen[path.name] = f"{directory}/{path.name}"
+    found = []
+    for name in sorted(chosen):
+        system_path = chosen[name]
+        found.append(NetplanFile(system_path, files.read_tracked(host.path(system_path))))
+    return found
+
+
+class NetplanBackend:
+    name = "netplan"
+
+    def present(self, host: Host) -> bool:
+        return any(host.path(d).is_dir() and any(host.path(d).glob("*.yaml")) for d in DIRS)
+
+    def read(self, host: Host) -> Persisted:
+        persisted = Persisted()
+        try:
+            documents = self._documents(host)
+        except ZsnError as exc:
+            persisted.problems.append(str(exc))
+            return persisted
+        for path, data in documents:
+            network = data.get("network") if isinstance(data, dict) else None
+            if not isinstance(network, dict):
+                continue
+            for kind, section in SECTIONS.items():
+                definitions = network.get(section)
+                if not isinstance(definitions, dict):
+                    continue
+                for name, body in definitions.items():
+                    config = to_config(str(name), kind, body if isinstance(body, dict) else {},
+                                       path)
+                    old = persisted.configs.get(config.name)
+                    persisted.configs[config.name] = _amend(old, config) if old else config
+        return persisted
+
+    def _documents(self, host: Host) -> list[tuple[str, Any]]:
+        documents = []
+        for netplan_file in netplan_files(host):
+            assert netplan_file.snapshot is not None
+            text = netplan_file.snapshot.text
+            if len(text) > SIZE_CAP:
+                raise ZsnError(f"{netplan_file.path}: larger than {SIZE_CAP >> 20} MiB")
+            documents.append((netplan_file.path,
+                              YamlDocument(text, netplan_file.path).data() or {}))
+        return documents
+
+    def plan(self, host: Host, changes: list[Upsert | Remove],
+             current: Persisted) -> PersistPlan:
+        plan = PersistPlan(self.name)
+        existing = netplan_files(host)
+        documents: dict[str, YamlDocument] = {}
+        snapshots = {f.path: f.snapshot for f in existing}
+        for netplan_file in existing:
+            if netplan_file.path.startswith(EDITABLE + "/"):
+                assert netplan_file.snapshot is not None
+                documents[netplan_file.path] = YamlDocument(netplan_file.snapshot.text,
+                                                            netplan_file.path)
+        defined = self._where_defined(host)
+        configs = dict(current.configs)
+        for change in changes:
+            if isinstance(change, Remove):
+                self._remove(change.name, defined, documents, plan)
+                configs.pop(change.name, None)
+                continue
+            old = configs.get(change.config.name)
+            config = merged(old, change)
+            configs[config.name] = config
+            target = self._target(config, old, defined, documents)
+            document = documents.setdefault(target, YamlDocument(
+                "network:\n  version: 2\n", target))
+            section = SECTIONS[config.kind]
+            values = from_config(config, None if old is None else change.fields)
+            if old is None:
+                document.set(("network", section, config.name), values)
+            else:
+                for key, value in values.items():
+                    if value is None:
+                        document.delete(("network", section, config.name, key), keep=3)
+                    else:
+                        document.set(("network", section, config.name, key), value)
+            defined.setdefault(config.name, []).append(target)
+            for member in config.members if config.kind in ("bond", "bridge") else ():
+                self._declare_ethernet(member, defined, documents, target, plan)
+        for path, document in documents.items():
+            snapshot = snapshots.get(path)
+            before = snapshot.text if snapshot else None
+            if document.text == before:
+                continue
+            plan.edits.append(FileEdit(host.path(path), snapshot, document.text,
+                                       mode=None if snapshot else files.PRIVATE_FILE_MODE))
+        if plan.edits:
+            plan.warnings.extend(validate(host, plan.edits))
+            plan.notes.append("netplan applies the files at boot, or now with 'netplan apply'")
+        return plan
+
+    def _where_defined(self, host: Host) -> dict[str, list[str]]:
+        """Interface name -> the files defining it (any section), in merge order."""
+        found: dict[str, list[str]] = {}
+        for path, data in self._documents(host):
+            network = data.get("network") if isinstance(data, dict) else None
+            if not isinstance(network, dict):
+                continue
+            for section in ("ethernets", *SECTIONS.values()):
+                definitions = network.get(section)
+                if isinstance(definitions, dict):
+                    for name in definitions:
+                        found.setdefault(str(name), []).append(path)
+        return found
+
+    def _target(self, config: LinkConfig, old: LinkConfig | None,
+                defined: dict[str, list[str]], documents: dict[str, YamlDocument]) -> str:
+        if old is not None:
+            places = defined.get(config.name, [])
+            editable = [p for p in places if p.startswith(EDITABLE + "/")]
+            if not editable:
+                raise ValidationError(f"{config.name} is defined in {', '.join(places)}, "
+                                      f"which zsn does not edit (only {EDITABLE})")
+            return editable[-1]
+        related = [*config.members, *([config.parent] if config.parent else [])]
+        for name in related:
+            editable = [p for p in defined.get(name, []) if p.startswith(EDITABLE + "/")]
+            if editable:
+                return editable[-1]
+        if len(documents) == 1:
+            return next(iter(documents))
+        return OWN_FILE
+
+    def _declare_ethernet(self, member: str, defined: dict[str, list[str]],
+                          documents: dict[str, YamlDocument], target: str,
+                          plan: PersistPlan) -> None:
+        """netplan refuses a bond or bridge whose members it does not know."""
+        if member in defined:
+            return
+        documents[target].set(("network", "ethernets", member), {})
+        defined[member] = [target]
+
+    def _remove(self, name: str, defined: dict[str, list[str]],
+                documents: dict[str, YamlDocument], plan: PersistPlan) -> None:
+        places = defined.pop(name, [])
+        fixed = [p for p in places if not p.startswith(EDITABLE + "/")]
+        if fixed:
+            raise ValidationError(f"{name} is also defined in {', '.join(fixed)}, which zsn "
+                                  f"does not edit (only {EDITABLE})")
+        for path in places:
+            document = documents[path]
+            for section in SECTIONS.values():
+                document.delete(("network", section, name))
+
+
+def _amend(old: LinkConfig, new: LinkConfig) -> LinkConfig:
+    """A later file amends a definition: what it sets wins."""
+    updates: dict[str, Any] = {}
+    for field_name in ("members", "parent", "vlan_id", "mtu", "mode", "miimon",
+                       "xmit_hash_policy", "lacp_rate", "stp"):
+        value = getattr(new, field_name)
+        if value not in (None, ()):
+            updates[field_name] = value
+    return LinkConfig(**{**old.__dict__, **updates, "source": new.source})
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return {"yes": True, "true": True, "on": True, "no": False, "false": False,
+                "off": False}.get(value.lower())
+    return None
+
+
+def to_config(name: str, kind: str, body: dict[str, Any], source: str) -> LinkConfig:
+    """One netplan definition (the mapping under ``bonds: NAME:`` etc.)."""
+    parameters = body.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    interfaces = body.get("interfaces")
+    members = tuple(str(m) for m in interfaces) if isinstance(interfaces, list) else ()
+    stp = _bool(parameters.get("stp")) if kind == "bridge" else None
+    if kind == "bridge" and stp is None:
+        stp = True  # netplan's default for bridges
+    miimon = parameters.get("mii-monitor-interval")
+    return LinkConfig(
+        name=name, kind=kind, members=members,
+        parent=str(body["link"]) if kind == "vlan" and "link" in body else None,
+        vlan_id=_int(body.get("id")) if kind == "vlan" else None,
+        mtu=_int(body.get("mtu")),
+        mode=str(parameters["mode"]) if kind == "bond" and "mode" in parameters else None,
+        miimon=_int(str(miimon).removesuffix("ms")) if miimon is not None else None,
+        xmit_hash_policy=str(parameters["transmit-hash-policy"])
+        if "transmit-hash-policy" in parameters else None,
+        lacp_rate=str(parameters["lacp-rate"]) if "lacp-rate" in parameters else None,
+        stp=stp, source=source)
+
+
+def from_config(config: LinkConfig, only: frozenset[str] | None) -> dict[str, Any]:
+    """The netplan keys for `config` (all of them, or those of the fields in `only`;
+    ``None`` values mean "remove the key")."""
+    values: dict[str, Any] = {}
+
+    def wanted(field_name: str) -> bool:
+        return only is None or field_name in only
+
+    if config.kind in ("bond", "bridge") and wanted("members"):
+        values["interfaces"] = list(config.members)
+    if config.kind == "vlan":
+        if wanted("vlan_id"):
+            values["id"] = config.vlan_id
+        if wanted("parent"):
+            values["link"] = config.parent
+    if wanted("mtu") and (config.mtu is not None or only is not None):
+        values["mtu"] = config.mtu
+    parameters: dict[str, Any] = {}
+    if config.kind == "bond":
+        if wanted("mode") and config.mode:
+            parameters["mode"] = config.mode
+        if wanted("miimon"):
+            parameters["mii-monitor-interval"] = config.miimon if config.miimon is not None \
+                else bonding.DEFAULT_MIIMON
+        if wanted("xmit_hash_policy") and config.xmit_hash_policy:
+            parameters["transmit-hash-policy"] = config.xmit_hash_policy
+        if wanted("lacp_rate") and config.lacp_rate:
+            parameters["lacp-rate"] = config.lacp_rate
+    if config.kind == "bridge" and wanted("stp"):
+        parameters["stp"] = bool(config.stp)
+    if parameters:
+        values["parameters"] = parameters
+    return values
+
+
+def validate(host: Host, edits: list[FileEdit]) -> list[str]:
+    """Run ``netplan generate --root-dir`` on a scratch copy with `edits` applied.
+
+    Refuses (`ValidationError`) when netplan does; returns a warning when netplan is
+    not installed here, so the files could not be checked."""
+    if shutil.which("netplan") is None:
+        return ["netplan is not installed here: the files were not checked with "
+                "'netplan generate'"]
+    with tempfile.TemporaryDirectory(prefix="zsn-netplan-") as scratch:
+        root = Path(scratch)
+        for directory in DIRS:
+            source = host.path(directory)
+            if source.is_dir():
+                target = root / directory.lstrip("/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(source, target, symlinks=True)
+        for edit in edits:
+            relative = edit.path.relative_to(host.root)
+            target = root / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(edit.new_text)
+            target.chmod(0o600)
+        try:
+            result = commands.run(["netplan", "generate", "--root-dir", str(root)],
+                                  timeout=NETPLAN_TIMEOUT, check=False)
+        except CommandError as exc:
+            return [f"netplan generate could not run: {exc}"]
+        if not result.ok:
+            reason = (result.stderr or result.stdout).strip().replace(str(root), "")
+            first = next((line for line in reason.splitlines()
+                          if "WARNING" not in line and line.strip()), reason)
+            raise ValidationError(f"netplan generate refuses the result: {first.strip()}")
+    return []
+
+
+def parse_text(text: str, source: str) -> Any:
+    """A netplan file's data (for tests and lint); `ParseError` names the line."""
+    try:
+        return YamlDocument(text, source).data()
+    except ParseError:
+        raise
+
+
+NETPLAN = NetplanBackend()
