@@ -221,12 +221,13 @@ def _check_member(context: Context, name: str, master: str, warnings: list[str])
         raise ValidationError(f"{name} is the loopback device")
     if member.name == master:
         raise ValidationError(f"{name} cannot be a member of itself")
+    routable = [a for a in member.addresses if not a.startswith("fe80:")]
     if member.addresses and member.admin_up and member.index in context.default_route:
         raise ValidationError(
-            f"{name} is up with {', '.join(member.addresses)} and carries the default route: "
+            f"{name} is up with {', '.join(routable or member.addresses)} and carries the "
+            "default route: "
             f"as a member of {master} it would lose them and cut this host off (move the "
             f"address and route to {master} first)")
-    routable = [a for a in member.addresses if not a.startswith("fe80:")]
     if routable:
         warnings.append(f"{name}'s addresses ({', '.join(routable)}) stop working once it is "
                         f"a member of {master}")

@@ -186,6 +186,9 @@ class NetctlBackend:
                                           f"{config.name}; move it away first")
                 profile = Profile(path, None, [f"Description='{config.kind} {config.name} "
                                                "(zsn)'\n"])
+                profile.set("Interface", config.name)
+                profile.set("Connection", config.kind)
+                profile.set("IP", "no")  # addresses are the admin's business
                 created.append(profile)
                 plan.notes.append(f"bring it up at boot with 'netctl enable {config.name}'")
             self._write(profile, config)
@@ -208,8 +211,6 @@ class NetctlBackend:
             profile.set("VLANID", str(config.vlan_id))
         else:
             profile.set("BindsToInterfaces", _array(config.members))
-        if "IP" not in profile.variables():
-            profile.set("IP", "no")
         if config.kind == "bond" and config.mode:
             profile.set("Mode", config.mode)
         # Keep the profile's own ExecUpPost commands; replace only zsn's for this link.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zsn.errors import CommandError, ParseError, ValidationError, ZsnError
+from zsn.errors import CommandError, ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
 from zsn.links.persist.yamledit import YamlDocument
@@ -131,8 +131,9 @@ class NetplanBackend:
                     else:
                         document.set(("network", section, config.name, key), value)
             defined.setdefault(config.name, []).append(target)
-            for member in config.members if config.kind in ("bond", "bridge") else ():
-                self._declare_ethernet(member, defined, documents, target, plan)
+            # netplan refuses members, ports and VLAN parents it has no definition for.
+            for related in (*config.members, *([config.parent] if config.parent else [])):
+                self._declare_ethernet(related, defined, documents, target)
         for path, document in documents.items():
             snapshot = snapshots.get(path)
             before = snapshot.text if snapshot else None
@@ -178,9 +179,7 @@ class NetplanBackend:
         return OWN_FILE
 
     def _declare_ethernet(self, member: str, defined: dict[str, list[str]],
-                          documents: dict[str, YamlDocument], target: str,
-                          plan: PersistPlan) -> None:
-        """netplan refuses a bond or bridge whose members it does not know."""
+                          documents: dict[str, YamlDocument], target: str) -> None:
         if member in defined:
             return
         documents[target].set(("network", "ethernets", member), {})
@@ -315,19 +314,21 @@ def validate(host: Host, edits: list[FileEdit]) -> list[str]:
         except CommandError as exc:
             return [f"netplan generate could not run: {exc}"]
         if not result.ok:
-            reason = (result.stderr or result.stdout).strip().replace(str(root), "")
-            first = next((line for line in reason.splitlines()
-                          if "WARNING" not in line and line.strip()), reason)
-            raise ValidationError(f"netplan generate refuses the result: {first.strip()}")
+            raise ValidationError("netplan generate refuses the result: "
+                                  + netplan_error(result.stderr or result.stdout, str(root)))
     return []
 
 
-def parse_text(text: str, source: str) -> Any:
-    """A netplan file's data (for tests and lint); `ParseError` names the line."""
-    try:
-        return YamlDocument(text, source).data()
-    except ParseError:
-        raise
+def netplan_error(output: str, scratch: str) -> str:
+    """The line of netplan's output that says what is wrong (``FILE:LINE:COL: Error
+    ...``), with the scratch directory taken out of its paths."""
+    lines = [line.replace(scratch, "").strip() for line in output.splitlines()]
+    for line in lines:
+        if "Error" in line or "error" in line:
+            return line
+    useful = [line for line in lines if line and "WARNING" not in line
+              and not line.startswith("See the ")]
+    return useful[0] if useful else "exit status 1"
 
 
 NETPLAN = NetplanBackend()

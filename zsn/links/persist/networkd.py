@@ -173,7 +173,7 @@ class NetworkdBackend:
             config = merged(old, change)
             configs[config.name] = config
             self._upsert(tree, config, old, change.fields if old else None, created, plan)
-        for entry in [*tree.netdevs, *tree.networks, *created]:
+        for entry in [*tree.netdevs, *tree.networks]:  # new files are in these too
             if entry.removed:
                 if entry.snapshot is not None:
                     plan.edits.append(FileEdit(host.path(entry.path), entry.snapshot, "",

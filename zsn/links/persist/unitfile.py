@@ -99,7 +99,8 @@ class UnitFile:
         _name, start, end = sections[-1]
         at = start + 1
         for number in range(start + 1, end):
-            if self.lines[number].strip():
+            if _KEY_RE.fullmatch(self.lines[number].rstrip("\n")) and \
+                    self.lines[number].lstrip()[:1] not in ("#", ";"):
                 at = number + 1
         self.lines.insert(at, f"{key}={value}\n")
 

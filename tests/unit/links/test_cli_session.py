@@ -1,0 +1,101 @@
+"""`zsn link ...`: the fixed flags, dry runs, exit statuses; the SSH session's links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.links.conftest import captured_snapshot
+from zsn import cli
+from zsn.links import actions
+from zsn.links.session import find_session, parse_ssh_connection
+from zsn.system import rtnetlink
+from zsn.system.host import Host
+
+
+@pytest.fixture
+def live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """`zsn link` sees the lab's captured links; the config root is empty."""
+    snapshot = captured_snapshot()
+
+    def read(host: Host, environ: object = None) -> actions.Context:
+        return actions.Context(host, snapshot, set(), None)
+
+    monkeypatch.setattr(actions.Context, "read", classmethod(
+        lambda cls, host, environ=None: read(host)))
+    return tmp_path
+
+
+def test_issue_flags_for_bond_vlan_and_bridge(live: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(live)
+    assert cli.main(["--root", root, "link", "create", "bond", "bond9", "--mode",
+                     "active-backup", "--members", "vethbr-p,dum0", "--mtu", "1500",
+                     "--miimon", "200", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Plan: create bond bond9 (active-backup: vethbr-p, dum0)\n")
+    assert "  1. create bond bond9 (active-backup, miimon 200, mtu 1500)\n" in out
+    assert cli.main(["--root", root, "link", "create", "vlan", "rr0.30", "--parent", "rr0",
+                     "--id", "30", "--mtu", "9000", "--dry-run"]) == 0
+    assert "create vlan rr0.30 (on rr0, id 30, mtu 9000)" in capsys.readouterr().out
+    assert cli.main(["--root", root, "link", "create", "bridge", "br9", "--ports",
+                     "vethbr-p", "--stp", "--dry-run"]) == 0
+    assert "add port vethbr-p to br9" in capsys.readouterr().out
+    assert cli.main(["--root", root, "link", "create", "bond", "bond9", "--mode", "802.3ad",
+                     "--members", "vethbr-p", "--xmit-hash-policy", "layer3+4",
+                     "--lacp-rate", "fast", "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["create", "vlan", "rr0.5000", "--parent", "rr0", "--id", "5000"], "outside 1-4094"),
+    (["create", "bond", "b", "--mode", "lacp", "--members", "dum0"], "bond mode 'lacp'"),
+    (["create", "bond", "b", "--mode", "802.3ad", "--members", "eth1x"], "already enslaved"),
+    (["set", "rr0.10", "--mtu", "9500"], "raise rr0 first"),
+    (["delete", "dum0"], "zsn deletes only bonds"),
+    (["add-member", "ad0", "eth1x"], "eth1x is already enslaved to rr0"),
+    (["add-member", "ad0", "eth3x"], "eth3x is already a member of ad0"),
+])
+def test_refusals_exit_2_with_one_line(live: Path, capsys: pytest.CaptureFixture[str],
+                                       argv: list[str], message: str) -> None:
+    assert cli.main(["--root", str(live), "link", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zsn link: invalid: ") and message in err and err.count("\n") == 1
+
+
+def test_ssh_link_needs_the_confirmation_flag(live: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = captured_snapshot()
+    route = snapshot.by_name()["ad0"].index
+    monkeypatch.setattr(rtnetlink, "route_interface", lambda address: route)
+    session = find_session(snapshot.interfaces,
+                           {"SSH_CONNECTION": "10.0.20.2 40000 10.0.20.1 22"})
+    monkeypatch.setattr(actions.Context, "read", classmethod(
+        lambda cls, host, environ=None: actions.Context(host, snapshot, set(), session)))
+    argv = ["--root", str(live), "link", "set", "ad0", "--mtu", "9000", "--dry-run"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "ad0 carries this SSH session (from 10.0.20.2)" in err
+    assert "--confirm-ssh-link ad0" in err
+    assert cli.main([*argv, "--confirm-ssh-link", "ad0"]) == 0
+
+
+def test_ssh_connection_parsing_and_the_stack_below() -> None:
+    assert parse_ssh_connection("192.0.2.7 51234 10.0.10.1 22") == ("192.0.2.7", "10.0.10.1")
+    assert parse_ssh_connection("fe80::1%eth0 1 fe80::2%eth0 22") == ("fe80::1", "fe80::2")
+    assert parse_ssh_connection("garbage") is None
+    assert find_session(captured_snapshot().interfaces, {}) is None
+
+
+def test_session_found_by_local_address_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rtnetlink, "route_interface", lambda address: None)
+    session = find_session(captured_snapshot().interfaces,
+                           {"SSH_CONNECTION": "198.51.100.9 40000 10.0.10.1 22"})
+    assert session is not None and session.carriers == ("rr0.10",)
+    assert session.affected == {"rr0.10", "rr0", "eth1x", "eth2x"}
+
+
+def test_help_shows_the_confirmation_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["link", "set", "--help"])
+    assert "--confirm-ssh-link IFACE" in capsys.readouterr().out

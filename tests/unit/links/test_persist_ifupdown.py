@@ -1,0 +1,112 @@
+"""ifupdown: Debian's default interfaces file (sources interfaces.d), ifenslave's and
+bridge-utils' example stanzas; edits keep tabs, comments and other stanzas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.links.conftest import LINK_FIXTURES
+from zsn.errors import ValidationError
+from zsn.links.persist import LinkConfig, Remove, Upsert, detect_owner
+from zsn.links.persist.ifupdown import IFUPDOWN
+from zsn.system.host import Host
+
+DEBIAN = (LINK_FIXTURES / "ifupdown/interfaces.debian").read_text()
+BOND = (LINK_FIXTURES / "ifupdown/ifenslave-two_ethernet.stanza").read_text()
+BRIDGE = (LINK_FIXTURES / "ifupdown/bridge-utils-example.stanza").read_text()
+LOOPBACK = "auto lo\niface lo inet loopback\n"
+
+
+def root(tmp_path: Path, main: str, drop_ins: dict[str, str] | None = None) -> Host:
+    (tmp_path / "etc/network/interfaces.d").mkdir(parents=True)
+    (tmp_path / "etc/network/interfaces").write_text(main)
+    for name, text in (drop_ins or {}).items():
+        (tmp_path / "etc/network/interfaces.d" / name).write_text(text)
+    return Host(tmp_path)
+
+
+def test_reads_stanzas_from_sourced_files(tmp_path: Path) -> None:
+    host = root(tmp_path, DEBIAN, {"bond": BOND, "bridge": BRIDGE})
+    assert detect_owner(host).name == "ifupdown"
+    configs = IFUPDOWN.read(host).configs
+    assert configs["bond0"] == LinkConfig("bond0", "bond", ("eth0", "eth1"),
+                                          mode="active-backup", miimon=100)
+    assert configs["br0"] == LinkConfig("br0", "bridge", ("eth0", "eth1"), stp=False)
+    assert configs["bond0"].source == "/etc/network/interfaces.d/bond"
+
+
+def test_new_bond_goes_into_its_own_drop_in(tmp_path: Path) -> None:
+    host = root(tmp_path, DEBIAN)
+    bond = LinkConfig("bond0", "bond", ("eth1", "eth2"), mtu=9000, mode="balance-rr",
+                      miimon=100)
+    vlan = LinkConfig("bond0.10", "vlan", parent="bond0", vlan_id=10, mtu=9000)
+    plan = IFUPDOWN.plan(host, [Upsert(bond), Upsert(vlan)], IFUPDOWN.read(host))
+    edits = {e.path.name: e for e in plan.edits}
+    assert set(edits) == {"zsn-bond0", "zsn-bond0_10"}  # source-directory-safe names
+    assert edits["zsn-bond0"].new_text == (
+        "auto bond0\niface bond0 inet manual\n    bond-slaves eth1 eth2\n"
+        "    bond-mode balance-rr\n    bond-miimon 100\n    mtu 9000\n")
+    assert edits["zsn-bond0_10"].new_text == (
+        "auto bond0.10\niface bond0.10 inet manual\n    mtu 9000\n")
+    assert any("ifenslave" in note for note in plan.notes)
+    for edit in plan.edits:
+        edit.apply()
+    assert (tmp_path / "etc/network/interfaces").read_text() == DEBIAN
+    assert IFUPDOWN.read(host).configs == {"bond0": bond, "bond0.10": vlan}
+
+
+def test_without_sourcing_new_stanzas_go_at_the_end_of_interfaces(tmp_path: Path) -> None:
+    host = root(tmp_path, LOOPBACK)
+    plan = IFUPDOWN.plan(host, [Upsert(LinkConfig("br1", "bridge", (), stp=True))],
+                         IFUPDOWN.read(host))
+    assert plan.edits[0].new_text == LOOPBACK + (
+        "\nauto br1\niface br1 inet manual\n    bridge_ports none\n    bridge_stp on\n")
+
+
+def test_edits_keep_the_stanza_tabs_and_spelling(tmp_path: Path) -> None:
+    host = root(tmp_path, LOOPBACK + "\n# the NAS uplink\n" + BOND + "\n" + BRIDGE)
+    current = IFUPDOWN.read(host)
+    plan = IFUPDOWN.plan(host, [
+        Upsert(LinkConfig("bond0", "bond", ("eth0", "eth1", "eth2"), mtu=9000),
+               frozenset({"members", "mtu"})),
+        Upsert(LinkConfig("br0", "bridge", ("eth0",)), frozenset({"members"})),
+    ], current)
+    new = plan.edits[0].new_text
+    assert "\tbond-slaves eth0 eth1 eth2\n" in new
+    assert "\tbond-primary eth0 eth1\n\tmtu 9000\n" in new  # appended with the stanza's tab
+    assert "\tbridge_ports eth0\n" in new  # underscore spelling kept
+    assert "# the NAS uplink\n" in new and "\taddress 192.168.1.2/24\n" in new
+
+
+def test_remove_takes_the_stanza_and_its_auto_line(tmp_path: Path) -> None:
+    host = root(tmp_path, LOOPBACK + "auto bond0 br0\n" + BOND.replace("auto bond0\n", "")
+                + "\n" + BRIDGE.replace("auto br0\n", ""))
+    plan = IFUPDOWN.plan(host, [Remove("bond0")], IFUPDOWN.read(host))
+    new = plan.edits[0].new_text
+    assert "bond0" not in new and "auto br0\n" in new and "iface br0 inet static" in new
+
+
+def test_removing_zsn_own_drop_in_deletes_it(tmp_path: Path) -> None:
+    host = root(tmp_path, DEBIAN, {"zsn-br1": "auto br1\niface br1 inet manual\n"
+                                              "    bridge_ports none\n"})
+    plan = IFUPDOWN.plan(host, [Remove("br1")], IFUPDOWN.read(host))
+    assert [(e.path.name, e.remove) for e in plan.edits] == [("zsn-br1", True)]
+
+
+def test_vlan_names_ifupdown_cannot_express_are_refused(tmp_path: Path) -> None:
+    host = root(tmp_path, LOOPBACK)
+    ok = IFUPDOWN.plan(host, [Upsert(LinkConfig("vlan7", "vlan", parent="eth0", vlan_id=7))],
+                       IFUPDOWN.read(host))
+    assert "    vlan-raw-device eth0\n" in ok.edits[0].new_text
+    with pytest.raises(ValidationError, match="call it eth0.7"):
+        IFUPDOWN.plan(host, [Upsert(LinkConfig("storage", "vlan", parent="eth0", vlan_id=7))],
+                      IFUPDOWN.read(host))
+
+
+def test_member_with_its_own_addresses_is_warned_about(tmp_path: Path) -> None:
+    host = root(tmp_path, LOOPBACK + "auto eth1\niface eth1 inet dhcp\n")
+    plan = IFUPDOWN.plan(host, [Upsert(LinkConfig("bond0", "bond", ("eth1",)))],
+                         IFUPDOWN.read(host))
+    assert any("'iface eth1 inet dhcp'" in warning for warning in plan.warnings)
