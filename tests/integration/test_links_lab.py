@@ -1,0 +1,270 @@
+"""Links on this host's kernel (veth and bridges work here; bonds and VLANs run in the
+kernel lab, tests/kernel/test_links.py): zsn runs inside namespaces the tests build,
+as `zsn link ...`, `zsn --export links` and the TUI, against the live kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lab.netns import Lab, require_lab, run, wait_for
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Segment:
+    """Namespace `ns` (where zsn runs) with veths `ports` to the namespaces `hosts`, whose
+    ends have `addresses` in one /24: bridging the ports joins them."""
+
+    lab: Lab
+    ns: str
+    hosts: tuple[str, str]
+    ports: tuple[str, str]
+    addresses: tuple[str, str]
+    bridge: str
+
+
+@pytest.fixture
+def links_lab() -> Iterator[Lab]:
+    require_lab(("ip", "ping"))
+    built = Lab()
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+@pytest.fixture
+def segment(links_lab: Lab) -> Segment:
+    lab = links_lab
+    ns = lab.namespace("z")
+    hosts = (lab.namespace("h1"), lab.namespace("h2"))
+    ports = (lab.name("p1"), lab.name("p2"))
+    addresses = ("10.231.7.1", "10.231.7.2")
+    for port, host, address in zip(ports, hosts, addresses, strict=True):
+        run(["ip", "-n", ns, "link", "add", port, "type", "veth", "peer", "name", "e0",
+             "netns", host])
+        run(["ip", "-n", ns, "link", "set", port, "up"])
+        run(["ip", "-n", host, "addr", "add", f"{address}/24", "dev", "e0"])
+        run(["ip", "-n", host, "link", "set", "e0", "up"])
+    return Segment(lab, ns, hosts, ports, addresses, lab.name("br"))
+
+
+def zsn(ns: str, *argv: str, env: dict[str, str] | None = None,
+        expect: int | None = 0) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "SSH_CONNECTION"}
+    environment.update(env or {})
+    result = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "zsn", *argv],
+                            capture_output=True, text=True, timeout=60, env=environment,
+                            cwd=REPO, check=False)
+    if expect is not None:
+        assert result.returncode == expect, result.stderr + result.stdout
+    return result
+
+
+def links(ns: str) -> dict[str, dict[str, Any]]:
+    data = json.loads(run(["ip", "-n", ns, "-j", "-d", "link", "show"]).stdout)
+    return {link["ifname"]: link for link in data}
+
+
+def pings(ns: str, address: str, count: int = 1) -> bool:
+    return run(["ip", "netns", "exec", ns, "ping", "-c", str(count), "-W", "1", address],
+               check=False).returncode == 0
+
+
+def test_bridge_lifecycle_with_traffic(segment: Segment) -> None:
+    ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
+    before = set(links(ns))
+    assert not pings(segment.hosts[0], segment.addresses[1])
+    dry = zsn(ns, "link", "create", "bridge", bridge, "--ports", f"{p1},{p2}", "--dry-run")
+    assert f"Plan: create bridge {bridge} ({p1}, {p2})" in dry.stdout
+    assert bridge not in links(ns)
+    zsn(ns, "link", "create", "bridge", bridge, "--ports", f"{p1},{p2}")
+    now = links(ns)
+    assert now[p1]["master"] == bridge and now[p2]["master"] == bridge
+    wait_for(lambda: pings(segment.hosts[0], segment.addresses[1]), 10, "ping across")
+
+    listing = zsn(ns, "link", "list").stdout.splitlines()
+    assert listing[0].split() == ["NAME", "KIND", "STATE", "MTU", "DETAIL", "ADDRESSES"]
+    rows = [line.split()[0:2] for line in listing[1:]]
+    assert [bridge, "bridge"] in rows and ["├", p1] in rows and ["└", p2] in rows
+
+    traffic = subprocess.Popen(["ip", "netns", "exec", segment.hosts[0], "ping", "-c", "40",
+                                "-i", "0.02", "-s", "1200", segment.addresses[1]],
+                               stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)  # traffic flows before the export's two counter readings
+        exported = json.loads(zsn(ns, "--export", "links").stdout)["links"]
+    finally:
+        traffic.wait(timeout=20)
+    by_name = {i["name"]: i for i in exported["interfaces"]}
+    assert [m["name"] for m in by_name[bridge]["members"]] == [p1, p2]
+    assert by_name[p1]["master"] == bridge and by_name[p1]["state"] == "up"
+    assert by_name[p1]["counters"]["rx_bytes"] > 10 * 1228
+    assert by_name[p1]["rates"]["rx_bytes_per_second"] > 1000
+    assert exported["rate_window_seconds"] == 0.25
+
+    zsn(ns, "link", "remove-member", bridge, p2)
+    assert "master" not in links(ns)[p2]
+    assert not pings(segment.hosts[0], segment.addresses[1])
+    zsn(ns, "link", "add-member", bridge, p2)
+    wait_for(lambda: pings(segment.hosts[0], segment.addresses[1]), 10, "ping again")
+    zsn(ns, "link", "set", bridge, "--mtu", "1400")
+    assert links(ns)[bridge]["mtu"] == 1400
+    shown = zsn(ns, "link", "show", bridge).stdout
+    assert f"{bridge}: bridge, up, MTU 1400" in shown and f"port:       {p1} forwarding" in shown
+
+    zsn(ns, "link", "delete", bridge)
+    after = links(ns)
+    assert set(after) == before
+    assert "master" not in after[p1] and "master" not in after[p2]
+
+
+def test_a_failure_part_way_undoes_the_plan(segment: Segment) -> None:
+    """The second port vanishes between the plan and its application: the first port
+    is released and the bridge deleted again."""
+    ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
+    script = textwrap.dedent(f"""
+        import subprocess
+        from zsn.errors import ZsnError
+        from zsn.links import actions
+        from zsn.system.host import Host
+        plan = actions.plan_create_bridge(actions.Context.read(Host()), {bridge!r},
+                                          [{p1!r}, {p2!r}])
+        subprocess.run(["ip", "link", "del", {p2!r}], check=True)
+        try:
+            plan.apply()
+        except ZsnError as exc:
+            print(exc)
+    """)
+    result = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", script],
+                            capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
+    assert f"failed at 'add port {p2} to {bridge}'" in result.stdout
+    assert f"undone: add port {p1} to {bridge}; create bridge {bridge}" in result.stdout
+    after = links(ns)
+    assert bridge not in after and "master" not in after[p1]
+
+
+def test_the_ssh_link_needs_its_name_and_the_default_route_is_guarded(
+        segment: Segment) -> None:
+    ns, bridge, (p1, _p2) = segment.ns, segment.bridge, segment.ports
+    run(["ip", "-n", ns, "addr", "add", "10.231.7.9/24", "dev", p1])
+    ssh = {"SSH_CONNECTION": f"{segment.addresses[0]} 50022 10.231.7.9 22"}
+    refused = zsn(ns, "link", "create", "bridge", bridge, "--ports", p1, env=ssh, expect=2)
+    assert f"{p1} carries this SSH session (from {segment.addresses[0]})" in refused.stderr
+    assert f"--confirm-ssh-link {p1}" in refused.stderr
+    assert bridge not in links(ns)
+    zsn(ns, "link", "create", "bridge", bridge, "--ports", p1, "--dry-run",
+        "--confirm-ssh-link", p1, env=ssh)
+
+    run(["ip", "-n", ns, "route", "add", "default", "via", segment.addresses[0]])
+    guarded = zsn(ns, "link", "create", "bridge", bridge, "--ports", p1, expect=2)
+    assert f"{p1} is up with 10.231.7.9/24 and carries the default route" in guarded.stderr
+
+
+def test_config_only_writes_netplan_that_netplan_accepts(tmp_path: Path) -> None:
+    from tests.needs import needs_tools
+
+    needs_tools("netplan")
+    (tmp_path / "etc/netplan").mkdir(parents=True)
+    (tmp_path / "etc/netplan/01-netcfg.yaml").write_text(
+        (REPO / "tests/fixtures/links/netplan-01-netcfg.yaml").read_text())
+    (tmp_path / "etc/netplan/01-netcfg.yaml").chmod(0o600)
+    root = str(tmp_path)
+    refused = subprocess.run([sys.executable, "-m", "zsn", "--root", root, "link", "create",
+                              "bridge", "br300", "--ports", "eno3"], capture_output=True,
+                             text=True, cwd=REPO, timeout=60, check=False)
+    assert refused.returncode == 2 and "add --config-only" in refused.stderr
+    for argv in (["create", "bond", "bond0", "--mode", "active-backup", "--members",
+                  "eno3,eno4", "--mtu", "9000", "--config-only"],
+                 ["create", "vlan", "bond0.300", "--parent", "bond0", "--id", "300",
+                  "--config-only"],
+                 ["create", "bridge", "br300", "--ports", "bond0.300", "--config-only"],
+                 ["remove-member", "br0", "eno2", "--config-only"]):
+        result = subprocess.run([sys.executable, "-m", "zsn", "--root", root, "link", *argv],
+                                capture_output=True, text=True, cwd=REPO, timeout=60,
+                                check=False)
+        assert result.returncode == 0, result.stderr
+    run(["netplan", "generate", "--root-dir", root])
+    generated = tmp_path / "run/systemd/network"
+    assert "Mode=active-backup" in (generated / "10-netplan-bond0.netdev").read_text()
+    assert "Bridge=br300" in (generated / "10-netplan-bond0.300.network").read_text()
+    assert "Bridge=br0" not in (generated / "10-netplan-eno2.network").read_text()
+    backup = tmp_path / "etc/netplan/01-netcfg.yaml.zsn-bak"
+    assert backup.exists()
+    lint = subprocess.run([sys.executable, "-m", "zsn", "--root", root, "link", "lint"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert "no findings" in lint.stdout or "LINK00" in lint.stdout
+
+
+PANE_SCRIPT = """
+import asyncio, json, sys
+from textual.widgets import DataTable
+from zsn.system.host import Host
+from zsn.tui.app import ZsnApp
+from zsn.tui.screens.plan import PlanScreen
+
+async def main():
+    app = ZsnApp(Host(), refresh=0.5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("3")
+        table = None
+        for _ in range(200):
+            await pilot.pause(0.05)
+            found = app.query("#links-table")
+            if found and found.first().row_count >= 3:
+                table = found.first()
+                break
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        names = [row[0].split()[-1] for row in rows]
+        table.move_cursor(row=names.index(sys.argv[1]))
+        await pilot.pause(0.2)
+        await pilot.press("d")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, PlanScreen):
+                break
+        plan = app.screen.text
+        await pilot.press("y")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            names_now = [str(table.get_row_at(i)[0]).split()[-1]
+                         for i in range(table.row_count)]
+            if sys.argv[1] not in names_now:
+                break
+        print(json.dumps({"rows": rows, "plan": plan, "after": names_now}))
+
+asyncio.run(main())
+"""
+
+
+def test_pane_shows_the_tree_live_and_deletes_with_a_plan(segment: Segment) -> None:
+    ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
+    zsn(ns, "link", "create", "bridge", bridge, "--ports", f"{p1},{p2}")
+    result = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", PANE_SCRIPT,
+                             bridge], capture_output=True, text=True, timeout=120, cwd=REPO,
+                            env={k: v for k, v in os.environ.items() if k != "SSH_CONNECTION"},
+                            check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.splitlines()[-1])
+    names = [row[0] for row in seen["rows"]]
+    at = names.index(bridge)
+    assert names[at + 1:at + 3] == [f"├ {p1}", f"└ {p2}"]
+    assert seen["rows"][at][1:3] == ["bridge", "up"]
+    assert f"Plan: delete {bridge}" in seen["plan"]
+    assert f"remove port {p1} from {bridge}" in seen["plan"]
+    assert bridge not in seen["after"]
+    assert bridge not in links(ns)
