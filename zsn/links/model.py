@@ -93,6 +93,8 @@ class Interface:
             return "down"
         if self.carrier is False:
             return "no-carrier"
+        if self.operstate == "unknown" and self.carrier:
+            return "up"  # loopback, dummy: no operational state of their own
         return self.operstate
 
 

@@ -23,13 +23,15 @@ class Column(NamedTuple):
 
 
 COLUMNS = (
-    Column("name", "Link", 0), Column("kind", "Kind", 3), Column("state", "State", 1),
-    Column("mtu", "MTU", 4, True), Column("rx", "↓ Rate", 2, True),
-    Column("tx", "↑ Rate", 2, True), Column("trend", "Trend", 6), Column("detail", "Detail", 5),
+    Column("name", "Link", 0), Column("kind", "Kind", 5), Column("state", "State", 1),
+    Column("mtu", "MTU", 3, True), Column("rx", "↓ Rate", 2, True),
+    Column("tx", "↑ Rate", 2, True), Column("trend", "Trend", 6), Column("detail", "Detail", 4),
     Column("packets", "Pkt/s ↓/↑", 8, True), Column("faults", "Err/Drop", 7, True),
     Column("speed", "Speed", 9, True), Column("mac", "MAC", 11),
     Column("addresses", "Addresses", 10),
 )
+"""At 80 columns: link, kind, state, MTU and rates (the details box has the rest);
+the bond/member detail comes next, then the trend, errors, packets, speed."""
 
 
 class Cell(NamedTuple):
@@ -115,12 +117,16 @@ def table_rows(snapshot: LinksSnapshot) -> dict[str, dict[str, Cell]]:
 
 def visible_columns(rows: dict[str, dict[str, Cell]], width: int,
                     columns: tuple[Column, ...] = COLUMNS, padding: int = 2) -> list[Column]:
-    """The columns that fit in `width` cells, dropping whole columns from the highest
-    priority number down; each column is as wide as its widest cell or label."""
+    """The columns that fit in `width` cells: taken whole in priority order while they
+    fit (a wide column that does not fit leaves room for narrower, lesser ones), shown
+    in table order. Each is as wide as its widest cell or label."""
     needed = {column.key: max([len(column.label)] + [len(row[column.key].text)
                                                       for row in rows.values()]) + padding
               for column in columns}
-    kept = list(columns)
-    while len(kept) > 1 and sum(needed[c.key] for c in kept) > width:
-        kept.remove(max(kept, key=lambda c: c.priority))
-    return kept
+    chosen: set[str] = set()
+    used = 0
+    for column in sorted(columns, key=lambda c: c.priority):
+        if not chosen or used + needed[column.key] <= width:
+            chosen.add(column.key)
+            used += needed[column.key]
+    return [column for column in columns if column.key in chosen]

@@ -1,0 +1,339 @@
+"""The Links pane at 80x24 and 120x40, fed with the kernel lab's captured links; every
+key driven as a user would."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from tests.pilot import wait_for_rows, wait_until
+from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
+from zsn.links import actions, bonding
+from zsn.links.lint import lint_links
+from zsn.links.live import BondDetails, with_speeds
+from zsn.links.model import LinksSnapshot, Rates
+from zsn.links.persist import LinkConfig, Owner, Persisted
+from zsn.system import netlink
+from zsn.system.host import Host
+from zsn.tui.app import ZsnApp
+from zsn.tui.panes.links import LinksPane, LinksView
+from zsn.tui.screens.ask import AskScreen, ChooseScreen
+from zsn.tui.screens.findings import FindingsScreen
+from zsn.tui.screens.help import HelpScreen
+from zsn.tui.screens.link_form import LinkFormScreen
+from zsn.tui.screens.plan import PlanScreen
+
+TABLE = "#links-table"
+OWNER = Owner("netplan", "netplan config found under /")
+
+
+def fixed_snapshot(suffix: str = "") -> LinksSnapshot:
+    """The capture, with traffic on the balance-rr bond and its VLAN."""
+    snapshot = captured_snapshot(suffix)
+    busy = Rates(118_000_000.0, 2_400_000.0, 81_000.0, 36_000.0, 0.0, 0.0)
+    half = Rates(59_000_000.0, 1_200_000.0, 40_500.0, 18_000.0, 0.0, 3.0)
+    trend = (20e6, 60e6, 90e6, 120e6, 110e6, 120e6, 119e6, 120.4e6)
+    return replace(snapshot, rates={"rr0": busy, "rr0.10": busy, "eth1x": half,
+                                    "eth2x": half},
+                   history={"rr0": trend, "rr0.10": trend, "eth1x": trend, "eth2x": trend})
+
+
+def fixed_view(suffix: str = "") -> LinksView:
+    details = BondDetails({name: bonding.parse_proc_bonding(
+        (LINK_FIXTURES / f"proc-net-bonding-{name}{suffix}.txt").read_text())
+        for name in ("rr0", "ad0", "adnp", "ab0")}, ())
+    snapshot = fixed_snapshot(suffix)
+    # Members' speed and duplex come from /proc/net/bonding, as the live read does.
+    snapshot = replace(snapshot, interfaces=with_speeds(snapshot.interfaces, details,
+                                                        Path("/nonexistent")))
+    persisted = Persisted({"rr0": LinkConfig("rr0", "bond", ("eth1x", "eth2x"), mtu=9000,
+                                             mode="balance-rr", source="/etc/netplan/01.yaml")})
+    findings = tuple(lint_links(snapshot, OWNER, persisted))
+    return LinksView(snapshot, details, OWNER, persisted, findings, version=1)
+
+
+@pytest.fixture
+def links_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
+    view = fixed_view()
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: view)
+    monkeypatch.setattr(actions.Context, "read", classmethod(
+        lambda cls, host, environ=None: actions.Context(host, view.snapshot, set())))
+    return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+
+async def open_tab(pilot: Any) -> None:
+    await pilot.pause()
+    pilot.app.query_one("#panes").active = "tab-links"
+    await pilot.pause()
+    await wait_for_rows(pilot, TABLE)
+
+
+async def live_only(pilot: Any) -> None:
+    """Open the tab with changes set to the live links only (the test root has no
+    config system to persist into)."""
+    await open_tab(pilot)
+    pane = pilot.app.query_one(LinksPane)
+    pane.mode = "live"
+    pane._show_mode()
+    await pilot.pause()
+
+
+def table_rows(app: ZsnApp) -> list[list[str]]:
+    table = app.query_one(TABLE, DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def select(pilot: Any, name: str) -> None:
+    table = pilot.app.query_one(TABLE, DataTable)
+    names = [row[0].split()[-1] for row in table_rows(pilot.app)]
+    table.move_cursor(row=names.index(name))
+    await pilot.pause()
+
+
+# -- snapshots ------------------------------------------------------------------------
+
+
+def test_snapshot_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(links_app, terminal_size=(80, 24), run_before=open_tab)
+
+
+def test_snapshot_120x40(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(links_app, terminal_size=(120, 40), run_before=open_tab)
+
+
+def test_snapshot_lacp_bond_details_80x24(snap_compare,  # type: ignore[no-untyped-def]
+                                          links_app: ZsnApp) -> None:
+    async def on_ad0(pilot: Any) -> None:
+        await open_tab(pilot)
+        await select(pilot, "ad0")
+
+    assert snap_compare(links_app, terminal_size=(80, 24), run_before=on_ad0)
+
+
+def test_snapshot_mtu_plan_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    async def mtu_plan(pilot: Any) -> None:
+        await live_only(pilot)
+        await select(pilot, "rr0")
+        await pilot.press("m")
+        await pilot.pause()
+        pilot.app.screen.query_one(Input).value = "1500"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen), "the plan")
+        await pilot.pause()
+
+    assert snap_compare(links_app, terminal_size=(80, 24), run_before=mtu_plan)
+
+
+def test_snapshot_create_bond_form_80x24(snap_compare,  # type: ignore[no-untyped-def]
+                                         links_app: ZsnApp) -> None:
+    async def form(pilot: Any) -> None:
+        await open_tab(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("enter")  # bond
+        await pilot.pause()
+
+    assert snap_compare(links_app, terminal_size=(80, 24), run_before=form)
+
+
+# -- what the rows say ----------------------------------------------------------------
+
+
+async def test_tree_rows_state_and_detail(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(120, 40)) as pilot:
+        await open_tab(pilot)
+        rows = {row[0].split()[-1]: row for row in table_rows(links_app)}
+        assert rows["rr0"][:4] == ["rr0", "bond", "up", "9000"]
+        assert rows["rr0"][4:6] == ["112.5 MiB/s", "2.3 MiB/s"]
+        assert rows["eth1x"][0] == "├ eth1x" and rows["rr0.10"][0] == "└ rr0.10"
+        assert "802.3ad no partner" in rows["adnp"]
+        assert "active-backup (eth6x)" in rows["ab0"]
+        assert "mii up backup" in rows["eth7x"]
+        assert rows["vethbr-p"][0] == "│ └ vethbr-p"
+        columns = [str(c.label) for c in links_app.query_one(TABLE, DataTable).columns.values()]
+        assert "Detail" in columns and "Trend" in columns and "MAC" not in columns
+
+
+async def test_80_columns_drop_whole_columns(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        columns = [str(c.label) for c in links_app.query_one(TABLE, DataTable).columns.values()]
+        assert columns == ["Link", "Kind", "State", "MTU", "↓ Rate", "↑ Rate", "Speed"]
+
+
+async def test_details_follow_the_cursor(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await select(pilot, "ad0")
+        details = str(links_app.query_one("#links-details").render())
+        assert "LACP:       aggregator 1, partner c6:55:f5:7a:39:c0" in details
+        assert "member:     eth3x mii up, 0 failures, active, aggregator 1" in details
+        await select(pilot, "rr0")
+        details = str(links_app.query_one("#links-details").render())
+        assert "LINK001 warning" in details
+
+
+async def test_members_going_down_repaint_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    views = [fixed_view(), fixed_view(".member-down")]
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: views[0] if len(views) > 1
+                        else views[-1])
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_tab(pilot)
+        assert "mii up" in {r[0].split()[-1]: r for r in table_rows(app)}["eth2x"]
+        views.pop(0)
+        app.query_one(LinksPane).poll(force=True)
+        await wait_until(pilot, lambda: "mii down 1×" in {
+            r[0].split()[-1]: r for r in table_rows(app)}["eth2x"], "eth2x shown down")
+        assert {r[0].split()[-1]: r for r in table_rows(app)}["eth2x"][2] == "down"
+
+
+# -- keys ------------------------------------------------------------------------------
+
+
+async def test_mtu_key_plans_the_order_and_y_applies(links_app: ZsnApp,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(netlink, "set_link", lambda name, **a: calls.append((name, a)))
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await live_only(pilot)
+        await select(pilot, "rr0")
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(links_app.screen, AskScreen)
+        assert links_app.screen.query_one(Input).value == "9000"
+        links_app.screen.query_one(Input).value = "1500"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        text = links_app.screen.text
+        assert text.index("lower rr0.10 MTU 9000 -> 1500") < text.index("lower rr0 MTU")
+        await pilot.press("y")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert calls == [("rr0.10", {"mtu": 1500}), ("rr0", {"mtu": 1500})]
+        assert any("set rr0 MTU to 1500: done" in n.message for n in links_app._notifications)
+
+
+async def test_refusal_is_a_notification_and_changes_nothing(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await live_only(pilot)
+        await select(pilot, "rr0.10")
+        await pilot.press("m")
+        await pilot.pause()
+        links_app.screen.query_one(Input).value = "9500"
+        await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not isinstance(links_app.screen, PlanScreen)
+        assert any("raise rr0 first" in n.message for n in links_app._notifications)
+
+
+async def test_create_form_refusal_stays_open_then_plans(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await live_only(pilot)
+        await select(pilot, "ad0")
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(links_app.screen, ChooseScreen)
+        await pilot.press("down", "enter")  # VLAN
+        await pilot.pause()
+        form = links_app.screen
+        assert isinstance(form, LinkFormScreen) and form.values()["parent"] == "ad0"
+        form.query_one("#link-id", Input).value = "5000"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: form.query_one("#link-form-error").display, "error")
+        assert "outside 1-4094" in str(form.query_one("#link-form-error").render())
+        form.query_one("#link-id", Input).value = "42"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        assert "create vlan ad0.42 (on ad0, id 42)" in links_app.screen.text
+        await pilot.press("n")
+
+
+async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await live_only(pilot)
+        await select(pilot, "eth7x")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        assert "release eth7x from ab0" in links_app.screen.text
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(links_app.screen, AskScreen)
+        links_app.screen.query_one(Input).value = "vethbr-p"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        assert "enslave vethbr-p to ab0" in links_app.screen.text
+        await pilot.press("escape")
+        await pilot.pause()
+        await select(pilot, "ab0")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        assert "delete bond ab0" in links_app.screen.text
+        await pilot.press("n")
+        await pilot.pause()
+        await select(pilot, "dum0")
+        await pilot.press("d")
+        await pilot.pause()
+        assert any("dum0 is a dummy" in n.message for n in links_app._notifications)
+
+
+async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.links.session import SshSession
+
+    view = fixed_view()
+    session = SshSession("10.0.10.2", "10.0.10.1", ("rr0.10",),
+                         frozenset({"rr0.10", "rr0", "eth1x", "eth2x"}))
+    monkeypatch.setattr(actions.Context, "read", classmethod(
+        lambda cls, host, environ=None: actions.Context(host, view.snapshot, set(), session)))
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await live_only(pilot)
+        await select(pilot, "eth2x")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
+        assert "rr0.10 carries this SSH session" in str(links_app.screen.prompt)
+        links_app.screen.query_one(Input).value = "rr0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert any("rr0.10 was not confirmed" in n.message for n in links_app._notifications)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
+        links_app.screen.query_one(Input).value = "rr0.10"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
+        assert "release eth2x from rr0" in links_app.screen.text
+
+
+async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = links_app.query_one(TABLE, DataTable)
+        assert str(table.border_subtitle).startswith("changes: live + config (netplan)")
+        await pilot.press("p")
+        assert str(table.border_subtitle).startswith("changes: config only")
+        await pilot.press("p")
+        assert str(table.border_subtitle).startswith("changes: live only")
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(links_app.screen, FindingsScreen)
+        assert {f.id for f in links_app.screen.findings} >= {"LINK001", "LINK006", "LINK007"}
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(links_app.screen, HelpScreen)
+        assert ("c", "Create…") in links_app.screen.bindings_here
+        assert "### Links" in links_app.screen.pane_help
+        await pilot.press("escape")
+        from zsn.tui.commands import ZsnCommands
+
+        titles = [title for title, _help, _run in ZsnCommands(links_app.screen)._commands()]
+        for wanted in ("Create", "MTU", "Add member", "Remove member", "Delete",
+                       "Save to config", "Live/config", "Lint", "Pane: Links"):
+            assert wanted in titles
