@@ -21,6 +21,8 @@ DEBIAN_PACKAGES=(
     util-linux                         # unshare, mount, setpriv: private /run/wireguard, non-root runs
     wpasupplicant dbus                 # WLAN: wpa_supplicant (wired driver), wpa_passphrase,
                                        # a private dbus-daemon for the iwd agent tests
+                                       # and for links' NetworkManager stand-in
+    netplan.io                         # links: persisted netplan files checked by `netplan generate`
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a
@@ -35,6 +37,7 @@ LAB_PACKAGES=(
     ethtool dbus iproute2 iputils-ping            # links, namespaces, ping
     wireguard-tools                               # group wireguard: wg
     dmsetup util-linux                            # group zfs: dm delay disks over loop devices
+    netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
 )
 # virtme-ng (`vng`) boots the kernel. It is a host tool, not a zsn dependency: it gets
