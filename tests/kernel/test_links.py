@@ -169,8 +169,9 @@ def test_802_3ad_against_a_lacp_partner_and_without_one(pair: Pair) -> None:
     assert links[bond]["bond"]["lacp_rate"] == "fast"
     assert links[lonely]["bond"]["lacp_partner"] is False
     assert all(m["aggregator_id"] for m in links[bond]["members"])
+    # An 802.3ad bond without a partner is an error: lint exits 1.
     found = {(f["id"], f["interface"]) for f in json.loads(
-        zsn(ns, "link", "lint", "--json").stdout)}
+        zsn(ns, "link", "lint", "--json", expect=1).stdout)}
     assert ("LINK006", lonely) in found and ("LINK006", bond) not in found
     assert ("LINK004", lonely) in found
     metrics = zsn(ns, "--export", "links", "--format", "prometheus").stdout
