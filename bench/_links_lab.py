@@ -16,7 +16,11 @@ PREFIX = "zbl"
 
 
 def veths(count: int) -> list[str]:
-    """`count` veth interfaces (count/2 pairs, both ends here), up; their names."""
+    """`count` veth interfaces (count/2 pairs, both ends here), up; their names.
+
+    IPv6 is off on them: a new link sends router solicitations, DAD and MLD reports
+    for its first ~15 s, and "idle" means what a quiet host's links do, nothing."""
+    subprocess.run(["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"], check=True)
     pairs = count // 2
     batch = "".join(f"link add {PREFIX}{n}a type veth peer name {PREFIX}{n}b\n"
                     f"link set {PREFIX}{n}a up\nlink set {PREFIX}{n}b up\n"

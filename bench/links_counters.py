@@ -53,7 +53,8 @@ def main() -> int:
         ("link dump, pyroute2 get_links", lambda: list(iproute.get_links())),
     ], args.runs)
     iproute.close()
-    print(f"\n{args.links} links, {args.runs} interleaved runs each, python {sys.version.split()[0]}")
+    print(f"\n{args.links} links, {args.runs} interleaved runs each, "
+          f"python {sys.version.split()[0]}")
     for label, stats in results.items():
         print(f"  {label:38} {stats.ms()}")
     zsn_stats = results["netlink stats64 (zsn, RTM_GETSTATS)"].median

@@ -7,8 +7,9 @@ Goal (issue 11): the whole zsn process <= 2x ip's, in the same run. Run as root:
 Child processes from spawn to exit, stdout to a file, interleaved:
 `ip -s -d -j link show`, `zsn --export links` (JSON; it reads the counters twice,
 RATE_WINDOW = 0.25 s apart, for its rates), the same as Prometheus text, and for
-reference a bare interpreter and the import of zsn.cli. Then, in this process with
-everything imported, the export's phases without the rate window.
+reference the export without that window, a bare interpreter and the import of
+zsn.cli. Then, in this process with everything imported, the export's phases without
+the rate window.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from dataclasses import dataclass, field
 
 import _lab
 import _links_lab
+
+NO_WINDOW = ("import sys, zsn.links.export as e; e.RATE_WINDOW = 0; from zsn.cli import main; "
+             "sys.exit(main(['--export', 'links']))")
+"""The same export with one counter reading (no rates): what the 0.25 s window costs."""
 
 
 @dataclass
@@ -61,6 +66,8 @@ def main() -> int:
             "zsn --export links --format prometheus": Child(
                 [python, "-m", "zsn", "--export", "links", "--format", "prometheus"],
                 f"{tmp}/zsn.prom"),
+            "zsn --export links, rate window 0 (reference)": Child(
+                [python, "-c", NO_WINDOW], f"{tmp}/zsn-nowindow.json"),
             "python -c pass": Child([python, "-c", "pass"], f"{tmp}/none"),
             "python -c 'import zsn.cli'": Child([python, "-c", "import zsn.cli"],
                                                 f"{tmp}/none2"),

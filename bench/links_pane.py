@@ -1,5 +1,5 @@
 """The Links pane idle with 500 interfaces at a 1 s refresh: CPU and terminal bytes/s,
-next to the WireGuard pane idle with a 500-peer interface.
+next to the WireGuard pane idle with a 500-peer interface and a minimal Textual app.
 
 Goal (issue 11): under 1 % CPU, and at most the WireGuard pane's idle bytes/s. Run as
 root:
@@ -26,6 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 
@@ -36,14 +37,16 @@ ROWS, COLUMNS = 30, 100
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?<>=$]*[A-Za-z~]|\x1b\][^\x07]*\x07")
 
 
-def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: float) -> None:
+def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: float,
+            argv: list[str] | None = None) -> None:
     import psutil
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     env = _lab.repo_env() | {"TERM": "xterm-256color", "COLORTERM": "truecolor",
                               "LANG": "C.UTF-8"}
-    process = subprocess.Popen([sys.executable, "-m", "zsn", "--refresh", "1"], stdin=slave,
+    process = subprocess.Popen(argv or [sys.executable, "-m", "zsn", "--refresh", "1"],
+                               stdin=slave,
                                stdout=slave, stderr=slave, start_new_session=True, env=env,
                                cwd=_lab.REPO)
     os.close(slave)
@@ -109,6 +112,12 @@ def main() -> int:
                 args.seconds)
         measure(f"WireGuard pane, {args.peers} peers", b"", "peer-0", args.settle,
                 args.seconds)
+        measure("minimal Textual app (reference)", b"", "minimal textual app", args.settle,
+                args.seconds, [sys.executable, str(_lab.REPO / "bench/_minimal_app.py")])
+        with tempfile.TemporaryDirectory(prefix="zsn-bench-root-") as empty:
+            measure("zsn --root EMPTY, no pane data (reference)", b"",
+                    "No WireGuard interfaces", args.settle, args.seconds,
+                    [sys.executable, "-m", "zsn", "--refresh", "1", "--root", empty])
     finally:
         interface.stop()
     return 0

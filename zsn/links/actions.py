@@ -22,6 +22,7 @@ from zsn.links.persist import (
     Persisted,
     Remove,
     Upsert,
+    config_of,
     detect_owner,
     plan_persist,
     read_persistent,
@@ -186,20 +187,6 @@ def _describe_create(config: LinkConfig) -> str:
     if config.mtu is not None:
         settings.append(f"mtu {config.mtu}")
     return f"create {config.kind} {config.name} ({', '.join(settings)})"
-
-
-def config_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkConfig:
-    """The live link as a `LinkConfig` (what persisting it writes)."""
-    members = tuple(i.name for i in interfaces if i.master == interface.name)
-    bond = interface.bond
-    return LinkConfig(
-        name=interface.name, kind=interface.kind, members=members, parent=interface.parent,
-        vlan_id=interface.vlan_id, mtu=interface.mtu,
-        mode=bond.mode if bond else None, miimon=bond.miimon if bond else None,
-        xmit_hash_policy=bond.xmit_hash_policy if bond and bond.mode in bonding.HASHED_MODES
-        else None,
-        lacp_rate=bond.lacp_rate if bond and bond.mode == "802.3ad" else None,
-        stp=interface.stp)
 
 
 # -- checks ----------------------------------------------------------------------------

@@ -202,7 +202,10 @@ class LinkMonitor:
         self._structure: Structure | None = None
         self._read_at = 0.0
         self._rates = CounterRates()
-        self._history: dict[tuple[str, int], deque[float]] = {}
+        self._lines: dict[tuple[str, int], deque[float]] = {}
+        self._history: dict[tuple[str, int], tuple[float, ...]] = {}
+        """The lines as tuples, kept while an idle link's line stays all zeros (a big
+        idle host then builds nothing new per refresh)."""
         self._length = history
         self.version = 0
         """Counts whole re-reads: what depends on the link table only (lint, the
@@ -235,17 +238,27 @@ class LinkMonitor:
             if sample is None:
                 continue
             measured = self._rates.update(key, taken, sample)
-            line = self._history.setdefault(key, deque(maxlen=self._length))
-            if measured is not None:
-                rate = rates_from(measured)
-                rates[interface.name] = rate
-                line.append(rate.rx_bytes + rate.tx_bytes)
-            history[interface.name] = tuple(line)
+            if measured is None:
+                history[interface.name] = self._history.get(key, ())
+                continue
+            rate = rates_from(measured)
+            rates[interface.name] = rate
+            history[interface.name] = self._remember(key, rate.rx_bytes + rate.tx_bytes)
         self._rates.forget_except(set(keys))
         for key in [k for k in self._history if k not in keys]:
             del self._history[key]
+            self._lines.pop(key, None)
         return LinksSnapshot(structure.interfaces, taken, structure.errors, counters,
                              rates, history)
+
+    def _remember(self, key: tuple[str, int], value: float) -> tuple[float, ...]:
+        kept = self._history.get(key)
+        if not value and kept is not None and len(kept) == self._length and not any(kept):
+            return kept
+        line = self._lines.setdefault(key, deque(maxlen=self._length))
+        line.append(value)
+        kept = self._history[key] = tuple(line)
+        return kept
 
     def close(self) -> None:
         self._watcher.close()

@@ -13,11 +13,13 @@ links: what a reboot would change) and turns `Upsert`/`Remove` changes into
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from zsn.errors import ZsnError
+from zsn.links.bonding import HASHED_MODES
+from zsn.links.model import Interface
 from zsn.plan import FileEdit
 from zsn.system.host import Host
 
@@ -113,6 +115,20 @@ class Backend(Protocol):
     def plan(self, host: Host, changes: list[Change], current: Persisted) -> PersistPlan: ...
 
 
+def config_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkConfig:
+    """A live link as a `LinkConfig` (what persisting it writes, what lint compares)."""
+    members = tuple(i.name for i in interfaces if i.master == interface.name)
+    bond = interface.bond
+    return LinkConfig(
+        name=interface.name, kind=interface.kind, members=members, parent=interface.parent,
+        vlan_id=interface.vlan_id, mtu=interface.mtu,
+        mode=bond.mode if bond else None, miimon=bond.miimon if bond else None,
+        xmit_hash_policy=bond.xmit_hash_policy if bond and bond.mode in HASHED_MODES
+        else None,
+        lacp_rate=bond.lacp_rate if bond and bond.mode == "802.3ad" else None,
+        stp=interface.stp)
+
+
 def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:
     """The config after `change`: the whole new config, or the old one with `fields`."""
     if old is None:
@@ -121,10 +137,42 @@ def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:
     return replace(old, **updates)
 
 
-def backends() -> list[Backend]:
-    from zsn.links.persist import ifupdown, netctl, netplan, networkd
+NETPLAN_DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
+"""In increasing precedence for files of the same name."""
+NETWORKD_DIR = "/etc/systemd/network"
+NETWORKD_ENABLED = "/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+IFUPDOWN_MAIN = "/etc/network/interfaces"
+NETCTL_DIR = "/etc/netctl"
 
-    return [netplan.NETPLAN, networkd.NETWORKD, ifupdown.IFUPDOWN, netctl.NETCTL]
+
+def netplan_present(host: Host) -> bool:
+    return any(host.path(d).is_dir() and any(host.path(d).glob("*.yaml"))
+               for d in NETPLAN_DIRS)
+
+
+def networkd_present(host: Host) -> bool:
+    folder = host.path(NETWORKD_DIR)
+    if folder.is_dir() and any(p.suffix in (".netdev", ".network") for p in folder.iterdir()):
+        return True
+    return host.path(NETWORKD_ENABLED).exists()
+
+
+def ifupdown_present(host: Host) -> bool:
+    return host.path(IFUPDOWN_MAIN).is_file()
+
+
+def netctl_present(host: Host) -> bool:
+    return host.path(NETCTL_DIR).is_dir()
+
+
+OWNERS: tuple[tuple[str, str, Callable[[Host], bool]], ...] = (
+    ("netplan", "zsn.links.persist.netplan:NETPLAN", netplan_present),
+    ("networkd", "zsn.links.persist.networkd:NETWORKD", networkd_present),
+    ("ifupdown", "zsn.links.persist.ifupdown:IFUPDOWN", ifupdown_present),
+    ("netctl", "zsn.links.persist.netctl:NETCTL", netctl_present),
+)
+"""File-based owners in the order zsn looks for them; a backend's module (YAML and
+all) is imported only when its files are there."""
 
 
 @dataclass(frozen=True)
@@ -146,16 +194,19 @@ def detect_owner(host: Host, involved: Iterable[str] = ()) -> Owner:
         if managed:
             return Owner("networkmanager",
                          f"NetworkManager runs and manages {', '.join(managed)}", managed)
-    for backend in backends():
-        if backend.present(host):
-            return Owner(backend.name, f"{backend.name} config found under {host.root}")
+    for name, _module, present in OWNERS:
+        if present(host):
+            return Owner(name, f"{name} config found under {host.root}")
     return Owner("none", f"no network config system found under {host.root} (looked for "
                  "NetworkManager, netplan, systemd-networkd, ifupdown, netctl)")
 
 
 def backend_named(name: str) -> Backend:
-    for backend in backends():
-        if backend.name == name:
+    from zsn.domains import load
+
+    for owner, module, _present in OWNERS:
+        if owner == name:
+            backend: Backend = load(module)
             return backend
     raise ZsnError(f"no config backend named {name!r}")
 

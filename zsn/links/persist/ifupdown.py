@@ -20,12 +20,21 @@ from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
-from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
+from zsn.links.persist import (
+    IFUPDOWN_MAIN,
+    LinkConfig,
+    Persisted,
+    PersistPlan,
+    Remove,
+    Upsert,
+    ifupdown_present,
+    merged,
+)
 from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
-MAIN = "/etc/network/interfaces"
+MAIN = IFUPDOWN_MAIN
 DROP_IN = "/etc/network/interfaces.d"
 STANZA_WORDS = ("iface", "mapping", "auto", "source", "source-directory", "rename",
                 "no-auto-down", "no-scripts")
@@ -187,7 +196,7 @@ class IfupdownBackend:
     name = "ifupdown"
 
     def present(self, host: Host) -> bool:
-        return host.path(MAIN).is_file()
+        return ifupdown_present(host)
 
     def read(self, host: Host) -> Persisted:
         persisted = Persisted()

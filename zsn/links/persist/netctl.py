@@ -15,12 +15,21 @@ from dataclasses import dataclass
 
 from zsn.errors import ValidationError
 from zsn.links import bonding
-from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
+from zsn.links.persist import (
+    NETCTL_DIR,
+    LinkConfig,
+    Persisted,
+    PersistPlan,
+    Remove,
+    Upsert,
+    merged,
+    netctl_present,
+)
 from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
-DIRECTORY = "/etc/netctl"
+DIRECTORY = NETCTL_DIR
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)")
 _EXEC_MTU = re.compile(r"ip link set (?:dev )?(\S+) mtu (\d+)")
 _EXEC_MIIMON = re.compile(r"ip link set (?:dev )?(\S+) type bond miimon (\d+)")
@@ -141,7 +150,7 @@ class NetctlBackend:
     name = "netctl"
 
     def present(self, host: Host) -> bool:
-        return host.path(DIRECTORY).is_dir()
+        return netctl_present(host)
 
     def read(self, host: Host) -> Persisted:
         persisted = Persisted()

@@ -19,14 +19,22 @@ from typing import Any
 
 from zsn.errors import CommandError, ValidationError, ZsnError
 from zsn.links import bonding
-from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
+from zsn.links.persist import (
+    NETPLAN_DIRS,
+    LinkConfig,
+    Persisted,
+    PersistPlan,
+    Remove,
+    Upsert,
+    merged,
+    netplan_present,
+)
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
 from zsn.system import commands, files
 from zsn.system.host import Host
 
-DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
-"""In increasing precedence for files of the same name."""
+DIRS = NETPLAN_DIRS
 EDITABLE = "/etc/netplan"
 OWN_FILE = "/etc/netplan/90-zsn.yaml"
 SECTIONS = {"bond": "bonds", "vlan": "vlans", "bridge": "bridges"}
@@ -61,7 +69,7 @@ class NetplanBackend:
     name = "netplan"
 
     def present(self, host: Host) -> bool:
-        return any(host.path(d).is_dir() and any(host.path(d).glob("*.yaml")) for d in DIRS)
+        return netplan_present(host)
 
     def read(self, host: Host) -> Persisted:
         persisted = Persisted()

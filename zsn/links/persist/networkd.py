@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 
 from zsn.errors import ValidationError
 from zsn.links import bonding
-from zsn.links.persist import LinkConfig, Persisted, PersistPlan, Remove, Upsert, merged
+from zsn.links.persist import (
+    NETWORKD_DIR,
+    LinkConfig,
+    Persisted,
+    PersistPlan,
+    Remove,
+    Upsert,
+    merged,
+    networkd_present,
+)
 from zsn.links.persist.unitfile import UnitFile
 from zsn.plan import FileEdit
 from zsn.system import files
@@ -27,8 +36,7 @@ from zsn.system.host import Host
 DIRS = ("/usr/lib/systemd/network", "/lib/systemd/network", "/run/systemd/network",
         "/etc/systemd/network")
 """In increasing precedence for files of the same name."""
-EDITABLE = "/etc/systemd/network"
-ENABLED = "/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+EDITABLE = NETWORKD_DIR
 KINDS = ("bond", "vlan", "bridge")
 _GLOB_CHARS = set("*?[")
 
@@ -103,10 +111,7 @@ class NetworkdBackend:
     name = "networkd"
 
     def present(self, host: Host) -> bool:
-        folder = host.path(EDITABLE)
-        if folder.is_dir() and any(p.suffix in (".netdev", ".network") for p in folder.iterdir()):
-            return True
-        return host.path(ENABLED).exists()
+        return networkd_present(host)
 
     def read(self, host: Host) -> Persisted:
         persisted = Persisted()

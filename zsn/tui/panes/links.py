@@ -103,11 +103,14 @@ SSH session runs over asks you to type its name first.
         self._memo: dict[str, _Memo] = {}
         self._rows: dict[str, dict[str, Cell]] = {}
         self._shown: dict[str, dict[str, Cell]] = {}
+        self._added: dict[str, dict[str, Any]] = {}
         self._order: list[str] = []
         self._columns: list[Column] = []
         self._structure: tuple[Interface, ...] | None = None
         self._tree: list[TreeRow] = []
         self.mode: str | None = None
+        self._status_shown: tuple[list[str], str] | None = None
+        self._details_shown: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="pane-status")
@@ -167,13 +170,15 @@ SSH session runs over asks you to type its name first.
 
     def _show_status(self, view: LinksView) -> None:
         lines = list(dict.fromkeys(view.errors))[:4]
+        severity = "warning"
         if not view.snapshot.live:
             owner = view.owner.name if view.owner else "unknown"
             lines.insert(0, f"{self.host.root} is not this machine's root: showing what its "
                          f"config ({owner}) defines; changes are config only.")
-            self.set_status(lines, "info")
-            return
-        self.set_status(lines, "warning")
+            severity = "info"
+        if (lines, severity) != self._status_shown:  # unchanged: no repaint
+            self._status_shown = (lines, severity)
+            self.set_status(lines, severity)
 
     def _table_rows(self, view: LinksView) -> dict[str, dict[str, Cell]]:
         snapshot = view.snapshot
@@ -215,8 +220,8 @@ SSH session runs over asks you to type its name first.
         else:
             for key, row in rows.items():
                 old = self._shown.get(key)
-                if old is row:
-                    continue
+                if old is row or key not in self._added:
+                    continue  # unchanged, or still waiting to be added (200 per frame)
                 for column in columns:
                     cell = row[column.key]
                     if old is None or old[column.key] != cell:
@@ -233,12 +238,13 @@ SSH session runs over asks you to type its name first.
         for column in columns:
             table.add_column(column.label, key=column.key)
         self._columns, self._order = columns, list(rows)
-        self._shown = {}
-        cached: dict[str, dict[str, Any]] = {}
+        # What each row shows once added; rows are added 200 per frame, and `_added`
+        # fills as they are, so updates never touch a row that is not there yet.
+        self._shown = dict(rows)
+        self._added = {}
         new_rows = [(key, {c.key: self._text(row[c.key], c) for c in columns})
                     for key, row in rows.items()]
-        self._add_rows_by_frames(table, new_rows, cached)
-        self._shown = dict(rows)
+        self._add_rows_by_frames(table, new_rows, self._added)
         if selected in rows:
             table.move_cursor(row=list(rows).index(selected))
 
@@ -270,7 +276,9 @@ SSH session runs over asks you to type its name first.
         view = self._view
         name = self.selected_name()
         if view is None or name is None:
-            details.update("")
+            if self._details_shown != "":
+                self._details_shown = ""
+                details.update("")
             return
         interface = view.snapshot.by_name().get(name)
         if interface is not None:
@@ -280,7 +288,10 @@ SSH session runs over asks you to type its name first.
             lines = [f"{name}: {config.describe()} ({config.source})"] if config else []
         lines += [f"{f.id} {f.severity}: {f.message} -> {f.fix}"
                   for f in view.findings if f.subject == name]
-        details.update(Text("\n".join(lines)))
+        text = "\n".join(lines)
+        if text != self._details_shown:  # unchanged: no repaint
+            self._details_shown = text
+            details.update(Text(text))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self._view is not None:

@@ -1,0 +1,98 @@
+"""The pane's poller: the whole table only when netlink says something changed, the
+counters every time; rates drop a sample when a counter fell or the ifindex changed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.unit.links.conftest import captured_bytes
+from zsn.links import live
+from zsn.system import rtnetlink
+from zsn.system.rtnetlink import Counters
+
+
+class Watcher:
+    def __init__(self) -> None:
+        self.events = [True]
+
+    def changed(self) -> bool:
+        return self.events.pop(0) if self.events else False
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def kernel(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """What the monitor reads: the captured link dump, counters we move by hand."""
+    records = rtnetlink.decode_links(captured_bytes("rtm-getlink.bin"))
+    state: dict[str, object] = {"records": records, "reads": [], "counters": {
+        r.index: r.counters for r in records}}
+    clock = iter(float(n // 2) for n in range(200, 2000))  # each poll reads it twice: 1 s apart
+    monkeypatch.setattr(live.time, "monotonic", lambda: next(clock))
+
+    def read_links() -> list[rtnetlink.LinkRecord]:
+        state["reads"].append("links")  # type: ignore[attr-defined]
+        current = state["counters"]
+        return [replace(r, counters=current.get(r.index)) for r in state["records"]]  # type: ignore[attr-defined, union-attr]
+
+    def read_counters() -> dict[int, Counters]:
+        state["reads"].append("counters")  # type: ignore[attr-defined]
+        return dict(state["counters"])  # type: ignore[call-overload]
+
+    monkeypatch.setattr(rtnetlink, "read_links", read_links)
+    monkeypatch.setattr(rtnetlink, "read_counters", read_counters)
+    monkeypatch.setattr(rtnetlink, "read_addresses", lambda: [])
+    return state
+
+
+def bump(state: dict[str, object], index: int, by: int) -> None:
+    counters: dict[int, Counters] = state["counters"]  # type: ignore[assignment]
+    old = counters[index]
+    counters[index] = old._replace(rx_bytes=old.rx_bytes + by, rx_packets=old.rx_packets + 1)
+
+
+def test_counters_every_poll_table_on_change(kernel: dict[str, object]) -> None:
+    watcher = Watcher()
+    monitor = live.LinkMonitor(watcher=watcher)  # type: ignore[arg-type]
+    first = monitor.poll()
+    assert kernel["reads"] == ["links"] and first.rates == {}
+    rr0 = first.by_name()["rr0"].index
+    bump(kernel, rr0, 3000)
+    second = monitor.poll()
+    assert kernel["reads"] == ["links", "counters"]
+    assert second.interfaces is first.interfaces  # nothing changed: the same objects
+    assert second.rates["rr0"].rx_bytes == 3000.0 and second.rates["rr0"].rx_packets == 1.0
+    assert second.history["rr0"] == (3000.0,)
+    watcher.events.append(True)
+    monitor.poll()
+    assert kernel["reads"][-1] == "links" and monitor.version == 2
+
+
+def test_a_counter_that_fell_or_a_new_ifindex_drops_the_sample(
+        kernel: dict[str, object]) -> None:
+    monitor = live.LinkMonitor(watcher=Watcher())  # type: ignore[arg-type]
+    snapshot = monitor.poll()
+    rr0 = snapshot.by_name()["rr0"]
+    bump(kernel, rr0.index, -10)  # a reset
+    assert "rr0" not in monitor.poll().rates
+    bump(kernel, rr0.index, 500)
+    assert monitor.poll().rates["rr0"].rx_bytes == 500.0
+    # rr0 deleted and created again: same name, new ifindex.
+    records = kernel["records"]
+    kernel["records"] = [replace(r, index=99) if r.name == "rr0" else r
+                         for r in records]  # type: ignore[attr-defined]
+    kernel["counters"][99] = kernel["counters"][rr0.index]  # type: ignore[index]
+    monitor._watcher.events.append(True)  # type: ignore[attr-defined]
+    assert "rr0" not in monitor.poll().rates
+
+
+def test_idle_history_is_reused(kernel: dict[str, object]) -> None:
+    monitor = live.LinkMonitor(history=3, watcher=Watcher())  # type: ignore[arg-type]
+    for _ in range(5):
+        snapshot = monitor.poll()
+    kept = snapshot.history["dum0"]
+    assert kept == (0.0, 0.0, 0.0)
+    assert monitor.poll().history["dum0"] is kept
