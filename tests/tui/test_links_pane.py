@@ -337,3 +337,29 @@ async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None
         for wanted in ("Create", "MTU", "Add member", "Remove member", "Delete",
                        "Save to config", "Live/config", "Lint", "Pane: Links"):
             assert wanted in titles
+
+
+async def test_a_poll_while_a_big_table_fills_never_touches_missing_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.links.model import Interface
+
+    links = tuple(Interface(index=n + 1, name=f"zd{n}", kind="dummy", admin_up=True,
+                            operstate="unknown", carrier=True, mtu=1500, min_mtu=None,
+                            max_mtu=None, mac=None) for n in range(600))
+    quiet = LinksView(LinksSnapshot(links, 1.0), BondDetails({}, ()), None, Persisted(), ())
+    busy = replace(quiet, snapshot=replace(quiet.snapshot, rates={
+        "zd599": Rates(2048.0, 0.0, 2.0, 0.0, 0.0, 0.0)}))
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: quiet)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-links"
+        await wait_until(pilot, lambda: app.query_one(TABLE, DataTable).row_count, "rows")
+        table = app.query_one(TABLE, DataTable)
+        assert table.row_count < 600  # rows are still being added, 200 per frame
+        app.query_one(LinksPane).show(busy)  # the next poll's result arrives now
+        await wait_until(pilot, lambda: table.row_count == 600, "all rows")
+        app.query_one(LinksPane).show(replace(busy, snapshot=replace(
+            busy.snapshot, rates={"zd599": Rates(4096.0, 0.0, 4.0, 0.0, 0.0, 0.0)})))
+        await pilot.pause()
+        assert "4.0 KiB/s" in [str(cell) for cell in table.get_row_at(599)]

@@ -234,6 +234,9 @@ SSH session runs over asks you to type its name first.
         """New columns or a new tree order: the table is filled again, keeping the row
         the cursor was on."""
         selected = self.selected_name()
+        # Rows of an earlier fill may still be queued (200 per frame): marking them as
+        # added makes that queue stop, so it never adds them to the new table too.
+        self._added.update({key: {} for key in self._order})
         table.clear(columns=True)
         for column in columns:
             table.add_column(column.label, key=column.key)
