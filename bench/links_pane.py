@@ -17,17 +17,11 @@ so what is measured is the cost of polling and repainting an idle table.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
-import pty
 import re
 import select
-import signal
-import struct
-import subprocess
 import sys
 import tempfile
-import termios
 import time
 
 import _lab
@@ -41,15 +35,9 @@ def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: fl
             argv: list[str] | None = None) -> None:
     import psutil
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    env = _lab.repo_env() | {"TERM": "xterm-256color", "COLORTERM": "truecolor",
-                              "LANG": "C.UTF-8"}
-    process = subprocess.Popen(argv or [sys.executable, "-m", "zsn", "--refresh", "1"],
-                               stdin=slave,
-                               stdout=slave, stderr=slave, start_new_session=True, env=env,
-                               cwd=_lab.REPO)
-    os.close(slave)
+    child = _lab.spawn_on_pty(argv or [sys.executable, "-m", "zsn", "--refresh", "1"],
+                              ROWS, COLUMNS)
+    process, master = child.process, child.master
     output = bytearray()
 
     def pump(until: float) -> int:
@@ -89,9 +77,7 @@ def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: fl
         print(f"  {label:44} CPU {cpu:5.2f} %   terminal {written / elapsed:8.1f} bytes/s"
               f"   ({elapsed:.0f} s idle)")
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        os.close(master)
+        child.stop()
 
 
 def main() -> int:

@@ -82,11 +82,6 @@ class Interface:
     """Bridge ports: forwarding, listening, learning, blocking, disabled."""
 
     @property
-    def is_up(self) -> bool:
-        return self.operstate in ("up", "unknown") and self.carrier is not False \
-            and self.admin_up
-
-    @property
     def state_text(self) -> str:
         """What the State column shows: admin down, no carrier, or the operstate."""
         if not self.admin_up:

@@ -13,7 +13,7 @@ links: what a reboot would change) and turns `Upsert`/`Remove` changes into
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from zsn.errors import ZsnError
 from zsn.links.bonding import HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
+from zsn.system.files import FileSnapshot
 from zsn.system.host import Host
 
 CONFIG_FIELDS = ("members", "parent", "vlan_id", "mtu", "mode", "miimon",
@@ -72,8 +73,8 @@ class Upsert:
     profiles are not read, so its commands are worked out from this."""
 
     @property
-    def creates(self) -> bool:
-        return self.before is None
+    def name(self) -> str:
+        return self.config.name
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,6 @@ class PersistPlan:
 class Backend(Protocol):
     name: str
 
-    def present(self, host: Host) -> bool: ...
-
     def read(self, host: Host) -> Persisted: ...
 
     def plan(self, host: Host, changes: list[Change], current: Persisted) -> PersistPlan: ...
@@ -127,6 +126,58 @@ def config_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkCo
         else None,
         lacp_rate=bond.lacp_rate if bond and bond.mode == "802.3ad" else None,
         stp=interface.stp)
+
+
+def read_guarded(host: Host, collect: Callable[[Host, Persisted], None]) -> Persisted:
+    """What `collect` finds; a file it cannot read or parse becomes a problem, so lint
+    reports it and persisting refuses, instead of failing the whole read."""
+    persisted = Persisted()
+    try:
+        collect(host, persisted)
+    except ZsnError as exc:
+        persisted.problems.append(str(exc))
+    except OSError as exc:  # a folder zsn may not list
+        persisted.problems.append(f"{exc.filename or host.root}: {exc.strerror or exc}")
+    return persisted
+
+
+class EditedFile(Protocol):
+    """A config file as a backend holds it while planning."""
+
+    path: str
+    """As on the system (the host's root is added when the edit is made)."""
+    snapshot: FileSnapshot | None
+    """What it held when read; None for a new file."""
+    removed: bool
+
+    @property
+    def text(self) -> str: ...
+
+
+def file_edits(host: Host, entries: Iterable[EditedFile]) -> list[FileEdit]:
+    """The plan steps for the files a backend changed, created or removed."""
+    edits = []
+    for entry in entries:
+        if entry.removed:
+            if entry.snapshot is not None:
+                edits.append(FileEdit(host.path(entry.path), entry.snapshot, "", remove=True))
+        elif entry.snapshot is None or entry.text != entry.snapshot.text:
+            edits.append(FileEdit(host.path(entry.path), entry.snapshot, entry.text))
+    return edits
+
+
+def in_order(changes: list[Change], current: Persisted) -> Iterator[
+        tuple[Change, LinkConfig | None, LinkConfig | None]]:
+    """Each change with the link's config before it and after it (None once removed),
+    each change seeing what the ones before it did."""
+    configs = dict(current.configs)
+    for change in changes:
+        if isinstance(change, Remove):
+            yield change, configs.pop(change.name, None), None
+        else:
+            old = configs.get(change.name)
+            new = configs[change.name] = merged(old, change)
+            yield change, old, new
 
 
 def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import glob
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
@@ -27,10 +27,10 @@ from zsn.links.persist import (
     PersistPlan,
     Remove,
     Upsert,
-    ifupdown_present,
-    merged,
+    file_edits,
+    in_order,
+    read_guarded,
 )
-from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -195,18 +195,13 @@ def stanza_config(stanza: Stanza, path: str) -> LinkConfig | None:
 class IfupdownBackend:
     name = "ifupdown"
 
-    def present(self, host: Host) -> bool:
-        return ifupdown_present(host)
-
     def read(self, host: Host) -> Persisted:
-        persisted = Persisted()
-        try:
-            entries = read_files(host)
-        except ZsnError as exc:
-            persisted.problems.append(str(exc))
-            return persisted
+        return read_guarded(host, self._collect)
+
+    @staticmethod
+    def _collect(host: Host, persisted: Persisted) -> None:
         masters: dict[str, list[str]] = {}
-        for entry in entries:
+        for entry in read_files(host):
             for stanza in entry.stanzas():
                 config = stanza_config(stanza, entry.path)
                 if config is not None and config.name not in persisted.configs:
@@ -218,9 +213,7 @@ class IfupdownBackend:
             config = persisted.configs.get(master)
             if config is not None and config.kind == "bond":
                 extra = tuple(m for m in members if m not in config.members)
-                persisted.configs[master] = LinkConfig(**{**config.__dict__,
-                                                          "members": config.members + extra})
-        return persisted
+                persisted.configs[master] = replace(config, members=config.members + extra)
 
     def plan(self, host: Host, changes: list[Upsert | Remove],
              current: Persisted) -> PersistPlan:
@@ -228,16 +221,11 @@ class IfupdownBackend:
         entries = read_files(host)
         if not entries:
             raise ZsnError(f"{MAIN} cannot be read")
-        configs = dict(current.configs)
         created: list[InterfacesFile] = []
-        for change in changes:
-            if isinstance(change, Remove):
-                configs.pop(change.name, None)
+        for change, old, config in in_order(changes, current):
+            if isinstance(change, Remove) or config is None:
                 self._remove(entries + created, change.name)
                 continue
-            old = configs.get(change.config.name)
-            config = merged(old, change)
-            configs[config.name] = config
             self._check_name(config)
             where = self._stanza(entries + created, config.name)
             if where is None:
@@ -246,16 +234,8 @@ class IfupdownBackend:
                 self._update(where[0], where[1], config, change.fields, old)
             if config.kind == "bond":
                 self._warn_members(entries + created, config, plan)
-        for entry in entries + created:
-            if entry.removed:
-                if entry.snapshot is not None:
-                    plan.edits.append(FileEdit(host.path(entry.path), entry.snapshot, "",
-                                               remove=True))
-                continue
-            if entry.snapshot is None or entry.text != entry.snapshot.text:
-                plan.edits.append(FileEdit(host.path(entry.path), entry.snapshot, entry.text))
-        kinds = {configs[n].kind for n in configs if n in
-                 {c.config.name for c in changes if isinstance(c, Upsert)}}
+        plan.edits = file_edits(host, entries + created)
+        kinds = {c.config.kind for c in changes if isinstance(c, Upsert)}
         packages = [p for k, p in (("bond", "ifenslave"), ("bridge", "bridge-utils"))
                     if k in kinds]
         if packages:

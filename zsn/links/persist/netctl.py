@@ -22,10 +22,10 @@ from zsn.links.persist import (
     PersistPlan,
     Remove,
     Upsert,
-    merged,
-    netctl_present,
+    file_edits,
+    in_order,
+    read_guarded,
 )
-from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -149,31 +149,23 @@ def _exec_up(config: LinkConfig) -> list[str]:
 class NetctlBackend:
     name = "netctl"
 
-    def present(self, host: Host) -> bool:
-        return netctl_present(host)
-
     def read(self, host: Host) -> Persisted:
-        persisted = Persisted()
-        try:
-            profiles = read_profiles(host)
-        except Exception as exc:  # noqa: BLE001 - a profile zsn cannot read is reported
-            persisted.problems.append(str(exc))
-            return persisted
-        for profile in profiles:
+        return read_guarded(host, self._collect)
+
+    @staticmethod
+    def _collect(host: Host, persisted: Persisted) -> None:
+        for profile in read_profiles(host):
             config = profile_config(profile)
             if config is not None:
                 persisted.configs.setdefault(config.name, config)
-        return persisted
 
     def plan(self, host: Host, changes: list[Upsert | Remove],
              current: Persisted) -> PersistPlan:
         plan = PersistPlan(self.name)
         profiles = read_profiles(host)
-        configs = dict(current.configs)
         created: list[Profile] = []
-        for change in changes:
-            if isinstance(change, Remove):
-                configs.pop(change.name, None)
+        for change, _old, config in in_order(changes, current):
+            if isinstance(change, Remove) or config is None:
                 for profile in profiles + created:
                     config = profile_config(profile)
                     if config is not None and config.name == change.name:
@@ -181,9 +173,6 @@ class NetctlBackend:
                         plan.notes.append(f"run 'netctl disable {profile.path.rsplit('/')[-1]}'"
                                           " if it was enabled")
                 continue
-            old = configs.get(change.config.name)
-            config = merged(old, change)
-            configs[config.name] = config
             found = next((p for p in profiles + created if not p.removed and
                           (c := profile_config(p)) is not None and c.name == config.name), None)
             if found is not None:
@@ -201,14 +190,7 @@ class NetctlBackend:
                 created.append(profile)
                 plan.notes.append(f"bring it up at boot with 'netctl enable {config.name}'")
             self._write(profile, config)
-        for profile in profiles + created:
-            if profile.removed:
-                if profile.snapshot is not None:
-                    plan.edits.append(FileEdit(host.path(profile.path), profile.snapshot, "",
-                                               remove=True))
-            elif profile.snapshot is None or profile.text != profile.snapshot.text:
-                plan.edits.append(FileEdit(host.path(profile.path), profile.snapshot,
-                                           profile.text))
+        plan.edits = file_edits(host, profiles + created)
         return plan
 
     @staticmethod

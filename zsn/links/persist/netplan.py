@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ from zsn.links.persist import (
     PersistPlan,
     Remove,
     Upsert,
-    merged,
-    netplan_present,
+    in_order,
+    read_guarded,
 )
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
@@ -68,17 +68,11 @@ def netplan_files(host: Host) -> list[NetplanFile]:
 class NetplanBackend:
     name = "netplan"
 
-    def present(self, host: Host) -> bool:
-        return netplan_present(host)
-
     def read(self, host: Host) -> Persisted:
-        persisted = Persisted()
-        try:
-            documents = self._documents(host)
-        except ZsnError as exc:
-            persisted.problems.append(str(exc))
-            return persisted
-        for path, data in documents:
+        return read_guarded(host, self._collect)
+
+    def _collect(self, host: Host, persisted: Persisted) -> None:
+        for path, data in self._documents(host):
             network = data.get("network") if isinstance(data, dict) else None
             if not isinstance(network, dict):
                 continue
@@ -91,7 +85,6 @@ class NetplanBackend:
                                        path)
                     old = persisted.configs.get(config.name)
                     persisted.configs[config.name] = _amend(old, config) if old else config
-        return persisted
 
     def _documents(self, host: Host) -> list[tuple[str, Any]]:
         documents = []
@@ -116,15 +109,10 @@ class NetplanBackend:
                 documents[netplan_file.path] = YamlDocument(netplan_file.snapshot.text,
                                                             netplan_file.path)
         defined = self._where_defined(host)
-        configs = dict(current.configs)
-        for change in changes:
-            if isinstance(change, Remove):
+        for change, old, config in in_order(changes, current):
+            if isinstance(change, Remove) or config is None:
                 self._remove(change.name, defined, documents, plan)
-                configs.pop(change.name, None)
                 continue
-            old = configs.get(change.config.name)
-            config = merged(old, change)
-            configs[config.name] = config
             target = self._target(config, old, defined, documents)
             document = documents.setdefault(target, YamlDocument(
                 "network:\n  version: 2\n", target))
@@ -214,7 +202,7 @@ def _amend(old: LinkConfig, new: LinkConfig) -> LinkConfig:
         value = getattr(new, field_name)
         if value not in (None, ()):
             updates[field_name] = value
-    return LinkConfig(**{**old.__dict__, **updates, "source": new.source})
+    return replace(old, **updates, source=new.source)
 
 
 def _int(value: Any) -> int | None:

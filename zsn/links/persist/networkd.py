@@ -25,11 +25,11 @@ from zsn.links.persist import (
     PersistPlan,
     Remove,
     Upsert,
-    merged,
-    networkd_present,
+    file_edits,
+    in_order,
+    read_guarded,
 )
 from zsn.links.persist.unitfile import UnitFile
-from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -47,6 +47,10 @@ class NetworkdFile:
     snapshot: files.FileSnapshot | None
     unit: UnitFile
     removed: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.unit.text
 
     @property
     def editable(self) -> bool:
@@ -110,21 +114,15 @@ def _exact(network: NetworkdFile, name: str) -> bool:
 class NetworkdBackend:
     name = "networkd"
 
-    def present(self, host: Host) -> bool:
-        return networkd_present(host)
-
     def read(self, host: Host) -> Persisted:
-        persisted = Persisted()
-        try:
-            tree = read_tree(host)
-        except Exception as exc:  # noqa: BLE001 - a file zsn cannot read is reported
-            persisted.problems.append(str(exc))
-            return persisted
+        return read_guarded(host, self._collect)
+
+    def _collect(self, host: Host, persisted: Persisted) -> None:
+        tree = read_tree(host)
         for netdev in tree.netdevs:
             config = self._config(tree, netdev)
             if config is not None:
                 persisted.configs[config.name] = config
-        return persisted
 
     def _config(self, tree: Tree, netdev: NetworkdFile) -> LinkConfig | None:
         unit = netdev.unit
@@ -167,27 +165,13 @@ class NetworkdBackend:
              current: Persisted) -> PersistPlan:
         plan = PersistPlan(self.name)
         tree = read_tree(host)
-        configs = dict(current.configs)
         created: list[NetworkdFile] = []
-        for change in changes:
-            if isinstance(change, Remove):
-                old = configs.pop(change.name, None)
+        for change, old, config in in_order(changes, current):
+            if isinstance(change, Remove) or config is None:
                 self._remove(tree, change.name, old, plan)
                 continue
-            old = configs.get(change.config.name)
-            config = merged(old, change)
-            configs[config.name] = config
             self._upsert(tree, config, old, change.fields if old else None, created, plan)
-        for entry in [*tree.netdevs, *tree.networks]:  # new files are in these too
-            if entry.removed:
-                if entry.snapshot is not None:
-                    plan.edits.append(FileEdit(host.path(entry.path), entry.snapshot, "",
-                                               remove=True))
-                continue
-            before = entry.snapshot.text if entry.snapshot else None
-            if entry.unit.text != before:
-                plan.edits.append(FileEdit(host.path(entry.path), entry.snapshot,
-                                           entry.unit.text))
+        plan.edits = file_edits(host, [*tree.netdevs, *tree.networks])  # new ones too
         if plan.edits:
             plan.notes.append("networkd applies new netdevs with 'networkctl reload'; "
                               "changed existing ones only at boot (before systemd v257)")

@@ -111,17 +111,6 @@ class YamlDocument:
                 return key_node, value_node
         return None
 
-    def get_node(self, path: Path) -> yaml.Node | None:
-        node = self._root()
-        for key in path:
-            if node is None:
-                return None
-            entry = self._entry(node, key)
-            if entry is None:
-                return None
-            node = entry[1]
-        return node
-
     # -- set -----------------------------------------------------------------------
     def set(self, path: Path, value: Any) -> None:
         """Make ``path`` hold `value` (creating the mappings on the way)."""
