@@ -80,6 +80,13 @@ def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: fl
         child.stop()
 
 
+def links_tab_key() -> bytes:
+    """The number key of the Links tab (its place in the domain registry)."""
+    from zsn.domains import REGISTRY
+
+    return str(REGISTRY.index("zsn.links") + 1).encode()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--links", type=int, default=500)
@@ -94,8 +101,8 @@ def main() -> int:
     try:
         print(f"\nidle panes at --refresh 1, terminal {COLUMNS}x{ROWS} "
               f"(load average {os.getloadavg()[0]:.2f}):")
-        measure(f"Links pane, {len(names) + 2} links", b"3", names[0], args.settle,
-                args.seconds)
+        measure(f"Links pane, {len(names) + 2} links", links_tab_key(), names[0],
+                args.settle, args.seconds)
         measure(f"WireGuard pane, {args.peers} peers", b"", "peer-0", args.settle,
                 args.seconds)
         measure("minimal Textual app (reference)", b"", "minimal textual app", args.settle,

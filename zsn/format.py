@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 # Anything that may be (part of) a key, base64 or hex: long runs of their alphabet.
 _KEY_MATERIAL_RE = re.compile(r"[A-Za-z0-9+/]{20,}=*")

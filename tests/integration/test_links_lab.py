@@ -220,7 +220,7 @@ async def main():
     app = ZsnApp(Host(), refresh=0.5)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.3)
-        await pilot.press("3")
+        app.query_one("#panes").active = "tab-links"
         table = None
         for _ in range(200):
             await pilot.pause(0.05)
@@ -254,6 +254,8 @@ asyncio.run(main())
 def test_pane_shows_the_tree_live_and_deletes_with_a_plan(segment: Segment) -> None:
     ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
     zsn(ns, "link", "create", "bridge", bridge, "--ports", f"{p1},{p2}")
+    # The kernel sets a new bridge's operstate up a moment after its carrier (linkwatch).
+    wait_for(lambda: links(ns)[bridge]["operstate"] == "UP", 10, "the bridge up")
     result = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", PANE_SCRIPT,
                              bridge], capture_output=True, text=True, timeout=120, cwd=REPO,
                             env={k: v for k, v in os.environ.items() if k != "SSH_CONNECTION"},

@@ -96,7 +96,9 @@ def cells(row: TreeRow, rates: Rates | None, history: tuple[float, ...]) -> dict
         "mtu": Cell(str(interface.mtu)),
         "rx": Cell(_rate(rates.rx_bytes if rates else None)),
         "tx": Cell(_rate(rates.tx_bytes if rates else None)),
-        "trend": Cell(sparkline(history, TREND_WIDTH), "text-accent"),
+        # An idle link draws no line: 500 idle rows stay blank and never repaint.
+        "trend": Cell(sparkline(list(history), TREND_WIDTH) if any(history) else "",
+                      "text-accent"),
         "detail": detail(interface),
         "packets": Cell(_pair(rates.rx_packets, rates.tx_packets) if rates else "-"),
         "faults": Cell(_pair(rates.errors, rates.drops) if rates else "-",

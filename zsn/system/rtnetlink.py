@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from zsn.errors import NetlinkAccessError, ParseError
+from zsn.system.limits import ByteBudget, Deadline, MiB
 from zsn.system.netlink import plain_netlink_reason
 
 T = TypeVar("T")
 
 DEADLINE_SECONDS = 5.0
-SIZE_CAP = 64 * 1024 * 1024
+SIZE_CAP = 64 * MiB
 """No dump zsn asks for comes near this (500 links are ~0.8 MiB); a bigger one is a bug."""
 
 # linux/netlink.h
@@ -546,21 +547,16 @@ def exchange(kind: int, body: bytes, what: str, *, dump: bool = True,
     except OSError as exc:
         raise NetlinkAccessError(f"{what}: {exc.strerror or exc}") from exc
     chunks: list[bytes] = []
+    limit = Deadline(deadline)
+    budget = ByteBudget(cap)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         sock.bind((0, 0))
         sock.send(_request(kind, flags, body, sequence))
-        ends = time.monotonic() + deadline
-        received = 0
         while True:
-            remaining = ends - time.monotonic()
-            if remaining <= 0:
-                raise NetlinkAccessError(f"{what}: no complete answer within {deadline:g} s")
-            sock.settimeout(remaining)
+            sock.settimeout(limit.check(what, NetlinkAccessError))
             data = sock.recv(1 << 20)
-            received += len(data)
-            if received > cap:
-                raise NetlinkAccessError(f"{what}: answer larger than {cap >> 20} MiB")
+            budget.take(len(data), what, NetlinkAccessError)
             finished = _check_chunk(data, sequence, what, dump)
             chunks.append(data)
             if finished:

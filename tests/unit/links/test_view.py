@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.links.conftest import captured_snapshot
-from zsn.format import sparkline
 from zsn.links.model import Rates
 from zsn.links.view import COLUMNS, table_rows, visible_columns
 
@@ -35,13 +34,12 @@ def test_rates_and_trend() -> None:
     assert (row["rx"].text, row["tx"].text) == ("1.5 KiB/s", "100 B/s")
     assert row["packets"].text == "12/3"
     assert row["faults"] == ("0/2", "text-error")
-    assert row["trend"].text == "▁▄█"
+    assert row["trend"].text == "     ▁▄█"
 
 
-def test_sparkline_is_empty_when_idle_and_scaled_to_the_peak() -> None:
-    assert sparkline([0.0, 0.0], 8) == ""
-    assert sparkline([1.0, 2.0, 4.0, 8.0], 8) == "▂▃▅█"
-    assert len(sparkline([float(n) for n in range(20)], 8)) == 8
+def test_an_idle_link_draws_no_trend() -> None:
+    snapshot = replace(captured_snapshot(), history={"rr0": (0.0, 0.0, 0.0)})
+    assert table_rows(snapshot)["rr0"]["trend"].text == ""
 
 
 def test_narrow_screens_drop_whole_columns_by_priority() -> None:
