@@ -44,9 +44,13 @@ class Idle:
 
 
 def measure(label: str, argv: list[str], rows: int, columns: int, seconds: float,
-            ready: bytes | None) -> Idle:
+            ready: bytes | None, keys: bytes = b"") -> Idle:
+    """`keys` are typed once the first frame is drawn (e.g. a tab's number)."""
     child = _lab.spawn_on_pty(argv, rows, columns)
     try:
+        if keys:
+            child.read(3)
+            os.write(child.master, keys)
         if ready is not None:
             def shown(output: bytes) -> bool:
                 return ready in _ESCAPES.sub(b"", output)

@@ -1,83 +1,28 @@
 """The Links pane idle with 500 interfaces at a 1 s refresh: CPU and terminal bytes/s,
-next to the WireGuard pane idle with a 500-peer interface and a minimal Textual app.
+next to the WireGuard pane idle with a 500-peer interface and zsn on an empty root.
 
 Goal (issue 11): under 1 % CPU, and at most the WireGuard pane's idle bytes/s. Run as
 root:
 
-    python3 bench/links_pane.py [--links N] [--peers N] [--seconds S]
+    python3 bench/links_pane.py [--links N] [--peers N] [--seconds S] [--size 100x30]
 
-zsn runs as a child on its own 100x30 pseudo-terminal (TERM=xterm-256color), in a
-private namespace holding only the benchmark's links. For each case the pane is
-opened, left to settle (first reads, rows added 200 per frame), then for `--seconds`
-the child's CPU time (user + system, all threads, from /proc via psutil) and the
-bytes it wrote to the terminal are counted. Nothing moves on the links meanwhile,
-so what is measured is the cost of polling and repainting an idle table.
+zsn runs as a child on its own pseudo-terminal, in a private namespace holding only
+the benchmark's links (`_links_lab.veths`: IPv6 off, so idle is idle); the Links
+tab is opened with its number key. Measured as in `idle.py` (its `measure`): after
+the pane shows its rows and settles, the bytes zsn writes to the terminal and its
+CPU time (user + system, all threads) over `--seconds`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import select
 import sys
 import tempfile
-import time
 
 import _lab
 import _links_lab
-
-ROWS, COLUMNS = 30, 100
-_ESCAPES = re.compile(rb"\x1b\[[0-9;?<>=$]*[A-Za-z~]|\x1b\][^\x07]*\x07")
-
-
-def measure(label: str, keys: bytes, ready_text: str, settle: float, seconds: float,
-            argv: list[str] | None = None) -> None:
-    import psutil
-
-    child = _lab.spawn_on_pty(argv or [sys.executable, "-m", "zsn", "--refresh", "1"],
-                              ROWS, COLUMNS)
-    process, master = child.process, child.master
-    output = bytearray()
-
-    def pump(until: float) -> int:
-        count = 0
-        while True:
-            left = until - time.monotonic()
-            if left <= 0:
-                return count
-            ready, _, _ = select.select([master], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    raise RuntimeError(f"{label}: zsn exited")
-                count += len(chunk)
-                output.extend(chunk[-4096:])
-                del output[:-65536]
-
-    try:
-        pump(time.monotonic() + 3)
-        os.write(master, keys)
-        deadline = time.monotonic() + 60
-        while ready_text.encode() not in _ESCAPES.sub(b"", bytes(output)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{label}: never showed {ready_text!r}")
-            pump(time.monotonic() + 0.2)
-        pump(time.monotonic() + settle)
-        child = psutil.Process(process.pid)
-        before = child.cpu_times()
-        started = time.monotonic()
-        written = pump(started + seconds)
-        elapsed = time.monotonic() - started
-        after = child.cpu_times()
-        cpu = (after.user + after.system - before.user - before.system) / elapsed * 100
-        print(f"  {label:44} CPU {cpu:5.2f} %   terminal {written / elapsed:8.1f} bytes/s"
-              f"   ({elapsed:.0f} s idle)")
-    finally:
-        child.stop()
+from idle import SETTLE_SECONDS, measure
 
 
 def links_tab_key() -> bytes:
@@ -92,27 +37,32 @@ def main() -> int:
     parser.add_argument("--links", type=int, default=500)
     parser.add_argument("--peers", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--settle", type=float, default=8.0)
+    parser.add_argument("--size", default="100x30", help="terminal COLUMNSxROWS")
     args = parser.parse_args()
+    columns, rows = (int(part) for part in args.size.split("x"))
     _lab.require(["ip", "unshare", "mount", "wireguard-go"])
     _lab.isolate()
+    _lab.compile_repo()
     names = _links_lab.veths(args.links)
+    zsn = [sys.executable, "-m", "zsn", "--refresh", "1"]
+    print(f"terminal {columns}x{rows}, {args.seconds:g} s each after {SETTLE_SECONDS:g} s "
+          f"to settle; load average {os.getloadavg()[0]:.2f}")
+    results = [measure(f"Links pane, {len(names) + 1} links", zsn, rows, columns,
+                       args.seconds, names[0].encode(), keys=links_tab_key())]
     interface, _peers = _lab.big_interface("zbnpane0", args.peers)
     try:
-        print(f"\nidle panes at --refresh 1, terminal {COLUMNS}x{ROWS} "
-              f"(load average {os.getloadavg()[0]:.2f}):")
-        measure(f"Links pane, {len(names) + 2} links", links_tab_key(), names[0],
-                args.settle, args.seconds)
-        measure(f"WireGuard pane, {args.peers} peers", b"", "peer-0", args.settle,
-                args.seconds)
-        measure("minimal Textual app (reference)", b"", "minimal textual app", args.settle,
-                args.seconds, [sys.executable, str(_lab.REPO / "bench/_minimal_app.py")])
-        with tempfile.TemporaryDirectory(prefix="zsn-bench-root-") as empty:
-            measure("zsn --root EMPTY, no pane data (reference)", b"",
-                    "No WireGuard interfaces", args.settle, args.seconds,
-                    [sys.executable, "-m", "zsn", "--refresh", "1", "--root", empty])
+        results.append(measure(f"WireGuard pane, {args.peers} peers", zsn, rows, columns,
+                               args.seconds, b"peer-00000"))
     finally:
         interface.stop()
+    with tempfile.TemporaryDirectory(prefix="zsn-bench-root-") as empty:
+        results.append(measure("zsn --root EMPTY (reference)", [*zsn, "--root", empty],
+                               rows, columns, args.seconds, b"WireGuard"))
+    print(f"\n{'':34} {'bytes/s':>10} {'CPU %':>8} {'RSS MiB':>8}")
+    for result in results:
+        print(f"{result.label:34} {result.bytes_per_second:10.1f} "
+              f"{result.cpu_percent:8.2f} {result.rss_mib:8.1f}")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -211,10 +211,10 @@ def test_config_only_writes_netplan_that_netplan_accepts(tmp_path: Path) -> None
 
 PANE_SCRIPT = """
 import asyncio, json, sys
-from textual.widgets import DataTable
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.table import LiveTable
 
 async def main():
     app = ZsnApp(Host(), refresh=0.5)
@@ -225,12 +225,12 @@ async def main():
         for _ in range(200):
             await pilot.pause(0.05)
             found = app.query("#links-table")
-            if found and found.first().row_count >= 3:
+            if found and sys.argv[1] in found.first().shown_keys:
                 table = found.first()
                 break
-        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-        names = [row[0].split()[-1] for row in rows]
-        table.move_cursor(row=names.index(sys.argv[1]))
+        rows = [[key, table.get_row(key).depth, table.cell(key, "kind"),
+                 table.cell(key, "state")] for key in table.shown_keys]
+        table.move_cursor(key=sys.argv[1])
         await pilot.pause(0.2)
         await pilot.press("d")
         for _ in range(200):
@@ -241,11 +241,9 @@ async def main():
         await pilot.press("y")
         for _ in range(200):
             await pilot.pause(0.05)
-            names_now = [str(table.get_row_at(i)[0]).split()[-1]
-                         for i in range(table.row_count)]
-            if sys.argv[1] not in names_now:
+            if sys.argv[1] not in table.shown_keys:
                 break
-        print(json.dumps({"rows": rows, "plan": plan, "after": names_now}))
+        print(json.dumps({"rows": rows, "plan": plan, "after": table.shown_keys}))
 
 asyncio.run(main())
 """
@@ -264,8 +262,8 @@ def test_pane_shows_the_tree_live_and_deletes_with_a_plan(segment: Segment) -> N
     seen = json.loads(result.stdout.splitlines()[-1])
     names = [row[0] for row in seen["rows"]]
     at = names.index(bridge)
-    assert names[at + 1:at + 3] == [f"├ {p1}", f"└ {p2}"]
-    assert seen["rows"][at][1:3] == ["bridge", "up"]
+    assert seen["rows"][at] == [bridge, 0, "bridge", "up"]
+    assert [row[:2] for row in seen["rows"][at + 1:at + 3]] == [[p1, 1], [p2, 1]]
     assert f"Plan: delete {bridge}" in seen["plan"]
     assert f"remove port {p1} from {bridge}" in seen["plan"]
     assert bridge not in seen["after"]

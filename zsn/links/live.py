@@ -210,6 +210,9 @@ class LinkMonitor:
         self.version = 0
         """Counts whole re-reads: what depends on the link table only (lint, the
         tree) is worked out again when it changes."""
+        self._last: LinksSnapshot | None = None
+        self._quiet = False
+        """The last snapshot had no traffic and no trend left to fade."""
 
     @property
     def details(self) -> BondDetails:
@@ -226,6 +229,10 @@ class LinkMonitor:
             counters = self._structure.counters
         else:
             counters = rtnetlink.read_counters()
+            if self._quiet and self._last is not None and counters == self._last.counters:
+                # Nothing moved and nothing is left to fade: the same snapshot, so the
+                # pane has nothing to redo either (a big idle host costs one dump).
+                return self._last
         taken = time.monotonic()
         structure = self._structure
         rates: dict[str, Rates] = {}
@@ -248,8 +255,11 @@ class LinkMonitor:
         for key in [k for k in self._history if k not in keys]:
             del self._history[key]
             self._lines.pop(key, None)
-        return LinksSnapshot(structure.interfaces, taken, structure.errors, counters,
-                             rates, history)
+        self._last = LinksSnapshot(structure.interfaces, taken, structure.errors, counters,
+                                   rates, history)
+        self._quiet = bool(rates) and all(rate is IDLE for rate in rates.values()) and not any(
+            any(line) for line in history.values())
+        return self._last
 
     def _remember(self, key: tuple[str, int], value: float) -> tuple[float, ...]:
         kept = self._history.get(key)

@@ -1,7 +1,9 @@
-"""The Links pane's table as plain data: columns with priorities, keyed rows of cells.
+"""What the Links pane shows, as plain data: keyed rows of cells, in tree order.
 
-No Textual here: the pane turns cells into styled text, and tests check rows, widths
-and which columns a narrow screen keeps without starting an app.
+No Textual here: the pane declares the columns (`zsn.tui.widgets.table.Column`, with
+their priorities) and hands these cells to its `LiveTable`, which draws the tree's
+guides from each row's depth and drops whole columns on a narrow screen. Tones are
+the table's (good, warn, bad, muted, bold, accent).
 """
 
 from __future__ import annotations
@@ -10,39 +12,32 @@ from typing import NamedTuple
 
 from zsn.format import human_rate, sparkline
 from zsn.links.model import Interface, LinksSnapshot, Rates, TreeRow, tree
+from zsn.links.persist import LinkConfig
 
 TREND_WIDTH = 8
-
-
-class Column(NamedTuple):
-    key: str
-    label: str
-    priority: int
-    """Lower stays longer: a narrow screen drops the highest first, whole."""
-    right: bool = False
-
-
-COLUMNS = (
-    Column("name", "Link", 0), Column("kind", "Kind", 5), Column("state", "State", 1),
-    Column("mtu", "MTU", 3, True), Column("rx", "↓ Rate", 2, True),
-    Column("tx", "↑ Rate", 2, True), Column("trend", "Trend", 6), Column("detail", "Detail", 4),
-    Column("packets", "Pkt/s ↓/↑", 8, True), Column("faults", "Err/Drop", 7, True),
-    Column("speed", "Speed", 9, True), Column("mac", "MAC", 11),
-    Column("addresses", "Addresses", 10),
-)
-"""At 80 columns: link, kind, state, MTU and rates (the details box has the rest);
-the bond/member detail comes next, then the trend, errors, packets, speed."""
+COLUMN_KEYS = ("name", "kind", "state", "mtu", "rx_rate", "tx_rate", "trend", "detail",
+               "packets", "faults", "speed", "mac", "addresses")
+"""The pane's columns, in order; every row has a cell for each."""
 
 
 class Cell(NamedTuple):
     text: str
-    style: str = ""
-    """A theme variable name (``text-success`` ...) or ``bold``; empty for none."""
+    tone: str = ""
+    short: str | None = None
+    """A shorter form for a narrow column."""
 
 
-STATE_STYLES = {"up": "text-success", "unknown": "text-success", "down": "text-error",
-                "no-carrier": "text-error", "lowerlayerdown": "text-error",
-                "dormant": "text-warning", "testing": "text-warning"}
+STATE_TONES = {"up": "good", "down": "bad", "no-carrier": "bad", "lowerlayerdown": "bad",
+               "notpresent": "bad", "dormant": "warn", "testing": "warn"}
+
+
+class ViewRow(NamedTuple):
+    key: str
+    cells: dict[str, Cell]
+    depth: int
+    interface: Interface | None
+    """None for a link only the config defines (offline, under --root)."""
+    rates: Rates | None = None
 
 
 def _rate(value: float | None) -> str:
@@ -57,23 +52,22 @@ def detail(interface: Interface) -> Cell:
     """The stack-specific word: bond mode and LACP, member MII, VLAN id, port state."""
     bond = interface.bond
     if bond is not None:
-        text = bond.mode or "?"
+        mode = bond.mode or "?"
         if bond.has_partner is False:
-            return Cell(f"{text} no partner", "text-error")
+            return Cell(f"{mode} no partner", "bad", "no partner")
         if bond.active_member:
-            text += f" ({bond.active_member})"
-        return Cell(text)
+            return Cell(f"{mode} ({bond.active_member})", short=mode)
+        return Cell(mode)
     member = interface.member
     if member is not None:
         failures = f" {member.link_failure_count}×" if member.link_failure_count else ""
         role = "" if member.state in (None, "active") else f" {member.state}"
-        style = "" if member.mii_status == "up" else "text-error"
-        return Cell(f"mii {member.mii_status}{role}{failures}", style)
+        return Cell(f"mii {member.mii_status}{role}{failures}",
+                    "" if member.mii_status == "up" else "bad", f"mii {member.mii_status}")
     if interface.vlan_id is not None:
         return Cell(f"vlan {interface.vlan_id}")
     if interface.port_state is not None:
-        style = "" if interface.port_state == "forwarding" else "text-warning"
-        return Cell(interface.port_state, style)
+        return Cell(interface.port_state, "" if interface.port_state == "forwarding" else "warn")
     if interface.kind == "bridge":
         return Cell("stp on" if interface.stp else "")
     if interface.peer_elsewhere:
@@ -81,54 +75,60 @@ def detail(interface: Interface) -> Cell:
     return Cell("")
 
 
-def cells(row: TreeRow, rates: Rates | None, history: tuple[float, ...]) -> dict[str, Cell]:
-    interface = row.interface
+def cells(interface: Interface, rates: Rates | None,
+          history: tuple[float, ...]) -> dict[str, Cell]:
     state = interface.state_text
     speed = ""
     if interface.speed_mbps:
         speed = (f"{interface.speed_mbps // 1000}G" if interface.speed_mbps % 1000 == 0
                  else f"{interface.speed_mbps}M") + (
             "" if interface.duplex in (None, "full") else f" {interface.duplex}")
+    routable = [a for a in interface.addresses if not a.startswith("fe80:")]
     return {
-        "name": Cell(row.prefix + interface.name, "bold" if row.depth == 0 else ""),
+        "name": Cell(interface.name),
         "kind": Cell(interface.kind),
-        "state": Cell(state, STATE_STYLES.get(state, "")),
+        "state": Cell(state, STATE_TONES.get(state, "")),
         "mtu": Cell(str(interface.mtu)),
-        "rx": Cell(_rate(rates.rx_bytes if rates else None)),
-        "tx": Cell(_rate(rates.tx_bytes if rates else None)),
+        "rx_rate": Cell(_rate(rates.rx_bytes if rates else None)),
+        "tx_rate": Cell(_rate(rates.tx_bytes if rates else None)),
         # An idle link draws no line: 500 idle rows stay blank and never repaint.
         "trend": Cell(sparkline(list(history), TREND_WIDTH) if any(history) else "",
-                      "text-accent"),
+                      "accent"),
         "detail": detail(interface),
         "packets": Cell(_pair(rates.rx_packets, rates.tx_packets) if rates else "-"),
         "faults": Cell(_pair(rates.errors, rates.drops) if rates else "-",
-                       "text-error" if rates and (rates.errors or rates.drops) else ""),
+                       "bad" if rates and (rates.errors or rates.drops) else ""),
         "speed": Cell(speed),
         "mac": Cell(interface.mac or ""),
-        "addresses": Cell(" ".join(a for a in interface.addresses
-                                   if not a.startswith("fe80:")) or ""),
+        "addresses": Cell(" ".join(routable),
+                          short=f"{routable[0]} +{len(routable) - 1}"
+                          if len(routable) > 1 else None),
     }
 
 
-def table_rows(snapshot: LinksSnapshot) -> dict[str, dict[str, Cell]]:
-    """Every link's cells keyed by its name, in tree order."""
-    return {row.interface.name: cells(row, snapshot.rates.get(row.interface.name),
-                                      snapshot.history.get(row.interface.name, ()))
-            for row in tree(snapshot.interfaces)}
+def row(tree_row: TreeRow, snapshot: LinksSnapshot) -> ViewRow:
+    interface = tree_row.interface
+    rates = snapshot.rates.get(interface.name)
+    return ViewRow(interface.name,
+                   cells(interface, rates, snapshot.history.get(interface.name, ())),
+                   tree_row.depth, interface, rates)
 
 
-def visible_columns(rows: dict[str, dict[str, Cell]], width: int,
-                    columns: tuple[Column, ...] = COLUMNS, padding: int = 2) -> list[Column]:
-    """The columns that fit in `width` cells: taken whole in priority order while they
-    fit (a wide column that does not fit leaves room for narrower, lesser ones), shown
-    in table order. Each is as wide as its widest cell or label."""
-    needed = {column.key: max([len(column.label)] + [len(row[column.key].text)
-                                                      for row in rows.values()]) + padding
-              for column in columns}
-    chosen: set[str] = set()
-    used = 0
-    for column in sorted(columns, key=lambda c: c.priority):
-        if not chosen or used + needed[column.key] <= width:
-            chosen.add(column.key)
-            used += needed[column.key]
-    return [column for column in columns if column.key in chosen]
+def rows(snapshot: LinksSnapshot) -> list[ViewRow]:
+    """Every link once, depth first: bond > members, bridge > ports, parent > VLANs."""
+    return [row(tree_row, snapshot) for tree_row in tree(snapshot.interfaces)]
+
+
+def config_row(config: LinkConfig) -> ViewRow:
+    """A link only the config defines (offline, under --root)."""
+    members = ",".join(config.members)
+    what = config.mode or (f"vlan {config.vlan_id} on {config.parent}" if config.parent
+                           else "")
+    blank = dict.fromkeys(COLUMN_KEYS, Cell(""))
+    return ViewRow(config.name, blank | {
+        "name": Cell(config.name), "kind": Cell(config.kind),
+        "state": Cell("config", "muted"),
+        "mtu": Cell(str(config.mtu) if config.mtu else "-"),
+        "detail": Cell(what + (f" {members}" if members else ""), short=what or None),
+        "addresses": Cell(config.source),
+    }, 0, None)

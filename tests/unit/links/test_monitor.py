@@ -89,10 +89,14 @@ def test_a_counter_that_fell_or_a_new_ifindex_drops_the_sample(
     assert "rr0" not in monitor.poll().rates
 
 
-def test_idle_history_is_reused(kernel: dict[str, object]) -> None:
+def test_an_idle_host_gets_the_same_snapshot_until_something_moves(
+        kernel: dict[str, object]) -> None:
     monitor = live.LinkMonitor(history=3, watcher=Watcher())  # type: ignore[arg-type]
-    for _ in range(5):
-        snapshot = monitor.poll()
-    kept = snapshot.history["dum0"]
-    assert kept == (0.0, 0.0, 0.0)
-    assert monitor.poll().history["dum0"] is kept
+    monitor.poll()
+    quiet = monitor.poll()
+    assert quiet.rates["dum0"] is live.IDLE and quiet.history["dum0"] == (0.0,)
+    assert monitor.poll() is quiet and monitor.poll() is quiet  # nothing to redo
+    bump(kernel, quiet.by_name()["dum0"].index, 100)
+    moved = monitor.poll()
+    assert moved is not quiet and moved.rates["dum0"].rx_bytes > 0
+    assert moved.history["dum0"][-1] > 0

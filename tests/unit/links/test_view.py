@@ -1,4 +1,4 @@
-"""The pane's table as data: cells for the captured links, columns dropped whole."""
+"""The pane's rows as data: cells for the captured links, in tree order with depths."""
 
 from __future__ import annotations
 
@@ -6,47 +6,57 @@ from dataclasses import replace
 
 from tests.unit.links.conftest import captured_snapshot
 from zsn.links.model import Rates
-from zsn.links.view import COLUMNS, table_rows, visible_columns
+from zsn.links.persist import LinkConfig
+from zsn.links.view import COLUMN_KEYS, config_row, rows
+
+
+def by_key(snapshot) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    return {row.key: row for row in rows(snapshot)}
 
 
 def test_cells_show_mode_partner_member_and_vlan() -> None:
-    snapshot = captured_snapshot(".member-down")
-    rows = table_rows(snapshot)
-    assert rows["ab0"]["detail"].text == "active-backup (eth7x)"
-    assert rows["adnp"]["detail"].text == "802.3ad no partner"
-    assert rows["adnp"]["detail"].style == "text-error"
-    assert rows["eth2x"]["detail"].text == "mii down 1×"
-    assert rows["eth2x"]["state"] == ("down", "text-error")
-    assert rows["eth7x"]["detail"].text == "mii up"
-    assert rows["rr0.10"]["detail"].text == "vlan 10"
-    assert rows["rr0.10"]["name"].text == "└ rr0.10"
-    assert rows["vethbr"]["detail"] == ("listening", "text-warning")
-    assert rows["rr0"]["rx"].text == "-"  # no second reading yet
-    assert list(rows)[:3] == ["lo", "rr0", "eth1x"]
+    shown = by_key(captured_snapshot(".member-down"))
+    assert shown["ab0"].cells["detail"] == ("active-backup (eth7x)", "", "active-backup")
+    assert shown["adnp"].cells["detail"] == ("802.3ad no partner", "bad", "no partner")
+    assert shown["eth2x"].cells["detail"].text == "mii down 1×"
+    assert shown["eth2x"].cells["state"] == ("down", "bad", None)
+    assert shown["eth7x"].cells["detail"].text == "mii up"
+    assert shown["rr0.10"].cells["detail"].text == "vlan 10"
+    assert shown["vethbr"].cells["detail"] == ("listening", "warn", None)
+    assert shown["rr0"].cells["rx_rate"].text == "-"  # no second reading yet
+    assert all(set(row.cells) == set(COLUMN_KEYS) for row in shown.values())
+
+
+def test_tree_order_and_depth() -> None:
+    order = [(row.key, row.depth) for row in rows(captured_snapshot())]
+    assert order[:5] == [("lo", 0), ("rr0", 0), ("eth1x", 1), ("eth2x", 1), ("rr0.10", 1)]
+    assert ("vethbr-p", 2) in order
 
 
 def test_rates_and_trend() -> None:
     snapshot = captured_snapshot()
     busy = Rates(1536.0, 100.0, 12.0, 3.0, 0.0, 2.0)
     snapshot = replace(snapshot, rates={"rr0": busy},
-                       history={"rr0": (0.0, 800.0, 1636.0)})
-    row = table_rows(snapshot)["rr0"]
-    assert (row["rx"].text, row["tx"].text) == ("1.5 KiB/s", "100 B/s")
-    assert row["packets"].text == "12/3"
-    assert row["faults"] == ("0/2", "text-error")
-    assert row["trend"].text == "     ▁▄█"
+                       history={"rr0": (0.0, 800.0, 1636.0), "ad0": (0.0, 0.0)})
+    shown = by_key(snapshot)
+    cells = shown["rr0"].cells
+    assert (cells["rx_rate"].text, cells["tx_rate"].text) == ("1.5 KiB/s", "100 B/s")
+    assert cells["packets"].text == "12/3"
+    assert cells["faults"] == ("0/2", "bad", None)
+    assert cells["trend"].text == "     ▁▄█"
+    assert shown["ad0"].cells["trend"].text == ""  # idle: no line
+    assert shown["rr0"].rates == busy
 
 
-def test_an_idle_link_draws_no_trend() -> None:
-    snapshot = replace(captured_snapshot(), history={"rr0": (0.0, 0.0, 0.0)})
-    assert table_rows(snapshot)["rr0"]["trend"].text == ""
+def test_addresses_have_a_short_form() -> None:
+    shown = by_key(captured_snapshot())
+    assert shown["ad0"].cells["addresses"] == ("10.0.20.1/24 fd00:20::1/64", "",
+                                              "10.0.20.1/24 +1")
 
 
-def test_narrow_screens_drop_whole_columns_by_priority() -> None:
-    rows = table_rows(captured_snapshot())
-    wide = visible_columns(rows, 200)
-    assert [c.key for c in wide] == [c.key for c in COLUMNS]
-    # No rates yet ("-"): the detail fits at 80 columns, the kind does not.
-    assert [c.key for c in visible_columns(rows, 76)] == ["name", "state", "mtu", "rx", "tx",
-                                                         "detail"]
-    assert [c.key for c in visible_columns(rows, 30)] == ["name", "state"]
+def test_a_config_only_link() -> None:
+    row = config_row(LinkConfig("bond0", "bond", ("eth1", "eth2"), mtu=9000,
+                                mode="802.3ad", source="/etc/netplan/01.yaml"))
+    assert row.interface is None and row.cells["state"] == ("config", "muted", None)
+    assert row.cells["detail"].text == "802.3ad eth1,eth2"
+    assert row.cells["addresses"].text == "/etc/netplan/01.yaml"

@@ -1,35 +1,68 @@
 """Links pane: every interface as a tree (bond > members, bridge > ports, parent > VLANs,
-veth > peer) with state, MTU, live rates and a trend line; actions as plans."""
+veth > peer) with state, MTU, live rates and a trend line; actions as plans.
+
+Reads come from `zsn.links.live.LinkMonitor` (the whole table only when netlink
+reports a change, the counters every refresh); rows from `zsn.links.view`, which has
+no Textual. A poll in which nothing changed builds no new rows, so `LiveTable`
+repaints nothing.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from zsn.errors import ValidationError, ZsnError
-from zsn.links import actions, validate
+from zsn.links import actions, validate, view
 from zsn.links.actions import Options, SessionLinkError
 from zsn.links.lint import lint_links
 from zsn.links.live import BondDetails, LinkMonitor
 from zsn.links.model import Interface, LinksSnapshot, TreeRow, tree
 from zsn.links.persist import Owner, Persisted, detect_owner, read_persistent
 from zsn.links.text import describe
-from zsn.links.view import COLUMNS, Cell, Column, cells, visible_columns
 from zsn.lint import Finding
-from zsn.plan import Plan
-from zsn.tui.panes.base import LivePane
+from zsn.plan import LiveStep, Plan
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.widgets.status import StatusLine
+from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
 
 LINT_SECONDS = 30.0
 """Config and lint are read again at least this often (the config may change on disk)."""
 MODES = ("live", "persist", "config")
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
+
+COLUMNS = (
+    Column("name", "Link", 1, help="the interface, under the bond, bridge or parent it "
+                                   "belongs to (a veth under its peer)"),
+    Column("kind", "Kind", 6, help="bond, vlan, bridge, veth, dummy ...; device: hardware"),
+    Column("state", "State", 2, help="up; down: set down; no-carrier: up without a link; "
+                                     "else the kernel's operstate"),
+    Column("mtu", "MTU", 4, align="right", help="the link's MTU"),
+    *rate_columns(3, where=" on the link"),
+    Column("trend", "Trend", 7, help="receive + send bytes per second over the last "
+                                     "refreshes (blank while idle)"),
+    Column("detail", "Detail", 5,
+           help="bond mode (active member; `no partner`: 802.3ad without LACP), a "
+                "member's MII status, role and failures (`2×`), a VLAN's id, a bridge "
+                "port's STP state"),
+    Column("packets", "Pkt/s ↓/↑", 9, short_label="Pkt/s", align="right",
+           help="packets per second received/sent"),
+    Column("faults", "Err/Drop", 8, align="right",
+           help="errors and drops per second (receive + send)"),
+    Column("speed", "Speed", 10, align="right",
+           help="link speed (and duplex when not full), where the driver reports it"),
+    Column("addresses", "Addresses", 11, help="IPv4 and global IPv6 addresses"),
+    Column("mac", "MAC", 12, help="the link-layer address"),
+)
+_ORDER = tuple(column.key for column in COLUMNS)
+assert set(_ORDER) == set(view.COLUMN_KEYS)
 
 
 @dataclass(frozen=True)
@@ -45,30 +78,21 @@ class LinksView:
     version: int = 0
 
 
-@dataclass
-class _Memo:
-    interface: Interface
-    rates: Any
-    history: tuple[float, ...]
-    cells: dict[str, Cell] = field(default_factory=dict)
+def table_row(shown: view.ViewRow) -> Row:
+    rates = shown.rates
+    state = "muted" if shown.interface is None else ""
+    return Row(shown.key, tuple(Cell(*shown.cells[key]) for key in _ORDER), state,
+               shown.depth, (shown.interface, rates.rx_bytes if rates else None,
+                             rates.tx_bytes if rates else None))
 
 
 class LinksPane(LivePane):
     PANE_HELP: ClassVar[str] = """\
 ### Links
 Every network interface, as a tree: a bond over its members, a bridge over its
-ports, a parent over its VLANs, a veth over its peer.
-
-- **State**: `up`, `down` (set down), `no-carrier` (up, but no link), or what the
-  kernel reports (`lowerlayerdown` ...).
-- **↓ Rate / ↑ Rate**: bytes per second over the last refresh; **Trend**: the last
-  refreshes' traffic; **Pkt/s**: packets per second in/out; **Err/Drop**: errors and
-  drops per second.
-- **Detail**: a bond's mode (and active member; `no partner` for 802.3ad without
-  LACP), a member's MII status, failure count (`2×`) and role, a VLAN's id, a
-  bridge port's STP state.
-- The box below shows the highlighted link: bond settings, each member's LACP
-  partner, counters, and the advice (lint) about it.
+ports, a parent over its VLANs, a veth over its peer. The box below shows the
+highlighted link: addresses, bond settings, each member's MII status, failures and
+LACP partner, counters, and the advice (lint) about it.
 
 Changes are plans: `c` creates a bond, VLAN or bridge, `m` sets the MTU (raising
 the bond or parent first, lowering VLANs first), `a` adds a member or port to the
@@ -79,15 +103,17 @@ NetworkManager, the nmcli commands), or the config only. Changing the link your
 SSH session runs over asks you to type its name first.
 """
 
+
+    # Most important first: the footer shows as many as fit.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "create", "Create…"),
         Binding("m", "mtu", "MTU…"),
         Binding("d", "delete", "Delete"),
+        Binding("a", "add_member", "Add member…"),
+        Binding("x", "remove_member", "Remove member"),
         Binding("l", "lint", "Lint"),
-        Binding("a", "add_member", "Add member…", show=False),
-        Binding("x", "remove_member", "Remove member", show=False),
-        Binding("s", "save", "Save to config", show=False),
-        Binding("p", "persist_mode", "Live/config", show=False),
+        Binding("s", "save", "Save to config"),
+        Binding("p", "persist_mode", "Live/config"),
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
@@ -100,30 +126,20 @@ SSH session runs over asks you to type its name first.
             None, Persisted(), (), ())
         self._lint_version = -1
         self._force_lint = False
-        self._memo: dict[str, _Memo] = {}
-        self._rows: dict[str, dict[str, Cell]] = {}
-        self._shown: dict[str, dict[str, Cell]] = {}
-        self._added: dict[str, dict[str, Any]] = {}
-        self._order: list[str] = []
-        self._columns: list[Column] = []
-        self._structure: tuple[Interface, ...] | None = None
-        self._tree: list[TreeRow] = []
-        self.mode: str | None = None
-        self._status_shown: tuple[list[str], str] | None = None
+        self._memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
+        self._tree: tuple[tuple[Interface, ...], list[TreeRow]] = ((), [])
         self._details_shown: str | None = None
+        self.mode: str | None = None
+        self.gone = GoneRows(lambda message: self.notify(
+            message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Link ")
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="pane-status")
-        table: DataTable[Any] = DataTable(id="links-table", cursor_type="row")
-        table.border_title = "Links"
-        yield table
+        yield StatusLine()
+        yield LiveTable(COLUMNS, id="links-table", title="Links",
+                        empty_text="No links to show.")
         details = Static("", id="links-details")
         details.border_title = "Details"
         yield details
-
-    def on_mount(self) -> None:
-        self.status_line().display = False
-        super().on_mount()
 
     def on_unmount(self) -> None:
         if self._monitor is not None:
@@ -157,155 +173,93 @@ SSH session runs over asks you to type its name first.
         return owner, persisted, tuple(lint_links(snapshot, owner, persisted, self.host)), ()
 
     # -- showing (UI thread) -------------------------------------------------------------
-    def show(self, view: LinksView) -> None:
-        self._view = view
-        if self.mode is None and view.owner is not None:
-            self.mode = "persist" if view.owner.name != "none" else "live"
+    def show(self, links: LinksView) -> None:
+        old = self._view
+        if old is not None and links.snapshot is old.snapshot and links.findings is \
+                old.findings and links.persisted is old.persisted and links.errors == old.errors:
+            return  # an idle poll: nothing to show again
+        self._view = links
+        if self.mode is None and links.owner is not None:
+            self.mode = "persist" if links.owner.name != "none" else "live"
             self._show_mode()
-        self._show_status(view)
-        rows = self._table_rows(view)
+        self._show_status(links)
         with self.app.batch_update():
-            self._update_table(rows)
+            self.query_one("#links-table", LiveTable).update(self.gone.merge(self._rows(links)))
             self._update_details()
 
-    def _show_status(self, view: LinksView) -> None:
-        lines = list(dict.fromkeys(view.errors))[:4]
-        severity = "warning"
-        if not view.snapshot.live:
-            owner = view.owner.name if view.owner else "unknown"
-            lines.insert(0, f"{self.host.root} is not this machine's root: showing what its "
-                         f"config ({owner}) defines; changes are config only.")
-            severity = "info"
-        if (lines, severity) != self._status_shown:  # unchanged: no repaint
-            self._status_shown = (lines, severity)
-            self.set_status(lines, severity)
+    def _show_status(self, links: LinksView) -> None:
+        lines = list(dict.fromkeys(links.errors))[:4]
+        if not links.snapshot.live:
+            owner = links.owner.name if links.owner else "unknown"
+            lines.insert(0, f"{self.host.root} is not this machine's root: the rows are what "
+                         f"its config ({owner}) defines; change them with "
+                         "zsn --root DIR link ... --config-only.")
+            self.set_status(lines, "info")
+            return
+        self.set_status(lines, "warning")
 
-    def _table_rows(self, view: LinksView) -> dict[str, dict[str, Cell]]:
-        snapshot = view.snapshot
+    def _rows(self, links: LinksView) -> list[Row]:
+        """Table rows. A link whose inputs (its interface record, place in the tree,
+        rates, trend) are those of the last poll keeps its row object: an idle host
+        formats nothing, and the table skips such rows without comparing them."""
+        snapshot = links.snapshot
         if not snapshot.live:
-            return {config.name: _config_cells(config)
-                    for config in view.persisted.configs.values()}
-        if snapshot.interfaces is not self._structure:
-            self._structure = snapshot.interfaces
-            self._tree = tree(snapshot.interfaces)
-            self._memo = {k: m for k, m in self._memo.items()
-                          if k in snapshot.by_name()}
-        rows: dict[str, dict[str, Cell]] = {}
-        for row in self._tree:
-            name = row.interface.name
-            rates = snapshot.rates.get(name)
-            history = snapshot.history.get(name, ())
-            memo = self._memo.get(name)
-            if memo is None or memo.interface is not row.interface or memo.rates != rates \
-                    or memo.history != history:
-                memo = _Memo(row.interface, rates, history, cells(row, rates, history))
-                self._memo[name] = memo
-            rows[name] = memo.cells
-        return rows
-
-    def _text(self, cell: Cell, column: Column) -> Text:
-        style = cell.style if cell.style in ("", "bold") else self.theme_colour(cell.style)
-        return Text(cell.text, style=style, justify="right" if column.right else "left",
-                    no_wrap=True)
-
-    def _update_table(self, rows: dict[str, dict[str, Cell]]) -> None:
-        table = self.query_one("#links-table", DataTable)
-        width = max(20, table.size.width - 2 or self.size.width - 2)
-        changed_rows = rows is not self._rows and rows != self._rows
-        columns = visible_columns(rows, width) if changed_rows or not self._columns \
-            else self._columns
-        keys = list(rows)
-        if columns != self._columns or keys != self._order:
-            self._rebuild(table, rows, columns)
-        else:
-            for key, row in rows.items():
-                old = self._shown.get(key)
-                if old is row or key not in self._added:
-                    continue  # unchanged, or still waiting to be added (200 per frame)
-                for column in columns:
-                    cell = row[column.key]
-                    if old is None or old[column.key] != cell:
-                        table.update_cell(key, column.key, self._text(cell, column))
-                self._shown[key] = row
-        self._rows = rows
-
-    def _rebuild(self, table: DataTable[Any], rows: dict[str, dict[str, Cell]],
-                 columns: list[Column]) -> None:
-        """New columns or a new tree order: the table is filled again, keeping the row
-        the cursor was on."""
-        selected = self.selected_name()
-        # Rows of an earlier fill may still be queued (200 per frame): marking them as
-        # added makes that queue stop, so it never adds them to the new table too.
-        self._added.update({key: {} for key in self._order})
-        table.clear(columns=True)
-        for column in columns:
-            table.add_column(column.label, key=column.key)
-        self._columns, self._order = columns, list(rows)
-        # What each row shows once added; rows are added 200 per frame, and `_added`
-        # fills as they are, so updates never touch a row that is not there yet.
-        self._shown = dict(rows)
-        self._added = {}
-        new_rows = [(key, {c.key: self._text(row[c.key], c) for c in columns})
-                    for key, row in rows.items()]
-        self._add_rows_by_frames(table, new_rows, self._added)
-        if selected in rows:
-            table.move_cursor(row=list(rows).index(selected))
-
-    def on_resize(self) -> None:
-        if self._rows:
-            table = self.query_one("#links-table", DataTable)
-            columns = visible_columns(self._rows, max(20, table.size.width - 2))
-            if columns != self._columns:
-                self._rebuild(table, self._rows, columns)
-
-    def selected_name(self) -> str | None:
-        table = self.query_one("#links-table", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - the cursor may sit past a row being re-added
-            return None
-        return str(key) if key is not None else None
+            return [table_row(view.config_row(c)) for c in links.persisted.configs.values()]
+        if self._tree[0] is not snapshot.interfaces:  # the table was read again
+            self._tree = (snapshot.interfaces, tree(snapshot.interfaces))
+        result = []
+        memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
+        for tree_row in self._tree[1]:
+            name = tree_row.interface.name
+            inputs = (tree_row.interface, tree_row.depth, snapshot.rates.get(name),
+                      snapshot.history.get(name, ()))
+            old = self._memo.get(name)
+            if old is not None and old[0][0] is inputs[0] and old[0][1:] == inputs[1:]:
+                row = old[1]
+            else:
+                row = table_row(view.row(tree_row, snapshot))
+            memo[name] = (inputs, row)
+            result.append(row)
+        self._memo = memo
+        return result
 
     def selected(self) -> Interface | None:
         if self._view is None:
             return None
-        name = self.selected_name()
-        return self._view.snapshot.by_name().get(name or "")
+        row = self.query_one("#links-table", LiveTable).cursor_row
+        if row is None or row.state == "gone" or not isinstance(row.data, tuple):
+            return None
+        interface = row.data[0]
+        return interface if isinstance(interface, Interface) else None
 
     def _update_details(self) -> None:
-        details = self.query_one("#links-details", Static)
-        view = self._view
-        name = self.selected_name()
-        if view is None or name is None:
-            if self._details_shown != "":
-                self._details_shown = ""
-                details.update("")
-            return
-        interface = view.snapshot.by_name().get(name)
-        if interface is not None:
-            lines = describe(interface, view.snapshot, view.details)
-        else:
-            config = view.persisted.configs.get(name)
-            lines = [f"{name}: {config.describe()} ({config.source})"] if config else []
-        lines += [f"{f.id} {f.severity}: {f.message} -> {f.fix}"
-                  for f in view.findings if f.subject == name]
+        links = self._view
+        key = self.query_one("#links-table", LiveTable).cursor_key
+        lines: list[str] = []
+        if links is not None and key is not None:
+            interface = links.snapshot.by_name().get(key)
+            if interface is not None:
+                lines = describe(interface, links.snapshot, links.details)
+            elif key in links.persisted.configs:
+                config = links.persisted.configs[key]
+                lines = [f"{key}: {config.describe()} ({config.source})"]
+            lines += [f"{f.id} {f.severity}: {f.message} -> {f.fix}"
+                      for f in links.findings if f.subject == key]
         text = "\n".join(lines)
-        if text != self._details_shown:  # unchanged: no repaint
+        if text != self._details_shown:  # a Static's update re-lays out the screen
             self._details_shown = text
-            details.update(Text(text))
+            self.query_one("#links-details", Static).update(Text(text))
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if self._view is not None:
             self._update_details()
 
     def _show_mode(self) -> None:
-        table = self.query_one("#links-table", DataTable)
         owner = self._view.owner.name if self._view and self._view.owner else "none"
         mode = self._mode()
-        table.border_subtitle = f"changes: {MODE_TEXT[mode]}" + (
-            f" ({owner})" if mode != "live" else "") + " · p switches"
+        self.query_one("#links-table", LiveTable).border_subtitle = (
+            f"changes: {MODE_TEXT[mode]}" + (f" ({owner})" if mode != "live" else "")
+            + " · p switches")
 
     def _mode(self) -> str:
         if self._view is not None and not self._view.snapshot.live:
@@ -329,9 +283,14 @@ SSH session runs over asks you to type its name first.
     def _link_context(self) -> actions.Context:
         return actions.Context.read(self.host)
 
-    def _offer(self, build: Callable[[Options], Plan], confirm: str | None = None) -> None:
-        """Build the plan in a thread; ask for the SSH link when needed; show the plan;
-        apply it in a thread on `y`."""
+    def plan_done(self, plan: Plan) -> None:
+        """Links or the config changed: read the config and lint again with the table."""
+        self._force_lint = True
+
+    def _offer(self, build: Callable[[Options], Plan], confirm: str | None = None,
+               removes: str | None = None) -> None:
+        """Build the plan in a thread; ask for the SSH link's name when the change
+        touches it; then show the plan and apply it on `y` (`LivePane.run_plan`)."""
         options = self._options(confirm)
 
         def job() -> Plan | SessionLinkError:
@@ -340,15 +299,20 @@ SSH session runs over asks you to type its name first.
             except SessionLinkError as exc:
                 return exc
 
-        self.run_in_thread(job, lambda result: self._planned(result, build),
-                           self._nothing_changed)
+        def built(result: Plan | SessionLinkError) -> None:
+            if isinstance(result, SessionLinkError):
+                self._confirm_session(result, lambda link: self._offer(build, link, removes))
+                return
+            self._show_plan(result, removes)
 
-    def _planned(self, result: Plan | SessionLinkError,
-                 build: Callable[[Options], Plan]) -> None:
-        if isinstance(result, SessionLinkError):
-            self._confirm_session(result, lambda link: self._offer(build, link))
-            return
-        self._show_plan(result)
+        self.run_in_thread(job, built, self._nothing_changed)
+
+    def _show_plan(self, plan: Plan, removes: str | None = None) -> None:
+        def confirmed(_plan: Plan) -> None:
+            if removes is not None and any(isinstance(step, LiveStep) for step in plan.steps):
+                self.gone.expect(removes)  # its row goes quietly; "Done" says why
+
+        self.run_plan(lambda: plan, confirmed=confirmed)
 
     def _confirm_session(self, error: SessionLinkError, go: Callable[[str], None]) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -364,34 +328,14 @@ SSH session runs over asks you to type its name first.
             f"{error.link} carries your SSH session",
             f"{error} — type {error.link} to go ahead, esc to cancel."), answered)
 
-    def _show_plan(self, plan: Plan) -> None:
-        from zsn.tui.screens.plan import PlanScreen
-
-        def answered(apply: bool | None) -> None:
-            if apply:
-                self.run_in_thread(lambda: plan.apply(), lambda done: self._applied(plan),
-                                   lambda message: self._apply_failed(plan, message))
-
-        self.app.push_screen(PlanScreen(plan), answered)
-
-    def _applied(self, plan: Plan) -> None:
-        self.notify(f"{plan.title}: done", title="Links")
-        self._force_lint = True
-        self.poll(force=True)
-
-    def _apply_failed(self, plan: Plan, message: str) -> None:
-        self.notify(message, title=plan.title, severity="error", timeout=12)
-        self._force_lint = True
-        self.poll(force=True)
-
     def _nothing_changed(self, message: str) -> None:
         self.notify(message, title="Nothing changed", severity="error", timeout=10)
 
     def _need(self, kinds: tuple[str, ...] = ()) -> Interface | None:
         interface = self.selected()
         if interface is None:
-            self.notify("No link selected (under --root, use zsn link ... --config-only).",
-                        severity="warning")
+            self.notify("No live link selected (under --root, use zsn link ... "
+                        "--config-only).", severity="warning")
             return None
         if kinds and interface.kind not in kinds:
             self.notify(f"{interface.name} is a {interface.kind}; this needs a "
@@ -410,13 +354,11 @@ SSH session runs over asks you to type its name first.
             ("bond", "Bond: members as one link"), ("vlan", "VLAN on a link"),
             ("bridge", "Bridge: ports in one segment")]), chosen)
 
-    def _create_form(self, kind: str, values: dict[str, str] | None = None) -> None:
+    def _create_form(self, kind: str) -> None:
         from zsn.tui.screens.link_form import LinkFormScreen
 
         selected = self.selected()
-        initial = dict(values or {})
-        if kind == "vlan" and selected is not None and "parent" not in initial:
-            initial["parent"] = selected.name
+        initial = {"parent": selected.name} if kind == "vlan" and selected is not None else {}
         options = self._options()
 
         def build(fields: dict[str, str]) -> Plan:
@@ -451,8 +393,8 @@ SSH session runs over asks you to type its name first.
                 return
             if mtu is not None:
                 name = interface.name
-                self._offer(lambda options: actions.plan_set_mtu(self._link_context(), name, mtu,
-                                                                 options))
+                self._offer(lambda options: actions.plan_set_mtu(self._link_context(), name,
+                                                                 mtu, options))
 
         self.app.push_screen(AskScreen(f"MTU of {interface.name}",
                                        f"New MTU for {interface.name} (now {interface.mtu}):",
@@ -488,14 +430,15 @@ SSH session runs over asks you to type its name first.
                         severity="warning")
             return
         master, name = interface.master, interface.name
-        self._offer(lambda options: actions.plan_remove_member(self._link_context(), master, name,
-                                                               options))
+        self._offer(lambda options: actions.plan_remove_member(self._link_context(), master,
+                                                               name, options))
 
     def action_delete(self) -> None:
         interface = self._need(("bond", "vlan", "bridge"))
         if interface is not None:
             name = interface.name
-            self._offer(lambda options: actions.plan_delete(self._link_context(), name, options))
+            self._offer(lambda options: actions.plan_delete(self._link_context(), name,
+                                                            options), removes=name)
 
     def action_save(self) -> None:
         interface = self._need(("bond", "vlan", "bridge"))
@@ -513,8 +456,8 @@ SSH session runs over asks you to type its name first.
                 fix = finding.fix_plan
                 self._offer(lambda _options: fix())
 
-        self.app.push_screen(FindingsScreen(findings, "No findings: bonds, VLANs, bridges "
-                                            "and the config look right."), chosen)
+        self.app.push_screen(FindingsScreen(findings, empty_text=(
+            "No findings: bonds, VLANs, bridges and the config look right.")), chosen)
 
     def action_refresh_now(self) -> None:
         self._force_lint = True
@@ -545,17 +488,3 @@ def create_plan(context: actions.Context, kind: str, fields: dict[str, str],
     ports = validate.name_list(fields["ports"], "ports") if fields["ports"] else []
     return actions.plan_create_bridge(context, fields["name"], ports,
                                       stp=stp in ("yes", "on"), mtu=mtu, options=options)
-
-
-def _config_cells(config: Any) -> dict[str, Cell]:
-    """A link only the config defines (offline, under --root)."""
-    detail = config.mode or (f"vlan {config.vlan_id} on {config.parent}" if config.parent
-                             else "")
-    members = ",".join(config.members)
-    return {column.key: Cell("") for column in COLUMNS} | {
-        "name": Cell(config.name, "bold"), "kind": Cell(config.kind),
-        "state": Cell("config", "text-warning"),
-        "mtu": Cell(str(config.mtu) if config.mtu else "-"),
-        "detail": Cell(detail + (f" {members}" if members else "")),
-        "addresses": Cell(config.source),
-    }
