@@ -22,6 +22,11 @@ run prints its own. A new parser adds its strategy and its entry here.
   kstat benchmarks, tables, zdb configs: typed errors only.
 - zsn's WireGuard settings (`zsn.wireguard.settings.parse_settings`) and journal
   output (`zsn.system.journal.parse_entries`): typed errors (or skipped lines) only.
+- Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
+  captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
+  the config formats zsn edits keep every byte they do not change: netplan YAML
+  (a definition set into any document reads back as set), systemd unit files,
+  ifupdown stanzas and netctl profiles (read, then written back unchanged).
 """
 
 from __future__ import annotations
@@ -60,6 +65,10 @@ EXAMPLES = {
     "zpool iostat stream": 1000,
     "zpool/zfs list": 1000,
     "ZFS kstats and zdb": 1000,
+    "rtnetlink dumps": 1000,
+    "/proc/net/bonding": 1000,
+    "netplan YAML edit": 500,
+    "network config files": 1000,
 }
 
 
@@ -440,3 +449,101 @@ def test_fuzz_zfs_kstats_and_zdb() -> None:
             only_typed_errors(lambda parse=parse: parse(text))  # type: ignore[misc]
 
     fuzz("ZFS kstats and zdb", st.lists(st.one_of(words, _noise), max_size=12), check)
+
+
+# -- links ----------------------------------------------------------------------------
+
+_LINK_DUMP = (Path(__file__).parent.parent / "fixtures/links/rtm-getlink.bin").read_bytes()
+
+
+def test_fuzz_rtnetlink_dumps() -> None:
+    from zsn.system import rtnetlink
+
+    noise = st.binary(max_size=600)
+    overwritten = st.tuples(st.integers(0, len(_LINK_DUMP) - 1), st.binary(max_size=64)).map(
+        lambda cut: _LINK_DUMP[:cut[0]] + cut[1] + _LINK_DUMP[cut[0] + len(cut[1]):])
+
+    def check(data: bytes) -> None:
+        for decode in (rtnetlink.decode_links, rtnetlink.decode_addresses,
+                       rtnetlink.decode_all_stats, rtnetlink.decode_routes):
+            only_typed_errors(lambda decode=decode: decode([data]))  # type: ignore[misc]
+
+    fuzz("rtnetlink dumps", st.one_of(noise, overwritten), check)
+
+
+def test_fuzz_proc_net_bonding() -> None:
+    from zsn.links.bonding import parse_proc_bonding
+
+    lines = st.sampled_from([
+        "Bonding Mode: IEEE 802.3ad Dynamic link aggregation", "MII Status: up",
+        "Slave Interface: eth1", "Slave Interface:", "Link Failure Count: 3",
+        "Link Failure Count: x", "Aggregator ID: 1", "Partner Mac Address: 00:00:00:00:00:00",
+        "details partner lacp pdu:", "    system mac address: 22:82:52:28:3e:5b",
+        "Currently Active Slave: None", "802.3ad info", "", "Speed: Unknown"])
+
+    def check(parts: list[str]) -> None:
+        bond = only_typed_errors(lambda: parse_proc_bonding("\n".join(parts)))
+        if bond is not None:
+            assert all(slave.name and f"Slave Interface: {slave.name}" in parts
+                       for slave in bond.slaves)
+
+    fuzz("/proc/net/bonding", st.lists(st.one_of(lines, _noise), max_size=20), check)
+
+
+def test_fuzz_netplan_yaml_edit() -> None:
+    import yaml
+
+    from zsn.links.persist.yamledit import YamlDocument
+
+    fragments = st.sampled_from([
+        "network:", "  version: 2", "  ethernets:", "    eth0: {}", "    eth1:",
+        "      dhcp4: true", "  bonds:", "    bond0:", "      interfaces: [eth0]",
+        "      interfaces:", "        - eth1", "  bridges: {br0: {interfaces: [eth2]}}",
+        "# comment", "  # indented comment", "", "network: 7", "- x", "  vlans: null"])
+    value = st.fixed_dictionaries({"interfaces": st.lists(st.sampled_from(
+        ["eth1", "eth2", "bond0.10"]), max_size=3), "mtu": st.integers(68, 9000)})
+
+    def check(case: tuple[list[str], dict[str, Any]]) -> None:
+        text = "\n".join(case[0]) + "\n"
+        document = only_typed_errors(lambda: YamlDocument(text, "fuzz.yaml"))
+        if document is None:
+            return
+        before = document.text
+        if only_typed_errors(lambda: document.set(("network", "bonds", "zb0"),
+                                                   case[1])) is None and document.text == before:
+            return  # refused: nothing changed
+        assert yaml.safe_load(document.text)["network"]["bonds"]["zb0"] == case[1]
+
+    fuzz("netplan YAML edit", st.tuples(st.lists(st.one_of(fragments, _noise), max_size=12),
+                                        value), check)
+
+
+def test_fuzz_network_config_files() -> None:
+    from zsn.links.persist.ifupdown import InterfacesFile
+    from zsn.links.persist.netctl import Profile, profile_config
+    from zsn.links.persist.networkd import parse_timespan_ms
+    from zsn.links.persist.unitfile import UnitFile
+
+    lines = st.sampled_from([
+        "[Match]", "Name=eth0 eth1", "[Network]", "Bond=bond0", "VLAN=", "[NetDev]",
+        "Kind=bond", "MTUBytes=9000", "# c", "; c", "iface bond0 inet manual",
+        "auto bond0 eth1", "    bond-slaves eth1 eth2", "\tbridge_ports none",
+        "source /etc/network/interfaces.d/*", "Interface=bond0", "Connection=bond",
+        "BindsToInterfaces=(eth1 'eth 2')", "ExecUpPost='ip link set dev bond0 mtu 9000'",
+        "VLANID=10", "Mode=802.3ad", "X=(unclosed", "=", ""])
+
+    def check(parts: list[str]) -> None:
+        text = "\n".join(parts) + "\n"
+        unit = only_typed_errors(lambda: UnitFile(text))
+        if unit is not None:
+            assert unit.text == text
+            unit.values("Network", "VLAN")
+        stanzas = InterfacesFile("/etc/network/interfaces", None, text.splitlines(True))
+        only_typed_errors(stanzas.stanzas)
+        assert stanzas.text == text
+        profile = Profile("/etc/netctl/x", None, text.splitlines(True))
+        only_typed_errors(lambda: profile_config(profile))
+        for part in parts:
+            only_typed_errors(lambda part=part: parse_timespan_ms(part))  # type: ignore[misc]
+
+    fuzz("network config files", st.lists(st.one_of(lines, _noise), max_size=15), check)

@@ -14,11 +14,11 @@ from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zsn.errors import NetlinkAccessError, ParseError
+from zsn.errors import NetlinkAccessError, ZsnError
 from zsn.links import bonding
 from zsn.links.model import BondState, Interface, LinksSnapshot, MemberState, Rates
 from zsn.rates import CounterRates
-from zsn.system import rtnetlink
+from zsn.system import files, rtnetlink
 from zsn.system.host import Host
 from zsn.system.rtnetlink import Counters, LinkRecord
 
@@ -32,6 +32,7 @@ SPEED_KINDS = ("device", "bond")
 """Kinds whose sysfs speed/duplex is read (hardware and bonds); members get theirs
 from /proc/net/bonding, software links report made-up figures."""
 PROC_BONDING = Path("/proc/net/bonding")
+PROC_BONDING_CAP = 1 << 20
 SYS_CLASS_NET = Path("/sys/class/net")
 
 
@@ -120,20 +121,19 @@ def read_bond_details(interfaces: tuple[Interface, ...],
             continue
         path = proc / interface.name
         try:
+            if not files.exists(path):
+                continue  # removed since the dump
             bonds[interface.name] = bonding.parse_proc_bonding(
-                path.read_text(errors="replace")[:1 << 20], str(path))
-        except FileNotFoundError:
-            continue  # removed since the dump
-        except (OSError, ParseError) as exc:
-            errors.append(f"{path}: {exc}")
+                files.read_text(path, PROC_BONDING_CAP), str(path))
+        except ZsnError as exc:
+            errors.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
     return BondDetails(bonds, tuple(errors))
 
 
 def _read_small(path: Path) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            return handle.read(256).decode("ascii", "replace").strip()
-    except OSError:
+        return files.read_text(path, 256).strip()
+    except ZsnError:
         return None  # e.g. EINVAL: the driver has no speed
 
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.errors import ParseError
@@ -74,9 +70,3 @@ def test_sysfs_enums_read_as_name_and_number() -> None:
         assert table[name] == number and bonding.name_of(table, number) == name
     with pytest.raises(ParseError):
         bonding.parse_sysfs_enum("balance-rr")
-
-
-@given(st.text(max_size=300))
-def test_any_text_parses_or_raises_parse_error(text: str) -> None:
-    with contextlib.suppress(ParseError):
-        bonding.parse_proc_bonding(text)

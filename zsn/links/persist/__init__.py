@@ -21,6 +21,7 @@ from zsn.errors import ZsnError
 from zsn.links.bonding import HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
+from zsn.system import files
 from zsn.system.files import FileSnapshot
 from zsn.system.host import Host
 
@@ -197,23 +198,22 @@ NETCTL_DIR = "/etc/netctl"
 
 
 def netplan_present(host: Host) -> bool:
-    return any(host.path(d).is_dir() and any(host.path(d).glob("*.yaml"))
-               for d in NETPLAN_DIRS)
+    return any(files.list_files(host.path(d), "*.yaml") for d in NETPLAN_DIRS)
 
 
 def networkd_present(host: Host) -> bool:
     folder = host.path(NETWORKD_DIR)
-    if folder.is_dir() and any(p.suffix in (".netdev", ".network") for p in folder.iterdir()):
+    if files.list_files(folder, "*.netdev") or files.list_files(folder, "*.network"):
         return True
-    return host.path(NETWORKD_ENABLED).exists()
+    return files.exists(host.path(NETWORKD_ENABLED))
 
 
 def ifupdown_present(host: Host) -> bool:
-    return host.path(IFUPDOWN_MAIN).is_file()
+    return files.exists(host.path(IFUPDOWN_MAIN))
 
 
 def netctl_present(host: Host) -> bool:
-    return host.path(NETCTL_DIR).is_dir()
+    return files.exists(host.path(NETCTL_DIR))
 
 
 OWNERS: tuple[tuple[str, str, Callable[[Host], bool]], ...] = (

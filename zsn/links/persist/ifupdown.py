@@ -13,10 +13,9 @@ sourced, else at the end of ``/etc/network/interfaces``.
 
 from __future__ import annotations
 
-import glob
+import posixpath
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
@@ -108,7 +107,10 @@ class InterfacesFile:
 
 
 def read_files(host: Host) -> list[InterfacesFile]:
-    """/etc/network/interfaces and everything it sources (recursively), in reading order."""
+    """/etc/network/interfaces and everything it sources (recursively), in reading order.
+
+    Source patterns are data: normalised so ``..`` cannot climb out of the root, and
+    a wildcard is expanded in the last component only (``interfaces.d/*``)."""
     found: list[InterfacesFile] = []
     seen: set[str] = set()
 
@@ -117,26 +119,24 @@ def read_files(host: Host) -> list[InterfacesFile]:
             return
         seen.add(system_path)
         path = host.path(system_path)
-        if not path.is_file():
+        if not files.exists(path) or path.is_dir():
             return
         snapshot = files.read_tracked(path)
         entry = InterfacesFile(system_path, snapshot, snapshot.text.splitlines(keepends=True))
         if entry.lines and not entry.lines[-1].endswith("\n"):
             entry.lines[-1] += "\n"
         found.append(entry)
-        base = Path(system_path).parent
+        base = posixpath.dirname(system_path)
         for keyword, pattern in entry.sources():
-            absolute = pattern if pattern.startswith("/") else str(base / pattern)
+            absolute = posixpath.normpath(posixpath.join(base, pattern))
             if keyword == "source":
-                matches = sorted(glob.glob(str(host.path(absolute))))
-                for match in matches:
-                    visit("/" + str(Path(match).relative_to(host.root)))
+                folder, name = posixpath.split(absolute)
+                for match in files.list_files(host.path(folder), name):
+                    visit(posixpath.join(folder, match.name))
             else:
-                folder = host.path(absolute)
-                if folder.is_dir():
-                    for child in sorted(folder.iterdir()):
-                        if _SOURCE_DIRECTORY_NAME.fullmatch(child.name):
-                            visit(f"{absolute.rstrip('/')}/{child.name}")
+                for child in files.list_files(host.path(absolute)):
+                    if _SOURCE_DIRECTORY_NAME.fullmatch(child.name):
+                        visit(posixpath.join(absolute, child.name))
 
     visit(MAIN)
     return found

@@ -85,12 +85,9 @@ def _array(names: tuple[str, ...]) -> str:
 
 
 def read_profiles(host: Host) -> list[Profile]:
-    folder = host.path(DIRECTORY)
-    if not folder.is_dir():
-        return []
     found = []
-    for path in sorted(folder.iterdir()):
-        if not path.is_file() or path.name.endswith((".action", ".conf", ".service",
+    for path in files.list_files(host.path(DIRECTORY)):
+        if path.is_dir() or path.name.endswith((".action", ".conf", ".service",
                                                      ".zsn-bak")):
             continue
         snapshot = files.read_tracked(path)

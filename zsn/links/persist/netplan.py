@@ -53,10 +53,7 @@ def netplan_files(host: Host) -> list[NetplanFile]:
     """The files netplan reads, in its merge order (shadowed names left out)."""
     chosen: dict[str, str] = {}
     for directory in DIRS:
-        folder = host.path(directory)
-        if not folder.is_dir():
-            continue
-        for path in folder.glob("*.yaml"):
+        for path in files.list_files(host.path(directory), "*.yaml"):
             chosen[path.name] = f"{directory}/{path.name}"
     found = []
     for name in sorted(chosen):

@@ -83,11 +83,9 @@ class Tree:
 def read_tree(host: Host) -> Tree:
     chosen: dict[str, str] = {}
     for directory in DIRS:
-        folder = host.path(directory)
-        if folder.is_dir():
-            for path in folder.iterdir():
-                if path.suffix in (".netdev", ".network") and path.is_file():
-                    chosen[path.name] = f"{directory}/{path.name}"
+        for pattern in ("*.netdev", "*.network"):
+            for path in files.list_files(host.path(directory), pattern):
+                chosen[path.name] = f"{directory}/{path.name}"
     tree = Tree()
     for name in sorted(chosen):
         snapshot = files.read_tracked(host.path(chosen[name]))

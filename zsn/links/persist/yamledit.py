@@ -65,6 +65,29 @@ def _last_line(node: yaml.Node) -> int:
     return _last_line(last[1] if isinstance(node, yaml.MappingNode) else last)
 
 
+def _refuse_duplicate_keys(node: yaml.Node | None, source: str) -> None:
+    """A key twice in one mapping: YAML readers keep the last, an edit would go to the
+    first; netplan refuses such a file, and so does zsn."""
+    pending = [node] if node is not None else []
+    visited: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if id(current) in visited:  # an alias: the same node again (maybe recursive)
+            continue
+        visited.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            seen: set[object] = set()
+            for key, value in current.value:
+                marker = key.value if isinstance(key, yaml.ScalarNode) else id(key)
+                if marker in seen:
+                    raise ParseError(f"the key {str(marker)!r} is there twice",
+                                     key.start_mark.line + 1, source)
+                seen.add(marker)
+                pending.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            pending.extend(current.value)
+
+
 def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
@@ -77,6 +100,7 @@ class YamlDocument:
         self.source = source
         self.step = step
         root = self._root()
+        _refuse_duplicate_keys(root, source)
         if isinstance(root, yaml.MappingNode) and root.value and not root.flow_style:
             first_value = root.value[0][1]
             if isinstance(first_value, yaml.MappingNode) and first_value.value \
