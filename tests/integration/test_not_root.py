@@ -86,6 +86,9 @@ def root_owned_tree() -> Iterator[Path]:
         for folder in ("etc", "etc/openvpn", "etc/sysctl.d"):
             (tree / folder).mkdir(parents=True, exist_ok=True)
             os.chmod(tree / folder, 0o755)
+        (tree / "etc/netplan").mkdir(mode=0o755)  # netplan wants its files root's alone
+        (tree / "etc/netplan/01-zsn.yaml").write_text("network:\n  version: 2\n")
+        os.chmod(tree / "etc/netplan/01-zsn.yaml", 0o600)
         (tree / "run/wireguard").mkdir(parents=True)
         os.chmod(tree / "run/wireguard", 0o700)
         (tree / "home").mkdir(mode=0o755)

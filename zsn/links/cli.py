@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
+from zsn.errors import ValidationError
 from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
 from zsn.links import actions, lint, validate
 from zsn.links.export import interface_to_dict
@@ -24,11 +26,14 @@ from zsn.system.host import Host
 SHOW_RATE_WINDOW = 1.0
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+def _number(text: str | None, flag: str) -> int | None:
+    """A number option, checked here rather than by argparse so a bad value is refused
+    in one line like every other input (argparse would print its usage too)."""
+    if text is None:
+        return None
+    if not re.fullmatch(r"[0-9]{1,9}", text):
+        raise ValidationError(f"{flag}: not a whole number: {text!r}")
+    return int(text)
 
 
 def _change_options(parser: argparse.ArgumentParser) -> None:
@@ -64,29 +69,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="balance-rr, active-backup, balance-xor, broadcast, 802.3ad, "
                            "balance-tlb, balance-alb")
     bond.add_argument("--members", required=True, metavar="A,B", help="member links")
-    bond.add_argument("--miimon", type=_int, metavar="MS", help="link check interval "
+    bond.add_argument("--miimon", metavar="MS", help="link check interval "
                       "(default 100)")
     bond.add_argument("--xmit-hash-policy", metavar="P",
                       help="layer2, layer3+4, layer2+3, encap2+3, encap3+4, vlan+srcmac")
     bond.add_argument("--lacp-rate", choices=("slow", "fast"), help="802.3ad only")
-    bond.add_argument("--mtu", type=_int, metavar="N")
+    bond.add_argument("--mtu", metavar="N")
     _change_options(bond)
     vlan = kinds.add_parser("vlan", help="a VLAN on --parent")
     vlan.add_argument("name", metavar="NAME")
     vlan.add_argument("--parent", required=True, metavar="LINK")
-    vlan.add_argument("--id", required=True, type=_int, metavar="N", help="1-4094")
-    vlan.add_argument("--mtu", type=_int, metavar="N", help="at most the parent's")
+    vlan.add_argument("--id", required=True, metavar="N", help="1-4094")
+    vlan.add_argument("--mtu", metavar="N", help="at most the parent's")
     _change_options(vlan)
     bridge = kinds.add_parser("bridge", help="a bridge, with --ports")
     bridge.add_argument("name", metavar="NAME")
     bridge.add_argument("--ports", metavar="A,B", help="ports to add")
     bridge.add_argument("--stp", action="store_true", help="turn spanning tree on")
-    bridge.add_argument("--mtu", type=_int, metavar="N")
+    bridge.add_argument("--mtu", metavar="N")
     _change_options(bridge)
 
     set_parser = verbs.add_parser("set", help="set a link's MTU (in the right order)")
     set_parser.add_argument("name", metavar="NAME")
-    set_parser.add_argument("--mtu", required=True, type=_int, metavar="N")
+    set_parser.add_argument("--mtu", required=True, metavar="N")
     _change_options(set_parser)
     for verb, text in (("add-member", "add a member to a bond or a port to a bridge"),
                        ("remove-member", "remove a member or port")):
@@ -112,7 +117,10 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "show":
         return _show(host, args.name, args.json)
     if args.action == "lint":
-        return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
+        return print_findings(lint.lint(host, strict=True), as_json=args.json,
+                              subject_key=lint.SUBJECT)
+    numbers = {flag: _number(getattr(args, flag.strip("-"), None), flag)
+               for flag in ("--mtu", "--id", "--miimon")}
     context = actions.Context.read(host)
     if args.action == "persist":
         return apply_or_show(actions.plan_save(context, args.name), args.dry_run)
@@ -122,17 +130,21 @@ def run(args: argparse.Namespace, host: Host) -> int:
         if args.kind == "bond":
             plan = actions.plan_create_bond(
                 context, args.name, args.mode, validate.name_list(args.members, "members"),
-                miimon=args.miimon, xmit_hash_policy=args.xmit_hash_policy,
-                lacp_rate=args.lacp_rate, mtu=args.mtu, options=options)
+                miimon=numbers["--miimon"], xmit_hash_policy=args.xmit_hash_policy,
+                lacp_rate=args.lacp_rate, mtu=numbers["--mtu"], options=options)
         elif args.kind == "vlan":
-            plan = actions.plan_create_vlan(context, args.name, args.parent, args.id,
-                                            mtu=args.mtu, options=options)
+            vlan_id = numbers["--id"]
+            assert vlan_id is not None  # a required option
+            plan = actions.plan_create_vlan(context, args.name, args.parent, vlan_id,
+                                            mtu=numbers["--mtu"], options=options)
         else:
             ports = validate.name_list(args.ports, "ports") if args.ports else []
             plan = actions.plan_create_bridge(context, args.name, ports, stp=args.stp,
-                                              mtu=args.mtu, options=options)
+                                              mtu=numbers["--mtu"], options=options)
     elif args.action == "set":
-        plan = actions.plan_set_mtu(context, args.name, args.mtu, options)
+        mtu = numbers["--mtu"]
+        assert mtu is not None  # a required option
+        plan = actions.plan_set_mtu(context, args.name, mtu, options)
     elif args.action == "add-member":
         plan = actions.plan_add_member(context, args.master, args.member, options)
     elif args.action == "remove-member":
@@ -158,13 +170,12 @@ def _stack(interface: Interface) -> str:
 
 def _list(host: Host, as_json: bool) -> int:
     snapshot, details = read_links(host)
+    if not snapshot.live:
+        raise ValidationError(f"{host.root} is not this machine's root: links are read from "
+                              "the kernel (see 'zsn link lint' for its config)")
     if as_json:
         print(json.dumps([interface_to_dict(i, snapshot, details)
                           for i in snapshot.interfaces], indent=2))
-        return EXIT_OK
-    if not snapshot.live:
-        print(f"{host.root} is not this machine's root: no live links (see 'zsn link lint' "
-              "for its config)", file=sys.stderr)
         return EXIT_OK
     rows = [("NAME", "KIND", "STATE", "MTU", "DETAIL", "ADDRESSES")]
     for tree_row in tree(snapshot.interfaces):

@@ -187,10 +187,14 @@ def _drift(snapshot: LinksSnapshot, persisted: Persisted, owner: Owner,
     return findings
 
 
-def lint(host: Host) -> list[Finding]:
+def lint(host: Host, *, strict: bool = False) -> list[Finding]:
+    """Every finding for `host`; `strict` (the headless command) raises the first read
+    the system refused instead of reporting it as LINK000 among the rest."""
     snapshot, _details = read_links(host)
     try:
         owner, persisted = read_persistent(host, detect_owner(host))
     except ZsnError as exc:
         owner, persisted = None, Persisted(problems=[str(exc)])
+    if strict and persisted.denied:
+        raise ZsnError(persisted.denied[0])
     return lint_links(snapshot, owner, persisted, host)

@@ -8,9 +8,10 @@ import pytest
 
 from tests.unit.links.conftest import captured_snapshot
 from zsn import cli
-from zsn.links import actions
+from zsn.errors import ZsnError
+from zsn.links import actions, lint
 from zsn.links.session import find_session, parse_ssh_connection
-from zsn.system import rtnetlink
+from zsn.system import files, rtnetlink
 from zsn.system.host import Host
 
 
@@ -55,12 +56,51 @@ def test_issue_flags_for_bond_vlan_and_bridge(live: Path,
     (["delete", "dum0"], "zsn deletes only bonds"),
     (["add-member", "ad0", "eth1x"], "eth1x is already enslaved to rr0"),
     (["add-member", "ad0", "eth3x"], "eth3x is already a member of ad0"),
+    (["create", "vlan", "v", "--parent", "rr0", "--id", "ten"], "--id: not a whole number"),
+    (["set", "rr0", "--mtu", " 9000"], "--mtu: not a whole number"),
+    (["create", "bond", "b", "--mode", "active-backup", "--members", "dum0", "--miimon",
+      "-1"], "--miimon: not a whole number"),
 ])
 def test_refusals_exit_2_with_one_line(live: Path, capsys: pytest.CaptureFixture[str],
                                        argv: list[str], message: str) -> None:
     assert cli.main(["--root", str(live), "link", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zsn link: invalid: ") and message in err and err.count("\n") == 1
+
+
+def test_list_under_another_root_says_links_are_the_kernels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["link", "list"], ["link", "list", "--json"]):
+        assert cli.main(["--root", str(tmp_path), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("zsn link: invalid: ") and err.count("\n") == 1
+        assert "is not this machine's root: links are read from the kernel" in err
+
+
+def test_lint_that_may_not_read_the_config_says_so_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Root can read anything, so the refusal is simulated where files are read."""
+    (tmp_path / "etc/netplan").mkdir(parents=True)
+    (tmp_path / "etc/netplan/01.yaml").write_text("network: {version: 2}\n")
+    real = files.read_tracked
+
+    def refused(path: Path, max_bytes: int = files.MAX_FILE_BYTES) -> files.FileSnapshot:
+        if path.suffix == ".yaml":
+            try:
+                raise PermissionError(13, "Permission denied", str(path))
+            except PermissionError as exc:
+                raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+        return real(path, max_bytes)
+
+    monkeypatch.setattr(files, "read_tracked", refused)
+    assert cli.main(["--root", str(tmp_path), "link", "lint"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"zsn link: error: {tmp_path}/etc/netplan/01.yaml: permission "
+                            "denied (root needed?)\n")
+    findings = lint.lint(Host(tmp_path))  # the pane and `show`: one finding among the rest
+    assert [f.id for f in findings] == ["LINK000"]
 
 
 def test_ssh_link_needs_the_confirmation_flag(live: Path, monkeypatch: pytest.MonkeyPatch,

@@ -22,7 +22,7 @@ from zsn.links.bonding import HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
 from zsn.system import files
-from zsn.system.files import FileSnapshot
+from zsn.system.files import FileSnapshot, describe_os_error
 from zsn.system.host import Host
 
 CONFIG_FIELDS = ("members", "parent", "vlan_id", "mtu", "mode", "miimon",
@@ -95,6 +95,9 @@ class Persisted:
     configs: dict[str, LinkConfig] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     """Files that could not be read or parsed (each a one-line reason)."""
+    denied: list[str] = field(default_factory=list)
+    """The reads refused by the system (also in `problems`): a headless command run
+    without the rights says so instead of reporting what it could read."""
 
 
 @dataclass
@@ -137,8 +140,12 @@ def read_guarded(host: Host, collect: Callable[[Host, Persisted], None]) -> Pers
         collect(host, persisted)
     except ZsnError as exc:
         persisted.problems.append(str(exc))
+        if isinstance(exc.__cause__, PermissionError):
+            persisted.denied.append(str(exc))
     except OSError as exc:  # a folder zsn may not list
         persisted.problems.append(f"{exc.filename or host.root}: {exc.strerror or exc}")
+        if isinstance(exc, PermissionError):
+            persisted.denied.append(describe_os_error(exc))
     return persisted
 
 
