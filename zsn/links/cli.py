@@ -16,7 +16,7 @@ import sys
 from zsn.errors import ValidationError
 from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
 from zsn.links import actions, lint, validate
-from zsn.links.export import interface_to_dict
+from zsn.links.export import interfaces_to_dicts
 from zsn.links.live import read_links, with_rates
 from zsn.links.model import Interface, tree
 from zsn.links.text import describe
@@ -174,8 +174,7 @@ def _list(host: Host, as_json: bool) -> int:
         raise ValidationError(f"{host.root} is not this machine's root: links are read from "
                               "the kernel (see 'zsn link lint' for its config)")
     if as_json:
-        print(json.dumps([interface_to_dict(i, snapshot, details)
-                          for i in snapshot.interfaces], indent=2))
+        print(json.dumps(interfaces_to_dicts(snapshot, details), indent=2))
         return EXIT_OK
     rows = [("NAME", "KIND", "STATE", "MTU", "DETAIL", "ADDRESSES")]
     for tree_row in tree(snapshot.interfaces):
@@ -197,7 +196,7 @@ def _show(host: Host, name: str, as_json: bool) -> int:
     context = actions.Context(host, first)
     interface = context.find(name)
     snapshot = with_rates(first, SHOW_RATE_WINDOW)
-    data = interface_to_dict(interface, snapshot, details)
+    data = interfaces_to_dicts(snapshot, details, interface)[0]
     findings = [f for f in lint.lint(host) if f.subject == name]
     if as_json:
         data["findings"] = [f.as_dict(lint.SUBJECT) for f in findings]

@@ -27,9 +27,20 @@ def present(host: Host) -> bool:
     return detect_owner(host).name not in ("none", "networkmanager")
 
 
-def interface_to_dict(interface: Interface, snapshot: LinksSnapshot,
-                      details: BondDetails) -> dict[str, Any]:
-    members = [i for i in snapshot.interfaces if i.master == interface.name]
+def interfaces_to_dicts(snapshot: LinksSnapshot, details: BondDetails,
+                        only: Interface | None = None) -> list[dict[str, Any]]:
+    """Every link (or `only` that one) as the export shows it."""
+    members: dict[str, list[Interface]] = {}
+    for interface in snapshot.interfaces:
+        if interface.master:
+            members.setdefault(interface.master, []).append(interface)
+    chosen = snapshot.interfaces if only is None else (only,)
+    return [interface_to_dict(i, snapshot, details, members.get(i.name, []))
+            for i in chosen]
+
+
+def interface_to_dict(interface: Interface, snapshot: LinksSnapshot, details: BondDetails,
+                      members: list[Interface]) -> dict[str, Any]:
     counters = snapshot.counters.get(interface.index)
     rates = snapshot.rates.get(interface.name)
     data: dict[str, Any] = {
@@ -92,7 +103,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
 
     findings = lint_links(snapshot, owner, persisted)
     snapshot = with_rates(snapshot, RATE_WINDOW)
-    data["interfaces"] = [interface_to_dict(i, snapshot, details) for i in snapshot.interfaces]
+    data["interfaces"] = interfaces_to_dicts(snapshot, details)
     data["rate_window_seconds"] = RATE_WINDOW if snapshot.live else None
     data["configured"] = [
         {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
