@@ -9,6 +9,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
 from textual.widgets import ContentSwitcher
@@ -144,7 +145,10 @@ class ZsnApp(App[int]):
         return pane
 
     async def _mount_pane(self, domain: Domain) -> None:
-        container = self.query_one(f"#tab-{domain.name}", Vertical)
+        try:
+            container = self.query_one(f"#tab-{domain.name}", Vertical)
+        except NoMatches:  # the timer fired as the app closed: nothing left to mount in
+            return
         if not container.query(LivePane):
             await container.mount(self._new_pane(domain))
 
