@@ -186,7 +186,7 @@ def test_config_only_writes_netplan_that_netplan_accepts(tmp_path: Path) -> None
     refused = subprocess.run([sys.executable, "-m", "zsn", "--root", root, "link", "create",
                               "bridge", "br300", "--ports", "eno3"], capture_output=True,
                              text=True, cwd=REPO, timeout=60, check=False)
-    assert refused.returncode == 2 and "add --config-only" in refused.stderr
+    assert refused.returncode == 2 and "edit its config only (--config-only)" in refused.stderr
     for argv in (["create", "bond", "bond0", "--mode", "active-backup", "--members",
                   "eno3,eno4", "--mtu", "9000", "--config-only"],
                  ["create", "vlan", "bond0.300", "--parent", "bond0", "--id", "300",

@@ -229,18 +229,24 @@ async def test_mtu_key_plans_the_order_and_y_applies(links_app: ZsnApp,
         assert any("Done: set rr0 MTU to 1500" in n.message for n in links_app._notifications)
 
 
-async def test_refusal_is_a_notification_and_changes_nothing(links_app: ZsnApp) -> None:
+async def test_refusal_stays_in_the_dialog_and_changes_nothing(links_app: ZsnApp) -> None:
     async with links_app.run_test(size=(80, 24)) as pilot:
         await live_only(pilot)
         await select(pilot, "rr0.10")
         await pilot.press("m")
         await pilot.pause()
-        links_app.screen.query_one(Input).value = "9500"
+        ask = links_app.screen
+        assert isinstance(ask, AskScreen)
+        ask.query_one(Input).value = "9500"
         await pilot.press("enter")
-        await pilot.app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: ask.query_one(".form-error").display, "the refusal")
+        # The core's command line is worded as this pane's key.
+        assert str(ask.query_one(".form-error").render()) == (
+            "MTU 9500 is above rr0's 9000: raise rr0 first (key m: MTU)")
+        assert links_app.screen is ask and ask.query_one(Input).value == "9500"
+        await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(links_app.screen, PlanScreen)
-        assert any("raise rr0 first" in n.message for n in links_app._notifications)
+        assert not isinstance(links_app.screen, (AskScreen, PlanScreen))
 
 
 async def test_create_form_refusal_stays_open_then_plans(links_app: ZsnApp) -> None:
@@ -254,11 +260,14 @@ async def test_create_form_refusal_stays_open_then_plans(links_app: ZsnApp) -> N
         await pilot.pause()
         form = links_app.screen
         assert isinstance(form, LinkFormScreen) and form.values()["parent"] == "ad0"
-        form.query_one("#link-id", Input).value = "5000"
+        assert form.focused is form.query_one("#link-vlan-id")  # the parent is filled in
+        await pilot.press("5", "0", "0", "0")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: form.query_one("#link-form-error").display, "error")
-        assert "outside 1-4094" in str(form.query_one("#link-form-error").render())
-        form.query_one("#link-id", Input).value = "42"
+        await wait_until(pilot, lambda: form.query_one(".form-error").display, "error")
+        assert str(form.query_one(".form-error").render()).startswith(
+            "VLAN id: VLAN id 5000 is outside 1-4094")
+        assert form.query_one("#link-vlan-id").has_class("-refused")
+        form.query_one("#link-vlan-id", Input).value = "42"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
         assert "create vlan ad0.42 (on ad0, id 42)" in links_app.screen.text
@@ -309,9 +318,14 @@ async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
         await select(pilot, "eth2x")
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
-        assert "rr0.10 carries this SSH session" in str(links_app.screen.prompt)
-        links_app.screen.query_one(Input).value = "rr0"
+        ask = links_app.screen
+        assert "rr0.10 carries this SSH session" in str(ask.prompt)
+        assert "confirm-ssh-link" not in str(ask.prompt)  # the CLI's way, not this one
+        ask.query_one(Input).value = "rr0"
         await pilot.press("enter")
+        await wait_until(pilot, lambda: ask.query_one(".form-error").display, "the refusal")
+        assert "type rr0.10 exactly" in str(ask.query_one(".form-error").render())
+        await pilot.press("escape")
         await pilot.pause()
         assert any("rr0.10 was not confirmed" in n.message for n in links_app._notifications)
         await pilot.press("x")
@@ -344,7 +358,7 @@ async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None
         await pilot.press("escape")
         from zsn.tui.commands import ZsnCommands
 
-        titles = [title for title, _help, _run in ZsnCommands(links_app.screen)._commands()]
+        titles = [command.title for command in ZsnCommands(links_app.screen)._commands()]
         for wanted in ("Create", "MTU", "Add member", "Remove member", "Delete",
                        "Save to config", "Live/config", "Lint", "Pane: Links"):
             assert wanted in titles

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from zsn.errors import ValidationError
+from zsn.errors import ValidationError, about_input
 from zsn.links import bonding, validate
 from zsn.links.live import read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot, dependents
@@ -31,8 +31,11 @@ from zsn.links.session import SshSession, find_session
 from zsn.plan import LiveStep, Plan
 from zsn.system import netlink, rtnetlink
 from zsn.system.host import Host
+from zsn.wording import Action, Phrase
 
 CONFIRM_FLAG = "--confirm-ssh-link"
+PERSIST_KEY = "persist_mode"
+"""The pane's action that chooses live, live + config or config only."""
 
 
 class SessionLinkError(ValidationError):
@@ -230,21 +233,39 @@ def _check_session(context: Context, touched: list[str], options: Options) -> No
         return
     raise SessionLinkError(
         f"{session.describe()}; this changes {', '.join(hit)}, which could cut the session "
-        f"off. Confirm with {CONFIRM_FLAG} {session.link}", session.link, hit)
+        "off", session.link, hit)
 
 
 def _mode_options(mode: str, xmit_hash_policy: str | None, lacp_rate: str | None) -> None:
-    if xmit_hash_policy is not None and mode not in bonding.HASHED_MODES:
-        raise ValidationError(f"--xmit-hash-policy applies to {', '.join(bonding.HASHED_MODES)}"
-                              f", not {mode}")
-    if lacp_rate is not None and mode != "802.3ad":
-        raise ValidationError(f"--lacp-rate applies to 802.3ad only, not {mode}")
+    if xmit_hash_policy is not None:
+        with about_input("xmit_hash_policy"):
+            validate.xmit_hash_policy(xmit_hash_policy)
+            if mode not in bonding.HASHED_MODES:
+                raise ValidationError(f"a hash policy applies to "
+                                      f"{', '.join(bonding.HASHED_MODES)}, not {mode}")
+    if lacp_rate is not None:
+        with about_input("lacp_rate"):
+            validate.lacp_rate(lacp_rate)
+            if mode != "802.3ad":
+                raise ValidationError(f"the LACP rate applies to 802.3ad only, not {mode}")
 
 
 def _need_live(context: Context, options: Options) -> None:
     if not context.snapshot.live and not options.config_only:
-        raise ValidationError(f"{context.host.root} is not this machine's root: add "
-                              "--config-only to edit its config without touching live links")
+        raise ValidationError(Phrase(
+            f"{context.host.root} is not this machine's root: edit its config only (",
+            Action(PERSIST_KEY, "--config-only"), "); live links are this machine's"))
+
+
+def _check_mtu(mtu: int | None) -> None:
+    if mtu is not None:
+        with about_input("mtu"):
+            validate.mtu(mtu)
+
+
+def _raise_first(mtu: int, parent: str, parent_mtu: int) -> Phrase:
+    return Phrase(f"MTU {mtu} is above {parent}'s {parent_mtu}: raise {parent} first (",
+                  Action("mtu", f"zsn link set {parent} --mtu {mtu}"), ")")
 
 
 # -- plans -----------------------------------------------------------------------------
@@ -256,7 +277,7 @@ def _finish(context: Context, plan: Plan, touched: list[str], changes: list[Upse
     step that fails writes no file, a write that fails undoes the live steps."""
     _check_session(context, touched, options)
     if options.config_only:
-        plan.notes.append("--config-only: no live link is touched")
+        plan.notes.append("config only: no live link is touched")
     if options.persist or options.config_only:
         persisted = plan_persist(context.host, changes, involved)
         plan.steps.extend(persisted.edits)
@@ -268,7 +289,8 @@ def _finish(context: Context, plan: Plan, touched: list[str], changes: list[Upse
         elif not persisted.edits:
             plan.notes.append(f"the {persisted.owner} config already says so")
     elif context.snapshot.live:
-        plan.notes.append("live only: the change is gone after a reboot (add --persist)")
+        plan.notes.append(Phrase("live only: the change is gone after a reboot (",
+                                 Action(PERSIST_KEY, "add --persist"), ")"))
     return plan
 
 
@@ -277,19 +299,17 @@ def plan_create_bond(context: Context, name: str, mode: str, members: list[str],
                      lacp_rate: str | None = None, mtu: int | None = None,
                      options: Options = Options()) -> Plan:
     _need_live(context, options)
-    _check_new_name(context, name, options)
-    validate.bond_mode(mode)
-    if xmit_hash_policy is not None:
-        validate.xmit_hash_policy(xmit_hash_policy)
-    if lacp_rate is not None:
-        validate.lacp_rate(lacp_rate)
+    with about_input("name"):
+        _check_new_name(context, name, options)
+    with about_input("mode"):
+        validate.bond_mode(mode)
     _mode_options(mode, xmit_hash_policy, lacp_rate)
     if miimon is not None:
-        validate.miimon(miimon)
-    if mtu is not None:
-        validate.mtu(mtu)
+        with about_input("miimon"):
+            validate.miimon(miimon)
+    _check_mtu(mtu)
     if not members:
-        raise ValidationError("a bond needs at least one member (--members eth1,eth2)")
+        raise ValidationError("a bond needs at least one member (eth1,eth2)", field="members")
     config = LinkConfig(name, "bond", tuple(members), mtu=mtu, mode=mode,
                         miimon=miimon if miimon is not None else bonding.DEFAULT_MIIMON,
                         xmit_hash_policy=xmit_hash_policy, lacp_rate=lacp_rate)
@@ -304,10 +324,11 @@ def plan_create_bond(context: Context, name: str, mode: str, members: list[str],
         plan.steps.append(LiveStep(_describe_create(config), _create(config),
                                    lambda: netlink.delete_link(name)))
         for member_name in members:
-            member = _check_member(context, member_name, name, plan.warnings)
+            with about_input("members"):
+                member = _check_member(context, member_name, name, plan.warnings)
             if mtu is not None and member.max_mtu and mtu > member.max_mtu:
                 raise ValidationError(f"MTU {mtu} is above {member_name}'s maximum "
-                                      f"{member.max_mtu}")
+                                      f"{member.max_mtu}", field="mtu")
             plan.steps.append(_enslave_bond(member_name, name, member.admin_up))
         plan.steps.append(_state(name, True))
     return _finish(context, plan, list(members), [Upsert(config)], [name, *members], options)
@@ -316,23 +337,26 @@ def plan_create_bond(context: Context, name: str, mode: str, members: list[str],
 def plan_create_vlan(context: Context, name: str, parent: str, vlan_id: int, *,
                      mtu: int | None = None, options: Options = Options()) -> Plan:
     _need_live(context, options)
-    _check_new_name(context, name, options)
-    validate.interface_name(parent, "parent")
-    validate.vlan_id(vlan_id)
-    if mtu is not None:
-        validate.mtu(mtu)
+    with about_input("name"):
+        _check_new_name(context, name, options)
+    with about_input("parent"):
+        validate.interface_name(parent, "parent")
+    with about_input("vlan_id"):
+        validate.vlan_id(vlan_id)
+    _check_mtu(mtu)
     plan = Plan(f"create VLAN {name} (id {vlan_id} on {parent})")
     if not options.config_only:
-        link = context.find(parent, "parent")
-        if link.master is not None:
-            raise ValidationError(f"{parent} is a member of {link.master}: put the VLAN on "
-                                  f"{link.master}")
+        with about_input("parent"):
+            link = context.find(parent, "parent")
+            if link.master is not None:
+                raise ValidationError(f"{parent} is a member of {link.master}: put the VLAN "
+                                      f"on {link.master}")
         for other in dependents(context.snapshot.interfaces, parent):
             if other.vlan_id == vlan_id:
-                raise ValidationError(f"{parent} already has VLAN {vlan_id}: {other.name}")
+                raise ValidationError(f"{parent} already has VLAN {vlan_id}: {other.name}",
+                                      field="vlan_id")
         if mtu is not None and mtu > link.mtu:
-            raise ValidationError(f"MTU {mtu} is above {parent}'s {link.mtu}: raise {parent} "
-                                  f"first (zsn link set {parent} --mtu {mtu})")
+            raise ValidationError(_raise_first(mtu, parent, link.mtu), field="mtu")
         if link.kind == "bond" and not any(i.master == parent
                                            for i in context.snapshot.interfaces):
             plan.warnings.append(f"{parent} has no member yet: the VLAN copies its MAC "
@@ -348,16 +372,17 @@ def plan_create_vlan(context: Context, name: str, parent: str, vlan_id: int, *,
 def plan_create_bridge(context: Context, name: str, ports: list[str], *, stp: bool = False,
                        mtu: int | None = None, options: Options = Options()) -> Plan:
     _need_live(context, options)
-    _check_new_name(context, name, options)
-    if mtu is not None:
-        validate.mtu(mtu)
+    with about_input("name"):
+        _check_new_name(context, name, options)
+    _check_mtu(mtu)
     config = LinkConfig(name, "bridge", tuple(ports), mtu=mtu, stp=stp)
     plan = Plan(f"create bridge {name}" + (f" ({', '.join(ports)})" if ports else ""))
     if not options.config_only:
         plan.steps.append(LiveStep(_describe_create(config), _create(config),
                                    lambda: netlink.delete_link(name)))
         for port in ports:
-            _check_member(context, port, name, plan.warnings)
+            with about_input("ports"):
+                _check_member(context, port, name, plan.warnings)
             plan.steps.append(_add_port(port, name))
         plan.steps.append(_state(name, True))
     return _finish(context, plan, list(ports), [Upsert(config)], [name, *ports], options)
@@ -380,18 +405,21 @@ def _master_config(context: Context, name: str, options: Options) -> tuple[LinkC
 def plan_add_member(context: Context, master_name: str, member: str,
                     options: Options = Options()) -> Plan:
     _need_live(context, options)
-    validate.interface_name(member, "member")
+    with about_input("member"):
+        validate.interface_name(member, "member")
     before, master = _master_config(context, master_name, options)
     if member in before.members:
-        raise ValidationError(f"{member} is already {_role(before)} of {master_name}")
+        raise ValidationError(f"{member} is already {_role(before)} of {master_name}",
+                              field="member")
     after = replace(before, members=(*before.members, member))
     plan = Plan(f"add {member} to {before.kind} {master_name}")
     if master is not None and not options.config_only:
-        link = _check_member(context, member, master_name, plan.warnings)
+        with about_input("member"):
+            link = _check_member(context, member, master_name, plan.warnings)
         if before.kind == "bond":
             if link.max_mtu and master.mtu > link.max_mtu:
                 raise ValidationError(f"{master_name}'s MTU {master.mtu} is above {member}'s "
-                                      f"maximum {link.max_mtu}")
+                                      f"maximum {link.max_mtu}", field="member")
             plan.steps.append(_enslave_bond(member, master_name, link.admin_up))
         else:
             plan.steps.append(_add_port(member, master_name))
@@ -407,11 +435,13 @@ def _role(config: LinkConfig) -> str:
 def plan_remove_member(context: Context, master_name: str, member: str,
                        options: Options = Options()) -> Plan:
     _need_live(context, options)
-    validate.interface_name(member, "member")
+    with about_input("member"):
+        validate.interface_name(member, "member")
     before, master = _master_config(context, master_name, options)
     if member not in before.members:
         raise ValidationError(f"{member} is not {_role(before)} of {master_name} "
-                              f"({', '.join(before.members) or 'it has none'})")
+                              f"({', '.join(before.members) or 'it has none'})",
+                              field="member")
     after = replace(before, members=tuple(m for m in before.members if m != member))
     plan = Plan(f"remove {member} from {before.kind} {master_name}")
     if before.kind == "bond" and not after.members:
@@ -431,7 +461,7 @@ def plan_set_mtu(context: Context, name: str, mtu: int, options: Options = Optio
     stacked on it first, deepest first, as the kernel would do anyway."""
     _need_live(context, options)
     validate.interface_name(name)
-    validate.mtu(mtu)
+    _check_mtu(mtu)
     plan = Plan(f"set {name} MTU to {mtu}")
     changes: list[Upsert | Remove] = []
     touched = [name]
@@ -449,17 +479,16 @@ def plan_set_mtu(context: Context, name: str, mtu: int, options: Options = Optio
                               "(its members follow it)")
     if link.max_mtu and mtu > link.max_mtu or link.min_mtu and mtu < link.min_mtu:
         raise ValidationError(f"MTU {mtu} is outside {name}'s range {link.min_mtu or 0}-"
-                              f"{link.max_mtu}")
+                              f"{link.max_mtu}", field="mtu")
     if link.parent is not None:
         parent = context.links.get(link.parent)
         if parent is not None and mtu > parent.mtu:
-            raise ValidationError(f"MTU {mtu} is above {link.parent}'s {parent.mtu}: raise "
-                                  f"{link.parent} first (zsn link set {link.parent} --mtu {mtu})")
+            raise ValidationError(_raise_first(mtu, link.parent, parent.mtu), field="mtu")
     if link.kind == "bond":
         for member in (i for i in interfaces if i.master == name):
             if member.max_mtu and mtu > member.max_mtu:
                 raise ValidationError(f"MTU {mtu} is above member {member.name}'s maximum "
-                                      f"{member.max_mtu}")
+                                      f"{member.max_mtu}", field="mtu")
             touched.append(member.name)
     if mtu == link.mtu:
         plan.notes.append(f"{name} has MTU {mtu} already")

@@ -26,13 +26,13 @@ from zsn.system.host import Host
 SHOW_RATE_WINDOW = 1.0
 
 
-def _number(text: str | None, flag: str) -> int | None:
+def _number(text: str | None, dest: str) -> int | None:
     """A number option, checked here rather than by argparse so a bad value is refused
     in one line like every other input (argparse would print its usage too)."""
     if text is None:
         return None
     if not re.fullmatch(r"[0-9]{1,9}", text):
-        raise ValidationError(f"{flag}: not a whole number: {text!r}")
+        raise ValidationError(f"not a whole number: {text!r}", field=dest)
     return int(text)
 
 
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     vlan = kinds.add_parser("vlan", help="a VLAN on --parent")
     vlan.add_argument("name", metavar="NAME")
     vlan.add_argument("--parent", required=True, metavar="LINK")
-    vlan.add_argument("--id", required=True, metavar="N", help="1-4094")
+    vlan.add_argument("--id", dest="vlan_id", required=True, metavar="N", help="1-4094")
     vlan.add_argument("--mtu", metavar="N", help="at most the parent's")
     _change_options(vlan)
     bridge = kinds.add_parser("bridge", help="a bridge, with --ports")
@@ -119,9 +119,17 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "lint":
         return print_findings(lint.lint(host, strict=True), as_json=args.json,
                               subject_key=lint.SUBJECT)
-    numbers = {flag: _number(getattr(args, flag.strip("-"), None), flag)
-               for flag in ("--mtu", "--id", "--miimon")}
-    context = actions.Context.read(host)
+    numbers = {dest: _number(getattr(args, dest, None), dest)
+               for dest in ("mtu", "vlan_id", "miimon")}
+    try:
+        return _change(args, actions.Context.read(host), numbers)
+    except actions.SessionLinkError as exc:
+        raise ValidationError(f"{exc}. Confirm with {actions.CONFIRM_FLAG} {exc.link}") \
+            from None
+
+
+def _change(args: argparse.Namespace, context: actions.Context,
+            numbers: dict[str, int | None]) -> int:
     if args.action == "persist":
         return apply_or_show(actions.plan_save(context, args.name), args.dry_run)
     options = actions.Options(persist=args.persist, config_only=args.config_only,
@@ -130,19 +138,19 @@ def run(args: argparse.Namespace, host: Host) -> int:
         if args.kind == "bond":
             plan = actions.plan_create_bond(
                 context, args.name, args.mode, validate.name_list(args.members, "members"),
-                miimon=numbers["--miimon"], xmit_hash_policy=args.xmit_hash_policy,
-                lacp_rate=args.lacp_rate, mtu=numbers["--mtu"], options=options)
+                miimon=numbers["miimon"], xmit_hash_policy=args.xmit_hash_policy,
+                lacp_rate=args.lacp_rate, mtu=numbers["mtu"], options=options)
         elif args.kind == "vlan":
-            vlan_id = numbers["--id"]
+            vlan_id = numbers["vlan_id"]
             assert vlan_id is not None  # a required option
             plan = actions.plan_create_vlan(context, args.name, args.parent, vlan_id,
-                                            mtu=numbers["--mtu"], options=options)
+                                            mtu=numbers["mtu"], options=options)
         else:
             ports = validate.name_list(args.ports, "ports") if args.ports else []
             plan = actions.plan_create_bridge(context, args.name, ports, stp=args.stp,
-                                              mtu=numbers["--mtu"], options=options)
+                                              mtu=numbers["mtu"], options=options)
     elif args.action == "set":
-        mtu = numbers["--mtu"]
+        mtu = numbers["mtu"]
         assert mtu is not None  # a required option
         plan = actions.plan_set_mtu(context, args.name, mtu, options)
     elif args.action == "add-member":

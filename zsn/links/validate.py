@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from zsn.errors import ValidationError
+from zsn.errors import ValidationError, about_input
 from zsn.links import bonding
 
 IFNAMSIZ = 16
@@ -36,13 +36,14 @@ def name_list(text: str, what: str) -> list[str]:
     """``eth1,eth2`` as names, each checked, none twice; empty entries refused."""
     names = [part.strip() for part in text.split(",")]
     if any(not part for part in names):
-        raise ValidationError(f"{what}: empty name in {text!r} (use a,b,c)")
-    for name in names:
-        interface_name(name, what.rstrip("s"))
+        raise ValidationError(f"empty name in {text!r} (use a,b,c)", field=what)
+    with about_input(what):
+        for name in names:
+            interface_name(name, what.rstrip("s"))
     seen = set()
     for name in names:
         if name in seen:
-            raise ValidationError(f"{what}: {name} is named twice")
+            raise ValidationError(f"{name} is named twice", field=what)
         seen.add(name)
     return names
 

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.links import actions, validate, view
 from zsn.links.actions import Options, SessionLinkError
 from zsn.links.lint import lint_links
@@ -32,10 +32,14 @@ from zsn.plan import LiveStep, Plan
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
+from zsn.tui.wording import say
 
 LINT_SECONDS = 30.0
 """Config and lint are read again at least this often (the config may change on disk)."""
 MODES = ("live", "persist", "config")
+Planned = tuple[Callable[[Options], Plan], Plan | SessionLinkError]
+"""What a dialog made: how to plan again (with the SSH link confirmed), and the plan
+or the question about that link."""
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
 
 COLUMNS = (
@@ -317,16 +321,41 @@ SSH session runs over asks you to type its name first.
     def _confirm_session(self, error: SessionLinkError, go: Callable[[str], None]) -> None:
         from zsn.tui.screens.ask import AskScreen
 
-        def answered(text: str | None) -> None:
-            if text is not None and text.strip() == error.link:
-                go(error.link)
-            else:
+        def confirm(text: str) -> str:
+            if text.strip() != error.link:
+                raise ValidationError(f"type {error.link} exactly to go ahead (esc cancels)")
+            return error.link
+
+        def answered(link: str | None) -> None:
+            if link is None:
                 self.notify(f"Nothing changed: {error.link} was not confirmed.",
                             severity="warning")
+            else:
+                go(link)
 
         self.app.push_screen(AskScreen(
             f"{error.link} carries your SSH session",
-            f"{error} — type {error.link} to go ahead, esc to cancel."), answered)
+            f"{say(error, self)}. Type {error.link} to go ahead, esc to cancel:", "",
+            confirm), answered)
+
+    def _planning(self, build: Callable[[Options], Plan]) -> Planned:
+        """`build` with the pane's options, in a dialog's worker thread: a refusal keeps
+        the dialog open; touching the SSH link is a question for after it closed."""
+        try:
+            return build, build(self._options())
+        except SessionLinkError as exc:
+            return build, exc
+
+    def _planned(self, result: Planned | None) -> None:
+        """A dialog's callback: show the plan, or ask for the SSH link's name and plan
+        again with it (None: cancelled)."""
+        if result is None:
+            return
+        build, outcome = result
+        if isinstance(outcome, SessionLinkError):
+            self._confirm_session(outcome, lambda link: self._offer(build, link))
+        else:
+            self._show_plan(outcome)
 
     def _nothing_changed(self, message: str) -> None:
         self.notify(message, title="Nothing changed", severity="error", timeout=10)
@@ -365,14 +394,10 @@ SSH session runs over asks you to type its name first.
             return create_plan(self._link_context(), kind, fields, options)
 
         def done(result: tuple[dict[str, str], Plan | SessionLinkError] | None) -> None:
-            if result is None:
-                return
-            fields, outcome = result
-            if isinstance(outcome, SessionLinkError):
-                self._confirm_session(outcome, lambda link: self._offer(
-                    lambda opts: create_plan(self._link_context(), kind, fields, opts), link))
-            else:
-                self._show_plan(outcome)
+            if result is not None:
+                fields, outcome = result
+                self._planned((lambda opts: create_plan(self._link_context(), kind, fields,
+                                                        opts), outcome))
 
         self.app.push_screen(LinkFormScreen(kind, build, initial), done)
 
@@ -383,22 +408,18 @@ SSH session runs over asks you to type its name first.
         if interface is None:
             return
 
-        def answered(text: str | None) -> None:
-            if text is None:
-                return
-            try:
-                mtu = validate.whole_number(text, "MTU")
-            except ZsnError as exc:
-                self._nothing_changed(str(exc))
-                return
-            if mtu is not None:
-                name = interface.name
-                self._offer(lambda options: actions.plan_set_mtu(self._link_context(), name,
-                                                                 mtu, options))
+        name = interface.name
 
-        self.app.push_screen(AskScreen(f"MTU of {interface.name}",
-                                       f"New MTU for {interface.name} (now {interface.mtu}):",
-                                       str(interface.mtu)), answered)
+        def build(text: str) -> Planned:
+            mtu = validate.whole_number(text, "MTU")
+            if mtu is None:
+                raise ValidationError("type the new MTU")
+            return self._planning(lambda options: actions.plan_set_mtu(
+                self._link_context(), name, mtu, options))
+
+        self.app.push_screen(AskScreen(f"MTU of {name}", f"New MTU for {name} (now "
+                                       f"{interface.mtu}):", str(interface.mtu), build,
+                                       field="mtu"), self._planned)
 
     def action_add_member(self) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -412,14 +433,13 @@ SSH session runs over asks you to type its name first.
                         severity="warning")
             return
 
-        def answered(text: str | None) -> None:
-            if text:
-                member = text.strip()
-                self._offer(lambda options: actions.plan_add_member(
-                    self._link_context(), master, member, options))
+        def build(text: str) -> Planned:
+            member = text.strip()
+            return self._planning(lambda options: actions.plan_add_member(
+                self._link_context(), master, member, options))
 
-        self.app.push_screen(AskScreen(f"Add to {master}", f"Link to add to {master}:"),
-                             answered)
+        self.app.push_screen(AskScreen(f"Add to {master}", f"Link to add to {master}:", "",
+                                       build, field="member"), self._planned)
 
     def action_remove_member(self) -> None:
         interface = self._need()
@@ -464,27 +484,33 @@ SSH session runs over asks you to type its name first.
         self.poll(force=True)
 
 
+def _number(fields: dict[str, str], key: str, what: str) -> int | None:
+    with about_input(key):
+        return validate.whole_number(fields.get(key, ""), what)
+
+
 def create_plan(context: actions.Context, kind: str, fields: dict[str, str],
                 options: Options) -> Plan:
-    """The plan for the create form's fields (text as typed)."""
-    mtu = validate.whole_number(fields.get("mtu", ""), "MTU")
+    """The plan for the create form's fields (text as typed; keys as the plan
+    functions' arguments, so a refusal marks its field)."""
+    mtu = _number(fields, "mtu", "MTU")
     if kind == "bond":
         return actions.plan_create_bond(
             context, fields["name"], fields["mode"] or "balance-rr",
             validate.name_list(fields["members"], "members") if fields["members"] else [],
-            miimon=validate.whole_number(fields["miimon"], "miimon"),
+            miimon=_number(fields, "miimon", "miimon"),
             xmit_hash_policy=fields["xmit_hash_policy"] or None,
             lacp_rate=fields["lacp_rate"] or None, mtu=mtu, options=options)
     if kind == "vlan":
-        vlan_id = validate.whole_number(fields["id"], "VLAN id")
+        vlan_id = _number(fields, "vlan_id", "VLAN id")
         if vlan_id is None:
-            raise ValidationError("a VLAN needs an id (1-4094)")
+            raise ValidationError("a VLAN needs an id (1-4094)", field="vlan_id")
         name = fields["name"] or f"{fields['parent']}.{vlan_id}"
         return actions.plan_create_vlan(context, name, fields["parent"], vlan_id, mtu=mtu,
                                         options=options)
     stp = fields.get("stp", "").lower()
     if stp not in ("", "yes", "no", "on", "off"):
-        raise ValidationError(f"STP {fields['stp']!r}: say yes or no")
+        raise ValidationError(f"{fields['stp']!r}: say yes or no", field="stp")
     ports = validate.name_list(fields["ports"], "ports") if fields["ports"] else []
     return actions.plan_create_bridge(context, fields["name"], ports,
                                       stp=stp in ("yes", "on"), mtu=mtu, options=options)

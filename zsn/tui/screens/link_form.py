@@ -1,25 +1,20 @@
-"""The form for a new bond, VLAN or bridge (and the SSH confirmation).
+"""The form for a new bond, VLAN or bridge.
 
-The form hands its values to `build` in a worker thread (reading links and the
-config, `netplan generate` ...): a refusal keeps it open with the reason shown; a
-plan, or a change that needs the SSH link confirmed, closes it with that result.
+A `FormScreen`: the values go to `build` in a worker thread (reading links and the
+config, `netplan generate` ...); a refusal keeps the form open with the field it is
+about marked; a plan, or a change that needs the SSH link confirmed first, closes it
+with that result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Iterable
 
-from textual import work
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Grid, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input
 
-from zsn.errors import ZsnError
 from zsn.links.actions import SessionLinkError
 from zsn.plan import Plan
+from zsn.tui.screens.form import FormField, FormScreen, Values
 
 FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "bond": (
@@ -32,8 +27,8 @@ FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("mtu", "MTU", "optional, e.g. 9000"),
     ),
     "vlan": (
+        ("vlan_id", "VLAN id", "1-4094"),
         ("parent", "Parent", "bond0"),
-        ("id", "VLAN id", "1-4094"),
         ("name", "Name", "empty: PARENT.ID"),
         ("mtu", "MTU", "optional, at most the parent's"),
     ),
@@ -44,69 +39,35 @@ FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("mtu", "MTU", "optional"),
     ),
 }
+"""Each kind's fields: key (the plan function's argument, the CLI option's dest),
+label, placeholder."""
 
 FormResult = Plan | SessionLinkError
 
 
-class LinkFormScreen(ModalScreen[tuple[dict[str, str], FormResult] | None]):
+class LinkFormScreen(FormScreen[tuple[dict[str, str], FormResult]]):
     """Dismisses with (values, plan or the SSH confirmation needed), None on escape."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "Plan"),
-        Binding("escape", "cancel", "Cancel"),
-    ]
 
     def __init__(self, kind: str, build: Callable[[dict[str, str]], Plan],
                  values: dict[str, str] | None = None) -> None:
         super().__init__()
         self.kind = kind
-        self.build = build
+        self._build = build
         self.initial = values or {}
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="link-form"):
-            with Grid(id="link-form-grid"):
-                for key, label, placeholder in FORMS[self.kind]:
-                    yield Label(label)
-                    yield Input(self.initial.get(key, ""), placeholder=placeholder,
-                                id=f"link-{key.replace('_', '-')}", compact=True)
-            yield Static("", id="link-form-error")
-        yield Footer()
+    def form_title(self) -> str:
+        return f"New {self.kind}: enter or ctrl+s shows the plan, esc cancels"
 
-    def on_mount(self) -> None:
-        self.query_one("#link-form").border_title = (
-            f"New {self.kind}: enter or ctrl+s shows the plan, esc cancels")
-        self.query_one("#link-form-error", Static).display = False
-        first = next((key for key, _label, _p in FORMS[self.kind]
-                      if not self.initial.get(key)), FORMS[self.kind][0][0])
-        self.query_one(f"#link-{first.replace('_', '-')}", Input).focus()
+    def form_fields(self) -> Iterable[FormField]:
+        for key, label, placeholder in FORMS[self.kind]:
+            yield FormField(key, label, Input(self.initial.get(key, ""),
+                                              placeholder=placeholder,
+                                              id=f"link-{key.replace('_', '-')}",
+                                              compact=True))
 
-    def values(self) -> dict[str, str]:
-        return {key: self.query_one(f"#link-{key.replace('_', '-')}", Input).value.strip()
-                for key, _label, _placeholder in FORMS[self.kind]}
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_submit()
-
-    def action_submit(self) -> None:
-        self.make_plan(self.values())
-
-    @work(thread=True, exclusive=True, group="link-form")
-    def make_plan(self, values: dict[str, str]) -> None:
+    def build(self, values: Values) -> tuple[dict[str, str], FormResult]:
+        fields = {key: str(value).strip() for key, value in values.items()}
         try:
-            plan = self.build(values)
-        except SessionLinkError as exc:
-            self.app.call_from_thread(self.dismiss, (values, exc))
-            return
-        except ZsnError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
-            return
-        self.app.call_from_thread(self.dismiss, (values, plan))
-
-    def _show_error(self, message: str) -> None:
-        error = self.query_one("#link-form-error", Static)
-        error.update(message)
-        error.display = True
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+            return fields, self._build(fields)
+        except SessionLinkError as exc:  # not a refusal: the pane asks for the name
+            return fields, exc
