@@ -89,6 +89,10 @@ def root_owned_tree() -> Iterator[Path]:
         (tree / "etc/netplan").mkdir(mode=0o755)  # netplan wants its files root's alone
         (tree / "etc/netplan/01-zsn.yaml").write_text("network:\n  version: 2\n")
         os.chmod(tree / "etc/netplan/01-zsn.yaml", 0o600)
+        (tree / "etc/netctl").mkdir(mode=0o755)  # profiles hold passphrases: root's alone
+        (tree / f"etc/netctl/{PROBE}").write_text(
+            "Interface=wlan0\nConnection=wireless\nSecurity=wpa\nESSID=probe\nKey=probe-pass\n")
+        os.chmod(tree / f"etc/netctl/{PROBE}", 0o600)
         (tree / "run/wireguard").mkdir(parents=True)
         os.chmod(tree / "run/wireguard", 0o700)
         (tree / "home").mkdir(mode=0o755)

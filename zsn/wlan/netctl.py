@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zsn.errors import ParseError, ValidationError, ZsnError
-from zsn.system.files import read_tracked
+from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
 from zsn.wlan.bash import Assignment, parse_assignments, quote
 from zsn.wlan.model import KnownNetwork, Security
@@ -139,17 +139,19 @@ def read_profiles(host: Host) -> tuple[list[Profile], list[BrokenProfile]]:
     directory = profile_dir(host)
     profiles: list[Profile] = []
     problems: list[BrokenProfile] = []
-    try:
-        entries = sorted(directory.iterdir())
-    except OSError:
-        return [], []
-    for entry in entries:
+    for entry in list_files(directory):
         if entry.name in _SUBDIRS or entry.name.startswith(".") or not entry.is_file() \
                 or entry.name.endswith(_BAD_SUFFIXES):
             continue
         system_path = Path(PROFILE_DIR) / entry.name
         try:
             text = read_tracked(entry).text
+        except ZsnError as exc:
+            if isinstance(exc.__cause__, PermissionError):
+                raise  # not broken but unreadable: the report must not look complete
+            problems.append(BrokenProfile(system_path, str(exc), None))
+            continue
+        try:
             profiles.append(parse_profile(entry.name, text))
         except ParseError as exc:
             problems.append(BrokenProfile(system_path, str(exc), exc.line))
