@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from zsn.errors import ParseError, ValidationError
 from zsn.format import excerpt
@@ -37,8 +38,10 @@ PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
 MAX_NAME_BYTES = 200
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
+    """One ``Key = value`` line (a NamedTuple: configs with thousands of peers have tens
+    of thousands of these, and a frozen dataclass is twice as slow to build)."""
+
     key: str
     """The key as written (case kept)."""
     value: str
@@ -457,8 +460,10 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
     sections: list[Section] = []
     current: Section | None = None
     skip = len(DISABLED_PREFIX)
+    checked_keys: set[str] = set()
     # Cheap string tests first: this loop runs once per line of configs with
-    # thousands of peers, and most lines are comments, blanks or plain entries.
+    # thousands of peers, and most lines are comments, blanks or plain entries
+    # whose handful of keys repeat (each is checked once).
     for index in range(start, len(lines)):
         line = lines[index]
         disabled = line[:1] == "#"
@@ -481,21 +486,30 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
                     raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
                 if current is not None:
                     current.end = index
-                current = Section(kind=kind, header=index, end=len(lines), disabled=disabled)
+                current = Section(kind, index, len(lines), disabled=disabled)
                 sections.append(current)
                 continue
-        if disabled and (current is None or not current.disabled):
-            continue  # a commented-out line outside a disabled block is just a comment
-        if current is not None and current.disabled and not disabled:
+        if disabled:
+            if current is None or not current.disabled:
+                continue  # a commented-out line outside a disabled block is just a comment
+        elif current is not None and current.disabled:
             current.end = index
             current = None
-        hash_at = stripped.find("#")
-        key, equals, value = (stripped[:hash_at] if hash_at >= 0 else stripped).partition("=")
+        if "#" in stripped:
+            stripped = stripped[:stripped.index("#")]
+        key, equals, value = stripped.partition("=")
         key = key.rstrip()
-        if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
+        if key not in checked_keys:
+            if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
+                if disabled:
+                    continue
+                raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}",
+                                 index + 1, source)
+            checked_keys.add(key)
+        elif not equals:
             if disabled:
                 continue
-            raise ParseError(f"expected 'Key = value', got {excerpt(stripped)}", index + 1,
+            raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}", index + 1,
                              source)
         if current is None:
             raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
