@@ -130,48 +130,65 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
     errors: list[str] = []
     permission_denied = False
 
-    links: dict[str, Link] = {}
-    if host.is_live:
-        try:
-            links = list_links()
-        except NetlinkAccessError as exc:
-            errors.append(str(exc))
-    kernel_names = sorted(name for name, link in links.items() if link.kind == "wireguard")
+    socket_errors: list[str] = []
     try:
         sockets = uapi.socket_paths(host)
     except SocketError as exc:
-        errors.append(str(exc))
+        socket_errors.append(str(exc))
         permission_denied = True
         sockets = {}
-
-    interfaces: list[InterfaceState] = []
-    for name in kernel_names:
-        path = config_path(host, name)
-        device: DeviceState | None = None
-        try:
-            device = kernel.get_device(name, cache.for_config(path))
-        except NetlinkAccessError as exc:
-            errors.append(str(exc))
-            permission_denied |= "root" in str(exc)
-        if device is not None:
-            device = replace(device, peers=cache.in_config_order(name, path, device.peers))
-        interfaces.append(_interface(name, "kernel", device, links.get(name), path))
+    # Every userspace device is asked first: each builds its reply (wireguard-go
+    # takes ~8 ms for 5,000 peers) while the links and configs are read here.
+    requests: dict[str, uapi.Exchange | SocketError] = {}
     for name, socket_path in sorted(sockets.items()):
-        if name in kernel_names:
-            continue
-        path = config_path(host, name)
-        device = None
         try:
-            device = uapi.get_device(socket_path, cache.for_config(path),
-                                     cache.peers_of(name))
-        except (SocketError, ParseError) as exc:
-            errors.append(f"{name}: {exc}")
-            permission_denied |= "permission denied" in str(exc)
-        if device is not None:
-            device = replace(device, peers=cache.in_config_order(name, path, device.peers))
-        link = links.get(name)
-        in_namespace = link is not None or not host.is_live
-        interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
+            requests[name] = uapi.request_device(socket_path)
+        except SocketError as exc:
+            requests[name] = exc
+    try:
+        links: dict[str, Link] = {}
+        if host.is_live:
+            try:
+                links = list_links()
+            except NetlinkAccessError as exc:
+                errors.append(str(exc))
+        errors.extend(socket_errors)
+        kernel_names = sorted(name for name, link in links.items() if link.kind == "wireguard")
+
+        interfaces: list[InterfaceState] = []
+        for name in kernel_names:
+            path = config_path(host, name)
+            device: DeviceState | None = None
+            try:
+                device = kernel.get_device(name, cache.for_config(path))
+            except NetlinkAccessError as exc:
+                errors.append(str(exc))
+                permission_denied |= "root" in str(exc)
+            if device is not None:
+                device = replace(device, peers=cache.in_config_order(name, path, device.peers))
+            interfaces.append(_interface(name, "kernel", device, links.get(name), path))
+        for name, request in requests.items():
+            if name in kernel_names:
+                continue
+            path = config_path(host, name)
+            names = cache.for_config(path)  # parsed while the device builds its reply
+            device = None
+            try:
+                if isinstance(request, SocketError):
+                    raise request  # it could not even be asked
+                device = uapi.read_device(request, names, cache.peers_of(name))
+            except (SocketError, ParseError) as exc:
+                errors.append(f"{name}: {exc}")
+                permission_denied |= "permission denied" in str(exc)
+            if device is not None:
+                device = replace(device, peers=cache.in_config_order(name, path, device.peers))
+            link = links.get(name)
+            in_namespace = link is not None or not host.is_live
+            interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
+    finally:
+        for request in requests.values():
+            if isinstance(request, uapi.Exchange):
+                request.close()
 
     errors.extend(cache.errors)
     cache.forget_except(set(sockets) | set(kernel_names))
