@@ -15,7 +15,6 @@ import contextlib
 import fnmatch
 import os
 import re
-import secrets
 import stat
 import time
 from dataclasses import dataclass, field
@@ -230,7 +229,9 @@ def write_atomic(
 
 
 def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{TEMP_TAG}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    # os.urandom is what `secrets.token_hex` reads; the `secrets` module itself would
+    # load hmac and OpenSSL's hashes (~4 ms) into every start-up that imports files.
+    return path.with_name(f".{path.name}.{TEMP_TAG}{os.getpid()}-{os.urandom(4).hex()}.tmp")
 
 
 def clean_stale_temps(directory: Path) -> list[Path]:

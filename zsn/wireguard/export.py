@@ -8,15 +8,16 @@ from zsn.errors import NetlinkAccessError, ZsnError
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
-from zsn.wireguard.live import CONFIG_DIR, read_wireguard
+from zsn.wireguard.live import read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState
+from zsn.wireguard.server import WIREGUARD_DIR
 
 
 def present(host: Host) -> bool:
     """WireGuard is present when an interface runs or a config exists."""
     if any(host.path(d).is_dir() and any(host.path(d).glob("*.sock")) for d in uapi.SOCKET_DIRS):
         return True
-    if host.path(CONFIG_DIR).is_dir():
+    if host.path(WIREGUARD_DIR).is_dir():
         return True
     if host.is_live:
         from zsn.system.netlink import list_links

@@ -2,7 +2,9 @@
 
 Findings come from the files under ``<root>/etc/wireguard`` and the host's state
 (forwarding, resolvconf). A fix that is safe to apply without further thought
-carries a plan builder (`Finding.fix_plan`): the TUI offers it on one key.
+carries a plan builder (`Finding.fix_plan`): the TUI offers it on one key. What
+changes things (routing, live devices, commands) loads when such a plan is built,
+not when lint runs: `zsn --export` lints every config.
 """
 
 from __future__ import annotations
@@ -20,13 +22,7 @@ from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import Section, WgConfig, parse
-from zsn.wireguard.onboarding import (
-    DEFAULT_KEEPALIVE,
-    WIREGUARD_DIR,
-    ServerConfig,
-    has_resolver,
-)
-from zsn.wireguard.routing import forwarding_enabled, forwarding_steps
+from zsn.wireguard.server import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig, has_resolver
 
 SUBJECT = "interface"
 RULES = {
@@ -302,6 +298,9 @@ def _forwarding_off(host: Host, config: WgConfig, name: str, path: str,
     routes = routes or bool(stored.get(name).links)
     if not routes:
         return []
+    # Routing loads commands and live devices: only configs that route pay for it.
+    from zsn.wireguard.routing import forwarding_enabled
+
     versions: set[int] = {a.version for a in addressing.interface_addresses(config)} or {4}
     off: set[int] = {v for v in versions if forwarding_enabled(host, v) is False}
     if not off:
@@ -315,6 +314,8 @@ def _forwarding_off(host: Host, config: WgConfig, name: str, path: str,
 
 
 def _plan_forwarding(host: Host, versions: set[int]) -> Plan:
+    from zsn.wireguard.routing import forwarding_steps
+
     steps, notes = forwarding_steps(host, versions)
     return Plan("enable forwarding", steps, notes=notes)
 

@@ -21,16 +21,12 @@ from zsn.system.netlink import Link, list_links
 from zsn.wireguard import config, kernel, uapi
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.model import DeviceState, InterfaceState, PeerState, WireGuardSnapshot
+from zsn.wireguard.server import config_path
 
-CONFIG_DIR = "/etc/wireguard"
 NEEDS_ROOT = (
     "Reading WireGuard devices needs root: the UAPI sockets are root-only and the "
     "kernel refuses the netlink dump. Run zsn as root (e.g. sudo zsn) to see peers."
 )
-
-
-def config_path(host: Host, interface: str) -> Path:
-    return host.path(f"{CONFIG_DIR}/{interface}.conf")
 
 
 @dataclass

@@ -22,8 +22,8 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse, parse_shared
-from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, find_device, remove_route
+from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse
+from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, remove_route
 from zsn.wireguard.keys import (
     KeyPair,
     check_key,
@@ -33,11 +33,13 @@ from zsn.wireguard.keys import (
 )
 from zsn.wording import Action, Phrase
 
-DEFAULT_KEEPALIVE = 25
-"""Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
-WIREGUARD_DIR = "/etc/wireguard"
-RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
-                     "/bin/resolvectl")
+# Defined with the config reader (lint loads it without the plan builders); the TUI,
+# the CLI and routing keep finding them here.
+from zsn.wireguard.server import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
+from zsn.wireguard.server import WIREGUARD_DIR as WIREGUARD_DIR
+from zsn.wireguard.server import ServerConfig as ServerConfig
+from zsn.wireguard.server import config_path as config_path
+from zsn.wireguard.server import has_resolver as has_resolver
 
 
 class Profile(enum.StrEnum):
@@ -54,10 +56,6 @@ PROFILE_LABELS = {
     Profile.SUBNET: "whole VPN subnet (client-to-client)",
     Profile.ALL: "all traffic (gateway)",
 }
-
-
-def config_path(host: Host, interface: str) -> Path:
-    return host.path(f"{WIREGUARD_DIR}/{interface}.conf")
 
 
 def client_config_path(host: Host, interface: str, name: str) -> Path:
@@ -93,50 +91,6 @@ def _client_file(host: Host, interface: str, peer: Section) -> Path | None:
     """The peer's client config zsn wrote, when its name is one zsn could have given."""
     name = peer.client_file_name
     return client_config_path(host, interface, name) if name is not None else None
-
-
-@dataclass
-class ServerConfig:
-    """A server interface's config file as read, ready to be edited into a plan."""
-
-    host: Host
-    name: str
-    path: Path
-    snapshot: files.FileSnapshot
-    config: WgConfig
-
-    @classmethod
-    def load(cls, host: Host, name: str) -> ServerConfig:
-        addressing.check_interface_name(name)
-        path = config_path(host, name)
-        if not path.exists():
-            raise ValidationError(f"no interface {name!r}: {path} does not exist")
-        snapshot = files.read_tracked(path)
-        return cls(host, name, path, snapshot, parse_shared(snapshot.text, str(path)))
-
-    def edited(self) -> WgConfig:
-        """A fresh copy of the config to edit (the loaded one stays as read)."""
-        return self.config.copy()
-
-    def edit(self, config: WgConfig) -> FileEdit:
-        return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)
-
-    @property
-    def listen_port(self) -> int | None:
-        interface = self.config.interface
-        value = interface.get("ListenPort") if interface else None
-        return int(value) if value and value.isdigit() else None
-
-    @property
-    def public_key(self) -> str:
-        interface = self.config.interface
-        private = interface.get("PrivateKey") if interface else None
-        if not private:
-            raise ValidationError(f"{self.path}: [Interface] has no PrivateKey")
-        return public_key_from_private(private)
-
-    def live(self) -> LiveDevice | None:
-        return find_device(self.host, self.name)
 
 
 @dataclass
@@ -436,11 +390,6 @@ def _interrupted_add(server: ServerConfig, client_path: Path,
         if key in in_use:
             raise refusal
     return snapshot
-
-
-def has_resolver(host: Host) -> bool:
-    """Whether wg-quick can apply ``DNS =`` here (it runs resolvconf or resolvectl)."""
-    return any(host.path(p).exists() for p in RESOLVER_PROGRAMS)
 
 
 def _check_routed_free(config: WgConfig, routed: list[str], owner: Section | None) -> None:

@@ -1,0 +1,87 @@
+"""A server interface's wg-quick config on this host: where it is, and reading it to
+lint it or to edit it into a plan.
+
+Kept apart from the plan builders (`zsn.wireguard.onboarding`, `zsn.wireguard.routing`)
+so that lint and `zsn --export` read configs without loading what changes them (plans,
+live devices, commands).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zsn.errors import ValidationError
+from zsn.system import files
+from zsn.system.host import Host
+from zsn.wireguard import addressing
+from zsn.wireguard.config import WgConfig, parse_shared
+from zsn.wireguard.keys import public_key_from_private
+
+if TYPE_CHECKING:
+    from zsn.plan import FileEdit
+    from zsn.wireguard.device import LiveDevice
+
+WIREGUARD_DIR = "/etc/wireguard"
+DEFAULT_KEEPALIVE = 25
+"""Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
+RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
+                     "/bin/resolvectl")
+
+
+def config_path(host: Host, interface: str) -> Path:
+    return host.path(f"{WIREGUARD_DIR}/{interface}.conf")
+
+
+def has_resolver(host: Host) -> bool:
+    """Whether wg-quick can apply ``DNS =`` here (it runs resolvconf or resolvectl)."""
+    return any(host.path(p).exists() for p in RESOLVER_PROGRAMS)
+
+
+@dataclass
+class ServerConfig:
+    """A server interface's config file as read, ready to be edited into a plan."""
+
+    host: Host
+    name: str
+    path: Path
+    snapshot: files.FileSnapshot
+    config: WgConfig
+
+    @classmethod
+    def load(cls, host: Host, name: str) -> ServerConfig:
+        addressing.check_interface_name(name)
+        path = config_path(host, name)
+        if not path.exists():
+            raise ValidationError(f"no interface {name!r}: {path} does not exist")
+        snapshot = files.read_tracked(path)
+        return cls(host, name, path, snapshot, parse_shared(snapshot.text, str(path)))
+
+    def edited(self) -> WgConfig:
+        """A fresh copy of the config to edit (the loaded one stays as read)."""
+        return self.config.copy()
+
+    def edit(self, config: WgConfig) -> FileEdit:
+        from zsn.plan import FileEdit  # plans load when one is made, not to read a config
+
+        return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)
+
+    @property
+    def listen_port(self) -> int | None:
+        interface = self.config.interface
+        value = interface.get("ListenPort") if interface else None
+        return int(value) if value and value.isdigit() else None
+
+    @property
+    def public_key(self) -> str:
+        interface = self.config.interface
+        private = interface.get("PrivateKey") if interface else None
+        if not private:
+            raise ValidationError(f"{self.path}: [Interface] has no PrivateKey")
+        return public_key_from_private(private)
+
+    def live(self) -> LiveDevice | None:
+        from zsn.wireguard.device import find_device  # netlink and UAPI: only when asked
+
+        return find_device(self.host, self.name)
