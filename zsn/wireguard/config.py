@@ -33,9 +33,11 @@ _PIVPN_BEGIN_RE = re.compile(r"^#+\s*begin\s+(\S+)\s*#+\s*$")
 _PIVPN_END_RE = re.compile(r"^\s*#+\s*end\s+(\S+)\s*#+\s*$")
 DISABLED_PREFIX = "#[disabled] "
 KNOWN_SECTIONS = ("Interface", "Peer")
+_PLAIN_HEADERS = {"[Interface]": "Interface", "[Peer]": "Peer"}
 PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
 """A peer name zsn gives a client config file; always used with fullmatch."""
 MAX_NAME_BYTES = 200
+_CONTROL_CHARACTER_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Entry(NamedTuple):
@@ -81,7 +83,7 @@ class Section:
         items: list[str] = []
         for entry in self.entries:
             if entry.key.lower() == wanted:
-                items.extend(part.strip() for part in entry.value.split(",") if part.strip())
+                items += [part for part in map(str.strip, entry.value.split(",")) if part]
         return items
 
     def entries_for(self, key: str) -> list[Entry]:
@@ -142,14 +144,18 @@ class WgConfig:
                             s.disabled) for s in self.sections]
         return WgConfig(list(self.lines), sections, self.source)
 
-    def peer_names(self) -> dict[str, str]:
-        """Peer name by public key, for the peers that have a name comment."""
-        names: dict[str, str] = {}
+    def peer_keys(self) -> list[tuple[str, Section]]:
+        """(public key, peer) for each active peer that has a key, in file order."""
+        found: list[tuple[str, Section]] = []
         for peer in self.peers:
             key = peer.get("PublicKey")
-            if key and peer.name:
-                names[key] = peer.name
-        return names
+            if key:
+                found.append((key, peer))
+        return found
+
+    def peer_names(self) -> dict[str, str]:
+        """Peer name by public key, for the peers that have a name comment."""
+        return {key: peer.name for key, peer in self.peer_keys() if peer.name}
 
     # -- lookups -------------------------------------------------------------------
 
@@ -345,7 +351,7 @@ def name_problem(name: str) -> str | None:
         return "contains '/'"
     if name in (".", ".."):
         return f"is {name!r}"
-    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+    if _CONTROL_CHARACTER_RE.search(name):
         return "contains control characters"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return f"is longer than {MAX_NAME_BYTES} bytes"
@@ -410,15 +416,19 @@ def _comment_text(line: str) -> str | None:
 
 
 def _name_from_comment(line: str) -> str | None:
-    pivpn = _PIVPN_BEGIN_RE.match(_strip_disabled(line).strip())
-    if pivpn:
-        return pivpn.group(1)
     text = _comment_text(line)
     if text is None:
         return None
-    match = _NAME_KEY_RE.match(text)
-    if match:
-        return match.group(1).strip() or None
+    # A word each pattern needs before the pattern itself: this runs for every peer
+    # of a big server, whose comments are mostly a plain "# name".
+    if "begin" in text:
+        pivpn = _PIVPN_BEGIN_RE.match(_strip_disabled(line).strip())
+        if pivpn:
+            return pivpn.group(1)
+    if "=" in text or ":" in text:
+        match = _NAME_KEY_RE.match(text)
+        if match:
+            return match.group(1).strip() or None
     return text or None
 
 
@@ -461,12 +471,21 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
     current: Section | None = None
     skip = len(DISABLED_PREFIX)
     checked_keys: set[str] = set()
+    # A NamedTuple's own __new__ is a Python function; tuple.__new__ makes the
+    # same Entry without that call (tens of thousands of entries in a big config).
+    new_entry = tuple.__new__
     # Cheap string tests first: this loop runs once per line of configs with
     # thousands of peers, and most lines are comments, blanks or plain entries
     # whose handful of keys repeat (each is checked once).
-    for index in range(start, len(lines)):
-        line = lines[index]
+    for index, line in enumerate(lines[start:], start):
         disabled = line[:1] == "#"
+        if not disabled and current is not None and not current.disabled:
+            # The usual line: "Key = value" with a key seen before, in an active section.
+            key, equals, value = line.partition("=")
+            key = key.strip()
+            if equals and key in checked_keys and "#" not in value:
+                current.entries.append(new_entry(Entry, (key, value.strip(), index)))
+                continue
         if disabled:
             if not line.startswith(DISABLED_PREFIX):
                 continue
@@ -477,13 +496,17 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
         if not stripped or stripped[0] == "#":
             continue
         if stripped[0] == "[":
-            header = _SECTION_RE.match(body)
-            if header:
-                kind = header.group(1).capitalize()
-                if kind not in KNOWN_SECTIONS:
-                    if disabled:
-                        continue
-                    raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
+            kind = _PLAIN_HEADERS.get(stripped)
+            if kind is None:
+                header = _SECTION_RE.match(body)
+                if header:
+                    kind = header.group(1).capitalize()
+                    if kind not in KNOWN_SECTIONS:
+                        if disabled:
+                            continue
+                        raise ParseError(f"unknown section [{header.group(1)}]", index + 1,
+                                         source)
+            if kind is not None:
                 if current is not None:
                     current.end = index
                 current = Section(kind, index, len(lines), disabled=disabled)
@@ -513,7 +536,7 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
                              source)
         if current is None:
             raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
-        current.entries.append(Entry(key, value.strip(), index))
+        current.entries.append(new_entry(Entry, (key, value.strip(), index)))
     for section in sections:
         if section.kind == "Peer":
             _set_peer_name(lines, section)

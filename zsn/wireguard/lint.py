@@ -209,21 +209,29 @@ def _duplicate_keys(config: WgConfig, name: str, path: str) -> list[Finding]:
 
 def _outside_subnet(config: WgConfig, peers: PeerSpans, name: str, path: str
                     ) -> list[Finding]:
-    own = [(a.version, int(a.network.network_address), int(a.network.broadcast_address),
-            str(a.network)) for a in addressing.interface_addresses(config)]
-    if not own:
+    subnets: dict[int, list[tuple[int, int, str]]] = {}
+    for address in addressing.interface_addresses(config):
+        network = address.network
+        subnets.setdefault(address.version, []).append(
+            (int(network.network_address), int(network.broadcast_address), str(network)))
+    if not subnets:
         return []
     found: list[Finding] = []
     for peer, items in peers:
         for (version, first, _last, prefix), text in items:
             if prefix != (32 if version == 4 else 128):
                 continue  # a routed subnet behind the peer, not its address
-            same = [o for o in own if o[0] == version]
-            if same and not any(o[1] <= first <= o[2] for o in same):
+            same = subnets.get(version)
+            if same is None:
+                continue
+            for low, high, _text in same:
+                if low <= first <= high:
+                    break
+            else:
                 found.append(Finding(
                     "WG003", "warning", name,
                     f"{peer.label} has address {text} outside the interface subnet "
-                    f"{', '.join(o[3] for o in same)}",
+                    f"{', '.join(subnet for _low, _high, subnet in same)}",
                     "give the peer an address inside the subnet (or widen the Address prefix)",
                     path, peer.header + 1))
     return found

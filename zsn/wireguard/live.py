@@ -82,11 +82,10 @@ class LiveCache:
         except ZsnError as exc:
             self.errors.append(f"cannot read config: {exc}")
         else:
-            peers = _ConfigPeers(parsed.peer_names(), {})
-            for position, peer in enumerate(parsed.peers):
-                key = peer.get("PublicKey")
-                if key:
-                    peers.order.setdefault(key, position)
+            keyed = parsed.peer_keys()
+            peers = _ConfigPeers({key: peer.name for key, peer in keyed if peer.name}, {})
+            for position, (key, _peer) in enumerate(keyed):
+                peers.order.setdefault(key, position)
         self._cache[path] = (signature, peers)
         return peers
 
