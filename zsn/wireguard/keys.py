@@ -55,13 +55,26 @@ def _clamp(raw: bytearray) -> bytearray:
 
 def public_key_from_private(private_key: str) -> str:
     """The X25519 public key of a base64 private key, as `wg pubkey` computes it."""
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
     # wg clamps before use; cryptography clamps too, but be explicit so the result
     # never depends on a library detail.
     raw = _clamp(bytearray(base64.b64decode(check_key(private_key, "private key"))))
-    public = X25519PrivateKey.from_private_bytes(bytes(raw)).public_key().public_bytes_raw()
-    return base64.b64encode(public).decode("ascii")
+    return base64.b64encode(_x25519_public(bytes(raw))).decode("ascii")
+
+
+def _x25519_public(private: bytes) -> bytes:
+    try:
+        # The Rust binding cryptography's X25519PrivateKey wraps. The public module
+        # also loads the OpenSSL backend (ciphers, RSA, EC) only to ask whether
+        # X25519 is supported: ~8 ms, more than a cold `zsn --export` spends
+        # deriving an interface's public key.
+        from cryptography.hazmat.bindings._rust import openssl
+
+        key = openssl.x25519.from_private_bytes(private)
+    except (ImportError, AttributeError):  # a cryptography that moved it
+        from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+        return X25519PrivateKey.from_private_bytes(private).public_key().public_bytes_raw()
+    return key.public_key().public_bytes_raw()
 
 
 def generate_private_key() -> str:
@@ -76,6 +89,8 @@ def generate_preshared_key() -> str:
 
 @dataclass(frozen=True)
 class KeyPair:
+    """A private key and its public key, base64."""
+
     private_key: str
     """A secret: never logged, exported or shown in notifications."""
     public_key: str
