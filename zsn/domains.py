@@ -37,6 +37,8 @@ REGISTRY: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class CommandGroup:
+    """One headless command group: ``zsn NAME ...``."""
+
     name: str
     """The first word on the command line: ``zsn NAME ...``."""
     help: str
@@ -49,6 +51,8 @@ class CommandGroup:
 
 @dataclass(frozen=True)
 class Domain:
+    """A domain's faces, each named by module path (see the module docstring)."""
+
     name: str
     """The export section's name and the pane's id: lower case, no spaces."""
     title: str

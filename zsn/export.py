@@ -30,6 +30,8 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class ExportResult:
+    """One snapshot: the document to print and the errors met reading it."""
+
     document: dict[str, Any]
     errors: list[str]
     """Every section's errors as one-line messages prefixed by the section."""

@@ -27,6 +27,8 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Finding:
+    """One piece of advice about a config or the host."""
+
     id: str
     severity: Severity
     subject: str | None

@@ -63,6 +63,8 @@ class ApplyError(ZsnError):
 
 @dataclass
 class FileEdit:
+    """A file written atomically, with its backup, refused if it changed since read."""
+
     path: Path
     previous: files.FileSnapshot | None = field(repr=False)
     """What the edit is based on; ``None`` creates a new file."""
@@ -145,6 +147,8 @@ class FileEdit:
 
 @dataclass
 class LiveStep:
+    """A change to the running system, with how to undo it."""
+
     description: str
     run: Callable[[], object]
     undo_run: Callable[[], object] | None = None
@@ -163,6 +167,8 @@ Step = FileEdit | LiveStep
 
 @dataclass
 class Plan:
+    """A change as the user sees it before saying yes: its steps, warnings and notes."""
+
     title: str
     steps: list[Step] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -11,6 +11,8 @@ MetricKind = Literal["gauge", "counter"]
 
 @dataclass
 class MetricFamily:
+    """One metric: its name, type, help line and samples (labels, value)."""
+
     name: str
     kind: MetricKind
     help: str

@@ -109,6 +109,8 @@ def iproute(what: str = "netlink") -> Iterator[Any]:
 
 @dataclass(frozen=True)
 class Link:
+    """One network link of this namespace, with its addresses."""
+
     index: int
     name: str
     kind: str | None

@@ -54,6 +54,8 @@ class Entry(NamedTuple):
 
 @dataclass
 class Section:
+    """An ``[Interface]`` or ``[Peer]`` block: where it is and its entries."""
+
     kind: str
     """``Interface`` or ``Peer`` (canonical case)."""
     header: int
@@ -115,6 +117,8 @@ class Section:
 
 @dataclass
 class WgConfig:
+    """A config as its raw lines and the index of its sections over them."""
+
     lines: list[str]
     sections: list[Section]
     source: str | None = None

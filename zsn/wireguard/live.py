@@ -31,6 +31,8 @@ NEEDS_ROOT = (
 
 @dataclass
 class _ConfigPeers:
+    """What the live read takes from one config."""
+
     names: dict[str, str]
     """Peer name by public key, for peers with a name comment."""
     order: dict[str, int]

@@ -43,6 +43,8 @@ class DeviceState:
 
 @dataclass(frozen=True, slots=True)
 class InterfaceState:
+    """One interface as zsn shows it: the device, its addresses and its config."""
+
     name: str
     implementation: Implementation
     public_key: str | None
@@ -59,6 +61,8 @@ class InterfaceState:
 
 @dataclass(frozen=True, slots=True)
 class WireGuardSnapshot:
+    """Every interface visible from here, read at one time."""
+
     interfaces: tuple[InterfaceState, ...]
     errors: tuple[str, ...] = ()
     taken_at: float = 0.0

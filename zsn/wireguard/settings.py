@@ -24,6 +24,8 @@ class BadNameError(ParseError):
 
 @dataclass
 class InterfaceSettings:
+    """What zsn remembers about one interface."""
+
     endpoint_host: str | None = None
     """Public address or hostname clients connect to (the port is the ListenPort)."""
     links: list[str] = field(default_factory=list)
@@ -32,6 +34,8 @@ class InterfaceSettings:
 
 @dataclass
 class Settings:
+    """The settings file as read, ready for an edit."""
+
     path: Path
     snapshot: files.FileSnapshot | None
     interfaces: dict[str, InterfaceSettings]
