@@ -218,15 +218,22 @@ def parse_get(
         previous, age_now = cache.previous(names), None
     current: dict[str, PeerState] = {}
     peers: list[PeerState] = []
-    line = header.count("\n") + 1  # of the block's first line, for error messages
-    for block in blocks:
-        peer = previous.get(block)
+    # Line numbers only matter in an error message: counted up to a block read
+    # line by line, never for wireguard-go's blocks read whole.
+    line, counted = header.count("\n") + 1, 0
+    for index, block in enumerate(blocks):
+        peer = previous.get(block) if previous else None
         if peer is None:
-            peer = _parse_peer(block, names, age_now, line, source)
+            match = _WIREGUARD_GO_PEER.fullmatch(block) if age_now is None else None
+            if match is not None:
+                peer = _wireguard_go_peer(match, names)
+            else:
+                line += sum(earlier.count("\n") + 1 for earlier in blocks[counted:index])
+                counted = index
+                peer = _parse_peer(block, names, age_now, line, source)
         if cache is not None:
             current[block] = peer
         peers.append(peer)
-        line += block.count("\n") + 1
     if cache is not None and not handshake_is_age:
         cache.keep(current)
     return DeviceState(private_key, public_key, listen_port, fwmark, tuple(peers))
@@ -239,10 +246,7 @@ def _parse_peer(
     first_line: int,
     source: str,
 ) -> PeerState:
-    """One peer's block (the text after ``public_key=``)."""
-    match = _WIREGUARD_GO_PEER.fullmatch(block)
-    if match is not None and age_now is None:
-        return _wireguard_go_peer(match, names)
+    """One peer's block (the text after ``public_key=``), line by line."""
     key: str | None = None
     psk: str | None = None
     endpoint: str | None = None
@@ -279,7 +283,8 @@ def _parse_peer(
 def _wireguard_go_peer(match: re.Match[str], names: Mapping[str, str]) -> PeerState:
     key_hex, psk_hex, endpoint, handshake, tx, rx, keepalive, allowed = match.groups()
     key = hex_to_base64(key_hex)
-    return PeerState(
+    # tuple.__new__: the same PeerState without its Python-level __new__ (once per peer).
+    return tuple.__new__(PeerState, (
         key,
         None if psk_hex == _ZERO_KEY else hex_to_base64(psk_hex),
         endpoint,
@@ -289,7 +294,7 @@ def _wireguard_go_peer(match: re.Match[str], names: Mapping[str, str]) -> PeerSt
         int(tx),
         int(keepalive) or None,
         names.get(key),
-    )
+    ))
 
 
 def _lines(text: str, first_line: int, source: str) -> Iterator[tuple[int, str, str]]:
