@@ -169,7 +169,8 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) 
     assert isinstance(host, Host)
     # A snapshot's tens of thousands of objects (a big server's) all live until it
     # is printed: the cyclic collector would only walk them again and again (~30 ms
-    # of such an export) without freeing anything.
+    # of such an export) without freeing anything; frozen, they are not walked
+    # once more by the collection at exit either.
     gc.disable()
     try:
         result = export.collect(host, sections, include_secrets=include_secrets)
@@ -178,6 +179,7 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) 
         else:
             text = export.to_json(result, pretty=sys.stdout.isatty())
     finally:
+        gc.freeze()
         gc.enable()
     sys.stdout.write(text)
     sys.stdout.flush()

@@ -86,7 +86,8 @@ def to_json(result: ExportResult, pretty: bool = False) -> str:
     """
     if pretty:
         return json.dumps(result.document, indent=2) + "\n"
-    return json.dumps(result.document, separators=(",", ":")) + "\n"
+    # A tree of dicts and lists built for this snapshot: no cycle to look for.
+    return json.dumps(result.document, separators=(",", ":"), check_circular=False) + "\n"
 
 
 def to_prometheus(result: ExportResult) -> str:

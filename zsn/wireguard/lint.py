@@ -3,8 +3,8 @@
 Findings come from the files under ``<root>/etc/wireguard`` and the host's state
 (forwarding, resolvconf). A fix that is safe to apply without further thought
 carries a plan builder (`Finding.fix_plan`): the TUI offers it on one key. What
-changes things (routing, live devices, commands) loads when such a plan is built,
-not when lint runs: `zsn --export` lints every config.
+changes things (plans, routing, live devices, commands) loads when such a plan is
+built, not when lint runs: `zsn --export` lints every config.
 """
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ import re
 import stat
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zsn.errors import ZsnError
 from zsn.lint import Finding
-from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import Section, WgConfig, parse
 from zsn.wireguard.server import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig, has_resolver
+
+if TYPE_CHECKING:
+    from zsn.plan import Plan
 
 SUBJECT = "interface"
 RULES = {
@@ -143,6 +146,8 @@ def _unusable_names(config: WgConfig, name: str, path: str) -> list[Finding]:
 
 
 def _plan_set(host: Host, interface: str, key: str, value: str) -> Plan:
+    from zsn.plan import Plan
+
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     section = edited.interface
@@ -282,6 +287,8 @@ def _crosses_into(command: str, name: str) -> bool:
 
 
 def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Plan:
+    from zsn.plan import Plan
+
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     section = edited.interface
@@ -322,6 +329,7 @@ def _forwarding_off(host: Host, config: WgConfig, name: str, path: str,
 
 
 def _plan_forwarding(host: Host, versions: set[int]) -> Plan:
+    from zsn.plan import Plan
     from zsn.wireguard.routing import forwarding_steps
 
     steps, notes = forwarding_steps(host, versions)
@@ -350,6 +358,8 @@ def _permission_findings(host: Host, directory: Path) -> list[Finding]:
 
 
 def _plan_chmod(path: Path, wanted: int, current: int) -> Plan:
+    from zsn.plan import LiveStep, Plan
+
     return Plan(f"chmod {wanted:o} {path}", [LiveStep(f"chmod {wanted:04o} {path}",
                                                       partial(os.chmod, path, wanted),
                                                       partial(os.chmod, path, current))])
@@ -372,6 +382,8 @@ def _keepalive_findings(path: Path, config: WgConfig) -> list[Finding]:
 
 
 def _plan_keepalive(path: Path) -> Plan:
+    from zsn.plan import FileEdit, Plan
+
     snapshot = files.read_tracked(path)
     config = parse(snapshot.text, str(path))
     for index in range(len(config.peers)):

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zsn.errors import ParseError, ValidationError
-from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.host import Host
+
+if TYPE_CHECKING:
+    from zsn.plan import FileEdit
 
 SETTINGS_PATH = "/etc/zsn/wireguard.json"
 
@@ -45,6 +48,8 @@ class Settings:
 
     def edit(self, changes: dict[str, InterfaceSettings]) -> FileEdit:
         """The file edit that stores the settings in `changes` (by interface name)."""
+        from zsn.plan import FileEdit  # plans load when one is made: lint reads settings
+
         merged = {**self.interfaces, **changes}
         document = {
             iface: {"endpoint_host": value.endpoint_host, "links": sorted(set(value.links))}
