@@ -156,6 +156,7 @@ _WIREGUARD_GO_PEER = re.compile(
 _HEX_KEY_RE = re.compile(r"[0-9a-fA-F]{64}")
 _NUMBER_RE = re.compile(r"[0-9]{1,20}")
 _PEER_SEPARATOR = "\npublic_key="
+_FIRST_PEER = "public_key="
 _NO_NAMES: Mapping[str, str] = {}
 _ALLOWED_SEPARATOR = "\nallowed_ip="
 
@@ -197,11 +198,21 @@ def parse_get(
     """
     check_errno(reply, source)
     names = _NO_NAMES if names is None else names
-    header, *blocks = ("\n" + reply[: reply.rfind("errno=")]).split(_PEER_SEPARATOR)
+    # Split the reply itself: a copy without the errno line, or with a newline in
+    # front, would be two more megabyte-sized strings for a big server.
+    parts = reply.split(_PEER_SEPARATOR)
+    parts[-1] = parts[-1][: parts[-1].rfind("errno=")]
+    if reply.startswith(_FIRST_PEER):  # no device lines (no key, no port)
+        header, blocks = "", parts
+        blocks[0] = blocks[0][len(_FIRST_PEER):]
+        first_peer_line = 1
+    else:
+        header, blocks = parts[0], parts[1:]
+        first_peer_line = header.count("\n") + 2
     private_key = public_key = None
     listen_port = fwmark = None
     handshake_is_age = False
-    for number, key, value in _lines(header, 0, source):
+    for number, key, value in _lines(header, 1, source):
         if key == "private_key":
             private_key = _hex_key(value, key, number, source)
         elif key == "own_public_key":
@@ -220,7 +231,7 @@ def parse_get(
     peers: list[PeerState] = []
     # Line numbers only matter in an error message: counted up to a block read
     # line by line, never for wireguard-go's blocks read whole.
-    line, counted = header.count("\n") + 1, 0
+    line, counted = first_peer_line, 0
     for index, block in enumerate(blocks):
         peer = previous.get(block) if previous else None
         if peer is None:
