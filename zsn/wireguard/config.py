@@ -13,10 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from zsn.errors import ParseError, ValidationError
 from zsn.format import excerpt
+
+if TYPE_CHECKING:
+    from zsn.system.host import Host
+
+WIREGUARD_DIR = "/etc/wireguard"
 
 _SECTION_RE = re.compile(r"^\s*\[\s*([A-Za-z]+)\s*\]\s*(?:#.*)?$")
 # The parts of an entry line an edit must keep: indentation and spacing around
@@ -38,6 +44,11 @@ PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
 """A peer name zsn gives a client config file; always used with fullmatch."""
 MAX_NAME_BYTES = 200
 _CONTROL_CHARACTER_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def config_path(host: Host, interface: str) -> Path:
+    """Where wg-quick keeps `interface`'s config on `host`."""
+    return host.path(f"{WIREGUARD_DIR}/{interface}.conf")
 
 
 class Entry(NamedTuple):

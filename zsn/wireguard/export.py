@@ -8,9 +8,9 @@ from zsn.errors import NetlinkAccessError, ZsnError
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
+from zsn.wireguard.config import WIREGUARD_DIR
 from zsn.wireguard.live import read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState
-from zsn.wireguard.server import WIREGUARD_DIR
 
 
 def present(host: Host) -> bool:

@@ -21,8 +21,8 @@ from zsn.lint import Finding
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import Section, WgConfig, parse
-from zsn.wireguard.server import DEFAULT_KEEPALIVE, WIREGUARD_DIR, ServerConfig, has_resolver
+from zsn.wireguard.config import WIREGUARD_DIR, Section, WgConfig, parse
+from zsn.wireguard.server import DEFAULT_KEEPALIVE, ServerConfig, has_resolver
 
 if TYPE_CHECKING:
     from zsn.plan import Plan

@@ -19,9 +19,9 @@ from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
 from zsn.wireguard import config, kernel, uapi
+from zsn.wireguard.config import config_path
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.model import DeviceState, InterfaceState, PeerState, WireGuardSnapshot
-from zsn.wireguard.server import config_path
 
 NEEDS_ROOT = (
     "Reading WireGuard devices needs root: the UAPI sockets are root-only and the "

@@ -22,7 +22,12 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
+
+# The "X as X" imports are re-exports: defined with the config reader (lint and the
+# live read load them without the plan builders), found here by the TUI, CLI, routing.
+from zsn.wireguard.config import WIREGUARD_DIR as WIREGUARD_DIR
 from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse
+from zsn.wireguard.config import config_path as config_path
 from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, remove_route
 from zsn.wireguard.keys import (
     KeyPair,
@@ -31,15 +36,10 @@ from zsn.wireguard.keys import (
     is_valid_key,
     public_key_from_private,
 )
-from zsn.wording import Action, Phrase
-
-# Defined with the config reader (lint loads it without the plan builders); the TUI,
-# the CLI and routing keep finding them here.
 from zsn.wireguard.server import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
-from zsn.wireguard.server import WIREGUARD_DIR as WIREGUARD_DIR
 from zsn.wireguard.server import ServerConfig as ServerConfig
-from zsn.wireguard.server import config_path as config_path
 from zsn.wireguard.server import has_resolver as has_resolver
+from zsn.wording import Action, Phrase
 
 
 class Profile(enum.StrEnum):

@@ -1,5 +1,5 @@
-"""A server interface's wg-quick config on this host: where it is, and reading it to
-lint it or to edit it into a plan.
+"""A server interface's wg-quick config on this host, read to lint it or to edit it
+into a plan (`zsn.wireguard.config.config_path` says where it is).
 
 Kept apart from the plan builders (`zsn.wireguard.onboarding`, `zsn.wireguard.routing`)
 so that lint and `zsn --export` read configs without loading what changes them (plans,
@@ -16,22 +16,17 @@ from zsn.errors import ValidationError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing
-from zsn.wireguard.config import WgConfig, parse_shared
+from zsn.wireguard.config import WgConfig, config_path, parse_shared
 from zsn.wireguard.keys import public_key_from_private
 
 if TYPE_CHECKING:
     from zsn.plan import FileEdit
     from zsn.wireguard.device import LiveDevice
 
-WIREGUARD_DIR = "/etc/wireguard"
 DEFAULT_KEEPALIVE = 25
 """Seconds; keeps a NAT mapping open so the server (and other clients) can reach a client."""
 RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resolvectl",
                      "/bin/resolvectl")
-
-
-def config_path(host: Host, interface: str) -> Path:
-    return host.path(f"{WIREGUARD_DIR}/{interface}.conf")
 
 
 def has_resolver(host: Host) -> bool:
