@@ -245,10 +245,12 @@ in the config after them, by name). `enter` on a peer shows all of it.
         self._refresh_details(interface)
 
     def _refresh_details(self, interface: InterfaceState | None) -> None:
+        screen = self.app.screen
+        if screen is self.screen or interface is None:
+            return  # no peer open (and no need to load its screen's module yet)
         from zsn.tui.screens.peer_details import PeerDetailsScreen
 
-        screen = self.app.screen
-        if isinstance(screen, PeerDetailsScreen) and interface is not None:
+        if isinstance(screen, PeerDetailsScreen):
             for peer in interface.peers:
                 if peer.public_key == screen.peer.public_key:
                     screen.update_peer(peer, self._rate_cells.get(
