@@ -157,9 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
         return 1
+    from zsn.tui.startup import Startup
+
+    # Before Textual is imported: the first pane's read runs alongside its import.
+    registered = domains()
+    startup = Startup.begin(registered[0] if registered else None, host)
     from zsn.tui.app import run
 
-    return run(host, theme=args.theme, refresh=args.refresh)
+    return run(host, theme=args.theme, refresh=args.refresh, startup=startup)
 
 
 def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) -> int:

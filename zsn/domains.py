@@ -16,6 +16,9 @@ The faces, each a module path:
   ``add_arguments(parser)`` (its sub-commands) and ``run(args, host) -> int``.
 - ``pane``: ``"module:Class"``, a `zsn.tui.panes.base.LivePane` shown as a tab.
 - ``lint``: a module with ``RULES``, ``SUBJECT`` and ``lint(host)`` (see `zsn.lint`).
+- ``live`` (optional): ``"module:function"``, ``function(host)`` returning the snapshot
+  the pane shows, without Textual. For the first pane, `zsn.tui.startup` runs it
+  while Textual loads, so the first frame already has the rows.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class Domain:
     commands: tuple[CommandGroup, ...]
     pane: str
     lint: str
+    live: str = ""
 
 
 def load(path: str) -> Any:

@@ -20,6 +20,7 @@ from zsn.tui.commands import ZsnCommands
 from zsn.tui.keys import KeySequencer
 from zsn.tui.notices import HeldNotices, Notice
 from zsn.tui.panes.base import LivePane
+from zsn.tui.startup import Startup
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
 from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
@@ -54,8 +55,10 @@ class ZsnApp(App[int]):
           for number in range(1, 10)),
     ]
 
-    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0) -> None:
+    def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0,
+                 startup: Startup | None = None) -> None:
         super().__init__()
+        self.startup = startup
         self.domains: list[Domain] = domains()
         self.host = host
         self.refresh_seconds = refresh
@@ -136,7 +139,10 @@ class ZsnApp(App[int]):
             for index, each in enumerate(self.domains):
                 with Vertical(id=f"tab-{each.name}", classes="pane-container"):
                     if index == 0:
-                        yield self._new_pane(each)
+                        pane = self._new_pane(each)
+                        if self.startup is not None:
+                            pane.first_read = self.startup.take_first_read()
+                        yield pane
         yield KeyBar(keep=("q", "question_mark"), id="key-bar")
 
     def _new_pane(self, domain: Domain) -> LivePane:
@@ -184,6 +190,8 @@ class ZsnApp(App[int]):
         bar = self.query_one(PaneBar)
         bar.title = "zsn" if self.host.is_live else f"zsn — root: {self.host.root}"
         self.set_timer(MOUNT_OTHER_PANES_AFTER, self._mount_remaining_panes)
+        if self.startup is not None:
+            self.call_after_refresh(self.startup.first_frame_drawn)
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
 
@@ -204,6 +212,7 @@ class ZsnApp(App[int]):
         self.push_screen(HelpScreen(pane_help, shown))
 
 
-def run(host: Host, theme: str | None = None, refresh: float = 1.0, **kwargs: Any) -> int:
-    ZsnApp(host, theme=theme, refresh=refresh).run(**kwargs)
+def run(host: Host, theme: str | None = None, refresh: float = 1.0,
+        startup: Startup | None = None, **kwargs: Any) -> int:
+    ZsnApp(host, theme=theme, refresh=refresh, startup=startup).run(**kwargs)
     return 0

@@ -16,4 +16,5 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",
+    live="zsn.wireguard.live:read_wireguard",
 )

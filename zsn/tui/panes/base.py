@@ -7,9 +7,11 @@
    the latest state and `fetch()` returns it. A fetch that raises is shown in the
    status line and polling goes on, so the pane recovers when the daemon is back.
    Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
-   another tab, and never overlaps itself; `poll(force=True)` reads now. The first
-   read starts once the first frame is drawn; until it is shown, tables say
-   "Reading…".
+   another tab, and never overlaps itself; `poll(force=True)` reads now. Name the
+   same reader in the domain's ``live=`` (`zsn.domains`): for the first pane, its
+   first read then runs while Textual loads (`zsn.tui.startup`), and the first frame
+   already has the rows. Otherwise the first read starts once the first frame is
+   drawn; until it is shown, tables say "Reading…".
 2. **Show** in `show(snapshot)` (UI thread): turn the snapshot into `Row`s and hand
    them to each table's `LiveTable.update(rows)`. Give every row a stable key (an
    interface name, a public key, a pool/vdev path) and every cell its text: the
@@ -71,10 +73,13 @@ from zsn.tui.wording import say
 
 if TYPE_CHECKING:
     from zsn.plan import Plan
+    from zsn.tui.startup import FirstRead
 
 T = TypeVar("T")
 
 GONE_NOTICE_SECONDS = 8
+FIRST_READ_WAIT_SECONDS = 10.0
+"""How long the first poll waits for the read started with the app (`zsn.tui.startup`)."""
 SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
@@ -147,6 +152,8 @@ class LivePane(Vertical):
         self._last_poll = 0.0
         self.snapshot_count = 0
         """Snapshots shown so far (tests wait on it)."""
+        self.first_read: FirstRead | None = None
+        """The first snapshot, being read since the app started (`zsn.tui.startup`)."""
 
     # -- to implement ----------------------------------------------------------
     def fetch(self) -> Any:
@@ -272,10 +279,17 @@ class LivePane(Vertical):
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
+        self._last_poll = time.monotonic()  # counts as the read on_show would start
+        first = self.first_read
+        if first is not None and first.ready():
+            self.first_read = None
+            snapshot = first.take(0)
+            if snapshot is not None:  # shown before the first frame is drawn
+                self.show(snapshot)
+                self.snapshot_count += 1
+                return
         # Once the first frame is drawn: the read's thread (imports, netlink) would
-        # otherwise take turns with it for the interpreter. (Counts as the read
-        # on_show would start.)
-        self._last_poll = time.monotonic()
+        # otherwise take turns with it for the interpreter.
         self.call_after_refresh(self.poll)
 
     def on_show(self) -> None:
@@ -296,7 +310,10 @@ class LivePane(Vertical):
 
     def _fetch_in_thread(self) -> None:
         try:
-            snapshot = self.fetch()
+            first, self.first_read = self.first_read, None
+            snapshot = first.take(FIRST_READ_WAIT_SECONDS) if first is not None else None
+            if snapshot is None:
+                snapshot = self.fetch()
         except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
             message = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
             self.app.call_from_thread(self._deliver_error, message)
