@@ -106,13 +106,13 @@ class LiveCache:
         if cached is not None and cached[1] is order and len(cached[0]) == len(by_key) \
                 and by_key.keys() == cached[2]:
             return tuple(by_key[key] for key in cached[0])
-        rank = len(order)
-
-        def position(peer: PeerState) -> tuple[int, bool, str, str]:
-            return (order.get(peer.public_key, rank), peer.name is None, peer.name or "",
-                    peer.public_key)
-
-        ordered = sorted(by_key.values(), key=position)
+        # The config's peers as `order` lists them (it was filled in file order),
+        # then the others.
+        ordered = [by_key[key] for key in order if key in by_key]
+        if len(ordered) < len(by_key):
+            ordered += sorted((peer for key, peer in by_key.items() if key not in order),
+                              key=lambda peer: (peer.name is None, peer.name or "",
+                                                peer.public_key))
         keys = [peer.public_key for peer in ordered]
         self._orders[interface] = (keys, order, frozenset(keys))
         return tuple(ordered)
