@@ -96,7 +96,11 @@ class Section:
         items: list[str] = []
         for entry in self.entries:
             if entry.key.lower() == wanted:
-                items += [part for part in map(str.strip, entry.value.split(",")) if part]
+                if "," not in entry.value:  # one item (values are stripped already)
+                    if entry.value:
+                        items.append(entry.value)
+                else:
+                    items += [part for part in map(str.strip, entry.value.split(",")) if part]
         return items
 
     def entries_for(self, key: str) -> list[Entry]:
