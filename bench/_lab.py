@@ -82,10 +82,20 @@ def repo_env() -> dict[str, str]:
     return env
 
 
-def compile_repo() -> None:
-    """Write zsn's bytecode before timing anything (see `repo_env`)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "zsn")],
-                   check=True, stdout=subprocess.DEVNULL, env=repo_env())
+def compile_repo(*others: str) -> None:
+    """Write zsn's bytecode before timing anything (see `repo_env`), also for the trees
+    compared with `--against`."""
+    for root in (str(REPO), *others):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{root}/zsn"],
+                       check=True, stdout=subprocess.DEVNULL, env=repo_env())
+
+
+def zsn_from(tree: str, *args: str) -> list[str]:
+    """argv that runs zsn with `args` from another checkout `tree` (e.g. an export of
+    main: ``git archive main | tar -x -C /tmp/main``), to compare in the same run."""
+    code = (f"import sys; sys.path.insert(0, {tree!r}); from zsn.cli import main; "
+            f"sys.exit(main({list(args)!r}))")
+    return [sys.executable, "-c", code]
 
 
 def _die_with_parent() -> None:

@@ -5,7 +5,7 @@ too; with a 5,000-peer interface, the peer table's first rows <= 1.5x the minima
 app's first frame. Run as root (the live cases start wireguard-go interfaces in a
 private namespace):
 
-    python3 bench/startup.py [--runs N] [--peers N] [--small N] [--no-live]
+    python3 bench/startup.py [--runs N] [--peers N] [--small N] [--no-live] [--against TREE]
 
 Each app runs as a child process on its own pseudo-terminal of 80x24, exactly as
 from a shell: the clock starts just before the process is spawned (so interpreter
@@ -92,13 +92,15 @@ def main() -> int:
     parser.add_argument("--peers", type=int, default=_lab.PEER_COUNT)
     parser.add_argument("--small", type=int, default=SMALL_PEERS,
                         help=f"peers of the small live interface (default {SMALL_PEERS})")
+    parser.add_argument("--against", metavar="TREE",
+                        help="also start zsn from this checkout in every phase, same rounds")
     parser.add_argument("--no-live", action="store_true",
                         help="skip the cases with live interfaces (no root needed)")
     args = parser.parse_args()
     if not args.no_live:
         _lab.require(["wireguard-go", "ip", "unshare", "mount"])
         _lab.isolate()
-    _lab.compile_repo()
+    _lab.compile_repo(*([args.against] if args.against else []))
     python = sys.executable
     print(f"python: {python}; terminal {COLUMNS}x{ROWS}; {args.runs} runs per case after "
           "one warm-up, interleaved")
@@ -117,6 +119,7 @@ def main() -> int:
         try:
             cases.append(Case(f"zsn, live {IFACE} ({args.small} peers)", [python, "-m", "zsn"],
                               {"first frame": first_frame, "peers shown": shows("peer-0")}))
+            cases += against_cases(args.against, args.small)
             run_phase(f"a small live interface ({args.small} peers)", cases, args.runs)
         finally:
             small.stop()
@@ -127,10 +130,18 @@ def main() -> int:
             minimal_case(),
             Case(f"zsn, live {IFACE} ({args.peers} peers)", [python, "-m", "zsn"],
                  {"first frame": first_frame, "peers shown": shows("peer-0")}),
+            *against_cases(args.against, args.peers),
         ], args.runs)
     finally:
         big.stop()
     return 0
+
+
+def against_cases(tree: str | None, peers: int) -> list[Case]:
+    if tree is None:
+        return []
+    return [Case(f"zsn from {tree} ({peers} peers)", _lab.zsn_from(tree),
+                 {"first frame": first_frame, "peers shown": shows("peer-0")})]
 
 
 def minimal_case() -> Case:
