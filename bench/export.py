@@ -72,7 +72,7 @@ def check_prometheus(path: str, peers: int) -> str:
 
 def offline_tree(tmp: str) -> str:
     """A --root tree holding a link to the interface's socket and its config: zsn reads the
-    same device and names, but a root other than / never touches netlink (no pyroute2)."""
+    same device and names, but a root other than / never touches netlink."""
     root = Path(tmp) / "root"
     (root / "run/wireguard").mkdir(parents=True)
     (root / "etc/wireguard").mkdir(parents=True)

@@ -100,7 +100,7 @@ def run_benchmarks(sock: Path, runs: int) -> int:
         ("config.parse + peer_names", lambda: config.parse(conf.read_text()).peer_names(),
          "read and parse the 5,000-peer wg-quick config"),
         ("netlink list_links", list_links,
-         "pyroute2: open socket, dump links and addresses (lo + the interface here)"),
+         "rtnetlink: open socket, dump links and addresses (lo + the interface here)"),
         ("read_wireguard (TUI poll)", lambda: read_wireguard(host, warm_cache),
          "whole live read, root /, with the TUI's LiveCache (names and unchanged peers)"),
         ("read_wireguard (cold)", lambda: read_wireguard(host),

@@ -2,6 +2,13 @@
 
 pyroute2 0.9 has an asyncio core; its synchronous `IPRoute` must not run on
 Textual's event loop, so callers use these functions from thread workers.
+
+Reading links (`list_links`) goes through `zsn.system.rtnetlink`'s lean decoder
+instead: `IPRoute` and its asyncio core cost ~35 ms to import, more than a cold
+`zsn --export` of a 5,000-peer wireguard-go server spends reading links, UAPI and
+config together, and the WireGuard pane's first read waits for the same. Changes
+(links, routes, WireGuard peers) go through `IPRoute` and pyroute2's generic
+netlink classes.
 """
 
 from __future__ import annotations
@@ -123,29 +130,16 @@ class Link:
 
 def list_links() -> dict[str, Link]:
     """Every link in the current network namespace, by name, with its addresses."""
-    with iproute("listing network links") as ipr:
-        raw_links = ipr.get_links()
-        raw_addresses = ipr.get_addr()
+    from zsn.system import rtnetlink  # here: it imports this module (its error words)
+
+    records = rtnetlink.read_links()
     by_index: dict[int, list[str]] = {}
-    for message in raw_addresses:
-        address = message.get("address") or message.get("local")
-        if address:
-            by_index.setdefault(message["index"], []).append(f"{address}/{message['prefixlen']}")
-    links: dict[str, Link] = {}
-    for message in raw_links:
-        name = message.get("ifname")
-        if not name:
-            continue
-        links[name] = Link(
-            index=message["index"],
-            name=name,
-            kind=message.get(("linkinfo", "kind")),
-            operstate=message.get("operstate") or "UNKNOWN",
-            mtu=message.get("mtu") or 0,
-            mac=message.get("address"),
-            addresses=tuple(by_index.get(message["index"], ())),
-        )
-    return links
+    for address in rtnetlink.read_addresses():
+        by_index.setdefault(address.index, []).append(address.cidr)
+    return {record.name: Link(index=record.index, name=record.name, kind=record.kind,
+                              operstate=record.operstate.upper(), mtu=record.mtu,
+                              mac=record.mac, addresses=tuple(by_index.get(record.index, ())))
+            for record in records if record.name}
 
 
 # -- changing links (pyroute2 builds the requests) -------------------------------
