@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     ui = parser.add_argument_group("terminal UI")
     ui.add_argument("--theme", metavar="NAME",
                     help="colour theme: a Textual built-in or one from the themes folder")
-    ui.add_argument("--refresh", metavar="SECONDS", type=_positive_float, default=1.0,
+    ui.add_argument("--refresh", metavar="SECONDS", type=interval_seconds, default=1.0,
                     help="how often live panes refresh (default: 1.0)")
     export = parser.add_argument_group("headless export")
     export.add_argument("--export", action="store_true",
@@ -124,7 +124,8 @@ def _run_command(group: CommandGroup, args: list[str]) -> int:
     return run_group(faces, parser.parse_args(args), f"zsn {group.name}", parser)
 
 
-def _positive_float(text: str) -> float:
+def interval_seconds(text: str) -> float:
+    """An argparse type for refresh and sample intervals: 0.1 to 3600 seconds."""
     try:
         value = float(text)
     except ValueError:

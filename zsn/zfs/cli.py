@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from zsn.cli import interval_seconds
 from zsn.errors import ValidationError, ZsnError
 from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate
 from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shown.add_argument("--json", action="store_true", help="print the export's objects")
     io = verbs.add_parser("iostat", help="live per-pool and per-vdev I/O, each interval")
     io.add_argument("pool", metavar="POOL")
-    io.add_argument("--interval", type=_interval, default=1.0, metavar="S",
+    io.add_argument("--interval", type=interval_seconds, default=1.0, metavar="S",
                     help="seconds between samples (default 1)")
     io.add_argument("--count", type=_count, default=None, metavar="N",
                     help="stop after N samples (default: until interrupted)")
@@ -66,16 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
     advise.add_argument("--json", action="store_true", help="print findings as JSON")
-
-
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.1 <= value <= 3600:
-        raise argparse.ArgumentTypeError("must be between 0.1 and 3600 seconds")
-    return value
 
 
 def _count(text: str) -> int:
