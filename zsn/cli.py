@@ -179,7 +179,8 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) 
     # once more by the collection at exit either.
     gc.disable()
     try:
-        result = export.collect(host, sections, include_secrets=include_secrets)
+        result = export.collect(host, sections, include_secrets=include_secrets,
+                                sample_rates=fmt != "prometheus")
         if fmt == "prometheus":
             text = export.to_prometheus(result)
         else:

@@ -5,8 +5,10 @@ imported only when asked for, so the headless path stays lean (it never imports
 Textual or Rich). A provider module exposes:
 
 - ``present(host) -> bool``: whether the section exists on this host;
-- ``collect(host, *, include_secrets) -> dict``: JSON-ready data, with an
-  ``"errors"`` list when only part could be read;
+- ``collect(host, *, include_secrets, sample_rates) -> dict``: JSON-ready data,
+  with an ``"errors"`` list when only part could be read; ``sample_rates`` False
+  (Prometheus) means counters only: a scraper takes rates from counters itself, so
+  no provider waits out a sampling window for it;
 - ``prometheus(data) -> list[MetricFamily]``: metrics from the collected data.
 """
 
@@ -56,7 +58,8 @@ def check_sections(requested: list[str]) -> list[str]:
     return list(dict.fromkeys(requested))
 
 
-def collect(host: Host, requested: list[str], *, include_secrets: bool = False) -> ExportResult:
+def collect(host: Host, requested: list[str], *, include_secrets: bool = False,
+            sample_rates: bool = True) -> ExportResult:
     """Collect `requested` sections, or every section present on `host` when none is named."""
     chosen = check_sections(requested)
     if not chosen:
@@ -68,7 +71,8 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False) 
     errors: list[str] = []
     for name in chosen:
         try:
-            data = _provider(name).collect(host, include_secrets=include_secrets)
+            data = _provider(name).collect(host, include_secrets=include_secrets,
+                                           sample_rates=sample_rates)
         except ZsnError as exc:  # the section could not be read at all: say so, go on
             data = {"errors": [str(exc)]}
         except OSError as exc:

@@ -87,8 +87,10 @@ def _member(member: Interface, proc: Any) -> dict[str, Any]:
     return data
 
 
-def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
-    """`include_secrets` changes nothing: links carry no secrets."""
+def collect(host: Host, *, include_secrets: bool = False,
+            sample_rates: bool = True) -> dict[str, Any]:
+    """`include_secrets` changes nothing: links carry no secrets. Without
+    `sample_rates` (Prometheus) the counters are read once and rates are None."""
     errors: list[str] = []
     snapshot, details = read_links(host)
     data: dict[str, Any] = {}
@@ -102,9 +104,10 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     from zsn.links.lint import SUBJECT, lint_links
 
     findings = lint_links(snapshot, owner, persisted)
-    snapshot = with_rates(snapshot, RATE_WINDOW)
+    if sample_rates:
+        snapshot = with_rates(snapshot, RATE_WINDOW)
     data["interfaces"] = interfaces_to_dicts(snapshot, details)
-    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live else None
+    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live and sample_rates else None
     data["configured"] = [
         {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
          "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "source": c.source}

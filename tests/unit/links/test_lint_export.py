@@ -115,3 +115,25 @@ def test_prometheus_text_parses_and_has_member_gauges(exported: dict) -> None:  
     assert any(s.labels["interface"] == "rr0.10" for s in received.samples)
     info = {s.labels["interface"]: s.labels for s in families["zsn_link_info"].samples}
     assert info["eth1x"]["master"] == "rr0" and info["rr0.10"]["parent"] == "rr0"
+
+
+def test_prometheus_export_reads_counters_once_without_a_window(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A scraper computes rates from counters itself: the scrape must not wait out the
+    JSON export's sampling window, nor read the counters a second time."""
+    snapshot = captured_snapshot()
+    monkeypatch.setattr(links_export, "read_links",
+                        lambda host: (snapshot, BondDetails({}, ())))
+
+    def second_reading() -> None:
+        raise AssertionError("counters read a second time")
+
+    monkeypatch.setattr(rtnetlink, "read_counters", second_reading)
+    result = zsn_export.collect(Host(tmp_path), ["links"], sample_rates=False)
+    section = result.document["links"]
+    assert section["rate_window_seconds"] is None
+    assert all(each["rates"] is None for each in section["interfaces"])
+    from zsn.export import to_prometheus
+
+    families = {f.name for f in text_string_to_metric_families(to_prometheus(result))}
+    assert "zsn_link_receive_bytes" in families  # the parser drops a counter's _total
