@@ -132,7 +132,10 @@ async def test_pools_scan_and_the_vdev_tree_with_live_io(zfs_app: ZsnApp) -> Non
         disk_a = rows(zfs_app, "#zfs-vdevs")[2]
         assert disk_a[1] == "ONLINE" and disk_a[2] == "0/0/0"
         assert "21.8 MiB/s" in disk_a  # the last captured block: 22896609 B/s written
-        assert any(set(cell) <= set("▁▂▃▄▅▆▇█ ") and cell.strip() for cell in disk_a)
+        labels = [c.label for c in zfs_app.query_one("#zfs-vdevs", LiveTable).columns]
+        reads, writes = disk_a[labels.index("Reads")], disk_a[labels.index("Writes")]
+        assert reads.strip() == "▁▁▁" and writes.strip() == "▇██"  # writing, not reading
+        assert disk_a[labels.index("Wait r/w")] == "-/3.6 ms"
         assert ReplayMonitor.instances[-1].watched == ["small", "tank"]
 
 
@@ -341,3 +344,102 @@ async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: 
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()
         assert output.bytes == 0
+
+
+class Reads:
+    """A reader whose snapshot the test changes between polls."""
+
+    def __init__(self, snapshot: ZfsSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def read(self) -> ZfsSnapshot:
+        return self.snapshot
+
+
+def changing_app(monkeypatch: pytest.MonkeyPatch) -> tuple[ZsnApp, Reads, ZfsSnapshot]:
+    """The app on the fixed snapshot, read through a `Reads` the test can change."""
+    both = fixed_snapshot()
+    reads = Reads(both)
+    app = make_app(monkeypatch, both)
+    monkeypatch.setattr("zsn.tui.panes.zfs.ZfsReader.read", lambda self: reads.read())
+    return app, reads, both
+
+
+async def test_a_vanished_pool_stays_greyed_until_it_is_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    app, reads, both = changing_app(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        pane = app.query_one("#zfs")
+        reads.snapshot = replace(both, pools=tuple(p for p in both.pools if p.name != "tank"))
+        pane.poll(force=True)
+        await wait_until(pilot, lambda: any(
+            row[0] == "tank (gone)" for row in rows(app, "#zfs-pools")), "the greyed pool")
+        table = app.query_one("#zfs-pools", LiveTable)
+        assert table.get_row("tank").state == "gone"  # type: ignore[union-attr]
+        assert any("tank disappeared" in n.message for n in app._notifications)
+        # the cursor is on it: no vdev tree of another pool, no actions on it
+        assert table.cursor_key == "tank"
+        assert app.query_one("#zfs-vdevs", LiveTable).row_count == 0
+        await pilot.press("s")
+        await wait_until(pilot, lambda: any(
+            "No pool to act on" in n.message for n in app._notifications), "a notice")
+        assert not isinstance(app.screen, PlanScreen)
+        reads.snapshot = both  # imported again
+        pane.poll(force=True)
+        await wait_until(pilot, lambda: [r[0] for r in rows(app, "#zfs-pools")] ==
+                         ["small", "tank"], "the pool back")
+        await wait_until(pilot, lambda: app.query_one("#zfs-vdevs", LiveTable).row_count,
+                         "its vdevs")
+
+
+async def test_a_failed_read_is_not_every_pool_vanishing(monkeypatch: pytest.MonkeyPatch) -> None:
+    app, reads, _ = changing_app(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        reads.snapshot = ZfsSnapshot(errors=("zpool: no answer within 15 s",))
+        app.query_one("#zfs").poll(force=True)
+        await wait_until(pilot, lambda: "no answer within 15 s" in str(
+            app.query_one("#zfs .pane-status", Static).render()), "the error")
+        assert not any("disappeared" in n.message for n in app._notifications)
+
+
+async def test_the_scan_line_keeps_whole_parts_at_80_columns(zfs_app: ZsnApp) -> None:
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        scan = zfs_app.query_one("#zfs-scan", Static)
+        assert str(scan.render()) == (
+            "tank: scrub in progress, 45.77% done, 14.7 MiB/s, ETA 7s, 0 B repaired")
+        assert scan.size.height == 1
+        await pilot.resize_terminal(120, 40)
+        await wait_until(pilot, lambda: "started Nov 24" in str(scan.render()), "the full line")
+
+
+async def test_long_device_names_are_cut_not_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """by-id names (what the advisor recommends) are long: at 80 columns the name is
+    shortened with an ellipsis and the state, errors and rates stay."""
+    from tests.unit.zfs.conftest import OTHERS
+
+    degraded = status.parse_text(read(
+        OTHERS / "zpool-status-degraded-mirror-unavail-cksum-100980.zpool-status-exporter.txt"))
+    app = make_app(monkeypatch, ZfsSnapshot(pools=tuple(degraded)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = app.query_one("#zfs-vdevs", LiveTable)
+        shown = [c.label for c in table.columns if c not in table.hidden_columns]
+        assert shown[:5] == ["Vdev", "State", "R/W/Ck err", "Read", "Write"]
+        text = "\n".join(screen_text(app))
+        assert "UNAVAIL" in text and "0/0/100980" in text
+        assert "ata-ST8000VN004-xxxxxx_redacted-part1" not in text and "…" in text
+
+
+async def test_not_root_is_said_and_the_pools_are_still_shown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.zfs.live import NEED_ROOT
+
+    app = make_app(monkeypatch, replace(fixed_snapshot(), notes=(NEED_ROOT,)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await wait_until(pilot, lambda: "zsn is not root: scrubs, property changes" in str(
+            app.query_one("#zfs .pane-status", Static).render()), "the note")
+        assert [r[0] for r in rows(app, "#zfs-pools")] == ["small", "tank"]

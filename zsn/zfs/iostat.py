@@ -179,6 +179,10 @@ class History:
         for key in [k for k in self._samples if k[0] == pool]:
             del self._samples[key]
 
-    def bandwidth(self, pool: str, name: str) -> list[int]:
-        """Read plus write bytes per second, oldest first."""
-        return [read + write for read, write in self._samples.get((pool, name), ())]
+    def reads(self, pool: str, name: str) -> list[int]:
+        """Bytes read per second, oldest first."""
+        return [read for read, _ in self._samples.get((pool, name), ())]
+
+    def writes(self, pool: str, name: str) -> list[int]:
+        """Bytes written per second, oldest first."""
+        return [write for _, write in self._samples.get((pool, name), ())]

@@ -17,6 +17,8 @@ from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rat
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
 SPARK_WIDTH = 12
+SPARK_SHORT = 6
+"""The trends' width when the terminal is narrow: the last six intervals."""
 BAD_STATES = ("FAULTED", "UNAVAIL", "REMOVED", "SUSPENDED")
 WARN_STATES = ("DEGRADED", "OFFLINE")
 
@@ -30,6 +32,8 @@ class Column:
     right: bool = False
     help: str = ""
     """One line for the pane's `?` help."""
+    truncate: bool = False
+    """A name or a path, which may be cut (with an ellipsis) rather than drop columns."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class Cell:
     style: str = ""
     """A theme variable (``text-error`` ...) or empty."""
     right: bool = False
+    short: str | None = None
+    """A shorter form for a narrow column (a shorter trend)."""
 
 
 Row = dict[str, Cell]
@@ -60,20 +66,23 @@ POOL_COLUMNS = (
 )
 VDEV_COLUMNS = (
     Column("name", "Vdev", 0, help="the pool, its mirrors/raidz/draid groups and devices; "
-                                   "then dedup, special, logs, cache and spares"),
+                                   "then dedup, special, logs, cache and spares",
+           truncate=True),
     Column("state", "State", 1, help="ONLINE, DEGRADED, FAULTED ...; `*`: resilvering"),
     Column("errors", "R/W/Ck err", 2, True, help="read, write and checksum error counts"),
     Column("read", "Read", 3, True, help="bytes read per second"),
     Column("write", "Write", 3, True, help="bytes written per second"),
-    Column("history", "History", 4, help="bandwidth over the last intervals"),
+    Column("read_trend", "Reads", 4, help="read bandwidth over the last intervals (a scrub "
+                                          "or resilver reads its sources)"),
+    Column("write_trend", "Writes", 4, help="write bandwidth over the last intervals (a "
+                                            "resilver writes the new device)"),
     Column("read_ops", "R/s", 5, True, help="read operations per second"),
     Column("write_ops", "W/s", 5, True, help="write operations per second"),
-    Column("read_wait", "R wait", 6, True, help="mean total wait of a read"),
-    Column("write_wait", "W wait", 6, True, help="mean total wait of a write"),
+    Column("wait", "Wait r/w", 6, True, help="mean total wait of a read / a write"),
     Column("disk_wait", "Disk r/w", 7, True, help="of which waiting on the disk, read/write"),
 )
 DATASET_COLUMNS = (
-    Column("name", "Dataset", 0, help="the dataset, under its parent"),
+    Column("name", "Dataset", 0, help="the dataset, under its parent", truncate=True),
     Column("used", "Used", 1, True, help="space used, children included"),
     Column("available", "Avail", 2, True, help="space available"),
     Column("compression", "Compress", 3, help="the compression property (yellow: off)"),
@@ -82,7 +91,7 @@ DATASET_COLUMNS = (
     Column("atime", "Atime", 6, help="access-time updates"),
     Column("xattr", "Xattr", 6, help="extended attributes: sa or dir"),
     Column("referenced", "Refer", 7, True, help="data referenced by this dataset alone"),
-    Column("mountpoint", "Mountpoint", 8, help="where it is mounted"),
+    Column("mountpoint", "Mountpoint", 8, help="where it is mounted", truncate=True),
 )
 
 
@@ -148,8 +157,23 @@ def short_name(vdev: Vdev) -> str:
     return name
 
 
+def trend(samples: list[int]) -> Cell:
+    """A bandwidth trend: the last intervals as a sparkline, each scaled to the
+    highest of them (the rate beside it says how high that is)."""
+    return Cell(sparkline(samples, SPARK_WIDTH), "text-accent",
+                short=sparkline(samples, SPARK_SHORT))
+
+
+def _pair(first: int | None, second: int | None) -> str:
+    """Two latencies as ``read/write``; ``-`` when neither was measured."""
+    if first is None and second is None:
+        return "-"
+    return f"{human_nanoseconds(first)}/{human_nanoseconds(second)}"
+
+
 def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
-              history: Callable[[str], list[int]]) -> dict[str, Row]:
+              reads: Callable[[str], list[int]],
+              writes: Callable[[str], list[int]]) -> dict[str, Row]:
     """One row per vdev of `pool`, keyed ``POOL/NAME``, in tree order."""
     rows: dict[str, Row] = {}
     for vdev in pool.vdevs:
@@ -161,10 +185,6 @@ def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
         errors = vdev.errors
         counts = "/".join("-" if n is None else str(n) for n in
                           (vdev.read_errors, vdev.write_errors, vdev.checksum_errors))
-        disk = "-"
-        if row and (row.disk_wait_read is not None or row.disk_wait_write is not None):
-            disk = (f"{human_nanoseconds(row.disk_wait_read)}/"
-                    f"{human_nanoseconds(row.disk_wait_write)}")
         state_text = vdev.state + (" *" if "resilvering" in vdev.note else "")
         rows[key] = {
             "name": Cell(short_name(vdev), "bold" if vdev.kind == "pool" else ""),
@@ -173,15 +193,14 @@ def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
                            "text-error" if errors else "", True),
             "read": Cell(human_rate(row.read_bytes) if row else "-", right=True),
             "write": Cell(human_rate(row.write_bytes) if row else "-", right=True),
-            "history": Cell(sparkline(history(vdev.name), SPARK_WIDTH) if row else "",
-                            "text-accent"),
+            "read_trend": trend(reads(vdev.name)) if row else Cell(""),
+            "write_trend": trend(writes(vdev.name)) if row else Cell(""),
             "read_ops": Cell(str(row.read_ops) if row else "-", right=True),
             "write_ops": Cell(str(row.write_ops) if row else "-", right=True),
-            "read_wait": Cell(human_nanoseconds(row.total_wait_read) if row else "-",
+            "wait": Cell(_pair(row.total_wait_read, row.total_wait_write) if row else "-",
+                         right=True),
+            "disk_wait": Cell(_pair(row.disk_wait_read, row.disk_wait_write) if row else "-",
                               right=True),
-            "write_wait": Cell(human_nanoseconds(row.total_wait_write) if row else "-",
-                               right=True),
-            "disk_wait": Cell(disk, right=True),
         }
     return rows
 
@@ -204,34 +223,58 @@ def dataset_row(dataset: Dataset) -> Row:
     }
 
 
-def scan_line(pool: Pool, now: float) -> str:
-    """The line under the pools: the highlighted pool's scan in full."""
+def scan_parts(pool: Pool, now: float) -> list[tuple[str, int]]:
+    """The highlighted pool's scan in full, as (text, priority) parts: the line under
+    the pools shows those that fit, dropping the least important (highest number,
+    then the rightmost) whole, never a number without its unit."""
     scan = pool.scan
     if scan is None:
-        return f"{pool.name}: never scrubbed (s starts a scrub)"
-    started = f", started {time.strftime('%b %d %H:%M', time.localtime(scan.started))}" \
-        if scan.started else ""
+        return [(f"{pool.name}: never scrubbed", 0), ("(s starts a scrub)", 3)]
+    started = [(f"started {time.strftime('%b %d %H:%M', time.localtime(scan.started))}", 5)] \
+        if scan.started else []
     if scan.state in ("scanning", "paused"):
-        parts = [f"{pool.name}: {scan.function} "
-                 + ("paused" if scan.state == "paused" else "in progress")]
+        parts = [(f"{pool.name}: {scan.function} "
+                  + ("paused" if scan.state == "paused" else "in progress"), 0)]
         if scan.percent is not None:
-            parts.append(f"{scan.percent:.2f}% done")
+            parts.append((f"{scan.percent:.2f}% done", 1))
         if scan.issued is not None and scan.total:
-            parts.append(f"{human_bytes(scan.issued)} of {human_bytes(scan.total)}")
+            parts.append((f"{human_bytes(scan.issued)} of {human_bytes(scan.total)}", 4))
         if scan.state == "scanning":
-            parts.append(human_rate(scan.rate) if scan.rate else "rate -")
-            parts.append(f"ETA {human_duration(scan.eta_seconds)}"
-                         if scan.eta_seconds is not None else "no ETA yet")
+            parts.append((human_rate(scan.rate) if scan.rate else "rate -", 3))
+            parts.append((f"ETA {human_duration(scan.eta_seconds)}"
+                          if scan.eta_seconds is not None else "no ETA yet", 1))
         if scan.repaired is not None:
             verb = "resilvered" if scan.function == "resilver" else "repaired"
-            parts.append(f"{human_bytes(scan.repaired)} {verb}")
-        return ", ".join(parts) + started
+            parts.append((f"{human_bytes(scan.repaired)} {verb}", 2))
+        return parts + started
     when = time.strftime("%b %d %H:%M", time.localtime(scan.ended)) if scan.ended else "?"
-    ago = f" ({human_duration(now - scan.ended)} ago)" if scan.ended else ""
+    ago = [(f"({human_duration(now - scan.ended)} ago)", 2)] if scan.ended else []
     if scan.state == "canceled":
-        return f"{pool.name}: last {scan.function} canceled {when}{ago}"
-    took = f" in {human_duration(scan.duration_seconds)}" \
-        if scan.duration_seconds is not None else ""
-    repaired = f", {human_bytes(scan.repaired)} repaired" if scan.repaired else ""
-    return (f"{pool.name}: last {scan.function} finished {when}{ago}{took}, "
-            f"{scan.errors or 0} errors{repaired}")
+        return [(f"{pool.name}: last {scan.function} canceled {when}", 0), *ago]
+    took = [(f"in {human_duration(scan.duration_seconds)}", 4)] \
+        if scan.duration_seconds is not None else []
+    repaired = [(f"{human_bytes(scan.repaired)} repaired", 3)] if scan.repaired else []
+    return [(f"{pool.name}: last {scan.function} finished {when}", 0), *ago, *took,
+            (f"{scan.errors or 0} errors", 1), *repaired]
+
+
+def fit_parts(parts: list[tuple[str, int]], width: int) -> str:
+    """The parts joined with ", " (a space before a bracket), dropping whole parts
+    until the line fits `width`; the first part is always kept."""
+    kept = list(parts)
+
+    def joined() -> str:
+        line = kept[0][0] if kept else ""
+        for text, _ in kept[1:]:
+            line += (" " if text.startswith("(") else ", ") + text
+        return line
+
+    while len(kept) > 1 and len(joined()) > width:
+        worst = max(range(1, len(kept)), key=lambda i: (kept[i][1], i))
+        del kept[worst]
+    return joined()
+
+
+def scan_line(pool: Pool, now: float, width: int = 1000) -> str:
+    """The line under the pools: the highlighted pool's scan, as much as fits."""
+    return fit_parts(scan_parts(pool, now), width)

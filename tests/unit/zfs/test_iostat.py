@@ -108,12 +108,12 @@ def test_history_keeps_the_last_samples_and_drops_vdevs_that_left() -> None:
     blocks = iostat.parse_blocks(read(VM / "zpool-iostat-Hpvly.tank.1s-x3.txt"), "tank")
     for block in blocks:
         history.add(block)
-    assert history.bandwidth("tank", "disk-a") == [22797827, 22896609]
+    assert history.writes("tank", "disk-a") == [22797827, 22896609]
     shrunk = type(blocks[0])("tank", blocks[0].rows[:4], None)
     history.add(shrunk)
-    assert history.bandwidth("tank", "disk-c") == []
+    assert history.writes("tank", "disk-c") == []
     history.forget("tank")
-    assert history.bandwidth("tank", "disk-a") == []
+    assert history.reads("tank", "disk-a") == []
 
 
 @given(st.lists(st.text(alphabet="tank\t0123456789-\n mirror", max_size=60), max_size=30))

@@ -165,7 +165,7 @@ def test_blocks_arrive_and_stop_ends_the_child(fake_zfs: FakeZfs) -> None:
                  and monitor.poll()["full"].latest.timestamp == 1795596115)  # type: ignore[union-attr]
         latest = monitor.poll()["full"].latest
         assert latest is not None and latest.row("/run/vdev/a").write_ops == 57  # type: ignore[union-attr]
-        assert monitor.history.bandwidth("full", "/run/vdev/a")[-1] == 1687225
+        assert monitor.history.writes("full", "/run/vdev/a")[-1] == 1687225
     finally:
         monitor.stop()
     assert monitor.pools == []

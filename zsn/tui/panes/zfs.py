@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import ContentSwitcher, Static
@@ -24,7 +25,7 @@ from textual.widgets import ContentSwitcher, Static
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
-from zsn.tui.panes.base import LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import Cell, Column, LiveTable, Row
 from zsn.zfs import actions, view
@@ -54,23 +55,29 @@ VIEW_TONES = {"text-error": "bad", "text-warning": "warn", "text-success": "good
 
 def table_columns(columns: tuple[view.Column, ...]) -> tuple[Column, ...]:
     return tuple(Column(c.key, c.label, c.priority, align="right" if c.right else "left",
-                        help=c.help) for c in columns)
+                        truncate=c.truncate, help=c.help) for c in columns)
 
 
 def table_row(key: str, columns: tuple[view.Column, ...], cells: view.Row,
               depth: int = 0) -> Row:
     """A `zsn.zfs.view` row as a table row; columns it has no cell for are blank."""
     blank = view.Cell("")
-    return Row(key, tuple(Cell(cell.text, VIEW_TONES.get(cell.style, "")) if cell.style else
-                          cell.text for cell in (cells.get(c.key, blank) for c in columns)),
+    return Row(key, tuple(Cell(cell.text, VIEW_TONES.get(cell.style, ""), cell.short)
+                          if cell.style or cell.short is not None else cell.text
+                          for cell in (cells.get(c.key, blank) for c in columns)),
                depth=depth)
+
+
+def no_samples(pool: str, name: str) -> list[int]:
+    return []
 
 
 @dataclass
 class ZfsView:
     snapshot: ZfsSnapshot
     io: dict[str, PoolIostat] = field(default_factory=dict)
-    history: Callable[[str, str], list[int]] = lambda pool, name: []
+    reads: Callable[[str, str], list[int]] = no_samples
+    writes: Callable[[str, str], list[int]] = no_samples
 
 
 class ZfsPane(LivePane):
@@ -82,10 +89,12 @@ one finished). The line under it shows the highlighted pool's scan in full.
 
 The lower table is the highlighted pool's vdev tree (`v`): mirrors, raidz and draid
 groups, then the dedup, special, logs, cache and spares groups, each row with its
-state, read/write/checksum error counts, bandwidth, operations per second, mean
-latency (total wait; disk wait apart) and a bandwidth history. `*` after a state: the
-device is resilvering. Or its datasets (`d`): used, available, compression, record
-size, compression ratio, atime, xattr, mountpoint.
+state, read/write/checksum error counts, bandwidth, the read and the write trend of
+the last intervals (a scrub shows as reads, a resilver as writes to the new device),
+operations per second and mean latency (total wait; disk wait apart). `*` after a
+state: the device is resilvering. Or its datasets (`d`): used, available,
+compression, record size, compression ratio, atime, xattr, mountpoint. A pool that
+disappears (exported, or its disks gone) stays greyed in the list until it is back.
 
 I/O comes from one `zpool iostat` per pool, running only while this tab is shown;
 one that stalls, dies or prints garbage is stopped, shown and restarted.
@@ -121,6 +130,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._shown_pool: str | None = None
         self._scan = ""
         self._io_pending = threading.Event()
+        self.gone = GoneRows(lambda message: self.notify(
+            message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Pool ")
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -184,7 +195,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         rows = {p.name: sum(1 for v in p.vdevs if v.kind != "group" and v.group != "spares")
                 for p in snapshot.pools}
         monitor.watch([p.name for p in snapshot.pools], rows)
-        return ZfsView(snapshot, monitor.poll(), monitor.history.bandwidth)
+        return ZfsView(snapshot, monitor.poll(), monitor.history.reads,
+                       monitor.history.writes)
 
     def show(self, snapshot: ZfsView) -> None:
         if not self._is_shown():  # hidden while this read ran: no stream may outlive that
@@ -223,10 +235,13 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def _update_pools(self) -> None:
         assert self._view is not None
         moment = now()
-        self.query_one("#zfs-pools", LiveTable).update([
-            table_row(pool.name, view.POOL_COLUMNS,
-                      view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
-            for pool in self._view.snapshot.pools])
+        rows = [table_row(pool.name, view.POOL_COLUMNS,
+                          view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
+                for pool in self._view.snapshot.pools]
+        snapshot = self._view.snapshot
+        failed = not snapshot.pools and (snapshot.errors or snapshot.unavailable)
+        # A read that failed says why in the status line; it is not every pool vanishing.
+        self.query_one("#zfs-pools", LiveTable).update(rows if failed else self.gone.merge(rows))
         self._update_scan()
 
     def _update_scan(self) -> None:
@@ -235,10 +250,17 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self._scan = text.markup
             self.query_one("#zfs-scan", Static).update(text)
 
+    def on_resize(self, event: events.Resize) -> None:
+        if self._view is not None:
+            self._update_scan()  # the scan line keeps the parts that fit the new width
+
     def selected_pool(self) -> Pool | None:
+        """The highlighted pool; None when there is none, or it is a gone row."""
         if self._view is None or not self._view.snapshot.pools:
             return None
         key = self.query_one("#zfs-pools", LiveTable).cursor_key
+        if key is not None and key in self.gone.gone_keys:
+            return None
         pool = self._view.snapshot.pool(key) if key is not None else None
         return pool or self._view.snapshot.pools[0]
 
@@ -246,7 +268,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         pool = self.selected_pool()
         if pool is None or self._view is None:
             return Text("")
-        text = Text(view.scan_line(pool, now()), no_wrap=True, overflow="ellipsis")
+        width = self.query_one("#zfs-scan", Static).content_region.width or self.size.width
+        text = Text(view.scan_line(pool, now(), max(20, width)), no_wrap=True)
         if pool.status:
             text.append("\n" + pool.status, style=self.theme_colour("text-warning"))
         return text
@@ -263,9 +286,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self._shown_pool = pool.name
             vdevs.clear()
             datasets.clear()
-        history = self._view.history
+        reads, writes = self._view.reads, self._view.writes
         cells = view.vdev_rows(pool, self._pool_io(pool.name),
-                               lambda name: history(pool.name, name))
+                               lambda name: reads(pool.name, name),
+                               lambda name: writes(pool.name, name))
         depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
         vdevs.update([table_row(key, view.VDEV_COLUMNS, row, depth.get(key, 0))
                       for key, row in cells.items()])

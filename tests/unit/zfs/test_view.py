@@ -1,0 +1,83 @@
+"""What the ZFS pane shows, without Textual: the scan line's parts, the vdev rows with
+their read and write trends, latencies as read/write pairs. Real captures throughout."""
+
+from __future__ import annotations
+
+from tests.unit.zfs.conftest import VM, read
+from zsn.zfs import iostat, status, view
+from zsn.zfs.iostat import History
+
+NOW = 1795367000.0  # shortly after the lab's scrub captures
+
+
+def tank(state: str) -> status.Pool:
+    """tank as `zpool status` named its members when the iostat captures were made."""
+    return next(p for p in status.parse_text(read(VM / f"zpool-status.{state}.txt"))
+                if p.name == "tank")
+
+
+def test_the_scan_line_drops_whole_parts_to_fit() -> None:
+    scrubbing = tank("scrub-in-progress")
+    full = view.scan_line(scrubbing, NOW)
+    assert full.startswith("tank: scrub in progress, 45.77% done, 88.2 MiB of 193.0 MiB, ")
+    assert "ETA 7s" in full and "0 B repaired" in full and "started Nov 24" in full
+    parts = [text for text, _ in view.scan_parts(scrubbing, NOW)]
+    for width in range(20, len(full) + 1):
+        line = view.scan_line(scrubbing, NOW, width)
+        assert line.startswith("tank: scrub in progress")
+        assert len(line) <= width or line == "tank: scrub in progress"
+        assert all(piece in parts for piece in line.split(", "))  # nothing cut
+    # the least important go first: the start date, the sizes, the rate
+    assert view.scan_line(scrubbing, NOW, 78) == (
+        "tank: scrub in progress, 45.77% done, 14.7 MiB/s, ETA 7s, 0 B repaired")
+    assert view.scan_line(scrubbing, NOW, 60) == (
+        "tank: scrub in progress, 45.77% done, ETA 7s, 0 B repaired")
+
+
+def test_the_scan_line_of_a_finished_and_a_never_scrubbed_pool() -> None:
+    finished = tank("scrub-finished")
+    assert finished.scan is not None and finished.scan.ended is not None
+    line = view.scan_line(finished, finished.scan.ended + 3 * 86400)
+    assert line.startswith("tank: last scrub finished ") and "(3d 00h ago)" in line
+    assert line.endswith(", 0 errors")
+    never = tank("healthy")
+    assert view.scan_line(never, NOW) == "tank: never scrubbed (s starts a scrub)"
+    assert view.scan_line(never, NOW, 30) == "tank: never scrubbed"
+
+
+def test_vdev_rows_have_a_read_and_a_write_trend() -> None:
+    """Since import (the first block) the pool had read; then only writes."""
+    blocks = iostat.parse_blocks(read(VM / "zpool-iostat-Hpv-l.tank.1s-x3.txt"), "tank")
+    history = History()
+    for block in blocks:
+        history.add(block)
+    pool = tank("healthy")
+    rows = view.vdev_rows(pool, {row.name: row for row in blocks[-1].rows},
+                          lambda name: history.reads("tank", name),
+                          lambda name: history.writes("tank", name))
+    row = rows["tank\0tank"]
+    reads, writes = row["read_trend"], row["write_trend"]
+    assert reads.text.strip()[0] == "█" and set(reads.text.strip()[1:]) == {"▁"}
+    assert writes.text.strip()[-1] == "█" and "▁" not in writes.text  # writes all along
+    assert len(reads.text) == view.SPARK_WIDTH and reads.short is not None
+    assert len(reads.short) == view.SPARK_SHORT and reads.short.endswith(reads.text[-3:])
+    assert row["wait"].text.count("/") == 1 and row["disk_wait"].text.count("/") == 1
+
+
+def test_latencies_are_read_write_pairs() -> None:
+    [block] = iostat.parse_blocks(
+        read(VM / "zpool-iostat-Hpvly.tank.1s-x3.txt"), "tank")[-1:]
+    rows = view.vdev_rows(tank("healthy"), {row.name: row for row in block.rows},
+                          lambda name: [], lambda name: [])
+    disk = rows["tank\0disk-a"]
+    assert disk["wait"].text.startswith("-/") and disk["wait"].text.endswith(" ms")
+    assert disk["disk_wait"].text.startswith("-/")
+    # no I/O row (the stream has not spoken yet): one dash, not "-/-"
+    quiet = view.vdev_rows(tank("healthy"), None, lambda name: [], lambda name: [])
+    assert quiet["tank\0disk-a"]["wait"].text == "-"
+
+
+def test_names_and_paths_may_be_cut_rather_than_drop_columns() -> None:
+    assert [c.key for c in view.VDEV_COLUMNS if c.truncate] == ["name"]
+    assert [c.key for c in view.DATASET_COLUMNS if c.truncate] == ["name", "mountpoint"]
+    assert not any(c.truncate for c in view.POOL_COLUMNS)  # a pool name is short
