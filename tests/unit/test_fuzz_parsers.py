@@ -19,7 +19,9 @@ run prints its own. A new parser adds its strategy and its entry here.
 - ZFS (`zsn.zfs`): `zpool status` text (status lines, tree lines, scan lines mixed
   with noise) and JSON; the `zpool iostat` block assembler fed rows rendered from
   numbers (each accepted block reads back the numbers); `zpool list`/`zfs list` rows;
-  kstat benchmarks, tables, zdb configs: typed errors only.
+  kstat benchmarks and tables: typed errors only; the pool cache file (the real capture
+  with bytes changed, cut or repeated): typed errors only, and what is accepted decodes
+  to lists of the same shapes.
 - zsn's WireGuard settings (`zsn.wireguard.settings.parse_settings`) and journal
   output (`zsn.system.journal.parse_entries`): typed errors (or skipped lines) only.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
@@ -64,7 +66,8 @@ EXAMPLES = {
     "zpool status JSON": 1000,
     "zpool iostat stream": 1000,
     "zpool/zfs list": 1000,
-    "ZFS kstats and zdb": 1000,
+    "ZFS kstats": 1000,
+    "ZFS pool cache file": 1000,
     "rtnetlink dumps": 1000,
     "/proc/net/bonding": 1000,
     "netplan YAML edit": 500,
@@ -434,21 +437,19 @@ def test_fuzz_zpool_and_zfs_list() -> None:
     fuzz("zpool/zfs list", st.lists(row, max_size=5), check)
 
 
-def test_fuzz_zfs_kstats_and_zdb() -> None:
+def test_fuzz_zfs_kstats() -> None:
     from zsn.zfs import kstat
 
     words = st.sampled_from(["implementation   native  byteswap", "scalar 1 2",
                              "fastest scalar scalar", "name type data", "c_max 4 123",
-                             "children[0]:", "    type: 'mirror'", "    ashift: 12",
-                             "tank:", "    vdev_tree:", "        path: '/dev/sda'"])
+                             "[fastest] scalar sse2", "kfpu_allowed 1"])
 
     def check(lines: list[str]) -> None:
         text = "\n".join(lines)
-        for parse in (kstat.parse_bench, kstat.parse_table, kstat.parse_zdb_config,
-                      kstat.parse_choice):
+        for parse in (kstat.parse_bench, kstat.parse_table, kstat.parse_choice):
             only_typed_errors(lambda parse=parse: parse(text))  # type: ignore[misc]
 
-    fuzz("ZFS kstats and zdb", st.lists(st.one_of(words, _noise), max_size=12), check)
+    fuzz("ZFS kstats", st.lists(st.one_of(words, _noise), max_size=12), check)
 
 
 # -- links ----------------------------------------------------------------------------
@@ -547,3 +548,24 @@ def test_fuzz_network_config_files() -> None:
             only_typed_errors(lambda part=part: parse_timespan_ms(part))  # type: ignore[misc]
 
     fuzz("network config files", st.lists(st.one_of(lines, _noise), max_size=15), check)
+
+
+def test_fuzz_zfs_pool_cache_file() -> None:
+    from zsn.zfs import cachefile
+
+    real = (Path(__file__).parents[1] / "fixtures" / "zfs-lab" /
+            "etc-zfs-zpool.cache.full-rz-small.bin").read_bytes()
+    edits = st.lists(st.tuples(st.integers(0, len(real) - 1), st.integers(0, 255)),
+                     max_size=4)
+    cut = st.one_of(st.just(len(real)), st.integers(0, len(real)))
+
+    def check(change: tuple[list[tuple[int, int]], int, int]) -> None:
+        data = bytearray(real)
+        for where, byte in change[0]:
+            data[where] = byte
+        data = data[:change[1]] + data[change[1]:][:change[2]] * 2
+        found = only_typed_errors(lambda: cachefile.unpack(bytes(data)))
+        if found is not None:
+            only_typed_errors(lambda: cachefile.top_vdevs(found))
+
+    fuzz("ZFS pool cache file", st.tuples(edits, cut, st.integers(0, 64)), check)

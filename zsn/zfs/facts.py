@@ -5,9 +5,10 @@ and ``/dev/mapper/...`` are symlinks), the whole disk it is on, whether that dis
 spins (``queue/rotational``), its physical sector size, its active I/O scheduler, and,
 for a device-mapper crypt device, its cipher and the disks under it. Plus the module's
 checksum/RAID-Z/AES implementations and the kernel's benchmarks of them, the CPU's
-SIMD flags, RAM and the ARC limit. Everything is read under the host's root (sysfs and
-procfs files); `dmsetup table` (root only) and `zdb -C` are run by the caller, which
-hands their output in.
+SIMD flags, RAM and the ARC limit, and each top-level vdev's ashift from the pool cache
+file (`zsn.zfs.cachefile`). Everything is read under the host's root (sysfs, procfs and
+that file); `dmsetup table` (root only, and only when a dm-crypt device exists) is run by
+the caller, which hands its output in.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zsn.errors import ParseError
+from zsn.errors import ParseError, ZsnError
 from zsn.system.host import Host
-from zsn.zfs import kstat
+from zsn.zfs import cachefile, kstat
 from zsn.zfs.model import Pool
 from zsn.zfs.units import is_number
 
@@ -72,7 +73,7 @@ class Choice:
 class Facts:
     devices: dict[str, Device] = field(default_factory=dict)
     """Leaf vdev path -> its device (file vdevs and missing devices are absent)."""
-    top_vdevs: tuple[kstat.TopVdev, ...] = ()
+    top_vdevs: tuple[cachefile.TopVdev, ...] = ()
     fletcher_bench: kstat.Bench | None = None
     raidz_bench: kstat.Bench | None = None
     choices: dict[str, Choice] = field(default_factory=dict)
@@ -189,7 +190,7 @@ def leaf_paths(pools: list[Pool] | tuple[Pool, ...]) -> list[str]:
             if vdev.is_leaf and vdev.name.startswith("/")]
 
 
-def gather(host: Host, pools: list[Pool] | tuple[Pool, ...], *, zdb_output: str | None,
+def gather(host: Host, pools: list[Pool] | tuple[Pool, ...], *,
            dmsetup_output: str | None, now: float) -> Facts:
     notes: list[str] = []
     ciphers = parse_dmsetup_table(dmsetup_output) if dmsetup_output else {}
@@ -201,12 +202,11 @@ def gather(host: Host, pools: list[Pool] | tuple[Pool, ...], *, zdb_output: str 
     if dmsetup_output is None and any(d.crypt for d in devices.values()):
         notes.append("dm-crypt members found, but their ciphers need root to read "
                      "(dmsetup table)")
-    tops: tuple[kstat.TopVdev, ...] = ()
-    if zdb_output:
-        try:
-            tops = tuple(kstat.parse_zdb_config(zdb_output))
-        except ParseError:
-            tops = ()
+    tops: tuple[cachefile.TopVdev, ...] = ()
+    try:
+        tops = tuple(cachefile.read(host))
+    except ZsnError as exc:
+        notes.append(f"per-vdev ashift unknown: {exc}")
     choices = {}
     for parameter in ("zfs_fletcher_4_impl", "zfs_vdev_raidz_impl", "icp_aes_impl",
                       "icp_gcm_impl"):

@@ -377,7 +377,7 @@ def _arc(facts: Facts) -> Iterator[Finding]:
 
 
 def lint(host: Host) -> list[Finding]:
-    """The advisor on the live system (runs zpool, zfs, zdb and, as root, dmsetup)."""
+    """The advisor on the live system (runs zpool, zfs and, as root with dm-crypt, dmsetup)."""
     from zsn.zfs.live import read_everything
 
     snapshot, facts, _ = read_everything(host, now=time.time())

@@ -228,17 +228,34 @@ def read_with(host: Host, extra: Callable[[str], Mapping[str, Sequence[str]]] | 
     return snapshot, extra_results
 
 
+def crypt_devices(host: Host) -> list[str]:
+    """The machine's dm-crypt devices (sysfs: a ``CRYPT-`` dm uuid), so that `dmsetup
+    table` runs only where there is a cipher to read."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(host.path("/sys/block"))
+                       if entry.name.startswith("dm-"))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            uuid = host.path(f"/sys/block/{name}/dm/uuid").read_text()
+        except OSError:
+            continue
+        if uuid.startswith("CRYPT-"):
+            found.append(name)
+    return found
+
+
 def advisor_commands(host: Host) -> Callable[[str], dict[str, list[str]]]:
-    """What the advisor runs besides zsn's reads: the cached configs (per-vdev ashift)
-    and, as root, the device-mapper tables (dm-crypt ciphers)."""
+    """What the advisor runs besides zsn's reads: as root, the device-mapper tables
+    (dm-crypt ciphers), only when the machine has a dm-crypt device."""
 
     def make(zpool: str) -> dict[str, list[str]]:
         jobs = {}
-        zdb = find_program("zdb")
-        if zdb is not None:
-            jobs["zdb"] = [zdb, "-C"]
         dmsetup = find_program("dmsetup")
-        if dmsetup is not None and host.is_superuser and host.is_live:
+        if dmsetup is not None and host.is_superuser and host.is_live \
+                and crypt_devices(host):
             jobs["dmsetup"] = [dmsetup, "table", "--target", "crypt"]
         return jobs
 
@@ -265,8 +282,8 @@ def read_everything(host: Host, *, now: float, runner: Runner = _run,
         return found
 
     snapshot, outputs = read_with(host, jobs, runner=runner, clock=lambda: now)
-    facts = gather(host, snapshot.pools, zdb_output=output_of(outputs, "zdb"),
-                   dmsetup_output=output_of(outputs, "dmsetup"), now=now)
+    facts = gather(host, snapshot.pools, dmsetup_output=output_of(outputs, "dmsetup"),
+                   now=now)
     return snapshot, facts, outputs
 
 

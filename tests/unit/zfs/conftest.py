@@ -1,5 +1,5 @@
-"""ZFS unit tests: real captured outputs (tests/fixtures/zfs*/), and fake zpool/zfs/zdb
-programs on PATH that replay them, so the CLI, export and actions run end to end
+"""ZFS unit tests: real captured outputs (tests/fixtures/zfs*/), and fake zpool, zfs and
+dmsetup programs on PATH that replay them, so the CLI, export and actions run end to end
 (subprocesses, argv, LC_ALL, exit statuses) without a ZFS kernel module."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class FakeZfs:
 def fake_zfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeZfs]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("zpool", "zfs", "zdb", "dmsetup"):
+    for name in ("zpool", "zfs", "dmsetup"):
         program = bin_dir / name
         program.write_text(FAKE.format(python=sys.executable, name=name))
         program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

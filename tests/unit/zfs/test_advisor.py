@@ -1,8 +1,9 @@
 """The advisor: system facts read under a root, and each rule firing and staying quiet.
 
-Pools, datasets, benchmarks and zdb configs are real captures. Block-device facts come
-from small sysfs trees built here in the layout and value formats of a real /sys (as
-captured in tests/fixtures/zfs-lab/sys-block-*.txt): they are constructed inputs."""
+Pools, datasets, benchmarks and pool configs (as `zdb -C` printed them) are real
+captures. Block-device facts come from small sysfs trees built here in the layout and
+value formats of a real /sys (as captured in tests/fixtures/zfs-lab/sys-block-*.txt):
+they are constructed inputs."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.zfs.conftest import LAB, OTHERS, VM, read
+from tests.unit.zfs.zdb_text import nvlist_of
 from zsn.system.host import Host
-from zsn.zfs import kstat, listing, status
+from zsn.zfs import cachefile, kstat, listing, status
 from zsn.zfs.facts import Choice, Device, Facts, gather, parse_dmsetup_table
 from zsn.zfs.lint import RULES, advise, guess_use
 from zsn.zfs.model import Dataset, Pool, ZfsSnapshot
@@ -93,7 +95,7 @@ def test_device_facts_follow_by_id_links_partitions_and_dm_crypt(tmp_path: Path)
                    "errors: No known data errors\n")
     pools = status.parse_text(status_text)
     dmsetup = read(LAB / "dmsetup-table.crypt.txt").replace("zcr-cbc", "crypt-a")
-    facts = gather(Host(tmp_path), pools, zdb_output=None, dmsetup_output=dmsetup, now=0)
+    facts = gather(Host(tmp_path), pools, dmsetup_output=dmsetup, now=0)
     hdd = facts.devices["/dev/mapper/crypt-a"]
     assert (hdd.name, hdd.dm_name, hdd.disks, hdd.spinning, hdd.scheduler) == (
         "dm-0", "crypt-a", ("sda",), True, {"sda": "bfq"})
@@ -115,7 +117,7 @@ def test_device_facts_follow_by_id_links_partitions_and_dm_crypt(tmp_path: Path)
     assert elevator.severity == "warning" and "/dev/sda (under /dev/mapper/crypt-a)" in \
         elevator.message
     # without root the cipher is unknown: a note, no finding
-    blind = gather(Host(tmp_path), pools, zdb_output=None, dmsetup_output=None, now=0)
+    blind = gather(Host(tmp_path), pools, dmsetup_output=None, now=0)
     assert "need root" in blind.notes[0]
     assert "ZFS010" not in {f.id for f in advise(ZfsSnapshot(pools=tuple(pools)), blind)}
 
@@ -127,7 +129,7 @@ def test_dmsetup_tables_keep_only_the_cipher() -> None:
 
 def test_a_pool_made_by_the_notes_advice_is_quiet() -> None:
     snapshot = vm_snapshot()
-    tops = kstat.parse_zdb_config(read(VM / "zdb-C.tank.txt"))
+    tops = cachefile.top_vdevs(nvlist_of(read(VM / "zdb-C.tank.txt")))
     facts = Facts(top_vdevs=tuple(tops), now=SCRUBBED + DAY)
     assert [f for f in advise(snapshot, facts) if f.subject and f.subject.startswith("tank")] \
         == []
@@ -135,7 +137,7 @@ def test_a_pool_made_by_the_notes_advice_is_quiet() -> None:
 
 def test_ashift_9_and_2_1_defaults_fire() -> None:
     snapshot = vm_snapshot()
-    tops = kstat.parse_zdb_config(read(VM / "zdb-C.small.txt"))
+    tops = cachefile.top_vdevs(nvlist_of(read(VM / "zdb-C.small.txt")))
     found = advise(snapshot, Facts(top_vdevs=tuple(tops), now=SCRUBBED + DAY))
     assert ids(found) == [("ZFS001", "small"), ("ZFS004", "small"), ("ZFS005", "small"),
                           ("ZFS006", "small")]
@@ -149,7 +151,7 @@ def test_ashift_9_and_2_1_defaults_fire() -> None:
 
 def test_ashift_9_on_solid_state_is_a_warning() -> None:
     snapshot = vm_snapshot()
-    [small] = kstat.parse_zdb_config(read(VM / "zdb-C.small.txt"))
+    [small] = cachefile.top_vdevs(nvlist_of(read(VM / "zdb-C.small.txt")))
     ssd = Device("/run/vdev/small.img", "loop0", ("loop0",), {"loop0": False})
     facts = Facts(devices={"/run/vdev/small.img": ssd},
                   top_vdevs=(replace(small, leaves=("/run/vdev/small.img",)),), now=0)
@@ -271,7 +273,7 @@ def test_arc_limit_on_small_machines() -> None:
 def test_schedulers_under_whole_disk_members(scheduler: str, severity: str) -> None:
     tank = pool_of(read(OTHERS / "zpool-status-healthy-4mirror-spare.jc.txt"), "tank")
     device = Device("sdh", "sdh", ("sdh",), {"sdh": True}, scheduler={"sdh": scheduler})
-    top = kstat.TopVdev("tank", 0, "mirror", 12, False, ("sdh", "sdk"), whole_disks=("sdh",))
+    top = cachefile.TopVdev("tank", 0, "mirror", 12, False, ("sdh", "sdk"), whole_disks=("sdh",))
     found = [f for f in advise(ZfsSnapshot(pools=(tank,)),
                                Facts(devices={"sdh": device}, top_vdevs=(top,), now=0))
              if f.id == "ZFS011"]

@@ -1,4 +1,4 @@
-"""`zsn zfs ...` and `zsn --export zfs` as processes, against fake zpool/zfs/zdb
+"""`zsn zfs ...` and `zsn --export zfs` as processes, against fake zpool/zfs
 programs replaying real captures: argv, exit statuses, plans, JSON and Prometheus."""
 
 from __future__ import annotations
@@ -182,8 +182,9 @@ def test_iostat_that_dies_early_is_an_error(fake_zfs: FakeZfs) -> None:
 def export_fakes(fake: FakeZfs) -> None:
     fake.standard()
     fake.answer(DATASETS, read(LAB / "zfs-list-Hp-o.200-datasets.txt").replace("p1", "full"))
-    fake.answer("zdb -C", read(LAB / "zdb-C.full.txt").replace(
-        "MOS Configuration:", "full:"))
+    (fake.root / "etc/zfs").mkdir(parents=True, exist_ok=True)
+    (fake.root / "etc/zfs/zpool.cache").write_bytes(
+        (LAB / "etc-zfs-zpool.cache.full-rz-small.bin").read_bytes())
     fake.answer("zpool iostat -HpvlP", read(LAB / "zpool-iostat-Hpvly-l-Tu.full.1s-x3.txt")
                 .split("1795596114")[0].split("1795596113\n")[1])
 
@@ -207,6 +208,24 @@ def test_export_section(fake_zfs: FakeZfs) -> None:
     ids = {(f["id"], f["subject"]) for f in section["findings"]}
     assert ("ZFS005", "full") in ids  # 2.1's atime=on, relatime=off on the pool root
     assert all(f.get("source") for f in section["findings"])
+
+
+def test_the_export_runs_four_commands_and_reads_ashift_from_the_cache_file(
+        fake_zfs: FakeZfs) -> None:
+    """zpool list, zpool status, zfs list (with every property the advisor reads) and
+    the since-import zpool iostat: no zdb (the cache file has each vdev's ashift), no
+    dmsetup (no dm-crypt device here)."""
+    export_fakes(fake_zfs)
+    result = zsn(fake_zfs, "--export", "zfs")
+    assert result.returncode == 0, result.stderr
+    ran = sorted(" ".join([call["program"], *call["argv"][:2]])  # type: ignore[list-item]
+                 for call in fake_zfs.calls())
+    assert ran == ["zfs list -Hp", "zpool iostat -HpvlP", "zpool list -Hp",
+                   "zpool status -p"]
+    assert all(call["lc_all"] == "C" for call in fake_zfs.calls())
+    section = json.loads(result.stdout)["zfs"]
+    assert "notes" not in section  # the cache file was read
+    assert not [f for f in section["findings"] if f["id"] == "ZFS001" and f["subject"] == "full"]
 
 
 def test_prometheus_metrics_parse(fake_zfs: FakeZfs) -> None:
@@ -241,7 +260,9 @@ def test_advise(fake_zfs: FakeZfs) -> None:
     result = zsn(fake_zfs, "zfs", "advise", "--json")
     assert result.returncode == 0, result.stderr
     findings = json.loads(result.stdout)
-    assert {f["id"] for f in findings} == {"ZFS005", "ZFS006"}  # lz4 was set at create
+    # lz4 was set at create; rz's raidz was made on files with ashift left to ZFS: 9
+    assert {f["id"] for f in findings} == {"ZFS001", "ZFS005", "ZFS006"}
+    assert [f["subject"] for f in findings if f["id"] == "ZFS001"] == ["rz"]
     text = zsn(fake_zfs, "zfs", "advise").stdout
     assert "ZFS005 warning [full]: atime is on without relatime" in text
     assert "fix: zfs set atime=off full (or relatime=on)" in text

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.unit.zfs.conftest import OTHERS, VM, read
+from tests.unit.zfs.zdb_text import nvlist_of
 from zsn.errors import ParseError
 from zsn.system.commands import CommandResult
-from zsn.zfs import iostat, kstat, listing, status
+from zsn.zfs import cachefile, iostat, kstat, listing, status
 from zsn.zfs.live import MODULE_NOT_LOADED, explain_failure
 
 
@@ -91,7 +92,7 @@ HANDLERS: list[tuple[str, Callable[[Path], None]]] = [
     (r"proc-spl-kstat-zfs-(POOL|tank)-state\..*", parses(
         lambda t: re.fullmatch(r"[A-Z]+\n", t))),
     (r"proc-spl-kstat-zfs-POOL-guid\..*", not_read("zsn names pools, it needs no guid")),
-    (r"zdb-C\..*", parses(kstat.parse_zdb_config)),
+    (r"zdb-C\..*", parses(lambda t: cachefile.top_vdevs(nvlist_of(t)))),
     (r"sys-module-zfs-parameters-impls\.txt", parses(
         lambda t: [kstat.parse_choice(line.split(": ", 1)[1]) for line in t.splitlines()
                    if "[" in line])),

@@ -1,4 +1,4 @@
-"""Kernel benchmark tables, bracketed choices, zdb configs, kstat tables; name rules."""
+"""Kernel benchmark tables, bracketed choices, pool configs, kstat tables; name rules."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.zfs.conftest import LAB, OTHERS, VM, read
+from tests.unit.zfs.zdb_text import nvlist_of
 from zsn.errors import ValidationError
-from zsn.zfs import kstat
+from zsn.zfs import cachefile, kstat
 from zsn.zfs.names import validate_dataset_name, validate_pool_name
 
 
@@ -44,15 +45,15 @@ def test_named_tables() -> None:
     assert objset["dataset_name"] == "tank" and objset["nwritten"].isdigit()
 
 
-def test_zdb_configs_give_each_top_level_vdev_its_ashift() -> None:
-    tops = kstat.parse_zdb_config(read(LAB / "zdb-C.full.txt"))
+def test_pool_configs_give_each_top_level_vdev_its_ashift() -> None:
+    tops = cachefile.top_vdevs(nvlist_of(read(LAB / "zdb-C.full.txt")))
     assert [(t.pool, t.name, t.ashift, t.is_log) for t in tops] == [
         ("full", "mirror-0", 12, False), ("full", "/run/vdev/c", 12, True),
         ("full", "mirror-2", 12, False), ("full", "/run/vdev/h", 12, False)]
-    [small] = kstat.parse_zdb_config(read(VM / "zdb-C.small.txt"))
+    [small] = cachefile.top_vdevs(nvlist_of(read(VM / "zdb-C.small.txt")))
     assert (small.name, small.ashift, small.leaves) == ("/run/vdev/small.img", 9,
                                                         ("/run/vdev/small.img",))
-    three = kstat.parse_zdb_config(read(LAB / "zdb-C.three-pools.txt"))
+    three = cachefile.top_vdevs(nvlist_of(read(LAB / "zdb-C.three-pools.txt")))
     assert {t.pool for t in three} == {"p1", "p2", "p3"} and len(three) == 12
 
 
