@@ -13,19 +13,13 @@ from typing import Any
 from zsn.errors import ParseError
 from zsn.format import excerpt
 from zsn.zfs import units
+from zsn.zfs.live import DATASET_COLUMNS, POOL_COLUMNS
 from zsn.zfs.model import Dataset
 from zsn.zfs.units import is_number
 
-POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
-                "dedupratio", "health", "ashift")
-"""What zsn asks `zpool list -Hp -o` for."""
 DEFAULT_POOL_COLUMNS = ("name", "size", "allocated", "free", "checkpoint", "expandsize",
                         "fragmentation", "capacity", "dedupratio", "health", "altroot")
 """`zpool list -H` without ``-o`` (OpenZFS 0.8+)."""
-DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
-                   "recordsize", "compression", "atime", "relatime", "xattr",
-                   "mountpoint", "creation", "zsn:use")
-"""What zsn asks `zfs list -Hp -o` for (``zsn:use`` is zsn's user property)."""
 DEFAULT_DATASET_COLUMNS = ("name", "used", "available", "referenced", "mountpoint")
 
 _ALIASES = {"alloc": "allocated", "frag": "fragmentation", "cap": "capacity",

@@ -10,6 +10,10 @@ a command that fails or is refused is an error (something exists but was not rea
 `ZfsReader` is the pane's reader: between full reads (every few seconds, at once when
 a pool's kstat state changes or a scan runs) it only reads the lock-free
 ``/proc/spl/kstat/zfs/POOL/state`` files, so an idle pane costs almost nothing.
+
+Starting the commands needs little of zsn: the parsers, the model and the advisor are
+imported by `Reading.finish`, while the commands run (`zsn --export zfs` spends about as
+long loading them as zpool takes to answer, on a slow machine).
 """
 
 from __future__ import annotations
@@ -20,14 +24,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zsn.errors import CommandError, ParseError
 from zsn.system import commands
 from zsn.system.host import Host
-from zsn.zfs import listing, status
-from zsn.zfs.facts import Facts, gather
-from zsn.zfs.model import Dataset, Pool, ZfsSnapshot
+
+if TYPE_CHECKING:
+    from zsn.zfs.facts import Facts
+    from zsn.zfs.model import Pool, ZfsSnapshot
 
 ENV = {"LC_ALL": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -39,6 +44,14 @@ MODULE_NOT_LOADED = ("the ZFS kernel module is not loaded (load it as root with 
                      "'modprobe zfs'; Debian: apt install zfs-dkms)")
 NOT_INSTALLED = "{program} is not installed (Debian: apt install zfsutils-linux)"
 NEED_ROOT = "zsn is not root: scrubs, property changes and clearing errors need root"
+POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
+                "dedupratio", "health", "ashift")
+"""What zsn asks `zpool list -o` for."""
+DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
+                   "recordsize", "compression", "atime", "relatime", "xattr",
+                   "mountpoint", "creation", "zsn:use")
+"""What zsn asks `zfs list -o` for (``zsn:use`` is zsn's user property): the pane's and
+the export's columns and every property the advisor reads, in the one listing."""
 
 
 def find_program(name: str) -> str | None:
@@ -116,29 +129,38 @@ def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv)
 
 
+class SideBySide:
+    """Commands started at once, each in its own thread; `results` waits for them."""
+
+    def __init__(self, jobs: Mapping[str, Sequence[str]], runner: Runner = _run) -> None:
+        self._results: dict[str, commands.CommandResult | CommandError] = {}
+        self._runner = runner
+        self._threads = [threading.Thread(target=self._work, args=item, daemon=True)
+                         for item in jobs.items()]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self, key: str, argv: Sequence[str]) -> None:
+        try:
+            self._results[key] = self._runner(argv)
+        except CommandError as exc:
+            self._results[key] = exc
+
+    def results(self) -> dict[str, commands.CommandResult | CommandError]:
+        """The result or the `CommandError` per job (every command has a deadline)."""
+        for thread in self._threads:
+            thread.join()
+        return self._results
+
+
 def run_side_by_side(jobs: Mapping[str, Sequence[str]],
                      runner: Runner = _run) -> dict[str, commands.CommandResult | CommandError]:
     """Run each argv in its own thread; the result or the `CommandError` per job."""
-    results: dict[str, commands.CommandResult | CommandError] = {}
-
-    def work(key: str, argv: Sequence[str]) -> None:
-        try:
-            results[key] = runner(argv)
-        except CommandError as exc:
-            results[key] = exc
-
-    threads = [threading.Thread(target=work, args=item, daemon=True) for item in jobs.items()]
-    for thread in threads[1:]:
-        thread.start()
-    if threads:
-        threads[0].run()  # the first job in this thread: one thread fewer to start
-    for thread in threads[1:]:
-        thread.join()
-    return results
+    return SideBySide(jobs, runner).results()
 
 
 def pool_commands(zpool: str, json: bool) -> dict[str, list[str]]:
-    columns = ",".join(listing.POOL_COLUMNS)
+    columns = ",".join(POOL_COLUMNS)
     if json:
         return {"list": [zpool, "list", "-j", "--json-int", "-o", columns],
                 "status": [zpool, "status", "-j", "--json-int", "-P"]}
@@ -147,7 +169,7 @@ def pool_commands(zpool: str, json: bool) -> dict[str, list[str]]:
 
 
 def dataset_command(zfs: str, json: bool) -> list[str]:
-    columns = ",".join(listing.DATASET_COLUMNS)
+    columns = ",".join(DATASET_COLUMNS)
     if json:
         return [zfs, "list", "-j", "--json-int", "-t", "filesystem,volume", "-o", columns]
     return [zfs, "list", "-Hp", "-t", "filesystem,volume", "-o", columns]
@@ -173,59 +195,103 @@ def read_with(host: Host, extra: Callable[[str], Mapping[str, Sequence[str]]] | 
               clock: Callable[[], float] = time.time) -> tuple[ZfsSnapshot, Outputs]:
     """`read_zfs`, running the `extra` commands (made from zpool's path) side by side
     with zsn's own; their results come back as they are."""
+    return start_reading(host, extra, datasets=datasets, runner=runner, clock=clock).finish()
+
+
+class Reading:
+    """zsn's commands (and the extra ones) under way; `finish` waits for them and
+    turns their output into a snapshot."""
+
+    def __init__(self, host: Host, taken_at: float, *, runner: Runner,
+                 unavailable: str | None = None, version: str | None = None,
+                 errors: tuple[str, ...] = (), notes: tuple[str, ...] = (),
+                 zpool: str = "", zfs: str | None = None, use_json: bool = False,
+                 extra: Mapping[str, Sequence[str]] | None = None,
+                 datasets: bool = False) -> None:
+        self.host = host
+        self.taken_at = taken_at
+        self.unavailable = unavailable
+        self.version = version
+        self.errors = errors
+        self.notes = notes
+        self._runner = runner
+        self._zpool, self._zfs, self._use_json = zpool, zfs, use_json
+        self._extra = dict(extra or {})
+        self._running: SideBySide | None = None
+        if zpool and unavailable is None:
+            jobs: dict[str, Sequence[str]] = {**pool_commands(zpool, use_json), **self._extra}
+            if datasets and zfs is not None:
+                jobs["datasets"] = dataset_command(zfs, use_json)
+            self._running = SideBySide(jobs, runner)
+
+    def finish(self) -> tuple[ZfsSnapshot, Outputs]:
+        from zsn.zfs import listing
+        from zsn.zfs.model import Dataset, ZfsSnapshot
+
+        if self.unavailable is not None or self._running is None:
+            return ZfsSnapshot(unavailable=self.unavailable, version=self.version,
+                               errors=self.errors, taken_at=self.taken_at,
+                               notes=self.notes), {}
+        results = self._running.results()
+        use_json, zpool, zfs = self._use_json, self._zpool, self._zfs
+        if use_json and any(_json_refused(results[key]) for key in results
+                            if key not in self._extra):
+            use_json = False  # a userland older than the module: ask again in text
+            jobs = dict(pool_commands(zpool, False))
+            if "datasets" in results and zfs is not None:
+                jobs["datasets"] = dataset_command(zfs, False)
+            results.update(run_side_by_side(jobs, self._runner))
+        extra_results = {key: results.pop(key) for key in self._extra}
+        errors = list(self.errors)
+        outputs: dict[str, str] = {}
+        for key, result in results.items():
+            if isinstance(result, CommandError):
+                errors.append(str(result))
+            elif not result.ok:
+                reason = explain_failure(result)
+                if reason == MODULE_NOT_LOADED:
+                    return ZfsSnapshot(unavailable=reason, version=self.version,
+                                       taken_at=self.taken_at), {}
+                errors.append(reason)
+            else:
+                outputs[key] = result.stdout
+        pools: list[Pool] = []
+        found: list[Dataset] = []
+        try:
+            pools = _merge(outputs.get("list"), outputs.get("status"), use_json)
+        except ParseError as exc:
+            errors.append(f"zpool output not understood: {exc}")
+        if "datasets" in outputs:
+            try:
+                found = (listing.parse_datasets_json(outputs["datasets"]) if use_json
+                         else listing.parse_datasets_text(outputs["datasets"]))
+            except ParseError as exc:
+                errors.append(f"zfs list output not understood: {exc}")
+        snapshot = ZfsSnapshot(pools=tuple(pools), datasets=tuple(found), version=self.version,
+                               errors=tuple(dict.fromkeys(errors)), taken_at=self.taken_at,
+                               notes=self.notes)
+        return snapshot, extra_results
+
+
+def start_reading(host: Host,
+                  extra: Callable[[str], Mapping[str, Sequence[str]]] | dict[str, Any], *,
+                  datasets: bool = True, runner: Runner = _run,
+                  clock: Callable[[], float] = time.time) -> Reading:
+    """Start `read_with`'s commands and return at once."""
     taken_at = clock()
     if not module_loaded(host):
-        return ZfsSnapshot(unavailable=MODULE_NOT_LOADED, taken_at=taken_at), {}
+        return Reading(host, taken_at, runner=runner, unavailable=MODULE_NOT_LOADED)
     version = kernel_version(host)
     notes = () if host.is_superuser else (NEED_ROOT,)
     zpool = find_program("zpool")
     if zpool is None:
-        return ZfsSnapshot(version=version, errors=(NOT_INSTALLED.format(program="zpool"),),
-                           taken_at=taken_at, notes=notes), {}
+        return Reading(host, taken_at, runner=runner, version=version, notes=notes,
+                       errors=(NOT_INSTALLED.format(program="zpool"),))
     zfs = find_program("zfs")
-    use_json = has_json(version)
-    more = dict(extra(zpool) if callable(extra) else extra)
-    jobs: dict[str, Sequence[str]] = {**pool_commands(zpool, use_json), **more}
-    if datasets and zfs is not None:
-        jobs["datasets"] = dataset_command(zfs, use_json)
-    results = run_side_by_side(jobs, runner)
-    if use_json and any(_json_refused(results[key]) for key in results if key not in more):
-        use_json = False  # a userland older than the module: ask again in text
-        jobs = dict(pool_commands(zpool, False))
-        if "datasets" in results and zfs is not None:
-            jobs["datasets"] = dataset_command(zfs, False)
-        results.update(run_side_by_side(jobs, runner))
-    extra_results = {key: results.pop(key) for key in more}
-    errors: list[str] = []
-    if datasets and zfs is None:
-        errors.append(NOT_INSTALLED.format(program="zfs"))
-    outputs: dict[str, str] = {}
-    for key, result in results.items():
-        if isinstance(result, CommandError):
-            errors.append(str(result))
-        elif not result.ok:
-            reason = explain_failure(result)
-            if reason == MODULE_NOT_LOADED:
-                return ZfsSnapshot(unavailable=reason, version=version,
-                                   taken_at=taken_at), {}
-            errors.append(reason)
-        else:
-            outputs[key] = result.stdout
-    pools: list[Pool] = []
-    found: list[Dataset] = []
-    try:
-        pools = _merge(outputs.get("list"), outputs.get("status"), use_json)
-    except ParseError as exc:
-        errors.append(f"zpool output not understood: {exc}")
-    if "datasets" in outputs:
-        try:
-            found = (listing.parse_datasets_json(outputs["datasets"]) if use_json
-                     else listing.parse_datasets_text(outputs["datasets"]))
-        except ParseError as exc:
-            errors.append(f"zfs list output not understood: {exc}")
-    snapshot = ZfsSnapshot(pools=tuple(pools), datasets=tuple(found), version=version,
-                           errors=tuple(dict.fromkeys(errors)), taken_at=taken_at, notes=notes)
-    return snapshot, extra_results
+    errors = (NOT_INSTALLED.format(program="zfs"),) if datasets and zfs is None else ()
+    return Reading(host, taken_at, runner=runner, version=version, errors=errors,
+                   notes=notes, zpool=zpool, zfs=zfs, use_json=has_json(version),
+                   extra=extra(zpool) if callable(extra) else extra, datasets=datasets)
 
 
 def crypt_devices(host: Host) -> list[str]:
@@ -269,10 +335,28 @@ def output_of(outputs: Outputs, key: str) -> str | None:
     return None
 
 
-def read_everything(host: Host, *, now: float, runner: Runner = _run,
-                    iostat: bool = False) -> tuple[ZfsSnapshot, Facts, Outputs]:
-    """Pools, datasets and the advisor's facts in one batch of commands side by side
-    (`zsn --export zfs`, `zsn zfs advise`); with `iostat`, the since-import I/O too."""
+class Everything:
+    """`read_everything`'s commands under way; `finish` waits, parses and gathers the
+    advisor's facts."""
+
+    def __init__(self, reading: Reading, now: float) -> None:
+        self.reading = reading
+        self.now = now
+
+    def finish(self) -> tuple[ZfsSnapshot, Facts, Outputs]:
+        from zsn.zfs.facts import gather
+
+        snapshot, outputs = self.reading.finish()
+        facts = gather(self.reading.host, snapshot.pools,
+                       dmsetup_output=output_of(outputs, "dmsetup"), now=self.now)
+        return snapshot, facts, outputs
+
+
+def start_everything(host: Host, *, now: float, runner: Runner = _run,
+                     iostat: bool = False) -> Everything:
+    """Pools, datasets and the advisor's facts from one batch of commands side by side
+    (`zsn --export zfs`, `zsn zfs advise`); with `iostat`, the since-import I/O too.
+    Returns once the commands are started."""
     advisor = advisor_commands(host)
 
     def jobs(zpool: str) -> dict[str, list[str]]:
@@ -281,14 +365,20 @@ def read_everything(host: Host, *, now: float, runner: Runner = _run,
             found["iostat"] = [zpool, "iostat", "-HpvlP"]
         return found
 
-    snapshot, outputs = read_with(host, jobs, runner=runner, clock=lambda: now)
-    facts = gather(host, snapshot.pools, dmsetup_output=output_of(outputs, "dmsetup"),
-                   now=now)
-    return snapshot, facts, outputs
+    return Everything(start_reading(host, jobs, runner=runner, clock=lambda: now), now)
+
+
+def read_everything(host: Host, *, now: float, runner: Runner = _run,
+                    iostat: bool = False) -> tuple[ZfsSnapshot, Facts, Outputs]:
+    """`start_everything` and its `finish`."""
+    return start_everything(host, now=now, runner=runner, iostat=iostat).finish()
 
 
 def _merge(list_text: str | None, status_text: str | None, use_json: bool) -> list[Pool]:
     """`zpool list` rows (sizes) joined with `zpool status` pools (tree, scan) by name."""
+    from zsn.zfs import listing, status
+    from zsn.zfs.model import Pool
+
     sized = {}
     if list_text is not None:
         rows = (listing.parse_pools_json(list_text) if use_json

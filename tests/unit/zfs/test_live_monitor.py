@@ -5,6 +5,7 @@ and against this host's real zpool, which has no kernel module to talk to."""
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from zsn.zfs import live
 from zsn.zfs.live import MODULE_NOT_LOADED, ZfsReader, read_zfs
 from zsn.zfs.monitor import IostatMonitor
 
+REPO = Path(__file__).resolve().parents[3]
 LIST = ("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,dedupratio,"
         "health,ashift")
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
@@ -70,6 +72,24 @@ def test_two_pools_with_their_datasets(fake_zfs: FakeZfs) -> None:
     assert sorted((c["program"], c["argv"][0]) for c in calls) == [
         ("zfs", "list"), ("zpool", "list"), ("zpool", "status")]
     assert all(c["lc_all"] == "C" for c in calls)
+
+
+def test_the_export_starts_its_commands_before_loading_the_parsers() -> None:
+    """`zsn --export zfs` loads the parsers, the model and the advisor while zpool and
+    zfs run: importing the export section must not load them."""
+    code = ("import sys, zsn.zfs.export\n"
+            "print(sorted(m for m in sys.modules if m.startswith('zsn.zfs.')))")
+    result = commands.run([sys.executable, "-c", code], env={"PYTHONPATH": str(REPO)})
+    assert result.stdout.split() == ["['zsn.zfs.export',", "'zsn.zfs.live']"]
+
+
+def test_started_reads_finish_with_the_same_snapshot(fake_zfs: FakeZfs) -> None:
+    fake_zfs.standard()
+    fake_zfs.answer(DATASETS, read(LAB / "zfs-list-Hp-o.200-datasets.txt"))
+    started = live.start_everything(Host(fake_zfs.root), now=1795367000.0, iostat=False)
+    snapshot, facts, outputs = started.finish()
+    assert snapshot == read_zfs(Host(fake_zfs.root), clock=lambda: 1795367000.0)
+    assert facts.now == 1795367000.0 and outputs == {}
 
 
 def test_a_refused_command_is_an_error_and_the_rest_is_shown(fake_zfs: FakeZfs) -> None:
