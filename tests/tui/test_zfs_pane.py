@@ -3,7 +3,6 @@ its iostat streams replaced by a monitor that replays a captured `zpool iostat`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ def fixed_snapshot(state: str = "scrub-in-progress") -> ZfsSnapshot:
     pools["small"] = status.parse_text(read(VM / "zpool-status.all-pools.txt"))[0]
     sized = {row["name"]: row for row in listing.parse_pools_text(
         read(VM / "zpool-list-Hp.txt"), listing.DEFAULT_POOL_COLUMNS)}
-    merged = tuple(replace(pool, **{k: v for k, v in sized[name].items()
+    merged = tuple(pool._replace(**{k: v for k, v in sized[name].items()
                                     if k not in ("name", "health")})
                    for name, pool in sorted(pools.items()))
     columns = ("name", "used", "available", "referenced", "compressratio", "recordsize",
@@ -371,7 +370,7 @@ async def test_a_vanished_pool_stays_greyed_until_it_is_back(
     async with app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
         pane = app.query_one("#zfs")
-        reads.snapshot = replace(both, pools=tuple(p for p in both.pools if p.name != "tank"))
+        reads.snapshot = both._replace(pools=tuple(p for p in both.pools if p.name != "tank"))
         pane.poll(force=True)
         await wait_until(pilot, lambda: any(
             row[0] == "tank (gone)" for row in rows(app, "#zfs-pools")), "the greyed pool")
@@ -437,7 +436,7 @@ async def test_not_root_is_said_and_the_pools_are_still_shown(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from zsn.zfs.live import NEED_ROOT
 
-    app = make_app(monkeypatch, replace(fixed_snapshot(), notes=(NEED_ROOT,)))
+    app = make_app(monkeypatch, fixed_snapshot()._replace(notes=(NEED_ROOT,)))
     async with app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         await wait_until(pilot, lambda: "zsn is not root: scrubs, property changes" in str(

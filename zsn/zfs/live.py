@@ -23,7 +23,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from zsn.errors import CommandError, ParseError
@@ -392,7 +391,7 @@ def _merge(list_text: str | None, status_text: str | None, use_json: bool) -> li
     for name in sorted(set(sized) | set(trees)):
         base = trees.get(name) or Pool(name=name, health=sized[name].get("health", "UNKNOWN"))
         extra = {k: v for k, v in sized.get(name, {}).items() if k not in ("name", "health")}
-        pools.append(replace(base, **extra))
+        pools.append(base._replace(**extra))
     return pools
 
 
@@ -430,7 +429,7 @@ class ZfsReader:
                    or now - self._last_full >= self.full_every)
             self._states = states
             if not due and last is not None:
-                return replace(last, taken_at=time.time())
+                return last._replace(taken_at=time.time())
             want_datasets = now - self._last_datasets >= self.datasets_every
             snapshot = read_zfs(self.host, datasets=want_datasets, runner=self._runner)
             self._last_full = now
@@ -438,7 +437,7 @@ class ZfsReader:
                 self._last_datasets = now
             elif last is not None and not want_datasets:
                 names = {pool.name for pool in snapshot.pools}
-                snapshot = replace(snapshot, datasets=tuple(
+                snapshot = snapshot._replace(datasets=tuple(
                     d for d in last.datasets if d.pool in names))
             self._last = snapshot
             return snapshot

@@ -187,9 +187,7 @@ def leaf_kind(name: str) -> str:
 
 
 def _replace_kind(row: Vdev, kind: str) -> Vdev:
-    from dataclasses import replace
-
-    return replace(row, kind=kind)
+    return row._replace(kind=kind)
 
 
 def parse_scan(lines: list[str]) -> Scan | None:

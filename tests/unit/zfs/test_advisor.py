@@ -187,7 +187,7 @@ def test_stale_scrubs() -> None:
     assert "36d 00h ago" in finding.message
     never = pool_of(read(VM / "zpool-status-p-P.healthy.txt"), "tank")
     root = Dataset("tank", "filesystem", created=int(SCRUBBED))
-    young = ZfsSnapshot(pools=(never,), datasets=(replace(root, compression="lz4"),))
+    young = ZfsSnapshot(pools=(never,), datasets=(root._replace(compression="lz4"),))
     assert advise(young, Facts(now=SCRUBBED + DAY)) == []
     assert [f.id for f in advise(young, Facts(now=SCRUBBED + 40 * DAY))] == ["ZFS012"]
     running = pool_of(read(VM / "zpool-status-p-P.scrub-in-progress.txt"), "tank")
