@@ -285,3 +285,23 @@ def test_a_hanging_zpool_is_bounded(fake_zfs: FakeZfs, monkeypatch: pytest.Monke
     assert snapshot.errors == ("zpool: no answer within 1 s",)
     assert [p.name for p in snapshot.pools] == ["full", "rz"]  # what list said
     assert Path(fake_zfs.script).exists()
+
+
+def test_dataset_counters_come_from_the_objset_kstats(tmp_path: Path) -> None:
+    """Each ``== PATH`` part of the capture is one kstat file of the lab's tank."""
+    from zsn.system.host import Host
+    from zsn.zfs.export import dataset_counters
+
+    for part in read(VM / "proc-spl-kstat-zfs-tank-objset.txt").split("== ")[1:]:
+        path, _, text = part.partition("\n")
+        target = tmp_path / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    kstats = tmp_path / "proc/spl/kstat/zfs/tank"
+    (kstats / "objset-0x99").write_bytes(b"name type data\ndataset_name 7 tank/\xff\n")
+    (kstats / "state").write_text("ONLINE\n")
+    counters = dataset_counters(Host(tmp_path), ["tank", "gone"])
+    assert counters == {
+        "tank": {"reads": 0, "writes": 0, "read_bytes": 0, "written_bytes": 0},
+        "tank/media": {"reads": 0, "writes": 560, "read_bytes": 0, "written_bytes": 587202560},
+        "tank/db": {"reads": 0, "writes": 2000, "read_bytes": 0, "written_bytes": 32768000}}
