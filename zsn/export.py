@@ -9,14 +9,19 @@ Textual or Rich). A provider module exposes:
   with an ``"errors"`` list when only part could be read; ``sample_rates`` False
   (Prometheus) means counters only: a scraper takes rates from counters itself, so
   no provider waits out a sampling window for it;
-- ``prometheus(data) -> list[MetricFamily]``: metrics from the collected data.
+- ``prometheus(data) -> list[MetricFamily]``: metrics from the collected data;
+- optionally ``begin_sampling(host) -> Callable[[], dict]``, for a section whose
+  rates come from two readings: it takes the first one before any section is read
+  and returns what finishes the section, so the window overlaps the others.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -68,18 +73,32 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False,
         "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
         "host": {"hostname": host.hostname(), "time": int(time.time())},
     }
-    errors: list[str] = []
+    readers: dict[str, Callable[[], Any]] = {}
     for name in chosen:
-        try:
-            data = _provider(name).collect(host, include_secrets=include_secrets,
-                                           sample_rates=sample_rates)
-        except ZsnError as exc:  # the section could not be read at all: say so, go on
-            data = {"errors": [str(exc)]}
-        except OSError as exc:
-            data = {"errors": [describe_os_error(exc)]}
+        provider = _provider(name)
+        begin = getattr(provider, "begin_sampling", None) if sample_rates else None
+        if begin is None:
+            readers[name] = partial(provider.collect, host, include_secrets=include_secrets,
+                                    sample_rates=sample_rates)
+            continue
+        started = _read_section(partial(begin, host))
+        readers[name] = started if callable(started) else partial(dict, started)
+    errors: list[str] = []
+    for name, read in readers.items():
+        data = _read_section(read)
         document[name] = data
         errors.extend(f"{name}: {message}" for message in data.get("errors", ()))
     return ExportResult(document, errors)
+
+
+def _read_section(read: Callable[[], Any]) -> Any:
+    """`read()`, or the section's error entry when it could not be read at all."""
+    try:
+        return read()
+    except ZsnError as exc:  # say so, go on with the other sections
+        return {"errors": [str(exc)]}
+    except OSError as exc:
+        return {"errors": [describe_os_error(exc)]}
 
 
 def to_json(result: ExportResult, pretty: bool = False) -> str:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from zsn import export
+from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
 from zsn.system.host import Host
 from zsn.wireguard.export import prometheus as wireguard_metrics
@@ -104,3 +108,42 @@ def test_prometheus_text_parses_with_the_reference_parser() -> None:
 
 def test_empty_families_are_left_out() -> None:
     assert render([MetricFamily("zsn_x", "gauge", "nothing")]) == ""
+
+
+def test_a_sampling_section_window_runs_while_the_others_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A section whose rates need two readings takes the first before any section is
+    read: `zsn --export` costs the longer of its window and the rest, not their sum;
+    a section that cannot even start is reported and the others still are."""
+    events: list[str] = []
+
+    def collecting(name: str) -> SimpleNamespace:
+        def collect(host: Host, **_options: object) -> dict[str, object]:
+            events.append(f"collect {name}")
+            return {"name": name}
+        return SimpleNamespace(present=lambda host: True, collect=collect)
+
+    def begin_sampling(host: Host) -> Callable[[], dict[str, object]]:
+        events.append("first reading")
+        return lambda: events.append("second reading") or {"name": "sampled"}
+
+    def broken_start(host: Host) -> Callable[[], dict[str, object]]:
+        raise ZsnError("no counters")
+
+    sampled = collecting("sampled")
+    sampled.begin_sampling = begin_sampling
+    broken = collecting("broken")
+    broken.begin_sampling = broken_start
+    providers = {"plain": collecting("plain"), "sampled": sampled, "broken": broken}
+    monkeypatch.setattr(export, "check_sections", lambda requested: list(providers))
+    monkeypatch.setattr(export, "_provider", providers.__getitem__)
+
+    result = export.collect(Host(tmp_path), ["plain", "sampled", "broken"])
+    assert events == ["first reading", "collect plain", "second reading"]
+    assert list(result.document)[2:] == ["plain", "sampled", "broken"]
+    assert result.document["broken"] == {"errors": ["no counters"]}
+    assert result.errors == ["broken: no counters"]
+
+    events.clear()  # Prometheus wants counters only: no window at all
+    export.collect(Host(tmp_path), ["plain", "sampled", "broken"], sample_rates=False)
+    assert events == ["collect plain", "collect sampled", "collect broken"]

@@ -3,6 +3,7 @@ rates (counters read twice, `RATE_WINDOW` seconds apart), the config's owner, fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from zsn.errors import ZsnError
@@ -16,7 +17,7 @@ from zsn.system.rtnetlink import Counters
 
 RATE_WINDOW = 0.25
 """Seconds between the two counter readings rates come from; the rest of the export
-(config, lint) runs meanwhile."""
+(the other sections, then this one's config and lint) runs meanwhile."""
 COUNTER_FIELDS = Counters._fields
 
 
@@ -87,12 +88,24 @@ def _member(member: Interface, proc: Any) -> dict[str, Any]:
     return data
 
 
+def begin_sampling(host: Host) -> Callable[[], dict[str, Any]]:
+    """Take the first reading now; the returned call finishes the section, so the rate
+    window runs while the export reads the other sections."""
+    snapshot, details = read_links(host)
+    return lambda: _section(host, snapshot, details, sample_rates=True)
+
+
 def collect(host: Host, *, include_secrets: bool = False,
             sample_rates: bool = True) -> dict[str, Any]:
     """`include_secrets` changes nothing: links carry no secrets. Without
     `sample_rates` (Prometheus) the counters are read once and rates are None."""
-    errors: list[str] = []
     snapshot, details = read_links(host)
+    return _section(host, snapshot, details, sample_rates)
+
+
+def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
+             sample_rates: bool) -> dict[str, Any]:
+    errors: list[str] = []
     data: dict[str, Any] = {}
     try:
         owner, persisted = read_persistent(host, detect_owner(host))
