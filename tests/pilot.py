@@ -12,7 +12,8 @@ from textual import events
 from textual.app import App
 from textual.css.query import NoMatches
 
-from zsn.tui.widgets.table import LiveTable, cell_text
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import cell_text
 
 
 async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "condition",

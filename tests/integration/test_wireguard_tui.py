@@ -8,7 +8,8 @@ from tests.integration.conftest import WgPair
 from tests.pilot import wait_until
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
-from zsn.tui.widgets.table import LiveTable, cell_text
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import cell_text
 
 pytestmark = pytest.mark.lab
 

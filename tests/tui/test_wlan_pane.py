@@ -23,7 +23,8 @@ from zsn.tui.app import ZsnApp
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.screens.wifi import ConnectScreen, WifiQrScreen
-from zsn.tui.widgets.table import LiveTable, cell_text
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import cell_text
 from zsn.wlan import iwd
 from zsn.wlan.model import KnownNetwork, Link, Rfkill, ScanEntry, WlanInterface, WlanSnapshot
 from zsn.wlan.wpa import key_mgmt_security

@@ -17,7 +17,8 @@ from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
-from zsn.tui.widgets.table import LiveTable, cell_text
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import cell_text
 from zsn.zfs import iostat, listing, status
 from zsn.zfs.live import MODULE_NOT_LOADED
 from zsn.zfs.model import ZfsSnapshot

@@ -1,9 +1,8 @@
 """What the Links pane shows, as plain data: keyed rows of cells, in tree order.
 
-No Textual here: the pane declares the columns (`zsn.tui.widgets.table.Column`, with
-their priorities) and hands these cells to its `LiveTable`, which draws the tree's
-guides from each row's depth and drops whole columns on a narrow screen. Tones are
-the table's (good, warn, bad, muted, bold, accent).
+No Textual here: the pane declares the columns (`zsn.view.Column`, with their
+priorities) and hands these cells (`zsn.view.Cell`) to its `LiveTable`, which draws
+the tree's guides from each row's depth and drops whole columns on a narrow screen.
 """
 
 from __future__ import annotations
@@ -13,18 +12,12 @@ from typing import NamedTuple
 from zsn.format import human_rate, sparkline
 from zsn.links.model import Interface, LinksSnapshot, Rates, TreeRow, tree
 from zsn.links.persist import LinkConfig
+from zsn.view import Cell
 
 TREND_WIDTH = 8
 COLUMN_KEYS = ("name", "kind", "state", "mtu", "rx_rate", "tx_rate", "trend", "detail",
                "packets", "faults", "speed", "mac", "addresses")
 """The pane's columns, in order; every row has a cell for each."""
-
-
-class Cell(NamedTuple):
-    text: str
-    tone: str = ""
-    short: str | None = None
-    """A shorter form for a narrow column."""
 
 
 STATE_TONES = {"up": "good", "down": "bad", "no-carrier": "bad", "lowerlayerdown": "bad",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from zsn.view import Cell, Column
 from zsn.wlan.model import (
     BACKEND_TITLES,
     WlanInterface,
@@ -26,68 +27,50 @@ BARS = "▂▄▆█"
 
 
 @dataclass(frozen=True)
-class ViewColumn:
-    key: str
-    label: str
-    priority: int = 1
-    """1 = kept longest; higher numbers are dropped first when the screen is narrow."""
-    align: str = "left"
-    help: str = ""
-    """One line for the pane's `?` help."""
-
-
-@dataclass(frozen=True)
-class ViewCell:
-    text: str
-    tone: str = ""
-    """"good", "warn", "bad", "muted", "bold" or empty: the pane picks theme colours."""
-
-
-@dataclass(frozen=True)
 class ViewRow:
     key: str
-    cells: dict[str, ViewCell]
+    cells: dict[str, Cell]
     data: Any = field(default=None, compare=False)
 
 
 INTERFACE_COLUMNS = (
-    ViewColumn("name", "Iface", 1, help="the wireless interface"),
-    ViewColumn("backend", "Backend", 1, help="the daemon driving it: iwd, wpa_supplicant, "
+    Column("name", "Iface", 1, help="the wireless interface"),
+    Column("backend", "Backend", 1, help="the daemon driving it: iwd, wpa_supplicant, "
                "netctl; NetworkManager (ro) = shown read-only; +x = a second daemon too"),
-    ViewColumn("state", "State", 1, help="the backend's link state (COMPLETED, connected ...)"),
-    ViewColumn("ssid", "SSID", 1, help="the network it is connected to"),
-    ViewColumn("signal", "Signal", 2, help="signal in dBm and 0-4 bars"),
-    ViewColumn("channel", "Ch", 3, "right", help="channel of the connection"),
-    ViewColumn("rate", "Rate", 4, "right", help="transmit bitrate"),
-    ViewColumn("address", "Address", 5, help="the first IP address"),
-    ViewColumn("radio", "Radio", 3, help="on, or off when rfkill blocks it"),
+    Column("state", "State", 1, help="the backend's link state (COMPLETED, connected ...)"),
+    Column("ssid", "SSID", 1, help="the network it is connected to"),
+    Column("signal", "Signal", 2, help="signal in dBm and 0-4 bars"),
+    Column("channel", "Ch", 3, align="right", help="channel of the connection"),
+    Column("rate", "Rate", 4, align="right", help="transmit bitrate"),
+    Column("address", "Address", 5, help="the first IP address"),
+    Column("radio", "Radio", 3, help="on, or off when rfkill blocks it"),
 )
 SCAN_COLUMNS = (
-    ViewColumn("ssid", "SSID", 1, help="the network's name; (hidden) for one that hides it"),
-    ViewColumn("security", "Security", 1, help="open, OWE, WEP, WPA2, WPA3, WPA2/WPA3 "
+    Column("ssid", "SSID", 1, help="the network's name; (hidden) for one that hides it"),
+    Column("security", "Security", 1, help="open, OWE, WEP, WPA2, WPA3, WPA2/WPA3 "
                "(either), enterprise (802.1X)"),
-    ViewColumn("signal", "Signal", 1, help="signal in dBm and 0-4 bars"),
-    ViewColumn("channel", "Ch", 2, "right", help="channel"),
-    ViewColumn("mark", "", 1, help="connected, or known to the backend"),
-    ViewColumn("bssid", "BSSID", 4, help="the access point (iwd lists networks, not APs)"),
+    Column("signal", "Signal", 1, help="signal in dBm and 0-4 bars"),
+    Column("channel", "Ch", 2, align="right", help="channel"),
+    Column("mark", "", 1, help="connected, or known to the backend"),
+    Column("bssid", "BSSID", 4, help="the access point (iwd lists networks, not APs)"),
 )
 KNOWN_COLUMNS = (
-    ViewColumn("ssid", "Known network", 1, help="a network the backend remembers"),
-    ViewColumn("security", "Security", 2, help="as the backend stores it"),
-    ViewColumn("auto", "Auto", 1, help="joined by itself when in range"),
-    ViewColumn("boot", "Boot", 2, help="started at boot: the netctl profile enabled, or "
+    Column("ssid", "Known network", 1, help="a network the backend remembers"),
+    Column("security", "Security", 2, help="as the backend stores it"),
+    Column("auto", "Auto", 1, help="joined by itself when in range"),
+    Column("boot", "Boot", 2, help="started at boot: the netctl profile enabled, or "
                "autoconnect with the backend's unit enabled"),
-    ViewColumn("hidden", "Hidden", 3, help="probed for by name"),
-    ViewColumn("note", "Note", 4, help="connected, or why the backend skips it now"),
+    Column("hidden", "Hidden", 3, help="probed for by name"),
+    Column("note", "Note", 4, help="connected, or why the backend skips it now"),
 )
 
 
-def signal_text(dbm: float | None) -> ViewCell:
+def signal_text(dbm: float | None) -> Cell:
     if dbm is None:
-        return ViewCell("-", "muted")
+        return Cell("-", "muted")
     bars = signal_bars(dbm)
     tone = "good" if bars >= 3 else "warn" if bars >= 2 else "bad"
-    return ViewCell(f"{dbm:.0f} dBm {BARS[:bars]}{'·' * (4 - bars)}", tone)
+    return Cell(f"{dbm:.0f} dBm {BARS[:bars]}{'·' * (4 - bars)}", tone)
 
 
 def rate_text(kbps: int | None) -> str:
@@ -114,18 +97,18 @@ def interface_rows(snapshot: WlanSnapshot) -> list[ViewRow]:
             backend += " (ro)"
         if each.also_managed_by:
             backend += " +" + "+".join(BACKEND_TITLES[b] for b in each.also_managed_by)
-        radio = ViewCell("off", "bad") if each.rfkill and each.rfkill.blocked else \
-            ViewCell("on") if each.rfkill else ViewCell("-", "muted")
+        radio = Cell("off", "bad") if each.rfkill and each.rfkill.blocked else \
+            Cell("on") if each.rfkill else Cell("-", "muted")
         rows.append(ViewRow(each.name, {
-            "name": ViewCell(each.name, "bold"),
-            "backend": ViewCell(backend, "bad" if each.backend is None or each.also_managed_by
+            "name": Cell(each.name, "bold"),
+            "backend": Cell(backend, "bad" if each.backend is None or each.also_managed_by
                                 else ""),
-            "state": ViewCell(link.state, _state_tone(each)),
-            "ssid": ViewCell(link.ssid and display(link.ssid) or "-"),
-            "signal": signal_text(link.signal_dbm) if link.connected else ViewCell("-", "muted"),
-            "channel": ViewCell(str(link.channel) if link.channel else "-"),
-            "rate": ViewCell(rate_text(link.bitrate_kbps) if link.connected else "-"),
-            "address": ViewCell(each.addresses[0] if each.addresses else "-"),
+            "state": Cell(link.state, _state_tone(each)),
+            "ssid": Cell(link.ssid and display(link.ssid) or "-"),
+            "signal": signal_text(link.signal_dbm) if link.connected else Cell("-", "muted"),
+            "channel": Cell(str(link.channel) if link.channel else "-"),
+            "rate": Cell(rate_text(link.bitrate_kbps) if link.connected else "-"),
+            "address": Cell(each.addresses[0] if each.addresses else "-"),
             "radio": radio,
         }, each))
     return rows
@@ -136,24 +119,24 @@ def scan_rows(interface: WlanInterface | None) -> list[ViewRow]:
         return []
     rows = []
     for number, entry in enumerate(sorted_scan(interface.scan)):
-        mark = ViewCell("connected", "good") if entry.connected else \
-            ViewCell("known", "bold") if entry.known else ViewCell("")
-        security = ViewCell(entry.security, "warn" if entry.security in ("open", "WEP")
+        mark = Cell("connected", "good") if entry.connected else \
+            Cell("known", "bold") if entry.known else Cell("")
+        security = Cell(entry.security, "warn" if entry.security in ("open", "WEP")
                             else "")
         key = f"{entry.bssid or ''}/{entry.title}" if entry.bssid or entry.ssid else str(number)
         rows.append(ViewRow(key, {
-            "ssid": ViewCell(entry.title, "muted" if entry.hidden else ""),
+            "ssid": Cell(entry.title, "muted" if entry.hidden else ""),
             "security": security, "signal": signal_text(entry.signal_dbm),
-            "channel": ViewCell(str(entry.channel) if entry.channel else "-"),
-            "mark": mark, "bssid": ViewCell(entry.bssid or "-"),
+            "channel": Cell(str(entry.channel) if entry.channel else "-"),
+            "mark": mark, "bssid": Cell(entry.bssid or "-"),
         }, entry))
     return rows
 
 
-def _on_off(value: bool | None) -> ViewCell:
+def _on_off(value: bool | None) -> Cell:
     if value is None:
-        return ViewCell("-", "muted")
-    return ViewCell("on", "good") if value else ViewCell("off", "muted")
+        return Cell("-", "muted")
+    return Cell("on", "good") if value else Cell("off", "muted")
 
 
 def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[ViewRow]:
@@ -163,15 +146,15 @@ def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[
     for net in snapshot.networks_of(interface):
         note = net.problem or ("connected" if net.current else "")
         rows.append(ViewRow(net.key, {
-            "ssid": ViewCell(net.title, "good" if net.current else ""),
-            "security": ViewCell(net.security or "?", "warn" if net.security in ("open", "WEP")
+            "ssid": Cell(net.title, "good" if net.current else ""),
+            "security": Cell(net.security or "?", "warn" if net.security in ("open", "WEP")
                                  else ""),
             "auto": _on_off(net.autoconnect),
             "boot": _on_off(net.at_boot if net.at_boot is not None
                             else (net.autoconnect and interface.backend_unit_enabled
                                   if interface.backend_unit_enabled is not None else None)),
-            "hidden": ViewCell("yes" if net.hidden else ""),
-            "note": ViewCell(note, "warn" if net.problem else "good" if net.current else ""),
+            "hidden": Cell("yes" if net.hidden else ""),
+            "note": Cell(note, "warn" if net.problem else "good" if net.current else ""),
         }, net))
     return rows
 

@@ -1,19 +1,18 @@
 """What the ZFS pane shows, as plain data: columns with priorities and keyed rows of cells.
 
-No Textual here: the pane turns `Cell`s into table cells (``style`` names a theme
-variable, shown as the table's tone for it) and its table keeps only the columns that
-fit, dropping the least important first, so a narrow terminal loses whole columns,
-never half a word or a unit. Tree depth (vdevs, child datasets) is the row's, not
-the text's: the table draws the guides.
+No Textual here: the cells and columns are `zsn.view`'s, which the pane's table draws,
+keeping only the columns that fit and dropping the least important first, so a narrow
+terminal loses whole columns, never half a word or a unit. Tree depth (vdevs, child
+datasets) is the row's, not the text's: the table draws the guides.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate, sparkline
+from zsn.view import Cell, Column
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
 SPARK_WIDTH = 12
@@ -23,85 +22,68 @@ BAD_STATES = ("FAULTED", "UNAVAIL", "REMOVED", "SUSPENDED")
 WARN_STATES = ("DEGRADED", "OFFLINE")
 
 
-@dataclass(frozen=True)
-class Column:
-    key: str
-    label: str
-    priority: int
-    """Lower is more important: columns are dropped from the highest number down."""
-    right: bool = False
-    help: str = ""
-    """One line for the pane's `?` help."""
-    truncate: bool = False
-    """A name or a path, which may be cut (with an ellipsis) rather than drop columns."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    style: str = ""
-    """A theme variable (``text-error`` ...) or empty."""
-    right: bool = False
-    short: str | None = None
-    """A shorter form for a narrow column (a shorter trend)."""
-
-
-Row = dict[str, Cell]
+Cells = dict[str, Cell]
+"""A row's cells by column key (`zsn.view.row_of` puts them in the columns' order)."""
 
 POOL_COLUMNS = (
     Column("name", "Pool", 0, help="the pool"),
     Column("health", "Health", 1, help="ONLINE, DEGRADED (red or yellow when not healthy)"),
-    Column("capacity", "Cap", 4, True, help="space used, in %; yellow from 80 %"),
-    Column("read", "Read", 2, True, help="bytes read per second over the last interval"),
-    Column("write", "Write", 2, True, help="bytes written per second over the last interval"),
+    Column("capacity", "Cap", 4, align="right", help="space used, in %; yellow from 80 %"),
+    Column("read", "Read", 2, align="right",
+           help="bytes read per second over the last interval"),
+    Column("write", "Write", 2, align="right",
+           help="bytes written per second over the last interval"),
     Column("scan", "Scrub", 3, help="progress and ETA of a running scrub or resilver, "
                                     "else how long ago the last one ended"),
-    Column("allocated", "Alloc", 5, True, help="space allocated"),
-    Column("size", "Size", 6, True, help="the pool's size"),
-    Column("free", "Free", 7, True, help="space free"),
-    Column("fragmentation", "Frag", 8, True, help="free-space fragmentation"),
-    Column("read_ops", "R/s", 9, True, help="read operations per second"),
-    Column("write_ops", "W/s", 9, True, help="write operations per second"),
-    Column("dedup", "Dedup", 10, True, help="deduplication ratio"),
+    Column("allocated", "Alloc", 5, align="right", help="space allocated"),
+    Column("size", "Size", 6, align="right", help="the pool's size"),
+    Column("free", "Free", 7, align="right", help="space free"),
+    Column("fragmentation", "Frag", 8, align="right", help="free-space fragmentation"),
+    Column("read_ops", "R/s", 9, align="right", help="read operations per second"),
+    Column("write_ops", "W/s", 9, align="right", help="write operations per second"),
+    Column("dedup", "Dedup", 10, align="right", help="deduplication ratio"),
 )
 VDEV_COLUMNS = (
     Column("name", "Vdev", 0, help="the pool, its mirrors/raidz/draid groups and devices; "
                                    "then dedup, special, logs, cache and spares",
            truncate=True),
     Column("state", "State", 1, help="ONLINE, DEGRADED, FAULTED ...; `*`: resilvering"),
-    Column("errors", "R/W/Ck err", 2, True, help="read, write and checksum error counts"),
-    Column("read", "Read", 3, True, help="bytes read per second"),
-    Column("write", "Write", 3, True, help="bytes written per second"),
+    Column("errors", "R/W/Ck err", 2, align="right",
+           help="read, write and checksum error counts"),
+    Column("read", "Read", 3, align="right", help="bytes read per second"),
+    Column("write", "Write", 3, align="right", help="bytes written per second"),
     Column("read_trend", "Reads", 4, help="read bandwidth over the last intervals (a scrub "
                                           "or resilver reads its sources)"),
     Column("write_trend", "Writes", 4, help="write bandwidth over the last intervals (a "
                                             "resilver writes the new device)"),
-    Column("read_ops", "R/s", 5, True, help="read operations per second"),
-    Column("write_ops", "W/s", 5, True, help="write operations per second"),
-    Column("wait", "Wait r/w", 6, True, help="mean total wait of a read / a write"),
-    Column("disk_wait", "Disk r/w", 7, True, help="of which waiting on the disk, read/write"),
+    Column("read_ops", "R/s", 5, align="right", help="read operations per second"),
+    Column("write_ops", "W/s", 5, align="right", help="write operations per second"),
+    Column("wait", "Wait r/w", 6, align="right", help="mean total wait of a read / a write"),
+    Column("disk_wait", "Disk r/w", 7, align="right",
+           help="of which waiting on the disk, read/write"),
 )
 DATASET_COLUMNS = (
     Column("name", "Dataset", 0, help="the dataset, under its parent", truncate=True),
-    Column("used", "Used", 1, True, help="space used, children included"),
-    Column("available", "Avail", 2, True, help="space available"),
+    Column("used", "Used", 1, align="right", help="space used, children included"),
+    Column("available", "Avail", 2, align="right", help="space available"),
     Column("compression", "Compress", 3, help="the compression property (yellow: off)"),
-    Column("recordsize", "Recsize", 4, True, help="record size (volblocksize of a volume)"),
-    Column("ratio", "Ratio", 5, True, help="compression ratio achieved"),
+    Column("recordsize", "Recsize", 4, align="right",
+           help="record size (volblocksize of a volume)"),
+    Column("ratio", "Ratio", 5, align="right", help="compression ratio achieved"),
     Column("atime", "Atime", 6, help="access-time updates"),
     Column("xattr", "Xattr", 6, help="extended attributes: sa or dir"),
-    Column("referenced", "Refer", 7, True, help="data referenced by this dataset alone"),
+    Column("referenced", "Refer", 7, align="right", help="data referenced by this dataset alone"),
     Column("mountpoint", "Mountpoint", 8, help="where it is mounted", truncate=True),
 )
 
 
-def _health_style(state: str) -> str:
+def _health_tone(state: str) -> str:
     if state in BAD_STATES:
-        return "text-error"
+        return "bad"
     if state in WARN_STATES:
-        return "text-warning"
+        return "warn"
     if state in ("ONLINE", "AVAIL"):
-        return "text-success"
+        return "good"
     return ""
 
 
@@ -112,40 +94,39 @@ def _size(value: int | None) -> str:
 def scan_cell(scan: Scan | None, now: float) -> Cell:
     """The scrub column: progress while it runs, else how long ago the last one ended."""
     if scan is None:
-        return Cell("never", "text-warning")
+        return Cell("never", "warn")
     if scan.state == "scanning":
         eta = f" {human_duration(scan.eta_seconds)}" if scan.eta_seconds is not None else ""
         percent = f" {scan.percent:.1f}%" if scan.percent is not None else ""
-        return Cell(f"{scan.function}{percent}{eta}", "text-accent")
+        return Cell(f"{scan.function}{percent}{eta}", "accent")
     if scan.state == "paused":
         percent = f" {scan.percent:.0f}%" if scan.percent is not None else ""
-        return Cell(f"{scan.function} paused{percent}", "text-warning")
+        return Cell(f"{scan.function} paused{percent}", "warn")
     ago = f" {human_duration(now - scan.ended)} ago" if scan.ended else ""
     if scan.state == "canceled":
-        return Cell(f"{scan.function} canceled{ago}", "text-warning")
+        return Cell(f"{scan.function} canceled{ago}", "warn")
     errors = scan.errors or 0
     return Cell(f"{'done' if scan.function == 'scrub' else scan.function}{ago}"
-                + (f", {errors} err" if errors else ""), "text-error" if errors else "")
+                + (f", {errors} err" if errors else ""), "bad" if errors else "")
 
 
-def pool_row(pool: Pool, io: IostatRow | None, now: float) -> Row:
+def pool_row(pool: Pool, io: IostatRow | None, now: float) -> Cells:
     return {
         "name": Cell(pool.name, "bold"),
-        "health": Cell(pool.health, _health_style(pool.health)),
+        "health": Cell(pool.health, _health_tone(pool.health)),
         "capacity": Cell(f"{pool.capacity}%" if pool.capacity is not None else "-",
-                         "text-warning" if (pool.capacity or 0) >= 80 else "", True),
-        "read": Cell(human_rate(io.read_bytes) if io else "-", right=True),
-        "write": Cell(human_rate(io.write_bytes) if io else "-", right=True),
+                         "warn" if (pool.capacity or 0) >= 80 else ""),
+        "read": Cell(human_rate(io.read_bytes) if io else "-"),
+        "write": Cell(human_rate(io.write_bytes) if io else "-"),
         "scan": scan_cell(pool.scan, now),
-        "allocated": Cell(_size(pool.allocated), right=True),
-        "size": Cell(_size(pool.size), right=True),
-        "free": Cell(_size(pool.free), right=True),
+        "allocated": Cell(_size(pool.allocated)),
+        "size": Cell(_size(pool.size)),
+        "free": Cell(_size(pool.free)),
         "fragmentation": Cell(f"{pool.fragmentation}%" if pool.fragmentation is not None
-                              else "-", right=True),
-        "read_ops": Cell(str(io.read_ops) if io else "-", right=True),
-        "write_ops": Cell(str(io.write_ops) if io else "-", right=True),
-        "dedup": Cell(f"{pool.dedup_ratio:.2f}x" if pool.dedup_ratio is not None else "-",
-                      right=True),
+                              else "-"),
+        "read_ops": Cell(str(io.read_ops) if io else "-"),
+        "write_ops": Cell(str(io.write_ops) if io else "-"),
+        "dedup": Cell(f"{pool.dedup_ratio:.2f}x" if pool.dedup_ratio is not None else "-"),
     }
 
 
@@ -160,7 +141,7 @@ def short_name(vdev: Vdev) -> str:
 def trend(samples: list[int]) -> Cell:
     """A bandwidth trend: the last intervals as a sparkline, each scaled to the
     highest of them (the rate beside it says how high that is)."""
-    return Cell(sparkline(samples, SPARK_WIDTH), "text-accent",
+    return Cell(sparkline(samples, SPARK_WIDTH), "accent",
                 short=sparkline(samples, SPARK_SHORT))
 
 
@@ -173,13 +154,13 @@ def _pair(first: int | None, second: int | None) -> str:
 
 def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
               reads: Callable[[str], list[int]],
-              writes: Callable[[str], list[int]]) -> dict[str, Row]:
+              writes: Callable[[str], list[int]]) -> dict[str, Cells]:
     """One row per vdev of `pool`, keyed ``POOL/NAME``, in tree order."""
-    rows: dict[str, Row] = {}
+    rows: dict[str, Cells] = {}
     for vdev in pool.vdevs:
         key = f"{pool.name}\0{vdev.name}"
         if vdev.kind == "group":
-            rows[key] = {"name": Cell(vdev.name, "dim")}
+            rows[key] = {"name": Cell(vdev.name, "muted")}
             continue
         row = (io or {}).get(vdev.name)
         errors = vdev.errors
@@ -188,37 +169,35 @@ def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
         state_text = vdev.state + (" *" if "resilvering" in vdev.note else "")
         rows[key] = {
             "name": Cell(short_name(vdev), "bold" if vdev.kind == "pool" else ""),
-            "state": Cell(state_text, _health_style(vdev.state)),
+            "state": Cell(state_text, _health_tone(vdev.state)),
             "errors": Cell(counts if vdev.read_errors is not None else "",
-                           "text-error" if errors else "", True),
-            "read": Cell(human_rate(row.read_bytes) if row else "-", right=True),
-            "write": Cell(human_rate(row.write_bytes) if row else "-", right=True),
+                           "bad" if errors else ""),
+            "read": Cell(human_rate(row.read_bytes) if row else "-"),
+            "write": Cell(human_rate(row.write_bytes) if row else "-"),
             "read_trend": trend(reads(vdev.name)) if row else Cell(""),
             "write_trend": trend(writes(vdev.name)) if row else Cell(""),
-            "read_ops": Cell(str(row.read_ops) if row else "-", right=True),
-            "write_ops": Cell(str(row.write_ops) if row else "-", right=True),
-            "wait": Cell(_pair(row.total_wait_read, row.total_wait_write) if row else "-",
-                         right=True),
-            "disk_wait": Cell(_pair(row.disk_wait_read, row.disk_wait_write) if row else "-",
-                              right=True),
+            "read_ops": Cell(str(row.read_ops) if row else "-"),
+            "write_ops": Cell(str(row.write_ops) if row else "-"),
+            "wait": Cell(_pair(row.total_wait_read, row.total_wait_write) if row else "-"),
+            "disk_wait": Cell(_pair(row.disk_wait_read, row.disk_wait_write) if row else "-"),
         }
     return rows
 
 
-def dataset_row(dataset: Dataset) -> Row:
+def dataset_row(dataset: Dataset) -> Cells:
     ratio = f"{dataset.compress_ratio:.2f}x" if dataset.compress_ratio is not None else "-"
     record = dataset.recordsize if dataset.recordsize is not None else dataset.volblocksize
     return {
         "name": Cell(dataset.name.rsplit("/", 1)[-1], "" if "/" in dataset.name else "bold"),
-        "used": Cell(_size(dataset.used), right=True),
-        "available": Cell(_size(dataset.available), right=True),
+        "used": Cell(_size(dataset.used)),
+        "available": Cell(_size(dataset.available)),
         "compression": Cell(dataset.compression or "-",
-                            "text-warning" if dataset.compression == "off" else ""),
-        "recordsize": Cell(_size(record).replace(".0 ", " ") if record else "-", right=True),
-        "ratio": Cell(ratio, right=True),
+                            "warn" if dataset.compression == "off" else ""),
+        "recordsize": Cell(_size(record).replace(".0 ", " ") if record else "-"),
+        "ratio": Cell(ratio),
         "atime": Cell(dataset.atime or "-"),
         "xattr": Cell(dataset.xattr or "-"),
-        "referenced": Cell(_size(dataset.referenced), right=True),
+        "referenced": Cell(_size(dataset.referenced)),
         "mountpoint": Cell(dataset.mountpoint or "-"),
     }
 

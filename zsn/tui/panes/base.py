@@ -68,8 +68,9 @@ from textual.timer import Timer
 from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.tui.widgets.status import Severity, StatusLine
-from zsn.tui.widgets.table import Cell, LiveTable, Row, cell_text
+from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
+from zsn.view import Cell, Row, cell_text
 
 if TYPE_CHECKING:
     from zsn.plan import Plan

@@ -31,8 +31,9 @@ from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import StatusLine
-from zsn.tui.widgets.table import Cell, Column, LiveTable, Row, rate_columns
+from zsn.tui.widgets.table import LiveTable, rate_columns
 from zsn.tui.wording import say
+from zsn.view import Column, Row, row_of
 
 LINT_SECONDS = 30.0
 """Config and lint are read again at least this often (the config may change on disk)."""
@@ -65,8 +66,7 @@ COLUMNS = (
     Column("addresses", "Addresses", 11, help="IPv4 and global IPv6 addresses"),
     Column("mac", "MAC", 12, help="the link-layer address"),
 )
-_ORDER = tuple(column.key for column in COLUMNS)
-assert set(_ORDER) == set(view.COLUMN_KEYS)
+assert {column.key for column in COLUMNS} == set(view.COLUMN_KEYS)
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,9 @@ class LinksView:
 def table_row(shown: view.ViewRow) -> Row:
     rates = shown.rates
     state = "muted" if shown.interface is None else ""
-    return Row(shown.key, tuple(Cell(*shown.cells[key]) for key in _ORDER), state,
-               shown.depth, (shown.interface, rates.rx_bytes if rates else None,
-                             rates.tx_bytes if rates else None))
+    return row_of(shown.key, COLUMNS, shown.cells, state=state, depth=shown.depth,
+                  data=(shown.interface, rates.rx_bytes if rates else None,
+                        rates.tx_bytes if rates else None))
 
 
 class LinksPane(LivePane):

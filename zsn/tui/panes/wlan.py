@@ -14,7 +14,8 @@ from textual.widgets import Static
 from zsn.lint import Finding
 from zsn.tui.panes.base import LivePane
 from zsn.tui.widgets.status import StatusLine
-from zsn.tui.widgets.table import Cell, Column, LiveTable, Row
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import Column, Row, row_of
 from zsn.wlan import actions
 from zsn.wlan.live import read_wlan
 from zsn.wlan.model import KnownNetwork, ScanEntry, WlanInterface, WlanSnapshot, needs_passphrase
@@ -24,7 +25,6 @@ from zsn.wlan.view import (
     INTERFACE_COLUMNS,
     KNOWN_COLUMNS,
     SCAN_COLUMNS,
-    ViewColumn,
     ViewRow,
     interface_details,
     interface_rows,
@@ -33,17 +33,9 @@ from zsn.wlan.view import (
 )
 
 
-def table_columns(columns: tuple[ViewColumn, ...]) -> tuple[Column, ...]:
-    return tuple(Column(c.key, c.label, c.priority,
-                        align="right" if c.align == "right" else "left", help=c.help)
-                 for c in columns)
-
-
-def table_rows(columns: tuple[ViewColumn, ...], rows: list[ViewRow]) -> list[Row]:
-    """`zsn.wlan.view` rows as table rows; the model object rides along as `data`."""
-    return [Row(row.key, tuple(Cell(cell.text, cell.tone) if cell.tone else cell.text
-                               for cell in (row.cells[c.key] for c in columns)),
-                data=row.data) for row in rows]
+def table_rows(columns: tuple[Column, ...], rows: list[ViewRow]) -> list[Row]:
+    """`zsn.wlan.view` rows in the columns' order; the model object rides along."""
+    return [row_of(row.key, columns, row.cells, data=row.data) for row in rows]
 
 
 class WlanPane(LivePane):
@@ -89,12 +81,12 @@ backend's unit at boot, and the link's BSSID, frequency and security.
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
-        yield LiveTable(table_columns(INTERFACE_COLUMNS), id="wlan-interfaces",
+        yield LiveTable(INTERFACE_COLUMNS, id="wlan-interfaces",
                         title="Wireless interfaces",
                         empty_text="No wireless interface (no /sys/class/net/*/phy80211).")
-        yield LiveTable(table_columns(SCAN_COLUMNS), id="wlan-scan", title="Networks in range",
+        yield LiveTable(SCAN_COLUMNS, id="wlan-scan", title="Networks in range",
                         empty_text="No networks in range (s scans).")
-        yield LiveTable(table_columns(KNOWN_COLUMNS), id="wlan-known", title="Known networks",
+        yield LiveTable(KNOWN_COLUMNS, id="wlan-known", title="Known networks",
                         empty_text="No known networks.")
         yield Static("", id="wlan-details")
 

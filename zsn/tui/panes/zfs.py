@@ -27,7 +27,8 @@ from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import Severity, StatusLine
-from zsn.tui.widgets.table import Cell, Column, LiveTable, Row
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import row_of
 from zsn.zfs import actions, view
 from zsn.zfs.live import ZfsReader, find_program
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
@@ -46,26 +47,6 @@ VALUES = {
     "recordsize": ("16K", "64K", "128K", "1M"),
 }
 """The short lists the property dialog offers (zsn zfs set takes any valid value)."""
-
-
-VIEW_TONES = {"text-error": "bad", "text-warning": "warn", "text-success": "good",
-         "text-accent": "accent", "dim": "muted", "bold": "bold"}
-"""`zsn.zfs.view`'s theme-variable styles as table tones."""
-
-
-def table_columns(columns: tuple[view.Column, ...]) -> tuple[Column, ...]:
-    return tuple(Column(c.key, c.label, c.priority, align="right" if c.right else "left",
-                        truncate=c.truncate, help=c.help) for c in columns)
-
-
-def table_row(key: str, columns: tuple[view.Column, ...], cells: view.Row,
-              depth: int = 0) -> Row:
-    """A `zsn.zfs.view` row as a table row; columns it has no cell for are blank."""
-    blank = view.Cell("")
-    return Row(key, tuple(Cell(cell.text, VIEW_TONES.get(cell.style, ""), cell.short)
-                          if cell.style or cell.short is not None else cell.text
-                          for cell in (cells.get(c.key, blank) for c in columns)),
-               depth=depth)
 
 
 def no_samples(pool: str, name: str) -> list[int]:
@@ -135,12 +116,12 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
-        yield LiveTable(table_columns(view.POOL_COLUMNS), id="zfs-pools", title="Pools")
+        yield LiveTable(view.POOL_COLUMNS, id="zfs-pools", title="Pools")
         yield Static("", id="zfs-scan")
         with ContentSwitcher(initial="zfs-vdevs", id="zfs-lower"):
-            yield LiveTable(table_columns(view.VDEV_COLUMNS), id="zfs-vdevs",
+            yield LiveTable(view.VDEV_COLUMNS, id="zfs-vdevs",
                             title="Vdevs (d: datasets)")
-            yield LiveTable(table_columns(view.DATASET_COLUMNS), id="zfs-datasets",
+            yield LiveTable(view.DATASET_COLUMNS, id="zfs-datasets",
                             title="Datasets (v: vdevs)", empty_text="No datasets.")
 
     # -- the iostat streams: only while shown --------------------------------------
@@ -235,8 +216,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def _update_pools(self) -> None:
         assert self._view is not None
         moment = now()
-        rows = [table_row(pool.name, view.POOL_COLUMNS,
-                          view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
+        rows = [row_of(pool.name, view.POOL_COLUMNS,
+                       view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
                 for pool in self._view.snapshot.pools]
         snapshot = self._view.snapshot
         failed = not snapshot.pools and (snapshot.errors or snapshot.unavailable)
@@ -291,10 +272,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                                lambda name: reads(pool.name, name),
                                lambda name: writes(pool.name, name))
         depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
-        vdevs.update([table_row(key, view.VDEV_COLUMNS, row, depth.get(key, 0))
+        vdevs.update([row_of(key, view.VDEV_COLUMNS, row, depth=depth.get(key, 0))
                       for key, row in cells.items()])
-        datasets.update([table_row(d.name, view.DATASET_COLUMNS, view.dataset_row(d),
-                                   d.name.count("/"))
+        datasets.update([row_of(d.name, view.DATASET_COLUMNS, view.dataset_row(d),
+                                depth=d.name.count("/"))
                          for d in self._view.snapshot.datasets_of(pool.name)])
 
     def _refresh_io(self) -> None:

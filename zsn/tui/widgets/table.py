@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -41,72 +40,12 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-Align = Literal["left", "right"]
-
-TONES = ("good", "warn", "bad", "muted", "bold", "accent")
-"""Cell tones, drawn with the theme's colours (``live-table--good`` ... in table.tcss)."""
-ROW_STATES = ("gone", "muted")
-"""Row states: ``gone`` = its source vanished (kept, greyed); ``muted`` = shown for
-information only (e.g. another network namespace's device)."""
+from zsn.view import ROW_STATES, TONES, Align, Column, Row, cell_text
 
 PAD = 1
 """Blank cells at the left and right edge of every line."""
 HEADER_LINES = 1
 ELLIPSIS = "…"
-
-
-class Cell(NamedTuple):
-    """A cell with more than plain text. A plain `str` is a cell too."""
-
-    text: str
-    tone: str = ""
-    """One of `TONES`, or empty."""
-    short: str | None = None
-    """A shorter form, shown when `text` does not fit the column (never cut)."""
-
-
-CellValue = str | Cell
-
-
-class Row(NamedTuple):
-    key: str
-    """Stable identity: the cursor follows it, updates are matched by it."""
-    cells: tuple[CellValue, ...]
-    """One per column, in the columns' order."""
-    state: str = ""
-    """One of `ROW_STATES`, or empty."""
-    depth: int = 0
-    """Tree depth: 0 for top-level rows; children follow their parent."""
-    data: Any = None
-    """Anything the pane wants back with the row (the model object); not compared,
-    not shown. Column sort keys read it."""
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    label: str
-    priority: int = 1
-    """1 = essential, kept longest; higher numbers are dropped first at narrow widths.
-    The first column is never dropped."""
-    short_label: str | None = None
-    """Shown when the column is narrower than `label`."""
-    min_width: int = 0
-    """At least this wide (e.g. a rate's widest value, so it does not jump)."""
-    max_width: int | None = None
-    """Cap for the natural width of a `truncate` column."""
-    align: Align = "left"
-    truncate: bool = False
-    """May be cut, with an ellipsis, to fit: only for keys, hashes, paths. Words,
-    numbers and units are never cut: their column is dropped instead."""
-    help: str = ""
-    """One line for the `?` help."""
-    sort_key: Callable[[Row], Any] | None = None
-    """Order for `o`; default: the cell's text, numbers compared as numbers."""
-
-    @property
-    def header_need(self) -> int:
-        return cell_len(self.short_label or self.label)
 
 
 class PlacedColumn(NamedTuple):
@@ -228,10 +167,6 @@ def _widest(texts: list[str]) -> int:
     if all(map(str.isascii, texts)):
         return max(map(len, texts))
     return max(map(cell_len, texts))
-
-
-def cell_text(value: CellValue) -> str:
-    return value if isinstance(value, str) else value.text
 
 
 def tree_guides(depths: Sequence[int]) -> list[str]:
@@ -565,7 +500,8 @@ class LiveTable(ScrollView, can_focus=True):
         natural: list[int] = []
         for index, column in enumerate(self.columns):
             cells_need = 0 if column.truncate else self._need[index]
-            minimum = max(column.min_width, column.header_need, cells_need)
+            minimum = max(column.min_width, cell_len(column.short_label or column.label),
+                          cells_need)
             if column.truncate and index == 0:
                 minimum = max(minimum, min(self._need[index], 12))
             full = max(minimum, cell_len(column.label), self._natural[index])
