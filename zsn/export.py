@@ -20,10 +20,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from zsn import __version__
 from zsn.domains import domain, domains, load
@@ -35,8 +34,7 @@ from zsn.system.host import Host
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
-class ExportResult:
+class ExportResult(NamedTuple):
     """One snapshot: the document to print and the errors met reading it."""
 
     document: dict[str, Any]

@@ -115,16 +115,14 @@ async def test_no_interfaces_says_how_to_start_one(tmp_path: Path) -> None:
 
 
 async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> None:
-    from dataclasses import replace
-
     from tests.tui.conftest import fixed_snapshot
     from zsn.wireguard.live import NEEDS_ROOT
 
     # What read_wireguard returns to a non-root user: names from the socket
     # directory, no device data, and the reason.
     snapshot = fixed_snapshot()
-    snapshot = replace(snapshot, read_only_reason=NEEDS_ROOT, interfaces=tuple(
-        replace(i, peers=(), public_key=None, listen_port=None)
+    snapshot = snapshot._replace(read_only_reason=NEEDS_ROOT, interfaces=tuple(
+        i._replace(peers=(), public_key=None, listen_port=None)
         for i in snapshot.interfaces))
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
     app = ZsnApp(Host(Path("/srv/zsn-test-root")), refresh=3600)
@@ -157,8 +155,6 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
 
 async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
         monkeypatch) -> None:
-    from dataclasses import replace
-
     from tests.pilot import screen_text
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
@@ -168,7 +164,7 @@ async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
     template = server.peers[0]
     peers = tuple(template._replace(public_key=f"{index:043d}=", name=f"peer-{index}")
                   for index in range(5000))
-    big = replace(snapshot, interfaces=(replace(server, peers=peers),))
+    big = snapshot._replace(interfaces=(server._replace(peers=peers),))
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache: big)
     monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
     app = ZsnApp(Host(Path("/srv/zsn-test-root")), refresh=3600)
@@ -284,12 +280,10 @@ async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
 
 async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
         monkeypatch) -> None:
-    from dataclasses import replace
-
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
     full = fixed_snapshot()
-    without = replace(full, interfaces=full.interfaces[:1])
+    without = full._replace(interfaces=full.interfaces[:1])
     current = [full]  # what the next read returns (polls may coalesce under load)
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
                         lambda host, cache: current[0])
@@ -323,8 +317,6 @@ async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
 
 async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice(
         monkeypatch, fixed_app: ZsnApp) -> None:
-    from dataclasses import replace
-
     from tests.tui.conftest import fixed_snapshot
     from zsn.plan import LiveStep, Plan
     from zsn.tui.screens.plan import PlanScreen
@@ -336,7 +328,7 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
 
     def plan_down(host: Host, name: str) -> Plan:
         def bring_down() -> None:
-            state["snapshot"] = replace(full, interfaces=tuple(
+            state["snapshot"] = full._replace(interfaces=tuple(
                 i for i in full.interfaces if i.name != name))
         return Plan(f"bring {name} down", [LiveStep(f"stop {name}", bring_down)])
 
@@ -362,13 +354,11 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
 
 async def test_another_namespaces_interface_is_labelled_not_passed_off_as_ours(
         monkeypatch) -> None:
-    from dataclasses import replace
-
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
     snapshot = fixed_snapshot()
-    other = replace(snapshot.interfaces[1], in_namespace=False, addresses=())
-    snapshot = replace(snapshot, interfaces=(snapshot.interfaces[0], other))
+    other = snapshot.interfaces[1]._replace(in_namespace=False, addresses=())
+    snapshot = snapshot._replace(interfaces=(snapshot.interfaces[0], other))
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
                         lambda host, cache: snapshot)
     monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from zsn.errors import ZsnError
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):
     """Resolves every system path under `root`, so tests and offline editing never touch /etc."""
 
-    root: Path = field(default_factory=lambda: Path("/"))
+    root: Path = Path("/")
 
     @classmethod
     def at(cls, root: str | os.PathLike[str]) -> Host:

@@ -114,8 +114,7 @@ class Counters(NamedTuple):
     tx_dropped: int
 
 
-@dataclass(frozen=True)
-class BondData:
+class BondData(NamedTuple):
     """IFLA_INFO_DATA of a bond: numbers as the kernel keeps them (names in zsn.links.bonding)."""
 
     mode: int | None
@@ -132,8 +131,7 @@ class BondData:
     """The LACP partner's system MAC; all zeros when no partner answered."""
 
 
-@dataclass(frozen=True)
-class BondSlaveData:
+class BondSlaveData(NamedTuple):
     state: int | None
     """0 active, 1 backup."""
     mii_status: int | None
@@ -143,23 +141,20 @@ class BondSlaveData:
     aggregator_id: int | None
 
 
-@dataclass(frozen=True)
-class VlanData:
+class VlanData(NamedTuple):
     vlan_id: int | None
     protocol: int | None
     """0x8100 (802.1Q) or 0x88a8 (802.1ad)."""
 
 
-@dataclass(frozen=True)
-class BridgeData:
+class BridgeData(NamedTuple):
     stp_state: int | None
     forward_delay: int | None
     """Centiseconds, as the kernel reports it."""
     vlan_filtering: int | None
 
 
-@dataclass(frozen=True)
-class BridgePortData:
+class BridgePortData(NamedTuple):
     state: int | None
     """0 disabled, 1 listening, 2 learning, 3 forwarding, 4 blocking."""
 

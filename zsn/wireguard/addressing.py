@@ -10,7 +10,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from zsn.errors import ValidationError
 from zsn.wireguard.config import Section, WgConfig
@@ -221,8 +221,7 @@ class _Taken:
         return tuple(warnings)
 
 
-@dataclass(frozen=True)
-class PeerAddress:
+class PeerAddress(NamedTuple):
     """The tunnel addresses of one client: IPv4 and/or IPv6, each a single host."""
 
     addresses: tuple[IPAddress, ...]

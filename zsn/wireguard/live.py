@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
 from zsn.system import files
@@ -29,8 +29,7 @@ NEEDS_ROOT = (
 )
 
 
-@dataclass
-class _ConfigPeers:
+class _ConfigPeers(NamedTuple):
     """What the live read takes from one config."""
 
     names: dict[str, str]
@@ -39,17 +38,16 @@ class _ConfigPeers:
     """Position of each peer's public key in the config."""
 
 
-@dataclass
 class LiveCache:
     """What a poller keeps between reads, so a big server costs little per refresh:
     peer names and order per config (re-read only when the file changes) and each
     userspace device's unchanged peers."""
 
-    _cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = field(default_factory=dict)
-    _peers: dict[str, uapi.PeerCache] = field(default_factory=dict)
-    _orders: dict[str, tuple[list[str], dict[str, int], frozenset[str]]] = field(
-        default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self._cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = {}
+        self._peers: dict[str, uapi.PeerCache] = {}
+        self._orders: dict[str, tuple[list[str], dict[str, int], frozenset[str]]] = {}
+        self.errors: list[str] = []
 
     def peers_of(self, interface: str) -> uapi.PeerCache:
         return self._peers.setdefault(interface, uapi.PeerCache())
@@ -162,7 +160,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 errors.append(str(exc))
                 permission_denied |= "root" in str(exc)
             if device is not None:
-                device = replace(device, peers=cache.in_config_order(name, path, device.peers))
+                device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             interfaces.append(_interface(name, "kernel", device, links.get(name), path))
         for name, request in requests.items():
             if name in kernel_names:
@@ -178,7 +176,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 errors.append(f"{name}: {exc}")
                 permission_denied |= "permission denied" in str(exc)
             if device is not None:
-                device = replace(device, peers=cache.in_config_order(name, path, device.peers))
+                device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             link = links.get(name)
             in_namespace = link is not None or not host.is_live
             interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
