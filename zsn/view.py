@@ -9,7 +9,6 @@ colours of the tones and which columns fit.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 Align = Literal["left", "right"]
@@ -52,8 +51,7 @@ class Row(NamedTuple):
     not shown. Column sort keys read it."""
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     key: str
     label: str
     priority: int = 1

