@@ -9,9 +9,9 @@ this registry and name no domain themselves.
 
 The faces, each a module path:
 
-- ``export``: ``present(host) -> bool``, ``collect(host, *, include_secrets,
-  sample_rates) -> dict`` (JSON-ready, with an ``"errors"`` list when only part could
-  be read; ``sample_rates`` is False for Prometheus, which wants counters only) and
+- ``export``: ``present(host) -> bool``, ``collect(host, *, include_secrets) -> dict``
+  (JSON-ready, with an ``"errors"`` list when only part could be read), optionally
+  ``begin_sampling(host)`` (rates from two readings; see `zsn.export`) and
   ``prometheus(data) -> list[MetricFamily]``. The section is named `Domain.name`.
 - ``commands``: headless command groups (``zsn GROUP ...``); each group's module has
   ``add_arguments(parser)`` (its sub-commands) and ``run(args, host) -> int``.

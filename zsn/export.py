@@ -5,14 +5,15 @@ imported only when asked for, so the headless path stays lean (it never imports
 Textual or Rich). A provider module exposes:
 
 - ``present(host) -> bool``: whether the section exists on this host;
-- ``collect(host, *, include_secrets, sample_rates) -> dict``: JSON-ready data,
-  with an ``"errors"`` list when only part could be read; ``sample_rates`` False
-  (Prometheus) means counters only: a scraper takes rates from counters itself, so
-  no provider waits out a sampling window for it;
+- ``collect(host, *, include_secrets) -> dict``: JSON-ready data, with an
+  ``"errors"`` list when only part could be read; counters, never rates that need a
+  second reading;
 - ``prometheus(data) -> list[MetricFamily]``: metrics from the collected data;
 - optionally ``begin_sampling(host) -> Callable[[], dict]``, for a section whose
-  rates come from two readings: it takes the first one before any section is read
-  and returns what finishes the section, so the window overlaps the others.
+  JSON carries rates from two readings: it takes the first one before any section is
+  read and returns what finishes the section, so the window overlaps the others.
+  With ``sample_rates`` False (Prometheus: a scraper takes rates from counters
+  itself) `collect` is used instead and nothing waits out a window.
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False,
         provider = _provider(name)
         begin = getattr(provider, "begin_sampling", None) if sample_rates else None
         if begin is None:
-            readers[name] = partial(provider.collect, host, include_secrets=include_secrets,
-                                    sample_rates=sample_rates)
+            readers[name] = partial(provider.collect, host, include_secrets=include_secrets)
             continue
         started = _read_section(partial(begin, host))
         readers[name] = started if callable(started) else partial(dict, started)

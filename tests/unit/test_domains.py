@@ -112,7 +112,7 @@ DEMO_PACKAGE = {
         def present(host):
             return host.path("/etc/demo").is_dir()
 
-        def collect(host, *, include_secrets=False, sample_rates=True):
+        def collect(host, *, include_secrets=False):
             return {"greetings": sorted(p.name for p in host.path("/etc/demo").iterdir())}
 
         def prometheus(data):

@@ -92,19 +92,18 @@ def begin_sampling(host: Host) -> Callable[[], dict[str, Any]]:
     """Take the first reading now; the returned call finishes the section, so the rate
     window runs while the export reads the other sections."""
     snapshot, details = read_links(host)
-    return lambda: _section(host, snapshot, details, sample_rates=True)
+    return lambda: _section(host, snapshot, details, with_rate_window=True)
 
 
-def collect(host: Host, *, include_secrets: bool = False,
-            sample_rates: bool = True) -> dict[str, Any]:
-    """`include_secrets` changes nothing: links carry no secrets. Without
-    `sample_rates` (Prometheus) the counters are read once and rates are None."""
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
+    """Counters read once, rates None (what Prometheus wants). `include_secrets`
+    changes nothing: links carry no secrets."""
     snapshot, details = read_links(host)
-    return _section(host, snapshot, details, sample_rates)
+    return _section(host, snapshot, details, with_rate_window=False)
 
 
 def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
-             sample_rates: bool) -> dict[str, Any]:
+             with_rate_window: bool) -> dict[str, Any]:
     errors: list[str] = []
     data: dict[str, Any] = {}
     try:
@@ -117,10 +116,10 @@ def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
     from zsn.links.lint import SUBJECT, lint_links
 
     findings = lint_links(snapshot, owner, persisted)
-    if sample_rates:
+    if with_rate_window:
         snapshot = with_rates(snapshot, RATE_WINDOW)
     data["interfaces"] = interfaces_to_dicts(snapshot, details)
-    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live and sample_rates else None
+    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live and with_rate_window else None
     data["configured"] = [
         {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
          "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "source": c.source}

@@ -50,8 +50,7 @@ def connection_to_dict(conn: Connection) -> dict[str, Any]:
     }
 
 
-def collect(host: Host, *, include_secrets: bool = False,
-            sample_rates: bool = True) -> dict[str, Any]:
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: this section never carries key material."""
     try:
         snapshot = read_openvpn(host)

@@ -62,8 +62,7 @@ def interface_to_dict(interface: InterfaceState, include_secrets: bool) -> dict[
     return data
 
 
-def collect(host: Host, *, include_secrets: bool = False,
-            sample_rates: bool = True) -> dict[str, Any]:
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     snapshot = read_wireguard(host)
     data: dict[str, Any] = {
         "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces]

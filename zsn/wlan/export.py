@@ -79,8 +79,7 @@ def _secret(host: Host, net: KnownNetwork, interfaces: list[WlanInterface]
     return {"psk" if code.secret_is_psk else "passphrase": code.secret}
 
 
-def collect(host: Host, *, include_secrets: bool = False,
-            sample_rates: bool = True) -> dict[str, Any]:
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     from zsn.wlan.live import read_wlan
 
     snapshot = read_wlan(host)

@@ -115,8 +115,7 @@ def dataset_counters(host: Host, pools: list[str]) -> dict[str, dict[str, int]]:
     return found
 
 
-def collect(host: Host, *, include_secrets: bool = False,
-            sample_rates: bool = True) -> dict[str, Any]:
+def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: ZFS state holds no key material zsn reads."""
     reading = start_everything(host, now=time.time(), iostat=True)
     # While zpool and zfs run: the parsers and the advisor load.
