@@ -27,7 +27,7 @@ DEVICE_PATH = "/org/freedesktop/NetworkManager/Devices/3"
 AP_PATH = "/org/freedesktop/NetworkManager/AccessPoint/7"
 PROPERTIES_BY_PATH: dict[str, dict[str, dict[str, Variant]]] = {
     DEVICE_PATH: {
-        nm.DEVICE: {"Managed": Variant("b", True), "State": Variant("u", 100),
+        nm.NM_DEVICE: {"Managed": Variant("b", True), "State": Variant("u", 100),
                     "Interface": Variant("s", "wlp3s0")},
         nm.WIRELESS: {"ActiveAccessPoint": Variant("o", AP_PATH),
                       "Bitrate": Variant("u", 144400)},

@@ -155,6 +155,13 @@ class SystemBus:
         return {key: value.value if isinstance(value, Variant) else value
                 for key, value in props.items()}
 
+    async def name_has_owner(self, name: str) -> bool:
+        """Whether a service holds `name` on this bus (it is running)."""
+        (owned,) = await self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus", "NameHasOwner", "s", [name],
+                                   what=f"asking the bus whether {name} runs")
+        return bool(owned)
+
     async def add_match(self, rule: str) -> None:
         await self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
                         "org.freedesktop.DBus", "AddMatch", "s", [rule])

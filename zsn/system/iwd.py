@@ -51,13 +51,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-async def name_has_owner(bus: SystemBus, name: str) -> bool:
-    (owned,) = await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                              "org.freedesktop.DBus", "NameHasOwner", "s", [name],
-                              what=f"asking the bus whether {name} runs")
-    return bool(owned)
-
-
 async def objects(bus: SystemBus) -> Objects:
     """Every iwd object: path -> interface -> properties (variants unwrapped)."""
     (managed,) = await bus.call(IWD, "/", OBJECT_MANAGER, "GetManagedObjects",

@@ -8,14 +8,33 @@ imported only when the bus socket exists, so hosts without D-Bus pay nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from zsn.system.host import Host
+
+if TYPE_CHECKING:
+    from zsn.system.dbus import SystemBus
 
 NM = "org.freedesktop.NetworkManager"
 NM_PATH = "/org/freedesktop/NetworkManager"
 NM_DEVICE = "org.freedesktop.NetworkManager.Device"
 UNKNOWN_DEVICE = "org.freedesktop.NetworkManager.UnknownDevice"
 TIMEOUT = 3.0
+
+
+async def device_path(bus: SystemBus, name: str) -> str | None:
+    """NetworkManager's object for interface `name`; None when it does not know it.
+    Raises `BusError` for any other failure (NetworkManager must be running)."""
+    from zsn.system.dbus import BusError
+
+    try:
+        (path,) = await bus.call(NM, NM_PATH, NM, "GetDeviceByIpIface", "s", [name],
+                                 what=f"NetworkManager device {name}")
+    except BusError as exc:
+        if exc.name == UNKNOWN_DEVICE:
+            return None
+        raise
+    return str(path)
 
 
 def managed_devices(host: Host, names: Iterable[str]) -> dict[str, bool] | None:
@@ -27,23 +46,16 @@ def managed_devices(host: Host, names: Iterable[str]) -> dict[str, bool] | None:
     socket_path = host.system_bus_socket
     if socket_path is not None and not socket_path.exists():
         return None
-    from zsn.system.dbus import BusError, SystemBus, run_sync
+    from zsn.system.dbus import BusError, run_sync
 
     async def ask(bus: SystemBus) -> dict[str, bool] | None:
-        (running,) = await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                    "org.freedesktop.DBus", "NameHasOwner", "s", [NM],
-                                    what="asking whether NetworkManager runs")
-        if not running:
+        if not await bus.name_has_owner(NM):
             return None
         found: dict[str, bool] = {}
         for name in wanted:
-            try:
-                (path,) = await bus.call(NM, NM_PATH, NM, "GetDeviceByIpIface", "s", [name],
-                                         what=f"NetworkManager device {name}")
-            except BusError as exc:
-                if exc.name == UNKNOWN_DEVICE:
-                    continue
-                raise
+            path = await device_path(bus, name)
+            if path is None:
+                continue
             properties = await bus.get_all(NM, path, NM_DEVICE)
             found[name] = bool(properties.get("Managed", False))
         return found

@@ -20,7 +20,7 @@ from zsn.errors import ZsnError
 from zsn.system import wireless
 from zsn.system.dbus import SYSTEMD, SystemBus, Systemd
 from zsn.system.host import Host
-from zsn.system.iwd import IWD, name_has_owner
+from zsn.system.iwd import IWD
 from zsn.system.wpa_ctrl import WpaControl, control_socket, supplicant_configs
 from zsn.wlan import iwd as iwd_backend
 from zsn.wlan import netctl, nm, wpa
@@ -68,12 +68,12 @@ async def _read_bus(host: Host, names: list[str]) -> _BusSide:
                 side.nm = await nm.managed_devices(bus, names)
             except ZsnError as exc:
                 side.errors.append(f"NetworkManager: {exc}")
-            if await name_has_owner(bus, IWD):
+            if await bus.name_has_owner(IWD):
                 try:
                     side.iwd = await iwd_backend.read(bus)
                 except ZsnError as exc:
                     side.errors.append(f"iwd: {exc}")
-            if await name_has_owner(bus, SYSTEMD):
+            if await bus.name_has_owner(SYSTEMD):
                 units = ["iwd.service", *(f"wpa_supplicant@{name}.service" for name in names)]
                 for unit in units:
                     with contextlib.suppress(ZsnError):

@@ -12,12 +12,9 @@ import shlex
 from dataclasses import dataclass
 
 from zsn.system.dbus import BusError, SystemBus
-from zsn.system.iwd import name_has_owner
+from zsn.system.networkmanager import NM, NM_DEVICE, device_path
 from zsn.wlan.model import Link
 
-NM = "org.freedesktop.NetworkManager"
-NM_PATH = "/org/freedesktop/NetworkManager"
-DEVICE = "org.freedesktop.NetworkManager.Device"
 WIRELESS = "org.freedesktop.NetworkManager.Device.Wireless"
 ACCESS_POINT = "org.freedesktop.NetworkManager.AccessPoint"
 UNMANAGED = 10
@@ -44,16 +41,17 @@ class NmDevice:
 async def managed_devices(bus: SystemBus, interfaces: list[str]) -> dict[str, NmDevice]:
     """The interfaces among `interfaces` NetworkManager manages (empty when it is not
     running)."""
-    if not await name_has_owner(bus, NM):
+    if not await bus.name_has_owner(NM):
         return {}
     found: dict[str, NmDevice] = {}
     for interface in interfaces:
         try:
-            (path,) = await bus.call(NM, NM_PATH, NM, "GetDeviceByIpIface", "s", [interface],
-                                     what=f"asking NetworkManager about {interface}")
+            path = await device_path(bus, interface)
         except BusError:
-            continue  # NM does not know the device
-        device = await bus.get_all(NM, path, DEVICE)
+            continue  # NM would not say: treated as not knowing the device
+        if path is None:
+            continue
+        device = await bus.get_all(NM, path, NM_DEVICE)
         state = int(device.get("State", 0))
         if not device.get("Managed") or state == UNMANAGED:
             continue
