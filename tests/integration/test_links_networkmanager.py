@@ -7,32 +7,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.needs import needs_tools
+from tests.lab.dbus import private_system_bus
+from tests.lab.netns import stop_process
 from zsn.links import actions
 from zsn.links.persist import detect_owner
 from zsn.system.host import Host
 from zsn.system.networkmanager import managed_devices
 
 pytestmark = pytest.mark.lab
-
-BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/><allow own="*"/>
-    <allow send_destination="*"/><allow receive_sender="*"/>
-  </policy>
-</busconfig>
-"""
 
 # No `from __future__ import annotations`: dbus-fast reads the signature annotations.
 STAND_IN = textwrap.dedent('''
@@ -79,29 +66,15 @@ STAND_IN = textwrap.dedent('''
 
 @pytest.fixture
 def nm_root(tmp_path: Path) -> Iterator[Path]:
-    needs_tools("dbus-daemon")
-    socket = tmp_path / "run/dbus/system_bus_socket"
-    socket.parent.mkdir(parents=True)
-    config = tmp_path / "bus.conf"
-    config.write_text(BUS_CONFIG.format(socket=socket))
-    daemon = subprocess.Popen(["dbus-daemon", "--config-file", str(config), "--nofork",
-                               "--nopidfile"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    stand_in = None
-    try:
-        for _ in range(100):
-            if socket.exists():
-                break
-            time.sleep(0.05)
+    with private_system_bus(tmp_path) as socket:
         stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN, f"unix:path={socket}"],
                                     stdout=subprocess.PIPE, text=True)
-        assert stand_in.stdout is not None and stand_in.stdout.readline().strip() == "ready"
-        yield tmp_path
-    finally:
-        for process in (stand_in, daemon):
-            if process is not None:
-                process.terminate()
-                process.wait(timeout=10)
+        try:
+            assert stand_in.stdout is not None
+            assert stand_in.stdout.readline().strip() == "ready"
+            yield tmp_path
+        finally:
+            stop_process(stand_in, grace=10)
 
 
 def test_managed_devices_over_the_bus(nm_root: Path) -> None:
