@@ -132,21 +132,27 @@ def config_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkCo
         stp=interface.stp)
 
 
-def read_guarded(host: Host, collect: Callable[[Host, Persisted], None]) -> Persisted:
-    """What `collect` finds; a file it cannot read or parse becomes a problem, so lint
-    reports it and persisting refuses, instead of failing the whole read."""
-    persisted = Persisted()
-    try:
-        collect(host, persisted)
-    except ZsnError as exc:
-        persisted.problems.append(str(exc))
-        if isinstance(exc.__cause__, PermissionError):
-            persisted.denied.append(str(exc))
-    except OSError as exc:  # a folder zsn may not list
-        persisted.problems.append(f"{exc.filename or host.root}: {exc.strerror or exc}")
-        if isinstance(exc, PermissionError):
-            persisted.denied.append(describe_os_error(exc))
-    return persisted
+class FileBackend:
+    """A config system whose files zsn reads itself: `read` runs the backend's
+    `_collect`; a file it cannot read or parse becomes a problem, so lint reports it
+    and persisting refuses, instead of failing the whole read."""
+
+    def read(self, host: Host) -> Persisted:
+        persisted = Persisted()
+        try:
+            self._collect(host, persisted)
+        except ZsnError as exc:
+            persisted.problems.append(str(exc))
+            if isinstance(exc.__cause__, PermissionError):
+                persisted.denied.append(str(exc))
+        except OSError as exc:  # a folder zsn may not list
+            persisted.problems.append(f"{exc.filename or host.root}: {exc.strerror or exc}")
+            if isinstance(exc, PermissionError):
+                persisted.denied.append(describe_os_error(exc))
+        return persisted
+
+    def _collect(self, host: Host, persisted: Persisted) -> None:
+        raise NotImplementedError
 
 
 class EditedFile(Protocol):

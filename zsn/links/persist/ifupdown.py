@@ -21,6 +21,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import (
     IFUPDOWN_MAIN,
+    FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
@@ -28,7 +29,6 @@ from zsn.links.persist import (
     Upsert,
     file_edits,
     in_order,
-    read_guarded,
 )
 from zsn.system import files
 from zsn.system.host import Host
@@ -192,11 +192,8 @@ def stanza_config(stanza: Stanza, path: str) -> LinkConfig | None:
     return None
 
 
-class IfupdownBackend:
+class IfupdownBackend(FileBackend):
     name = "ifupdown"
-
-    def read(self, host: Host) -> Persisted:
-        return read_guarded(host, self._collect)
 
     @staticmethod
     def _collect(host: Host, persisted: Persisted) -> None:

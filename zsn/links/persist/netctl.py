@@ -17,6 +17,7 @@ from zsn.errors import ValidationError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETCTL_DIR,
+    FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
@@ -24,7 +25,6 @@ from zsn.links.persist import (
     Upsert,
     file_edits,
     in_order,
-    read_guarded,
 )
 from zsn.system import files
 from zsn.system.host import Host
@@ -143,11 +143,8 @@ def _exec_up(config: LinkConfig) -> list[str]:
     return parts
 
 
-class NetctlBackend:
+class NetctlBackend(FileBackend):
     name = "netctl"
-
-    def read(self, host: Host) -> Persisted:
-        return read_guarded(host, self._collect)
 
     @staticmethod
     def _collect(host: Host, persisted: Persisted) -> None:

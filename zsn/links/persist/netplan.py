@@ -21,13 +21,13 @@ from zsn.errors import CommandError, ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETPLAN_DIRS,
+    FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
     Remove,
     Upsert,
     in_order,
-    read_guarded,
 )
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
@@ -62,11 +62,8 @@ def netplan_files(host: Host) -> list[NetplanFile]:
     return found
 
 
-class NetplanBackend:
+class NetplanBackend(FileBackend):
     name = "netplan"
-
-    def read(self, host: Host) -> Persisted:
-        return read_guarded(host, self._collect)
 
     def _collect(self, host: Host, persisted: Persisted) -> None:
         for path, data in self._documents(host):

@@ -20,6 +20,7 @@ from zsn.errors import ValidationError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETWORKD_DIR,
+    FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
@@ -27,7 +28,6 @@ from zsn.links.persist import (
     Upsert,
     file_edits,
     in_order,
-    read_guarded,
 )
 from zsn.links.persist.unitfile import UnitFile
 from zsn.system import files
@@ -109,11 +109,8 @@ def _exact(network: NetworkdFile, name: str) -> bool:
     return patterns == [name]
 
 
-class NetworkdBackend:
+class NetworkdBackend(FileBackend):
     name = "networkd"
-
-    def read(self, host: Host) -> Persisted:
-        return read_guarded(host, self._collect)
 
     def _collect(self, host: Host, persisted: Persisted) -> None:
         tree = read_tree(host)
