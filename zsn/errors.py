@@ -18,6 +18,11 @@ class FileChangedError(ZsnError):
     """A file changed on disk after zsn read it; writing would lose someone's edit."""
 
 
+class AccessDeniedError(ZsnError):
+    """The system refused zsn a file or folder (not root?): what was read is not all
+    there is, so a report must say so instead of looking complete."""
+
+
 class NetlinkAccessError(ZsnError):
     """A netlink request failed; the message says why in plain words."""
 

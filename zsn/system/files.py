@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from zsn.errors import FileChangedError, ValidationError, ZsnError
+from zsn.errors import AccessDeniedError, FileChangedError, ValidationError, ZsnError
 from zsn.system.limits import MiB, describe_size
 
 BACKUP_SUFFIX = ".zsn-bak"
@@ -68,7 +68,7 @@ def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
     except FileNotFoundError as exc:
         raise ZsnError(f"{path}: no such file") from exc
     except PermissionError as exc:
-        raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
     except IsADirectoryError as exc:
         raise ZsnError(f"{path}: is a directory") from exc
     except OSError as exc:
@@ -108,7 +108,7 @@ def list_files(directory: Path, pattern: str = "*") -> list[Path]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     except PermissionError as exc:
-        raise ZsnError(f"{directory}: permission denied (root needed?)") from exc
+        raise AccessDeniedError(f"{directory}: permission denied (root needed?)") from exc
     except OSError as exc:
         raise ZsnError(f"{directory}: cannot be listed ({exc.strerror or exc})") from exc
     return [directory / name for name in names]
@@ -121,7 +121,7 @@ def exists(path: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except PermissionError as exc:
-        raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
     return True
 
 

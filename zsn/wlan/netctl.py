@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from zsn.errors import ParseError, ValidationError, ZsnError
+from zsn.errors import AccessDeniedError, ParseError, ValidationError, ZsnError
 from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
 from zsn.wlan.bash import Assignment, parse_assignments, quote
@@ -146,9 +146,9 @@ def read_profiles(host: Host) -> tuple[list[Profile], list[BrokenProfile]]:
         system_path = Path(PROFILE_DIR) / entry.name
         try:
             text = read_tracked(entry).text
+        except AccessDeniedError:
+            raise  # not broken but unreadable: the report must not look complete
         except ZsnError as exc:
-            if isinstance(exc.__cause__, PermissionError):
-                raise  # not broken but unreadable: the report must not look complete
             problems.append(BrokenProfile(system_path, str(exc), None))
             continue
         try:

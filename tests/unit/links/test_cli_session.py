@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.links.conftest import captured_snapshot
 from zsn import cli
-from zsn.errors import ZsnError
+from zsn.errors import AccessDeniedError
 from zsn.links import actions, lint
 from zsn.links.session import find_session, parse_ssh_connection
 from zsn.system import files, rtnetlink
@@ -92,11 +92,8 @@ def test_lint_that_may_not_read_the_config_says_so_in_one_line(
     real = files.read_tracked
 
     def refused(path: Path, max_bytes: int = files.MAX_FILE_BYTES) -> files.FileSnapshot:
-        if path.suffix == ".yaml":
-            try:
-                raise PermissionError(13, "Permission denied", str(path))
-            except PermissionError as exc:
-                raise ZsnError(f"{path}: permission denied (root needed?)") from exc
+        if path.suffix == ".yaml":  # what read_tracked raises when the system refuses
+            raise AccessDeniedError(f"{path}: permission denied (root needed?)")
         return real(path, max_bytes)
 
     monkeypatch.setattr(files, "read_tracked", refused)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from zsn.errors import ZsnError
+from zsn.errors import AccessDeniedError, ZsnError
 from zsn.links.bonding import HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
@@ -143,7 +143,7 @@ class FileBackend:
             self._collect(host, persisted)
         except ZsnError as exc:
             persisted.problems.append(str(exc))
-            if isinstance(exc.__cause__, PermissionError):
+            if isinstance(exc, AccessDeniedError):
                 persisted.denied.append(str(exc))
         except OSError as exc:  # a folder zsn may not list
             persisted.problems.append(f"{exc.filename or host.root}: {exc.strerror or exc}")
