@@ -39,8 +39,15 @@ async def test_tui_keeps_a_vanished_daemon_as_a_gone_row_and_recovers(wg_pair: W
         wg_pair.lab.stop_daemon(client)
         await wait_until(pilot, lambda: getattr(interfaces.get_row(client), "state", "")
                          == "gone")
-        notices = [n.message for n in app._notifications if f"{client} disappeared" in n.message]
-        assert len(notices) == 1
+
+        def notices() -> list[str]:
+            return [n.message for n in app._notifications
+                    if f"{client} disappeared" in n.message]
+
+        # The notice is posted after the row is drawn greyed: wait for it, then count.
+        await wait_until(pilot, notices, "the disappeared notice")
+        await pilot.pause()
+        assert len(notices()) == 1
         assert "disappeared" not in str(app.query_one(".pane-status").render())
         assert app.is_running
         wg_pair.lab.wireguard_go(wg_pair.ns[1], client)
