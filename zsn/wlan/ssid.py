@@ -12,6 +12,7 @@ import os
 import re
 
 from zsn.errors import ValidationError
+from zsn.terminal import safe
 
 MAX_SSID_BYTES = 32
 _PRINTF_ESCAPE_RE = re.compile(rb'\\(x[0-9a-fA-F]{2}|[\\"entr])')
@@ -39,21 +40,11 @@ def validate(ssid: bytes) -> None:
 
 
 def display(ssid: bytes) -> str:
-    """The SSID for a screen, a log line or JSON: UTF-8 text, with invalid bytes,
-    control characters and backslashes written as escapes (``\\xNN``, ``\\\\``),
-    so it never moves the cursor, forges another line or reads as another name."""
-    out = []
-    for char in ssid.decode("utf-8", errors="surrogateescape"):
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif char == "\\":
-            out.append("\\\\")
-        elif char == " " or (char.isprintable() and char not in "\u2028\u2029"):
-            out.append(char)
-        else:
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out)
+    """The SSID for a screen, a log line or JSON: its bytes as `zsn.terminal.safe`
+    shows them (UTF-8 text, invalid bytes and controls as ``\\xNN``) with its
+    backslashes doubled first, so it never moves the cursor, forges another line or
+    reads as another name."""
+    return safe(ssid.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\"))
 
 
 def printf_unescape(text: str) -> bytes:

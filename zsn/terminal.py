@@ -1,0 +1,65 @@
+"""Text from outside zsn, made safe to put on a terminal.
+
+Names, SSIDs, pool and dataset names, mountpoints, daemon replies and program stderr
+come from people and programs zsn does not control. Written to a terminal as they
+are, an ``ESC ] 52`` sets the viewer's clipboard, ``ESC [ 2J`` clears the screen, a
+C1 ``CSI`` (U+009B) does the same on terminals that take 8-bit controls, U+202E
+turns the text that follows around, a zero-width space makes ``wg0`` and ``wg\\u200b0``
+look alike, and a cut-off OSC swallows the rest of the frame.
+
+`safe` is the one function every face (TUI tables, titles, status line,
+notifications, plan and detail screens, CLI tables and error lines) passes such
+text through: anything that is not a visible character becomes a visible escape
+(``\\x1b``, ``\\u202e``), the way `zsn.wlan.ssid.display` has always shown SSIDs.
+
+What is escaped: every character Python does not call printable, that is the
+Unicode categories Cc (C0, DEL, C1), Cf (format controls: the bidi embeddings,
+overrides and isolates U+202A–U+202E and U+2066–U+2069, marks such as U+200E, zero
+width characters, the BOM, tag characters), Zl and Zp (line and paragraph
+separators), Zs other than the ASCII space (no-break and other wide or narrow
+spaces), Co (private use) and Cn (unassigned), plus surrogates, which cannot be
+written at all: one that stands for a byte that was not UTF-8 (Python's
+``surrogateescape``) is shown as that byte, ``\\xNN``. The Hangul fillers, letters
+by category but drawn as nothing, are escaped too.
+
+The result holds printable characters only, so `safe` is idempotent: a face may
+pass text through it that a domain has already shown safely (an SSID) and nothing
+changes. Backslashes are kept as they are for that reason; where two names must
+never look alike (SSIDs), the domain escapes backslashes itself before calling it.
+"""
+
+from __future__ import annotations
+
+# Letters by category, drawn as blank space: a name made of them looks empty.
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+
+_SURROGATE_ESCAPE = range(0xDC80, 0xDD00)
+
+
+def safe(text: str) -> str:
+    """`text` with every control, format, invisible or unassigned character written
+    as a visible escape: ``\\xNN`` below U+0100, ``\\uNNNN``, ``\\UNNNNNNNN`` above."""
+    if text.isprintable() and _INVISIBLE_LETTERS.isdisjoint(text):
+        return text
+    return "".join(_escape(char) if _needs_escape(char) else char for char in text)
+
+
+def safe_bytes(data: bytes) -> str:
+    """Bytes from a program or a file as safe text: UTF-8 where it is valid, each
+    byte that is not as ``\\xNN``."""
+    return safe(data.decode("utf-8", errors="surrogateescape"))
+
+
+def _needs_escape(char: str) -> bool:
+    return not char.isprintable() or char in _INVISIBLE_LETTERS
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code in _SURROGATE_ESCAPE:
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
