@@ -11,10 +11,14 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from zsn import __version__
 from zsn.domains import CommandGroup, command_groups, domains, load
 from zsn.errors import ZsnError
+
+if TYPE_CHECKING:
+    from zsn.headless import GroupFaces
 
 DESCRIPTION = """\
 zsn shows and manages this machine's network and storage plumbing.
@@ -91,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_group(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
+def command_group_of(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
     """The command group the arguments name (after any --root), and the arguments
     without its name; ``None`` when they start the UI or an export."""
     index = 0
@@ -111,16 +115,22 @@ def _command_group(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
     return group, args[:index] + args[index + 1:]
 
 
-def _run_command(group: CommandGroup, args: list[str]) -> int:
-    from zsn.headless import run_group
-
-    faces = load(group.module)
+def group_parser(group: CommandGroup, faces: GroupFaces) -> argparse.ArgumentParser:
+    """The parser of ``zsn GROUP ...`` (the arguments after the group's name)."""
     parser = argparse.ArgumentParser(prog=f"zsn {group.name}", description=group.help,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default="/", metavar="DIR",
                         help="treat DIR as the system root (default /)")
     faces.add_arguments(parser)
     parser.epilog = "\n\n".join(filter(None, [parser.epilog, GROUP_EXIT_STATUS]))
+    return parser
+
+
+def _run_command(group: CommandGroup, args: list[str]) -> int:
+    from zsn.headless import run_group
+
+    faces = load(group.module)
+    parser = group_parser(group, faces)
     return run_group(faces, parser.parse_args(args), f"zsn {group.name}", parser)
 
 
@@ -137,7 +147,7 @@ def interval_seconds(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    named = _command_group(args_list)
+    named = command_group_of(args_list)
     if named is not None:
         return _run_command(*named)
     parser = build_parser()

@@ -9,7 +9,8 @@ DOMAIN = Domain(
     commands=(
         CommandGroup("vpn", "OpenVPN connections as systemd units: start, stop, enable, "
                      "DNS hook, import, lint", "zsn.openvpn.cli",
-                     "vpn list|show|start|stop|restart|enable|disable|hook|import|lint ..."),
+                     "vpn list|show|start|stop|restart|enable|disable|hook|import|management|"
+                     "lint ..."),
     ),
     pane="zsn.tui.panes.openvpn:OpenVpnPane",
     lint="zsn.openvpn.lint",
