@@ -8,6 +8,7 @@ colours of the tones and which columns fit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -79,3 +80,42 @@ def row_of(key: str, columns: Sequence[Column], cells: Mapping[str, CellValue], 
     cell is blank."""
     return Row(key, tuple(cells.get(column.key, "") for column in columns), state, depth,
                data)
+
+
+_NUMBER = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key for text with numbers compared by value: peer-9 < peer-10."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part.casefold())
+                 for part in _NUMBER.split(text) if part)
+
+
+def by_data(index: int) -> Callable[[Row], Any]:
+    """A `Column.sort_key` ordering rows by ``row.data[index]`` (None before values)."""
+
+    def key(row: Row) -> tuple[bool, Any]:
+        value = row.data[index]
+        return (value is not None, 0 if value is None else value)
+
+    return key
+
+
+def rate_columns(priority: int, data_index: int = 1,
+                 where: str = "") -> tuple[Column, Column]:
+    """The ``↓ Rate`` / ``↑ Rate`` pair of every pane with byte counters (cells from
+    `zsn.format.human_rate`); ``row.data[data_index]`` and ``[data_index + 1]`` hold
+    the two rates for ordering."""
+    return (
+        Column("rx_rate", "↓ Rate", priority, min_width=9, align="right",
+               sort_key=by_data(data_index),
+               help=f"received per second{where} over the last refresh"),
+        Column("tx_rate", "↑ Rate", priority, min_width=9, align="right",
+               sort_key=by_data(data_index + 1),
+               help=f"sent per second{where} over the last refresh"),
+    )
+
+
+def cells_by_key(columns: Sequence[Column], row: Row) -> dict[str, CellValue]:
+    """A row's cells by column key (the inverse of `row_of`)."""
+    return {column.key: value for column, value in zip(columns, row.cells, strict=True)}

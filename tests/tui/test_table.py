@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 
 from tests.pilot import TerminalOutput, screen_text
-from zsn.tui.widgets.table import LiveTable, fit, lay_out, natural_key, tree_guides
-from zsn.view import Cell, Column, Row, cell_text
+from zsn.tui.widgets.table import LiveTable, fit, lay_out, tree_guides
+from zsn.view import Cell, Column, Row, cell_text, natural_key
 
 STYLES = Path(__file__).parent.parent.parent / "zsn" / "tui" / "styles" / "table.tcss"
 

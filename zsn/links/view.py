@@ -1,36 +1,48 @@
-"""What the Links pane shows, as plain data: keyed rows of cells, in tree order.
+"""What the Links pane shows, as plain data: its columns and keyed rows, in tree order.
 
-No Textual here: the pane declares the columns (`zsn.view.Column`, with their
-priorities) and hands these cells (`zsn.view.Cell`) to its `LiveTable`, which draws
-the tree's guides from each row's depth and drops whole columns on a narrow screen.
+No Textual here: these are the very `zsn.view.Row`s the pane's `LiveTable` draws (the
+tree's guides from each row's depth, whole columns dropped on a narrow screen), so
+they are tested without a terminal. ``Row.data`` is ``(interface, rx, tx)``: the
+`Interface` (None for a link only the config defines) and the two byte rates.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any
 
 from zsn.format import human_rate, sparkline
 from zsn.links.model import Interface, LinksSnapshot, Rates, TreeRow, tree
 from zsn.links.persist import LinkConfig
-from zsn.view import Cell
+from zsn.view import Cell, Column, Row, rate_columns, row_of
 
 TREND_WIDTH = 8
-COLUMN_KEYS = ("name", "kind", "state", "mtu", "rx_rate", "tx_rate", "trend", "detail",
-               "packets", "faults", "speed", "mac", "addresses")
-"""The pane's columns, in order; every row has a cell for each."""
 
+COLUMNS = (
+    Column("name", "Link", 1, help="the interface, under the bond, bridge or parent it "
+                                   "belongs to (a veth under its peer)"),
+    Column("kind", "Kind", 6, help="bond, vlan, bridge, veth, dummy ...; device: hardware"),
+    Column("state", "State", 2, help="up; down: set down; no-carrier: up without a link; "
+                                     "else the kernel's operstate"),
+    Column("mtu", "MTU", 4, align="right", help="the link's MTU"),
+    *rate_columns(3, where=" on the link"),
+    Column("trend", "Trend", 7, help="receive + send bytes per second over the last "
+                                     "refreshes (blank while idle)"),
+    Column("detail", "Detail", 5,
+           help="bond mode (active member; `no partner`: 802.3ad without LACP), a "
+                "member's MII status, role and failures (`2×`), a VLAN's id, a bridge "
+                "port's STP state"),
+    Column("packets", "Pkt/s ↓/↑", 9, short_label="Pkt/s", align="right",
+           help="packets per second received/sent"),
+    Column("faults", "Err/Drop", 8, align="right",
+           help="errors and drops per second (receive + send)"),
+    Column("speed", "Speed", 10, align="right",
+           help="link speed (and duplex when not full), where the driver reports it"),
+    Column("addresses", "Addresses", 11, help="IPv4 and global IPv6 addresses"),
+    Column("mac", "MAC", 12, help="the link-layer address"),
+)
 
 STATE_TONES = {"up": "good", "down": "bad", "no-carrier": "bad", "lowerlayerdown": "bad",
                "notpresent": "bad", "dormant": "warn", "testing": "warn"}
-
-
-class ViewRow(NamedTuple):
-    key: str
-    cells: dict[str, Cell]
-    depth: int
-    interface: Interface | None
-    """None for a link only the config defines (offline, under --root)."""
-    rates: Rates | None = None
 
 
 def _rate(value: float | None) -> str:
@@ -70,6 +82,7 @@ def detail(interface: Interface) -> Cell:
 
 def cells(interface: Interface, rates: Rates | None,
           history: tuple[float, ...]) -> dict[str, Cell]:
+    """A live link's cells by column key."""
     state = interface.state_text
     speed = ""
     if interface.speed_mbps:
@@ -99,29 +112,64 @@ def cells(interface: Interface, rates: Rates | None,
     }
 
 
-def row(tree_row: TreeRow, snapshot: LinksSnapshot) -> ViewRow:
+def row(tree_row: TreeRow, snapshot: LinksSnapshot) -> Row:
     interface = tree_row.interface
     rates = snapshot.rates.get(interface.name)
-    return ViewRow(interface.name,
-                   cells(interface, rates, snapshot.history.get(interface.name, ())),
-                   tree_row.depth, interface, rates)
+    return row_of(interface.name, COLUMNS,
+                  cells(interface, rates, snapshot.history.get(interface.name, ())),
+                  depth=tree_row.depth,
+                  data=(interface, rates.rx_bytes if rates else None,
+                        rates.tx_bytes if rates else None))
 
 
-def rows(snapshot: LinksSnapshot) -> list[ViewRow]:
+def rows(snapshot: LinksSnapshot) -> list[Row]:
     """Every link once, depth first: bond > members, bridge > ports, parent > VLANs."""
     return [row(tree_row, snapshot) for tree_row in tree(snapshot.interfaces)]
 
 
-def config_row(config: LinkConfig) -> ViewRow:
-    """A link only the config defines (offline, under --root)."""
+def config_row(config: LinkConfig) -> Row:
+    """A link only the config defines (offline, under --root), shown muted."""
     members = ",".join(config.members)
     what = config.mode or (f"vlan {config.vlan_id} on {config.parent}" if config.parent
                            else "")
-    blank = dict.fromkeys(COLUMN_KEYS, Cell(""))
-    return ViewRow(config.name, blank | {
+    return row_of(config.name, COLUMNS, {
         "name": Cell(config.name), "kind": Cell(config.kind),
         "state": Cell("config", "muted"),
         "mtu": Cell(str(config.mtu) if config.mtu else "-"),
         "detail": Cell(what + (f" {members}" if members else ""), short=what or None),
         "addresses": Cell(config.source),
-    }, 0, None)
+    }, state="muted", data=(None, None, None))
+
+
+class TableRows:
+    """The table's rows poll after poll. A link whose inputs (its interface record,
+    place in the tree, rates, trend) are those of the last poll keeps its row object:
+    an idle host formats nothing, and the table skips such rows without comparing
+    them."""
+
+    def __init__(self) -> None:
+        self._tree: tuple[tuple[Interface, ...], list[TreeRow]] = ((), [])
+        self._memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
+
+    def rows(self, snapshot: LinksSnapshot, configs: tuple[LinkConfig, ...] = ()) -> list[Row]:
+        """The live links as a tree; for a root that is not this machine (no live
+        links), the links its config defines."""
+        if not snapshot.live:
+            return [config_row(config) for config in configs]
+        if self._tree[0] is not snapshot.interfaces:  # the table was read again
+            self._tree = (snapshot.interfaces, tree(snapshot.interfaces))
+        result = []
+        memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
+        for tree_row in self._tree[1]:
+            name = tree_row.interface.name
+            inputs = (tree_row.interface, tree_row.depth, snapshot.rates.get(name),
+                      snapshot.history.get(name, ()))
+            old = self._memo.get(name)
+            if old is not None and old[0][0] is inputs[0] and old[0][1:] == inputs[1:]:
+                shown = old[1]
+            else:
+                shown = row(tree_row, snapshot)
+            memo[name] = (inputs, shown)
+            result.append(shown)
+        self._memo = memo
+        return result

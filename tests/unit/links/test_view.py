@@ -5,26 +5,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.links.conftest import captured_snapshot
-from zsn.links.model import Rates
+from zsn.links.model import LinksSnapshot, Rates
 from zsn.links.persist import LinkConfig
-from zsn.links.view import COLUMN_KEYS, config_row, rows
+from zsn.links.view import COLUMNS, TableRows, config_row, rows
+from zsn.view import CellValue, cells_by_key
 
 
-def by_key(snapshot) -> dict:  # type: ignore[no-untyped-def, type-arg]
-    return {row.key: row for row in rows(snapshot)}
+def by_key(snapshot: LinksSnapshot) -> dict[str, dict[str, CellValue]]:
+    return {row.key: cells_by_key(COLUMNS, row) for row in rows(snapshot)}
 
 
 def test_cells_show_mode_partner_member_and_vlan() -> None:
     shown = by_key(captured_snapshot(".member-down"))
-    assert shown["ab0"].cells["detail"] == ("active-backup (eth7x)", "", "active-backup")
-    assert shown["adnp"].cells["detail"] == ("802.3ad no partner", "bad", "no partner")
-    assert shown["eth2x"].cells["detail"].text == "mii down 1×"
-    assert shown["eth2x"].cells["state"] == ("down", "bad", None)
-    assert shown["eth7x"].cells["detail"].text == "mii up"
-    assert shown["rr0.10"].cells["detail"].text == "vlan 10"
-    assert shown["vethbr"].cells["detail"] == ("listening", "warn", None)
-    assert shown["rr0"].cells["rx_rate"].text == "-"  # no second reading yet
-    assert all(set(row.cells) == set(COLUMN_KEYS) for row in shown.values())
+    assert shown["ab0"]["detail"] == ("active-backup (eth7x)", "", "active-backup")
+    assert shown["adnp"]["detail"] == ("802.3ad no partner", "bad", "no partner")
+    assert shown["eth2x"]["detail"].text == "mii down 1×"
+    assert shown["eth2x"]["state"] == ("down", "bad", None)
+    assert shown["eth7x"]["detail"].text == "mii up"
+    assert shown["rr0.10"]["detail"].text == "vlan 10"
+    assert shown["vethbr"]["detail"] == ("listening", "warn", None)
+    assert shown["rr0"]["rx_rate"].text == "-"  # no second reading yet
+    assert all(len(row.cells) == len(COLUMNS) for row in rows(captured_snapshot()))
 
 
 def test_tree_order_and_depth() -> None:
@@ -39,24 +40,41 @@ def test_rates_and_trend() -> None:
     snapshot = replace(snapshot, rates={"rr0": busy},
                        history={"rr0": (0.0, 800.0, 1636.0), "ad0": (0.0, 0.0)})
     shown = by_key(snapshot)
-    cells = shown["rr0"].cells
+    cells = shown["rr0"]
     assert (cells["rx_rate"].text, cells["tx_rate"].text) == ("1.5 KiB/s", "100 B/s")
     assert cells["packets"].text == "12/3"
     assert cells["faults"] == ("0/2", "bad", None)
     assert cells["trend"].text == "     ▁▄█"
-    assert shown["ad0"].cells["trend"].text == ""  # idle: no line
-    assert shown["rr0"].rates == busy
+    assert shown["ad0"]["trend"].text == ""  # idle: no line
+    rr0 = next(row for row in rows(snapshot) if row.key == "rr0")
+    assert rr0.data[1:] == (busy.rx_bytes, busy.tx_bytes)  # what the rate columns order by
 
 
 def test_addresses_have_a_short_form() -> None:
     shown = by_key(captured_snapshot())
-    assert shown["ad0"].cells["addresses"] == ("10.0.20.1/24 fd00:20::1/64", "",
+    assert shown["ad0"]["addresses"] == ("10.0.20.1/24 fd00:20::1/64", "",
                                               "10.0.20.1/24 +1")
 
 
 def test_a_config_only_link() -> None:
     row = config_row(LinkConfig("bond0", "bond", ("eth1", "eth2"), mtu=9000,
                                 mode="802.3ad", source="/etc/netplan/01.yaml"))
-    assert row.interface is None and row.cells["state"] == ("config", "muted", None)
-    assert row.cells["detail"].text == "802.3ad eth1,eth2"
-    assert row.cells["addresses"].text == "/etc/netplan/01.yaml"
+    cells = cells_by_key(COLUMNS, row)
+    assert row.data[0] is None and row.state == "muted"
+    assert cells["state"] == ("config", "muted", None)
+    assert cells["detail"] == ("802.3ad eth1,eth2", "", "802.3ad")
+    assert cells["addresses"] == ("/etc/netplan/01.yaml", "", None)
+
+
+def test_an_idle_poll_keeps_every_row_object() -> None:
+    """Unchanged links keep their row: the table skips them without comparing cells."""
+    snapshot = captured_snapshot()
+    table = TableRows()
+    first = table.rows(snapshot)
+    again = table.rows(snapshot)
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    busy = Rates(1536.0, 100.0, 12.0, 3.0, 0.0, 2.0)
+    changed = {row.key for row in table.rows(replace(snapshot, rates={"rr0": busy}))
+               if row not in first}
+    assert changed == {"rr0"}
+

@@ -24,16 +24,15 @@ from zsn.links import actions, validate, view
 from zsn.links.actions import Options, SessionLinkError
 from zsn.links.lint import lint_links
 from zsn.links.live import BondDetails, LinkMonitor
-from zsn.links.model import Interface, LinksSnapshot, TreeRow, tree
+from zsn.links.model import Interface, LinksSnapshot
 from zsn.links.persist import Owner, Persisted, detect_owner, read_persistent
 from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import StatusLine
-from zsn.tui.widgets.table import LiveTable, rate_columns
+from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
-from zsn.view import Column, Row, row_of
 
 LINT_SECONDS = 30.0
 """Config and lint are read again at least this often (the config may change on disk)."""
@@ -42,32 +41,6 @@ Planned = tuple[Callable[[Options], Plan], Plan | SessionLinkError]
 """What a dialog made: how to plan again (with the SSH link confirmed), and the plan
 or the question about that link."""
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
-
-COLUMNS = (
-    Column("name", "Link", 1, help="the interface, under the bond, bridge or parent it "
-                                   "belongs to (a veth under its peer)"),
-    Column("kind", "Kind", 6, help="bond, vlan, bridge, veth, dummy ...; device: hardware"),
-    Column("state", "State", 2, help="up; down: set down; no-carrier: up without a link; "
-                                     "else the kernel's operstate"),
-    Column("mtu", "MTU", 4, align="right", help="the link's MTU"),
-    *rate_columns(3, where=" on the link"),
-    Column("trend", "Trend", 7, help="receive + send bytes per second over the last "
-                                     "refreshes (blank while idle)"),
-    Column("detail", "Detail", 5,
-           help="bond mode (active member; `no partner`: 802.3ad without LACP), a "
-                "member's MII status, role and failures (`2×`), a VLAN's id, a bridge "
-                "port's STP state"),
-    Column("packets", "Pkt/s ↓/↑", 9, short_label="Pkt/s", align="right",
-           help="packets per second received/sent"),
-    Column("faults", "Err/Drop", 8, align="right",
-           help="errors and drops per second (receive + send)"),
-    Column("speed", "Speed", 10, align="right",
-           help="link speed (and duplex when not full), where the driver reports it"),
-    Column("addresses", "Addresses", 11, help="IPv4 and global IPv6 addresses"),
-    Column("mac", "MAC", 12, help="the link-layer address"),
-)
-assert {column.key for column in COLUMNS} == set(view.COLUMN_KEYS)
-
 
 @dataclass(frozen=True)
 class LinksView:
@@ -80,14 +53,6 @@ class LinksView:
     findings: tuple[Finding, ...]
     errors: tuple[str, ...] = ()
     version: int = 0
-
-
-def table_row(shown: view.ViewRow) -> Row:
-    rates = shown.rates
-    state = "muted" if shown.interface is None else ""
-    return row_of(shown.key, COLUMNS, shown.cells, state=state, depth=shown.depth,
-                  data=(shown.interface, rates.rx_bytes if rates else None,
-                        rates.tx_bytes if rates else None))
 
 
 class LinksPane(LivePane):
@@ -130,8 +95,7 @@ SSH session runs over asks you to type its name first.
             None, Persisted(), (), ())
         self._lint_version = -1
         self._force_lint = False
-        self._memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
-        self._tree: tuple[tuple[Interface, ...], list[TreeRow]] = ((), [])
+        self._rows = view.TableRows()
         self._details_shown: str | None = None
         self.mode: str | None = None
         self.gone = GoneRows(lambda message: self.notify(
@@ -139,7 +103,7 @@ SSH session runs over asks you to type its name first.
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
-        yield LiveTable(COLUMNS, id="links-table", title="Links",
+        yield LiveTable(view.COLUMNS, id="links-table", title="Links",
                         empty_text="No links to show.")
         details = Static("", id="links-details")
         details.border_title = "Details"
@@ -188,7 +152,8 @@ SSH session runs over asks you to type its name first.
             self._show_mode()
         self._show_status(links)
         with self.app.batch_update():
-            self.query_one("#links-table", LiveTable).update(self.gone.merge(self._rows(links)))
+            rows = self._rows.rows(links.snapshot, tuple(links.persisted.configs.values()))
+            self.query_one("#links-table", LiveTable).update(self.gone.merge(rows))
             self._update_details()
 
     def _show_status(self, links: LinksView) -> None:
@@ -201,31 +166,6 @@ SSH session runs over asks you to type its name first.
             self.set_status(lines, "info")
             return
         self.set_status(lines, "warning")
-
-    def _rows(self, links: LinksView) -> list[Row]:
-        """Table rows. A link whose inputs (its interface record, place in the tree,
-        rates, trend) are those of the last poll keeps its row object: an idle host
-        formats nothing, and the table skips such rows without comparing them."""
-        snapshot = links.snapshot
-        if not snapshot.live:
-            return [table_row(view.config_row(c)) for c in links.persisted.configs.values()]
-        if self._tree[0] is not snapshot.interfaces:  # the table was read again
-            self._tree = (snapshot.interfaces, tree(snapshot.interfaces))
-        result = []
-        memo: dict[str, tuple[tuple[Any, ...], Row]] = {}
-        for tree_row in self._tree[1]:
-            name = tree_row.interface.name
-            inputs = (tree_row.interface, tree_row.depth, snapshot.rates.get(name),
-                      snapshot.history.get(name, ()))
-            old = self._memo.get(name)
-            if old is not None and old[0][0] is inputs[0] and old[0][1:] == inputs[1:]:
-                row = old[1]
-            else:
-                row = table_row(view.row(tree_row, snapshot))
-            memo[name] = (inputs, row)
-            result.append(row)
-        self._memo = memo
-        return result
 
     def selected(self) -> Interface | None:
         if self._view is None:

@@ -20,8 +20,8 @@ from zsn.plan import Plan
 from zsn.rates import RateTracker
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import StatusLine
-from zsn.tui.widgets.table import LiveTable, rate_columns
-from zsn.view import Cell, Column, Row
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import Cell, Column, Row, rate_columns
 
 
 def now() -> float:

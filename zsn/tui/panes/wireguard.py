@@ -19,8 +19,8 @@ from zsn.tui.panes.wireguard_actions import (
     WireGuardActions,
 )
 from zsn.tui.widgets.status import Severity, StatusLine
-from zsn.tui.widgets.table import LiveTable, rate_columns
-from zsn.view import Cell, CellValue, Column, Row
+from zsn.tui.widgets.table import LiveTable
+from zsn.view import Cell, CellValue, Column, Row, rate_columns
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
 
 if TYPE_CHECKING:

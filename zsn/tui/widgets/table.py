@@ -26,8 +26,7 @@ keeps it, `escape` clears it), `o` order by the next column, `O` reverse.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
@@ -40,7 +39,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from zsn.view import ROW_STATES, TONES, Align, Column, Row, cell_text
+from zsn.view import ROW_STATES, TONES, Align, Column, Row, cell_text, natural_key
 
 PAD = 1
 """Blank cells at the left and right edge of every line."""
@@ -125,40 +124,6 @@ def fit(text: str, short: str | None, width: int, truncate: bool) -> str:
     while kept and cell_len(kept) > width - 1:
         kept = kept[:-1]
     return kept + ELLIPSIS
-
-
-_NUMBER = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key for text with numbers compared by value: peer-9 < peer-10."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part.casefold())
-                 for part in _NUMBER.split(text) if part)
-
-
-def by_data(index: int) -> Callable[[Row], Any]:
-    """A `Column.sort_key` ordering rows by ``row.data[index]`` (None before values)."""
-
-    def key(row: Row) -> tuple[bool, Any]:
-        value = row.data[index]
-        return (value is not None, 0 if value is None else value)
-
-    return key
-
-
-def rate_columns(priority: int, data_index: int = 1,
-                 where: str = "") -> tuple[Column, Column]:
-    """The ``↓ Rate`` / ``↑ Rate`` pair of every pane with byte counters (cells from
-    `zsn.format.human_rate`); ``row.data[data_index]`` and ``[data_index + 1]`` hold
-    the two rates for ordering."""
-    return (
-        Column("rx_rate", "↓ Rate", priority, min_width=9, align="right",
-               sort_key=by_data(data_index),
-               help=f"received per second{where} over the last refresh"),
-        Column("tx_rate", "↑ Rate", priority, min_width=9, align="right",
-               sort_key=by_data(data_index + 1),
-               help=f"sent per second{where} over the last refresh"),
-    )
 
 
 def _widest(texts: list[str]) -> int:
