@@ -22,6 +22,7 @@ from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import WIREGUARD_DIR, Section, WgConfig, parse
+from zsn.wireguard.refusals import refusals
 from zsn.wireguard.server import DEFAULT_KEEPALIVE, ServerConfig, has_resolver
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ RULES = {
     "WG009": "client without PersistentKeepalive",
     "WG010": "a name read from a file that cannot stand for a file (a peer named like a "
              "path, a bad interface name in zsn's settings)",
+    "WG011": "a line wg or wg-quick refuses (a key that is not 32-byte base64, a port or "
+             "keepalive that is not a number, an unknown key, a peer without a PublicKey)",
 }
 _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
@@ -101,6 +104,7 @@ def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str],
     config, name, path = server.config, server.name, str(server.path)
     spans = [(peer, _spans(peer)) for peer in config.peers]
     found: list[Finding] = _unusable_names(config, name, path)
+    found += _refused_lines(config, name, path)
     found += _overlaps(spans, name, path)
     found += _duplicate_keys(config, name, path)
     found += _outside_subnet(config, spans, name, path)
@@ -143,6 +147,13 @@ def _unusable_names(config: WgConfig, name: str, path: str) -> list[Finding]:
             f"rename it: zsn peer rename {name} {peer.get('PublicKey') or 'KEY'} NEWNAME",
             path, line))
     return found
+
+
+def _refused_lines(config: WgConfig, name: str, path: str) -> list[Finding]:
+    return [Finding("WG011", "error", name, f"{refusal.message}: 'wg-quick up' fails here",
+                    "correct or remove the line (a key comes from 'wg genkey' or 'wg pubkey')",
+                    path, refusal.line + 1)
+            for refusal in refusals(config)]
 
 
 def _plan_set(host: Host, interface: str, key: str, value: str) -> Plan:

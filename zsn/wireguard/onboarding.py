@@ -152,9 +152,7 @@ def _resolve_endpoint(server: ServerConfig, given: str | None) -> tuple[str, str
                 "clients connect to (the first one given is kept for its next peers)",
                 field="endpoint")
         host, typed = stored, None
-    if server.listen_port is None:
-        raise ValidationError(f"{server.path}: [Interface] has no ListenPort; clients need one")
-    return addressing.format_endpoint(host, server.listen_port), typed
+    return addressing.format_endpoint(host, server.require_listen_port()), typed
 
 
 def _remember_endpoint(plan: Plan, server: ServerConfig, typed: str | None) -> None:

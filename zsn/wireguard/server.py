@@ -8,6 +8,7 @@ live devices, commands).
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from zsn.system.host import Host
 from zsn.wireguard import addressing
 from zsn.wireguard.config import WgConfig, config_path, parse_shared
 from zsn.wireguard.keys import public_key_from_private
+from zsn.wireguard.refusals import port_problem
 
 if TYPE_CHECKING:
     from zsn.plan import FileEdit
@@ -67,6 +69,21 @@ class ServerConfig:
         interface = self.config.interface
         value = interface.get("ListenPort") if interface else None
         return int(value) if value and value.isdigit() else None
+
+    def require_listen_port(self) -> int:
+        """The ListenPort clients connect to, or why there is none to use."""
+        interface = self.config.interface
+        entries = interface.entries_for("ListenPort") if interface else []
+        if not entries:
+            raise ValidationError(f"{self.path}: [Interface] has no ListenPort; clients need one")
+        entry = entries[-1]
+        problem = port_problem(entry.value)
+        if problem is not None:
+            raise ValidationError(f"{self.path}:{entry.line + 1}: ListenPort {entry.value!r} "
+                                  f"{problem}; wg refuses it, and clients need a port")
+        if entry.value.isdigit():
+            return int(entry.value)
+        return socket.getservbyname(entry.value, "udp")  # a service name, as wg reads it
 
     @property
     def public_key(self) -> str:
