@@ -22,7 +22,14 @@ from zsn.openvpn.config import (
     quote_arg,
     validate_name,
 )
-from zsn.openvpn.connections import CONFIG_DIR, KINDS, ConfigFile, config_path, load
+from zsn.openvpn.connections import (
+    CONFIG_DIR,
+    KINDS,
+    ConfigFile,
+    config_path,
+    load,
+    role_and_reason,
+)
 from zsn.openvpn.effects import ReadConfig, advice, analyze
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system.files import PRIVATE_FILE_MODE, read_text, read_tracked
@@ -243,9 +250,12 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
         raise
     except ZsnError as exc:  # the profile given is missing, unreadable, not a profile
         raise ValidationError(str(exc), field="file") from exc
-    if not (config.has("client") or config.has("remote")):
-        raise ValidationError(f"{source}: no 'client' or 'remote' line; not a client profile",
-                              field="file")
+    role, reason = role_and_reason(config)
+    if role != "client":
+        why = (f"'{reason.name}' at line {reason.line + 1}" if reason is not None
+               else "no 'client' or 'remote' line")
+        raise ValidationError(f"{source}: a server config ({why}); import takes client "
+                              "profiles", field="file")
     target_file = ConfigFile("client", name, config_path("client", name))
     target = host.path(target_file.path)
     if target.exists():

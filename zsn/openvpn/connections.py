@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from zsn.errors import ZsnError
 from zsn.openvpn import management
-from zsn.openvpn.config import OvpnConfig, parse
+from zsn.openvpn.config import Directive, OvpnConfig, parse
 from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
 
@@ -78,11 +78,34 @@ class Summary:
     """What a config says about the connection, read without touching secrets."""
 
     role: str
-    """client or server."""
+    """client or server (`role_of`)."""
     remotes: tuple[Remote, ...]
     proto: str
     dev: str
     management: management.Endpoint | None
+
+
+def role_of(config: OvpnConfig) -> str:
+    """``server`` or ``client``, as OpenVPN itself decides (options.c): ``client`` is
+    ``pull`` + ``tls-client``; ``server`` and ``server-bridge`` imply ``mode server`` and
+    ``tls-server``; a point-to-point ``tls-server`` waits for its peer like a server.
+    Without a TLS role (a static-key or plain point-to-point link), the side with no
+    ``remote`` waits for the other: it needs the server unit, which binds its port."""
+    return role_and_reason(config)[0]
+
+
+def role_and_reason(config: OvpnConfig) -> tuple[str, Directive | None]:
+    """`role_of`, with the directive that decided it (None: no ``remote`` line)."""
+    for name in ("client", "tls-client", "pull"):
+        directive = config.get(name)
+        if directive is not None:
+            return "client", directive
+    for directive in config.directives:
+        if directive.name in ("server", "server-bridge", "tls-server") or (
+                directive.name == "mode" and directive.arg == "server"):
+            return "server", directive
+    remote = config.get("remote")
+    return ("client", remote) if remote is not None else ("server", None)
 
 
 def summarize(config: OvpnConfig, host: Host, working_dir: Path) -> Summary:
@@ -99,13 +122,8 @@ def summarize(config: OvpnConfig, host: Host, working_dir: Path) -> Summary:
         for d in config.get_all("remote") if d.args
     )
     dev_directive = config.get("dev")
-    # server-bridge, like server, is a helper that implies "mode server".
-    role = "server" if config.has("server") or config.has("server-bridge") or any(
-        d.arg == "server" for d in config.get_all("mode")) else "client"
-    if config.has("client") or config.has("pull") or config.has("tls-client"):
-        role = "client"
     return Summary(
-        role=role,
+        role=role_of(config),
         remotes=remotes,
         proto=proto,
         dev=dev_directive.arg if dev_directive and dev_directive.arg else "",

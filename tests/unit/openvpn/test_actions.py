@@ -201,7 +201,7 @@ def test_import_warns_about_programs_the_profile_runs(root: Host, tmp_path: Path
 
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("../etc", "client\n", "not a usable connection name"),
-    ("ok", "verb 3\n", "not a client profile"),
+    ("ok", "verb 3\n", "import takes client profiles"),
     ("ok", "client\n<ca>\n", "never closed"),
 ])
 def test_bad_imports_write_nothing(root: Host, tmp_path: Path, name: str, text: str,
@@ -221,3 +221,19 @@ def test_management_socket_added_once(root: Host) -> None:
         "client\n# keep me\nmanagement /run/openvpn-client/office.sock unix\n")
     again = actions.plan_management_socket(root, config)
     assert again.steps == [] and "already configured" in again.warnings[0]
+
+
+@pytest.mark.parametrize(("sample", "role"), [
+    ("loopback-server", "server"), ("loopback-client", "client"), ("server.conf", "server"),
+    ("client.conf", "client")])
+def test_the_role_is_openvpns(sample: str, role: str) -> None:
+    """loopback-server is point-to-point with 'tls-server' and a 'remote': OpenVPN's
+    option dump reads it as tls_server ENABLED (mode 0), so it runs as a server."""
+    config = parse((SAMPLES / sample).read_text())
+    assert summarize(config, Host(), Path("/etc/openvpn/client")).role == role
+
+
+def test_a_point_to_point_tls_server_is_not_imported_as_a_client(root: Host) -> None:
+    with pytest.raises(ValidationError, match=r"a server config \('tls-server' at line 19\); "
+                                              r"import takes client profiles"):
+        actions.plan_import(root, SAMPLES / "loopback-server", "loop")
