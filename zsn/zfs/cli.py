@@ -129,6 +129,8 @@ def scan_summary(scan: Scan | None, now: float) -> str:
     """One phrase: ``scrub 46.3% 14.9 MiB/s ETA 6s``, ``scrub done 3d 04h ago`` ..."""
     if scan is None:
         return "never scrubbed"
+    if scan.state == "unknown":
+        return f"not understood: {scan.text}"
     if scan.state in ("scanning", "paused"):
         parts = [scan.function if scan.state == "scanning" else f"{scan.function} paused"]
         if scan.percent is not None:

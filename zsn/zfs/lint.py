@@ -35,6 +35,7 @@ RULES = {
     "ZFS011": "I/O scheduler other than none/noop under ZFS",
     "ZFS012": "no scrub for over 35 days",
     "ZFS013": "ARC size limit unset on a small-memory machine",
+    "ZFS014": "a zpool status scan line zsn does not understand",
 }
 
 NOTE_FPU = "field note 000_9ccc6ac61298d936.txt (kernel FPU exports, zfs_fletcher_4_impl)"
@@ -70,6 +71,12 @@ def advise(snapshot: ZfsSnapshot, facts: Facts) -> list[Finding]:
         findings += _kernel_names(pool)
         findings += _mixed_media(pool, facts)
         findings += _stale_scrub(pool, snapshot.datasets_of(pool.name), facts.now)
+        if pool.scan is not None and not pool.scan.understood:
+            findings.append(Finding(
+                "ZFS014", "warning", pool.name,
+                f"zsn does not understand the scan line {pool.scan.text!r}: scrub age, "
+                "progress and ETA are not shown for this pool",
+                f"read it with 'zpool status {pool.name}'; report the line to zsn"))
     findings += _datasets(snapshot.datasets)
     findings += _implementations(facts)
     findings += _simd(facts)
@@ -185,7 +192,7 @@ def _mixed_media(pool: Pool, facts: Facts) -> Iterator[Finding]:
 def _stale_scrub(pool: Pool, datasets: tuple[Dataset, ...], now: float) -> Iterator[Finding]:
     scan = pool.scan
     limit = SCRUB_DAYS * 86400
-    if scan is not None and scan.state in ("scanning", "paused"):
+    if scan is not None and scan.state in ("scanning", "paused", "unknown"):
         return
     if scan is not None and scan.function == "scrub" and scan.ended is not None:
         age = now - scan.ended

@@ -19,7 +19,8 @@ GROUPS: tuple[VdevGroup, ...] = ("data", "dedup", "special", "logs", "cache", "s
 LEAF_KINDS = frozenset({"disk", "file", "leaf"})
 
 ScanFunction = Literal["scrub", "resilver", "error scrub"]
-ScanState = Literal["scanning", "paused", "finished", "canceled"]
+ScanState = Literal["scanning", "paused", "finished", "canceled", "unknown"]
+"""``unknown``: zpool printed a scan line zsn cannot read (its text is in `Scan.text`)."""
 
 
 class Vdev(NamedTuple):
@@ -73,6 +74,12 @@ class Scan(NamedTuple):
     """Bytes repaired (scrub) or resilvered (resilver)."""
     errors: int | None = None
     duration_seconds: int | None = None
+    text: str = ""
+    """The ``scan:`` lines as zpool printed them, kept when the state is ``unknown``."""
+
+    @property
+    def understood(self) -> bool:
+        return self.state != "unknown"
 
 
 class Pool(NamedTuple):

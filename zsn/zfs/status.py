@@ -220,7 +220,7 @@ def parse_scan(lines: list[str]) -> Scan | None:
     else:
         match = _PAUSED_RE.fullmatch(first)
         if match is None:
-            return None  # a format this version of zsn does not know: no scan shown
+            return unknown_scan(lines)
         state = "paused"
         started = None
         for line in rest:
@@ -245,6 +245,14 @@ def parse_scan(lines: list[str]) -> Scan | None:
         eta_seconds=units.duration(progress["eta"]) if "eta" in progress else None,
         repaired=_size_or_none(progress.get("repaired")),
     )
+
+
+def unknown_scan(lines: list[str]) -> Scan:
+    """A scan zsn cannot read: said so (with zpool's own words), never dropped."""
+    text = " / ".join(line.strip() for line in lines if line.strip())
+    function: ScanFunction = "resilver" if "resilver" in text else \
+        "error scrub" if "error scrub" in text else "scrub"
+    return Scan(function, "unknown", text=text)
 
 
 def _function(text: str) -> ScanFunction:
@@ -327,8 +335,11 @@ def _json_scan(data: object) -> Scan | None:
         return None
     function = str(data.get("function", "NONE")).lower().replace("_", " ")
     state = str(data.get("state", "NONE")).lower()
-    if function not in ("scrub", "resilver", "error scrub") or state == "none":
+    if state == "none":
         return None
+    if function not in ("scrub", "resilver", "error scrub") or \
+            state not in ("scanning", "finished", "canceled"):
+        return unknown_scan([f"function {function}, state {state}"])
     paused = (_json_int(data.get("scrub_pause")) or _json_int(data.get("pass_scrub_pause"))
               or 0) > 0
     scan_state: ScanState = "finished" if state == "finished" else \

@@ -99,6 +99,8 @@ def scan_cell(scan: Scan | None, now: float) -> Cell:
         eta = f" {human_duration(scan.eta_seconds)}" if scan.eta_seconds is not None else ""
         percent = f" {scan.percent:.1f}%" if scan.percent is not None else ""
         return Cell(f"{scan.function}{percent}{eta}", "accent")
+    if scan.state == "unknown":
+        return Cell("?", "warn")
     if scan.state == "paused":
         percent = f" {scan.percent:.0f}%" if scan.percent is not None else ""
         return Cell(f"{scan.function} paused{percent}", "warn")
@@ -209,6 +211,8 @@ def scan_parts(pool: Pool, now: float) -> list[tuple[str, int]]:
     scan = pool.scan
     if scan is None:
         return [(f"{pool.name}: never scrubbed", 0), ("(s starts a scrub)", 3)]
+    if scan.state == "unknown":
+        return [(f"{pool.name}: scan not understood:", 0), (scan.text, 1)]
     started = [(f"started {time.strftime('%b %d %H:%M', time.localtime(scan.started))}", 5)] \
         if scan.started else []
     if scan.state in ("scanning", "paused"):

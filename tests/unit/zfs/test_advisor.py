@@ -75,7 +75,7 @@ def ids(findings: list) -> list[tuple[str, str | None]]:  # type: ignore[type-ar
 
 
 def test_every_rule_names_its_source_and_a_command() -> None:
-    assert sorted(RULES) == [f"ZFS{n:03d}" for n in range(1, 14)]
+    assert sorted(RULES) == [f"ZFS{n:03d}" for n in range(1, 15)]
 
 
 def test_device_facts_follow_by_id_links_partitions_and_dm_crypt(tmp_path: Path) -> None:
@@ -283,3 +283,15 @@ def test_schedulers_under_whole_disk_members(scheduler: str, severity: str) -> N
     assert not [f for f in advise(ZfsSnapshot(pools=(tank,)),
                                   Facts(devices={"sdh": device}, top_vdevs=(partition_only,),
                                         now=0)) if f.id == "ZFS011"]
+
+
+def test_a_scan_line_zsn_cannot_read_is_said_not_dropped() -> None:
+    """jc's capture has "scrub repaired 0B in <snip>": no finished scrub zsn can date, so
+    neither "never scrubbed" nor silence, but ZFS014 with zpool's own words."""
+    tank = pool_of(read(OTHERS / "zpool-status-healthy-4mirror-spare.jc.txt"), "tank")
+    assert tank.scan is not None and tank.scan.state == "unknown"
+    assert tank.scan.text.startswith("scrub repaired 0B in <snip>")
+    found = advise(ZfsSnapshot(pools=(tank,)), Facts(now=SCRUBBED + 400 * DAY))
+    assert "ZFS012" not in {f.id for f in found}
+    [finding] = [f for f in found if f.id == "ZFS014"]
+    assert "'scrub repaired 0B in <snip>'" in finding.message

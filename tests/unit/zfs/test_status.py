@@ -226,3 +226,9 @@ def test_concatenated_outputs_give_every_pool(paths: list[Path]) -> None:
     texts = [read(p) for p in paths if p.name not in FRAGMENTS]
     expected = sum(len(status.parse_text(t)) for t in texts)
     assert len(status.parse_text("\n".join(texts))) == expected
+
+
+def test_a_json_scan_state_zsn_does_not_know_is_unknown() -> None:
+    scan = status._json_scan({"function": "SCRUB", "state": "REBUILDING"})
+    assert scan is not None and (scan.state, scan.text) == (
+        "unknown", "function scrub, state rebuilding")
