@@ -33,6 +33,11 @@ class Assignment:
     line: int
     """1-based line where the assignment starts."""
     end_line: int
+    start: int = 0
+    """Offset of the assignment's first character in the text (its name)."""
+    end: int = 0
+    """Offset one past its last character: an edit replaces ``text[start:end]`` and
+    keeps the rest of the line (a trailing comment) as it was."""
 
 
 def quote(value: str) -> str:
@@ -196,6 +201,7 @@ def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
             excerpt = reader.text[reader.pos:].split("\n", 1)[0][:30]
             raise reader.error(f"not a variable assignment: {excerpt!r}")
         name = match.group(0)
+        start = reader.pos
         reader.pos = match.end() + 1
         value: str | tuple[str, ...]
         if reader.peek() == "(":
@@ -212,7 +218,7 @@ def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
             value = tuple(words)
         else:
             value = _word(reader, in_array=False)
-        found.append(Assignment(name, value, line, reader.line))
+        found.append(Assignment(name, value, line, reader.line, start, reader.pos))
         _skip_blanks(reader, newlines=False)
         if not reader.at_end() and reader.peek() not in "\n;":
             raise reader.error(f"more than one word after {name}= (quote the value)")

@@ -72,3 +72,5 @@ class ParseError(ZsnError):
         super().__init__(where + message)
         self.line = line
         self.source = source
+        self.reason = message
+        """What is wrong, without the place."""

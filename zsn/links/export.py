@@ -108,7 +108,8 @@ def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
     data: dict[str, Any] = {}
     try:
         owner, persisted = read_persistent(host, detect_owner(host))
-        data["config"] = {"owner": owner.name, "reason": owner.reason}
+        data["config"] = {"owner": owner.name, "reason": owner.reason,
+                          "dialect": persisted.dialect or None}
     except ZsnError as exc:
         owner, persisted = None, Persisted(problems=[str(exc)])
         data["config"] = None
@@ -122,7 +123,9 @@ def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
     data["rate_window_seconds"] = RATE_WINDOW if snapshot.live and with_rate_window else None
     data["configured"] = [
         {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
-         "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "source": c.source}
+         "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "miimon": c.miimon,
+         "xmit_hash_policy": c.xmit_hash_policy, "lacp_rate": c.lacp_rate, "stp": c.stp,
+         "source": c.source}
         for c in persisted.configs.values()]
     data["findings"] = [f.as_dict(SUBJECT) for f in findings]
     errors.extend(snapshot.errors)

@@ -31,6 +31,8 @@ RULES = {
     "LINK006": "802.3ad bond without an LACP partner",
     "LINK007": "live links differ from the persistent config (a reboot changes them)",
     "LINK008": "a bond member is down",
+    "LINK009": "a config line zsn does not understand (named by file and line; persisting "
+               "refuses while it may change the links involved)",
 }
 NOTES = "field notes 004 (one VLAN per port), bonding.rst 12.2.1"
 
@@ -52,6 +54,13 @@ def lint_links(snapshot: LinksSnapshot, owner: Owner | None, persisted: Persiste
     for problem in persisted.problems:
         findings.append(Finding("LINK000", "error", None, problem,
                                 "fix the file at the line named; zsn cannot persist until then"))
+    for unread in persisted.unread:
+        findings.append(Finding(
+            "LINK009", "warning", unread.names[0] if len(unread.names) == 1 else None,
+            f"zsn does not understand {unread.describe()}",
+            "write it in a form zsn reads, or edit it by hand"
+            + (": zsn refuses to persist changes it may affect" if unread.blocking else ""),
+            path=unread.path, line=unread.line))
     for bond in _bond_configs(snapshot, persisted):
         findings.extend(_bond_findings(bond, by_name, snapshot.live))
     if snapshot.live:

@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from zsn.bash import Assignment, parse_assignments, quote
 from zsn.errors import AccessDeniedError, ParseError, ValidationError, ZsnError
 from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
-from zsn.wlan.bash import Assignment, parse_assignments, quote
 from zsn.wlan.model import KnownNetwork, Security
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display

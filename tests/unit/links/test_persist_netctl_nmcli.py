@@ -6,6 +6,8 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.links.persist import LinkConfig, Owner, Remove, Upsert, detect_owner, nmcli
 from zsn.links.persist.netctl import NETCTL
@@ -116,3 +118,39 @@ def test_nmcli_modify_and_delete() -> None:
         "nmcli connection delete br0-port-eth2",
         "nmcli connection delete br0",
     ]
+
+
+def test_an_edit_keeps_the_lines_it_does_not_need(tmp_path: Path) -> None:
+    """vlan-static says BindsToInterfaces=eth0 (a plain word): an MTU edit leaves that
+    line as it is (it was rewritten as (eth0)), and every other byte too."""
+    from zsn.system.host import Host
+
+    host = Host(netctl_root(tmp_path))
+    original = (EXAMPLES / "vlan-static").read_text()
+    plan = NETCTL.plan(host, [Upsert(LinkConfig("eth0.11", "vlan", mtu=1400),
+                                     frozenset({"mtu"}))], NETCTL.read(host))
+    [edit] = plan.edits
+    assert edit.new_text == original + "ExecUpPost='ip link set dev eth0.11 mtu 1400'\n"
+    again = NETCTL.plan(host, [Upsert(LinkConfig("eth0.11", "vlan", parent="eth0",
+                                                 vlan_id=11), frozenset({"parent", "vlan_id"}))],
+                        NETCTL.read(host))
+    assert again.edits == []
+
+
+def test_a_profile_that_needs_bash_is_reported_not_guessed(tmp_path: Path) -> None:
+    from zsn.errors import ZsnError
+    from zsn.links.persist import plan_persist
+    from zsn.system.host import Host
+
+    host = Host(netctl_root(tmp_path))
+    bridge = host.path("/etc/netctl/bridge")
+    bridge.write_text(bridge.read_text().replace("BindsToInterfaces=(eth0 eth1 tap0)",
+                                                 'BindsToInterfaces=($PORTS)'))
+    persisted = NETCTL.read(host)
+    assert "br0" not in persisted.configs
+    [unread] = persisted.unread
+    assert (unread.path, unread.line, unread.kind, unread.blocking) == (
+        "/etc/netctl/bridge", 4, "bash-code", True)
+    with pytest.raises(ZsnError, match=r"zsn does not understand /etc/netctl/bridge:4: "):
+        plan_persist(host, [Upsert(LinkConfig("bond0", "bond", mtu=9000),
+                                   frozenset({"mtu"}))], ["bond0"])

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.needs import needs_tools
+from zsn.bash import parse_assignments, quote
 from zsn.errors import ParseError, ValidationError
 from zsn.wlan import netctl
-from zsn.wlan.bash import parse_assignments, quote
 from zsn.wlan.secrets import Passphrase, derive_psk
 
 HOSTILE = ["$(touch /tmp/pwned)", "`id`", "a b  c", "semi;colon", "back\\slash",

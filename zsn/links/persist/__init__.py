@@ -88,6 +88,41 @@ class Remove:
 Change = Upsert | Remove
 
 
+@dataclass(frozen=True)
+class Unread:
+    """Something in a config file zsn does not understand: reported (lint names the
+    file and line), never silently dropped."""
+
+    path: str
+    line: int | None
+    """1-based, when it is about one line."""
+    message: str
+    kind: str
+    """What kind of thing it is (``bash-code``, ``unknown-key`` ...): the same kind is
+    refused the same way everywhere."""
+    blocking: bool = True
+    """It may define or change a link zsn edits: persisting refuses until it is fixed."""
+    names: tuple[str, ...] = ()
+    """The interfaces it is about, when known; none: it could be about any."""
+
+    def concerns(self, involved: Iterable[str]) -> bool:
+        return self.blocking and (not self.names or bool(set(self.names) & set(involved)))
+
+    def describe(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Device:
+    """A definition of a kind zsn does not edit (an ethernet, a tunnel, a Wi-Fi ...):
+    known, so that zsn neither declares it again nor edits it as something else."""
+
+    name: str
+    kind: str
+    source: str
+
+
 @dataclass
 class Persisted:
     """What a config system defines: bonds, VLANs and bridges by name."""
@@ -98,6 +133,15 @@ class Persisted:
     denied: list[str] = field(default_factory=list)
     """The reads refused by the system (also in `problems`): a headless command run
     without the rights says so instead of reporting what it could read."""
+    devices: dict[str, Device] = field(default_factory=dict)
+    unread: list[Unread] = field(default_factory=list)
+    dialect: str = ""
+    """The implementation whose syntax the files are read (and written) in, when the
+    system has more than one (ifupdown, ifupdown2, ifupdown-ng; netplan's version)."""
+
+    def blocking(self, involved: Iterable[str]) -> list[Unread]:
+        """What stops a change to the `involved` links from being planned."""
+        return [item for item in self.unread if item.concerns(involved)]
 
 
 @dataclass
@@ -285,6 +329,7 @@ def read_persistent(host: Host, owner: Owner | None = None) -> tuple[Owner, Pers
 
 def plan_persist(host: Host, changes: list[Change], involved: Iterable[str]) -> PersistPlan:
     """File edits (or nmcli commands) that make `changes` survive a reboot."""
+    involved = tuple(involved)
     owner = detect_owner(host, involved)
     if owner.name == "networkmanager":
         from zsn.links.persist import nmcli
@@ -296,4 +341,9 @@ def plan_persist(host: Host, changes: list[Change], involved: Iterable[str]) -> 
     current = backend.read(host)
     if current.problems:
         raise ZsnError(f"cannot persist with {owner.name}: {current.problems[0]}")
+    names = {change.name for change in changes} | set(involved)
+    blocking = current.blocking(names)
+    if blocking:
+        raise ZsnError(f"cannot persist with {owner.name}: zsn does not understand "
+                       f"{blocking[0].describe()}")
     return backend.plan(host, changes, current)

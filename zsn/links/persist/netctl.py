@@ -5,23 +5,33 @@
 netctl has no MTU or miimon option: zsn puts ``ip link set`` commands in
 ``ExecUpPost`` (netctl docs/netctl.profile.5.txt), and a new profile must be enabled
 with ``netctl enable NAME`` to come up at boot.
+
+Profiles are read as bash reads them (`zsn.bash`: assignments only, nothing run; the
+last assignment of a name wins; netctl's connection scripts turn a plain
+``BindsToInterfaces=eth0`` into a one-element array, without splitting it). A profile
+that needs bash to evaluate it is reported, not guessed. An edit replaces only the
+assignments whose meaning changes, character for character; every other byte stays.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from zsn.errors import ValidationError
+from zsn.bash import Assignment, parse_assignments, quote
+from zsn.errors import ParseError, ValidationError
 from zsn.links import bonding
 from zsn.links.persist import (
+    CONFIG_FIELDS,
     NETCTL_DIR,
+    Device,
     FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
     Remove,
+    Unread,
     Upsert,
     file_edits,
     in_order,
@@ -30,71 +40,89 @@ from zsn.system import files
 from zsn.system.host import Host
 
 DIRECTORY = NETCTL_DIR
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)")
+LINK_CONNECTIONS = ("bond", "vlan", "bridge")
+_NOT_PROFILES = (".action", ".conf", ".service", ".zsn-bak")
+_SUBDIRECTORIES = {"examples", "hooks", "interfaces"}
 _EXEC_MTU = re.compile(r"ip link set (?:dev )?(\S+) mtu (\d+)")
 _EXEC_MIIMON = re.compile(r"ip link set (?:dev )?(\S+) type bond miimon (\d+)")
 _EXEC_STP = re.compile(r"ip link set (?:dev )?(\S+) type bridge stp_state ([01])")
-
-
-def _value(raw: str) -> str | list[str]:
-    """A bash value: an array ``(a 'b c')`` or a word (quotes removed)."""
-    raw = raw.strip()
-    try:
-        if raw.startswith("(") and raw.endswith(")"):
-            return shlex.split(raw[1:-1], comments=True)
-        words = shlex.split(raw, comments=True)
-    except ValueError:
-        return raw
-    return words[0] if len(words) == 1 else " ".join(words)
+EXEC_FIELDS = frozenset({"mtu", "miimon", "xmit_hash_policy", "lacp_rate", "stp"})
+"""What zsn writes as ``ip link set`` commands in ExecUpPost."""
+_CONNECTION_TEXT = re.compile(r"^\s*Connection=['\"]?(bond|vlan|bridge)\b", re.MULTILINE)
 
 
 @dataclass
 class Profile:
     path: str
     snapshot: files.FileSnapshot | None
-    lines: list[str]
+    text: str
+    assignments: list[Assignment] = field(default_factory=list)
     removed: bool = False
 
-    @property
-    def text(self) -> str:
-        return "".join(self.lines)
+    @classmethod
+    def parsed(cls, path: str, snapshot: files.FileSnapshot | None, text: str) -> Profile:
+        return cls(path, snapshot, text, parse_assignments(text, path))
 
-    def variables(self) -> dict[str, str | list[str]]:
-        found: dict[str, str | list[str]] = {}
-        for line in self.lines:
-            match = _ASSIGNMENT.fullmatch(line.strip())
-            if match:
-                found[match.group(1)] = _value(match.group(2))
-        return found
+    def variables(self) -> dict[str, str | tuple[str, ...]]:
+        """Each variable's value after the file has run (the last assignment wins)."""
+        return {a.name: a.value for a in self.assignments}
 
-    def set(self, key: str, value: str) -> None:
-        for number, line in enumerate(self.lines):
-            match = _ASSIGNMENT.fullmatch(line.strip())
-            if match and match.group(1) == key:
-                self.lines[number] = f"{key}={value}\n"
-                return
-        self.lines.append(f"{key}={value}\n")
+    def set(self, name: str, written: str) -> None:
+        """Make `name`'s last assignment read ``name=written`` (appended when absent)."""
+        last = next((a for a in reversed(self.assignments) if a.name == name), None)
+        if last is None:
+            if self.text and not self.text.endswith("\n"):
+                self.text += "\n"
+            self.text += f"{name}={written}\n"
+        else:
+            self.text = self.text[:last.start] + f"{name}={written}" + self.text[last.end:]
+        self.assignments = parse_assignments(self.text, self.path)
 
-    def unset(self, key: str) -> None:
-        self.lines = [line for line in self.lines
-                      if not ((m := _ASSIGNMENT.fullmatch(line.strip())) and m.group(1) == key)]
+    def unset(self, name: str) -> None:
+        """Remove every assignment of `name`; a line left blank by it goes too."""
+        for assignment in reversed([a for a in self.assignments if a.name == name]):
+            start = self.text.rfind("\n", 0, assignment.start) + 1
+            end = self.text.find("\n", assignment.end)
+            end = len(self.text) if end < 0 else end + 1
+            before = self.text[start:assignment.start]
+            after = self.text[assignment.end:end]
+            if not before.strip() and not after.strip():
+                self.text = self.text[:start] + self.text[end:]
+            else:
+                self.text = self.text[:assignment.start] + self.text[assignment.end:]
+        self.assignments = parse_assignments(self.text, self.path)
 
 
 def _array(names: tuple[str, ...]) -> str:
-    return "(" + " ".join(shlex.quote(name) for name in names) + ")"
+    return "(" + " ".join(quote(name) for name in names) + ")"
 
 
-def read_profiles(host: Host) -> list[Profile]:
+def _bound(value: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """``BindsToInterfaces`` as netctl's scripts use it: ``("${BindsToInterfaces[@]}")``
+    makes a plain value one element, never split at spaces."""
+    if value is None:
+        return ()
+    return value if isinstance(value, tuple) else (value,)
+
+
+def read_profiles(host: Host, persisted: Persisted | None = None) -> list[Profile]:
+    """The profiles of /etc/netctl; one bash cannot be read without running is
+    reported in `persisted` (blocking when it looks like a bond, VLAN or bridge)."""
     found = []
     for path in files.list_files(host.path(DIRECTORY)):
-        if path.is_dir() or path.name.endswith((".action", ".conf", ".service",
-                                                     ".zsn-bak")):
+        if path.name in _SUBDIRECTORIES or path.name.startswith(".") or path.is_dir() or \
+                path.name.endswith(_NOT_PROFILES):
             continue
+        system_path = f"{DIRECTORY}/{path.name}"
         snapshot = files.read_tracked(path)
-        lines = snapshot.text.splitlines(keepends=True)
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        found.append(Profile(f"{DIRECTORY}/{path.name}", snapshot, lines))
+        try:
+            found.append(Profile.parsed(system_path, snapshot, snapshot.text))
+        except ParseError as exc:
+            if persisted is not None:
+                link = _CONNECTION_TEXT.search(snapshot.text) is not None
+                persisted.unread.append(Unread(
+                    system_path, exc.line, f"{exc.reason}; zsn reads profiles without "
+                    "running them", "bash-code", blocking=link))
     return found
 
 
@@ -102,11 +130,11 @@ def profile_config(profile: Profile) -> LinkConfig | None:
     variables = profile.variables()
     kind = variables.get("Connection")
     name = variables.get("Interface")
-    if kind not in ("bond", "vlan", "bridge") or not isinstance(name, str):
+    if kind not in LINK_CONNECTIONS or not isinstance(name, str):
         return None
-    binds = variables.get("BindsToInterfaces", [])
-    bound = tuple(binds) if isinstance(binds, list) else tuple(str(binds).split())
-    exec_up = str(variables.get("ExecUpPost", ""))
+    bound = _bound(variables.get("BindsToInterfaces"))
+    exec_up = variables.get("ExecUpPost", "")
+    exec_up = " ; ".join(exec_up) if isinstance(exec_up, tuple) else exec_up
     mtu = next((int(m.group(2)) for m in _EXEC_MTU.finditer(exec_up) if m.group(1) == name),
                None)
     miimon = next((int(m.group(2)) for m in _EXEC_MIIMON.finditer(exec_up)
@@ -119,8 +147,8 @@ def profile_config(profile: Profile) -> LinkConfig | None:
         name=name, kind=str(kind), members=bound if kind != "vlan" else (),
         parent=bound[0] if kind == "vlan" and bound else None,
         vlan_id=int(vlan_id) if isinstance(vlan_id, str) and vlan_id.isdigit() else None,
-        mtu=mtu, mode=str(mode) if kind == "bond" and mode else None, miimon=miimon,
-        stp=stp, source=profile.path)
+        mtu=mtu, mode=mode if kind == "bond" and isinstance(mode, str) and mode else None,
+        miimon=miimon, stp=stp, source=profile.path)
 
 
 def _exec_up(config: LinkConfig) -> list[str]:
@@ -148,10 +176,15 @@ class NetctlBackend(FileBackend):
 
     @staticmethod
     def _collect(host: Host, persisted: Persisted) -> None:
-        for profile in read_profiles(host):
+        for profile in read_profiles(host, persisted):
             config = profile_config(profile)
             if config is not None:
                 persisted.configs.setdefault(config.name, config)
+                continue
+            variables = profile.variables()
+            name, kind = variables.get("Interface"), variables.get("Connection")
+            if isinstance(name, str) and isinstance(kind, str):
+                persisted.devices.setdefault(name, Device(name, kind, profile.path))
 
     def plan(self, host: Host, changes: list[Upsert | Remove],
              current: Persisted) -> PersistPlan:
@@ -167,8 +200,13 @@ class NetctlBackend(FileBackend):
                         plan.notes.append(f"run 'netctl disable {profile.path.rsplit('/')[-1]}'"
                                           " if it was enabled")
                 continue
+            other = current.devices.get(config.name)
+            if other is not None:
+                raise ValidationError(f"{config.name} is a {other.kind} connection in "
+                                      f"{other.source}, not a {config.kind}")
             found = next((p for p in profiles + created if not p.removed and
                           (c := profile_config(p)) is not None and c.name == config.name), None)
+            fields = change.fields
             if found is not None:
                 profile = found
             else:
@@ -176,37 +214,56 @@ class NetctlBackend(FileBackend):
                 if any(p.path == path for p in profiles):
                     raise ValidationError(f"{path} exists and is not a profile for "
                                           f"{config.name}; move it away first")
-                profile = Profile(path, None, [f"Description='{config.kind} {config.name} "
-                                               "(zsn)'\n"])
+                description = quote(f"{config.kind} {config.name} (zsn)")
+                profile = Profile(path, None, f"Description={description}\n")
                 profile.set("Interface", config.name)
                 profile.set("Connection", config.kind)
                 profile.set("IP", "no")  # addresses are the admin's business
                 created.append(profile)
+                fields = frozenset(CONFIG_FIELDS)
                 plan.notes.append(f"bring it up at boot with 'netctl enable {config.name}'")
-            self._write(profile, config)
+            self._write(profile, config, fields)
         plan.edits = file_edits(host, profiles + created)
         return plan
 
     @staticmethod
-    def _write(profile: Profile, config: LinkConfig) -> None:
-        profile.set("Interface", config.name)
-        profile.set("Connection", config.kind)
+    def _write(profile: Profile, config: LinkConfig, fields: frozenset[str]) -> None:
+        """Change the assignments whose meaning differs from `config` (in `fields`)."""
+        variables = profile.variables()
+
+        def put(name: str, value: tuple[str, ...] | str | None, written: str) -> None:
+            if value is None:
+                if name in variables:
+                    profile.unset(name)
+                return
+            now = variables.get(name)
+            same = _bound(now) == value if isinstance(value, tuple) else now == value
+            if not same:
+                profile.set(name, written)
+
         if config.kind == "vlan":
-            profile.set("BindsToInterfaces", _array((config.parent,) if config.parent else ()))
-            profile.set("VLANID", str(config.vlan_id))
-        else:
-            profile.set("BindsToInterfaces", _array(config.members))
-        if config.kind == "bond" and config.mode:
-            profile.set("Mode", config.mode)
+            if "parent" in fields:
+                parent = (config.parent,) if config.parent else ()
+                put("BindsToInterfaces", parent, _array(parent))
+            if "vlan_id" in fields:
+                vlan_id = str(config.vlan_id) if config.vlan_id is not None else None
+                put("VLANID", vlan_id, vlan_id or "")
+        elif "members" in fields:
+            put("BindsToInterfaces", config.members, _array(config.members))
+        if config.kind == "bond" and "mode" in fields and config.mode:
+            put("Mode", config.mode, quote(config.mode))
+        if not fields & EXEC_FIELDS:
+            return
         # Keep the profile's own ExecUpPost commands; replace only zsn's for this link.
         own = re.compile(rf"ip link set (?:dev )?{re.escape(config.name)} (?:mtu|type )")
-        current = profile.variables().get("ExecUpPost")
-        kept = [part.strip() for part in str(current or "").split(";")
+        current = variables.get("ExecUpPost")
+        current_text = " ; ".join(current) if isinstance(current, tuple) else current or ""
+        kept = [part.strip() for part in current_text.split(";")
                 if part.strip() and not own.match(part.strip())]
-        commands = kept + _exec_up(config)
-        if commands:
-            profile.set("ExecUpPost", shlex.quote("; ".join(commands)))
-        else:
+        commands = "; ".join(kept + _exec_up(config))
+        if commands and commands != current_text:
+            profile.set("ExecUpPost", shlex.quote(commands))
+        elif not commands and current is not None:
             profile.unset("ExecUpPost")
 
 
