@@ -46,6 +46,19 @@ class ValidationError(ZsnError):
         self.field = field
 
 
+class SessionLinkError(ValidationError):
+    """The change would touch the link this SSH session runs over (or one it sits on)
+    and could cut the session off: it goes ahead only once the user names `link`
+    (the CLI's ``--confirm-ssh-link``, the pane's question: `LivePane.ask_session_link`)."""
+
+    def __init__(self, message: str, link: str, touched: list[str]) -> None:
+        super().__init__(message)
+        self.link = link
+        """The link a confirmation must name."""
+        self.touched = touched
+        """The session's links the change touches."""
+
+
 @contextmanager
 def about_input(field: str) -> Iterator[None]:
     """A `ValidationError` raised inside is about the input `field` (unless it says

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.plan import Plan
 from zsn.system.files import describe_os_error
 from zsn.system.host import Host
@@ -24,6 +24,9 @@ from zsn.system.host import Host
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_INVALID = 2
+
+CONFIRM_SSH_FLAG = "--confirm-ssh-link"
+"""Names the link this SSH session runs over, to allow a change that touches it."""
 
 
 class GroupFaces(Protocol):
@@ -44,6 +47,14 @@ class HeadlessGroup(NamedTuple):
 def add_dry_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan (file diffs, live operations) and change nothing")
+
+
+def add_confirm_ssh_link(parser: argparse.ArgumentParser) -> None:
+    """The option that lets a change touch the SSH session's link (`SessionLinkError`):
+    its ``dest`` is ``confirm_ssh``."""
+    parser.add_argument(CONFIRM_SSH_FLAG, dest="confirm_ssh", metavar="IFACE",
+                        help="allow changing the link this SSH session runs over; IFACE must "
+                             "name it (zsn says which when it refuses)")
 
 
 def apply_or_show(plan: Plan, dry_run: bool,
@@ -73,6 +84,10 @@ def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,
     try:
         host = Host.at(args.root)
         return faces.run(args, host)
+    except SessionLinkError as exc:
+        print(f"{prog}: invalid: {exc}. Confirm with {CONFIRM_SSH_FLAG} {exc.link}",
+              file=sys.stderr)
+        return EXIT_INVALID
     except ValidationError as exc:
         option = _option_for(parser, args, exc.field) if parser and exc.field else None
         print(f"{prog}: invalid: {option + ': ' if option else ''}{exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ from textual.widgets import Input
 from tests.pilot import row_texts, wait_for_rows, wait_until
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
 from zsn.links import actions, bonding
-from zsn.links.lint import lint_links
+from zsn.links.lint import LinksView, lint_links
 from zsn.links.live import BondDetails, with_speeds
 from zsn.links.model import LinksSnapshot, Rates
 from zsn.links.persist import LinkConfig, Owner, Persisted
@@ -21,7 +21,7 @@ from zsn.system import netlink
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.panes.base import LivePane
-from zsn.tui.panes.links import LinksPane, LinksView
+from zsn.tui.panes.links import LinksPane
 from zsn.tui.screens.ask import AskScreen, ChooseScreen
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.help import HelpScreen
@@ -375,7 +375,7 @@ async def test_an_idle_poll_repaints_nothing(monkeypatch: pytest.MonkeyPatch) ->
     idle = {f"zd{n}": Rates(0.0, 0.0, 0.0, 0.0, 0.0, 0.0) for n in range(600)}
     quiet = LinksView(LinksSnapshot(links, 1.0, rates=idle), BondDetails({}, ()), None,
                       Persisted(), ())
-    busy = replace(quiet, snapshot=replace(quiet.snapshot, rates=idle | {
+    busy = quiet._replace(snapshot=replace(quiet.snapshot, rates=idle | {
         "zd3": Rates(2048.0, 0.0, 2.0, 0.0, 0.0, 0.0)}))
     views = [quiet]
     monkeypatch.setattr(LinksPane, "fetch", lambda self: views[-1])

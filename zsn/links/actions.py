@@ -5,6 +5,10 @@ A failure part-way undoes what was done (`zsn.plan.Plan.apply`). Bad input gets 
 specific reason and changes nothing (`ValidationError`). A change that touches the
 links carrying this SSH session needs ``confirm_ssh`` naming the link
 (`SessionLinkError` says which).
+
+The pane's forms and the CLI's options say what to do with one request type per
+action (`CreateBond` ... `SaveLink`), read from their text by `request_from_fields`
+and planned by `plan`: each input is read, and each refusal worded, once.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
-from zsn.errors import ValidationError, about_input
+from zsn.errors import SessionLinkError, ValidationError, about_input
 from zsn.links import bonding, validate
 from zsn.links.live import read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot, dependents
@@ -33,18 +38,8 @@ from zsn.system import netlink, rtnetlink
 from zsn.system.host import Host
 from zsn.wording import Action, Phrase
 
-CONFIRM_FLAG = "--confirm-ssh-link"
 PERSIST_KEY = "persist_mode"
 """The pane's action that chooses live, live + config or config only."""
-
-
-class SessionLinkError(ValidationError):
-    """The change touches the links this SSH session runs over; `link` must be confirmed."""
-
-    def __init__(self, message: str, link: str, touched: list[str]):
-        super().__init__(message)
-        self.link = link
-        self.touched = touched
 
 
 @dataclass(frozen=True)
@@ -589,3 +584,140 @@ def plan_save(context: Context, name: str) -> Plan:
     return _finish(context, plan, [], [Upsert(config, before=config)],
                    [name, *config.members, *([config.parent] if config.parent else [])],
                    Options(persist=True))
+
+
+# -- requests: what the pane's forms and the CLI's options ask for ------------------------
+
+
+class CreateBond(NamedTuple):
+    name: str
+    mode: str
+    members: tuple[str, ...]
+    miimon: int | None = None
+    xmit_hash_policy: str | None = None
+    lacp_rate: str | None = None
+    mtu: int | None = None
+
+
+class CreateVlan(NamedTuple):
+    name: str
+    parent: str
+    vlan_id: int
+    mtu: int | None = None
+
+
+class CreateBridge(NamedTuple):
+    name: str
+    ports: tuple[str, ...] = ()
+    stp: bool = False
+    mtu: int | None = None
+
+
+class SetMtu(NamedTuple):
+    name: str
+    mtu: int
+
+
+class AddMember(NamedTuple):
+    master: str
+    member: str
+
+
+class RemoveMember(NamedTuple):
+    master: str
+    member: str
+
+
+class DeleteLink(NamedTuple):
+    name: str
+
+
+class SaveLink(NamedTuple):
+    name: str
+
+
+LinkRequest = (CreateBond | CreateVlan | CreateBridge | SetMtu | AddMember | RemoveMember
+               | DeleteLink | SaveLink)
+
+ACTIONS = ("bond", "vlan", "bridge", "set", "add-member", "remove-member", "delete",
+           "persist")
+"""What `request_from_fields` reads: a kind to create, or the CLI's verb."""
+
+
+def _number(fields: Mapping[str, str], key: str) -> int | None:
+    with about_input(key):
+        return validate.whole_number(fields.get(key, ""))
+
+
+def _needed(fields: Mapping[str, str], key: str, reason: str) -> int:
+    value = _number(fields, key)
+    if value is None:
+        raise ValidationError(reason, field=key)
+    return value
+
+
+def _names(fields: Mapping[str, str], key: str) -> tuple[str, ...]:
+    text = fields.get(key, "")
+    return tuple(validate.name_list(text, key)) if text else ()
+
+
+def _yes(fields: Mapping[str, str], key: str) -> bool:
+    answer = fields.get(key, "").lower()
+    if answer not in ("", "yes", "no", "on", "off"):
+        raise ValidationError(f"{fields[key]!r}: say yes or no", field=key)
+    return answer in ("yes", "on")
+
+
+def request_from_fields(action: str, fields: Mapping[str, str]) -> LinkRequest:
+    """The request for `action` (one of `ACTIONS`) from text as typed: a form's fields
+    or the CLI's options, keyed alike (the CLI option's ``dest`` is the form field's
+    key). Empty is "not given"; a refusal names its field."""
+    text = {key: value for key, value in fields.items() if value}
+    name = text.get("name", "")
+    if action == "bond":
+        return CreateBond(name, text.get("mode", "balance-rr"), _names(text, "members"),
+                          _number(text, "miimon"), text.get("xmit_hash_policy"),
+                          text.get("lacp_rate"), _number(text, "mtu"))
+    if action == "vlan":
+        vlan_id = _needed(text, "vlan_id", "a VLAN needs an id (1-4094)")
+        parent = text.get("parent", "")
+        return CreateVlan(name or f"{parent}.{vlan_id}", parent, vlan_id, _number(text, "mtu"))
+    if action == "bridge":
+        return CreateBridge(name, _names(text, "ports"), _yes(text, "stp"),
+                            _number(text, "mtu"))
+    if action == "set":
+        return SetMtu(name, _needed(text, "mtu", "type the new MTU"))
+    if action in ("add-member", "remove-member"):
+        kind = AddMember if action == "add-member" else RemoveMember
+        return kind(text.get("master", ""), text.get("member", ""))
+    if action == "delete":
+        return DeleteLink(name)
+    if action == "persist":
+        return SaveLink(name)
+    raise ValueError(f"no link action {action!r}")
+
+
+def plan(context: Context, request: LinkRequest, options: Options = Options()) -> Plan:
+    """The plan for `request`, checked against `context`."""
+    match request:
+        case CreateBond():
+            return plan_create_bond(
+                context, request.name, request.mode, list(request.members),
+                miimon=request.miimon, xmit_hash_policy=request.xmit_hash_policy,
+                lacp_rate=request.lacp_rate, mtu=request.mtu, options=options)
+        case CreateVlan():
+            return plan_create_vlan(context, request.name, request.parent, request.vlan_id,
+                                    mtu=request.mtu, options=options)
+        case CreateBridge():
+            return plan_create_bridge(context, request.name, list(request.ports),
+                                      stp=request.stp, mtu=request.mtu, options=options)
+        case SetMtu():
+            return plan_set_mtu(context, request.name, request.mtu, options)
+        case AddMember():
+            return plan_add_member(context, request.master, request.member, options)
+        case RemoveMember():
+            return plan_remove_member(context, request.master, request.member, options)
+        case DeleteLink():
+            return plan_delete(context, request.name, options)
+        case SaveLink():
+            return plan_save(context, request.name)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 from zsn.errors import ValidationError
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
+from zsn.headless import EXIT_OK, add_confirm_ssh_link, add_dry_run, apply_or_show
 from zsn.links import actions, lint, validate
 from zsn.links.export import interfaces_to_dicts
 from zsn.links.live import read_links, with_rates
@@ -26,16 +25,6 @@ from zsn.system.host import Host
 SHOW_RATE_WINDOW = 1.0
 
 
-def _number(text: str | None, dest: str) -> int | None:
-    """A number option, checked here rather than by argparse so a bad value is refused
-    in one line like every other input (argparse would print its usage too)."""
-    if text is None:
-        return None
-    if not re.fullmatch(r"[0-9]{1,9}", text):
-        raise ValidationError(f"not a whole number: {text!r}", field=dest)
-    return int(text)
-
-
 def _change_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--persist", action="store_true",
                         help="also write the persistent config (netplan, networkd, ifupdown, "
@@ -43,9 +32,7 @@ def _change_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-only", action="store_true",
                         help="write the persistent config only; no live link is touched "
                              "(offline editing with --root)")
-    parser.add_argument(actions.CONFIRM_FLAG, dest="confirm_ssh", metavar="IFACE",
-                        help="allow changing the link this SSH session runs over; IFACE must "
-                             "name it (zsn says which when it refuses)")
+    add_confirm_ssh_link(parser)
     add_dry_run(parser)
 
 
@@ -119,47 +106,22 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "lint":
         return print_findings(lint.lint(host, strict=True), as_json=args.json,
                               subject_key=lint.SUBJECT)
-    numbers = {dest: _number(getattr(args, dest, None), dest)
-               for dest in ("mtu", "vlan_id", "miimon")}
-    try:
-        return _change(args, actions.Context.read(host), numbers)
-    except actions.SessionLinkError as exc:
-        raise ValidationError(f"{exc}. Confirm with {actions.CONFIRM_FLAG} {exc.link}") \
-            from None
-
-
-def _change(args: argparse.Namespace, context: actions.Context,
-            numbers: dict[str, int | None]) -> int:
-    if args.action == "persist":
-        return apply_or_show(actions.plan_save(context, args.name), args.dry_run)
+    request = request_from_args(args)
+    context = actions.Context.read(host)
+    if isinstance(request, actions.SaveLink):
+        return apply_or_show(actions.plan(context, request), args.dry_run)
     options = actions.Options(persist=args.persist, config_only=args.config_only,
                               confirm_ssh=args.confirm_ssh)
-    if args.action == "create":
-        if args.kind == "bond":
-            plan = actions.plan_create_bond(
-                context, args.name, args.mode, validate.name_list(args.members, "members"),
-                miimon=numbers["miimon"], xmit_hash_policy=args.xmit_hash_policy,
-                lacp_rate=args.lacp_rate, mtu=numbers["mtu"], options=options)
-        elif args.kind == "vlan":
-            vlan_id = numbers["vlan_id"]
-            assert vlan_id is not None  # a required option
-            plan = actions.plan_create_vlan(context, args.name, args.parent, vlan_id,
-                                            mtu=numbers["mtu"], options=options)
-        else:
-            ports = validate.name_list(args.ports, "ports") if args.ports else []
-            plan = actions.plan_create_bridge(context, args.name, ports, stp=args.stp,
-                                              mtu=numbers["mtu"], options=options)
-    elif args.action == "set":
-        mtu = numbers["mtu"]
-        assert mtu is not None  # a required option
-        plan = actions.plan_set_mtu(context, args.name, mtu, options)
-    elif args.action == "add-member":
-        plan = actions.plan_add_member(context, args.master, args.member, options)
-    elif args.action == "remove-member":
-        plan = actions.plan_remove_member(context, args.master, args.member, options)
-    else:
-        plan = actions.plan_delete(context, args.name, options)
-    return apply_or_show(plan, args.dry_run)
+    return apply_or_show(actions.plan(context, request, options), args.dry_run)
+
+
+def request_from_args(args: argparse.Namespace) -> actions.LinkRequest:
+    """The request a changing command asks for: its options as text, as a form has
+    them (a flag as "yes"), read by the same function as the pane's forms."""
+    action = args.kind if args.action == "create" else args.action
+    fields = {key: "yes" if value is True else value for key, value in vars(args).items()
+              if isinstance(value, str) or value is True}
+    return actions.request_from_fields(action, fields)
 
 
 def _stack(interface: Interface) -> str:

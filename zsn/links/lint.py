@@ -1,12 +1,18 @@
-"""Advice on bonds, VLANs and bridges: live links and the persistent config."""
+"""Advice on bonds, VLANs and bridges: live links and the persistent config.
+
+`LinkWatch` is what the Links pane reads, poll after poll: the live links with the
+config and this advice, read again only when they may have changed.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from zsn.errors import ZsnError
 from zsn.links import bonding
-from zsn.links.live import read_links
+from zsn.links.live import BondDetails, LinkMonitor, read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot
 from zsn.links.persist import (
     LinkConfig,
@@ -207,3 +213,68 @@ def lint(host: Host, *, strict: bool = False) -> list[Finding]:
     if strict and persisted.denied:
         raise ZsnError(persisted.denied[0])
     return lint_links(snapshot, owner, persisted, host)
+
+
+LINT_SECONDS = 30.0
+"""The config and the advice are read again at least this often (files change on disk)."""
+
+
+class LinksView(NamedTuple):
+    """One poll: the live table, bond details, the config's owner and what it defines,
+    the advice on both, and what could not be read."""
+
+    snapshot: LinksSnapshot
+    details: BondDetails
+    owner: Owner | None
+    persisted: Persisted
+    findings: tuple[Finding, ...]
+    errors: tuple[str, ...] = ()
+    version: int = 0
+    """The link table's version (`LinkMonitor.version`): it changes when netlink
+    reports a change."""
+
+
+class LinkWatch:
+    """The links, their config and the advice, as the pane shows them. The table is
+    read again only when netlink reports a change, the counters every poll (a root
+    that is not this machine has no live links); the config and the advice when the
+    table changed, after a change zsn made (`stale`), or every `LINT_SECONDS`."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._monitor = LinkMonitor() if host.is_live else None
+        self._advice: tuple[Owner | None, Persisted, tuple[Finding, ...], tuple[str, ...]] = (
+            None, Persisted(), (), ())
+        self._advised_version = -1
+        self._advised_at = 0.0
+
+    def stale(self) -> None:
+        """The config or the links changed (zsn's own change): read the advice again."""
+        self._advised_version = -1
+
+    def read(self) -> LinksView:
+        if self._monitor is not None:
+            snapshot = self._monitor.poll()
+            version, details = self._monitor.version, self._monitor.details
+        else:
+            snapshot = LinksSnapshot((), time.monotonic(), live=False)
+            version, details = 0, BondDetails({}, ())
+        now = time.monotonic()
+        if version != self._advised_version or now - self._advised_at > LINT_SECONDS:
+            self._advised_version, self._advised_at = version, now
+            self._advice = self._read_advice(snapshot)
+        owner, persisted, findings, errors = self._advice
+        return LinksView(snapshot, details, owner, persisted, findings,
+                         errors + snapshot.errors, version)
+
+    def _read_advice(self, snapshot: LinksSnapshot) -> tuple[
+            Owner | None, Persisted, tuple[Finding, ...], tuple[str, ...]]:
+        try:
+            owner, persisted = read_persistent(self.host, detect_owner(self.host))
+        except ZsnError as exc:
+            return None, Persisted(), (), (str(exc),)
+        return owner, persisted, tuple(lint_links(snapshot, owner, persisted, self.host)), ()
+
+    def close(self) -> None:
+        if self._monitor is not None:
+            self._monitor.close()

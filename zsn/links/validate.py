@@ -84,11 +84,11 @@ def lacp_rate(value: str) -> str:
     return choice(value, bonding.LACP_RATES, "LACP rate")
 
 
-def whole_number(text: str, what: str) -> int | None:
-    """A form field: empty is None, else a whole number (refused with a reason)."""
-    text = text.strip()
+def whole_number(text: str) -> int | None:
+    """A number typed in a form or given as an option: empty is None, else digits only
+    (a space or a sign is refused, as a typo would be)."""
     if not text:
         return None
     if not re.fullmatch(r"\d{1,6}", text):
-        raise ValidationError(f"{what} {text!r} is not a whole number")
+        raise ValidationError(f"not a whole number: {text!r}")
     return int(text)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.unit.links.conftest import captured_snapshot
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.links import actions
-from zsn.links.actions import Context, Options, SessionLinkError
+from zsn.links.actions import Context, Options
 from zsn.links.model import LinksSnapshot
 from zsn.links.session import find_session
 from zsn.plan import ApplyError, FileEdit, LiveStep

@@ -44,7 +44,11 @@
    calls `plan_done(plan)` (drop stale caches) and polls. Input comes from a form
    (`zsn.tui.screens.form.FormScreen`, or `AskScreen` for one line) that builds and
    checks the plan itself, so a refusal keeps it open with the input; pass
-   `show_plan` as its callback. Core text naming another action (`zsn.wording`)
+   `show_plan` as its callback. A change that could cut the SSH session off (its
+   plan function raises `zsn.errors.SessionLinkError` until the link is named) goes
+   through `offer_plan(build)`, or `plan_in_dialog` + `show_planned` from a form:
+   `build(link)` is called again with the link once `ask_session_link`, the one hook
+   for that question, has it. Core text naming another action (`zsn.wording`)
    is worded with this pane's keys. Bindings are listed most
    important first: the footer shows as many as fit (help and quit always), the
    rest are in `?` and the command palette.
@@ -60,12 +64,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
 
-from zsn.errors import ZsnError
+from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.system.host import Host
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
@@ -85,6 +89,19 @@ SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
 """How long a source an action removes may vanish without a notice."""
+
+SessionPlan = Callable[[str | None], "Plan"]
+"""Builds a plan that may touch the SSH session's link: called with None first, and
+with the link once the user has named it (`LivePane.ask_session_link`)."""
+
+
+class Planned(NamedTuple):
+    """What a form's build made in its worker thread (`LivePane.plan_in_dialog`)."""
+
+    build: SessionPlan
+    """How to plan again, with the session's link named."""
+    outcome: Plan | SessionLinkError
+    """The plan, or the question to ask once the form is closed."""
 
 
 class GoneRows:
@@ -226,13 +243,78 @@ class LivePane(Vertical):
             self.run_in_thread(plan.apply, lambda _steps: self._plan_applied(plan, after),
                                lambda message: self._plan_failed(plan, message))
 
-        def refused(message: str) -> None:
-            self.notify(message, title="Nothing changed", severity="error", timeout=10)
-
         def show(plan: Plan) -> None:
             self.app.push_screen(PlanScreen(plan), lambda yes: answered(plan, yes))
 
-        self.run_in_thread(build, show, refused)
+        self.run_in_thread(build, show, self.nothing_changed)
+
+    def nothing_changed(self, message: str) -> None:
+        """A change was refused before anything changed: say why, once."""
+        self.notify(message, title="Nothing changed", severity="error", timeout=10)
+
+    def offer_plan(self, build: SessionPlan, *, link: str | None = None,
+                   after: Callable[[Plan], None] | None = None,
+                   confirmed: Callable[[Plan], None] | None = None) -> None:
+        """`run_plan` for a change that may touch the SSH session's link: `build(link)`
+        runs in a thread; when it raises `SessionLinkError`, `ask_session_link` asks
+        and `build` runs again with the link the user named."""
+
+        def job() -> Plan | SessionLinkError:
+            try:
+                return build(link)
+            except SessionLinkError as exc:
+                return exc
+
+        def built(result: Plan | SessionLinkError) -> None:
+            if isinstance(result, SessionLinkError):
+                self.ask_session_link(result, lambda named: self.offer_plan(
+                    build, link=named, after=after, confirmed=confirmed))
+            else:
+                self.run_plan(lambda: result, after=after, confirmed=confirmed)
+
+        self.run_in_thread(job, built, self.nothing_changed)
+
+    @staticmethod
+    def plan_in_dialog(build: SessionPlan) -> Planned:
+        """For a form's build (its worker thread): the plan, or the SSH-link question
+        for after the form closed; any other refusal keeps the form open."""
+        try:
+            return Planned(build, build(None))
+        except SessionLinkError as exc:
+            return Planned(build, exc)
+
+    def show_planned(self, result: Planned | None) -> None:
+        """A form's callback (None: cancelled): show its plan, or ask about the SSH
+        session's link first and plan again with it."""
+        if result is None:
+            return
+        if isinstance(result.outcome, SessionLinkError):
+            self.ask_session_link(result.outcome,
+                                  lambda named: self.offer_plan(result.build, link=named))
+        else:
+            self.show_plan(result.outcome)
+
+    def ask_session_link(self, error: SessionLinkError, go: Callable[[str], None]) -> None:
+        """The one place a pane meets a change that could cut the SSH session off: the
+        user types the link's name to go ahead (`go(link)`), esc cancels."""
+        from zsn.tui.screens.ask import AskScreen
+
+        def confirm(text: str) -> str:
+            if text.strip() != error.link:
+                raise ValidationError(f"type {error.link} exactly to go ahead (esc cancels)")
+            return error.link
+
+        def answered(named: str | None) -> None:
+            if named is None:
+                self.notify(f"Nothing changed: {error.link} was not confirmed.",
+                            severity="warning")
+            else:
+                go(named)
+
+        self.app.push_screen(AskScreen(
+            f"{error.link} carries your SSH session",
+            f"{say(error, self)}. Type {error.link} to go ahead, esc to cancel:", "",
+            confirm), answered)
 
     def show_plan(self, plan: Plan | None) -> None:
         """A plan a dialog already made and checked (None: cancelled): show it, apply

@@ -1,17 +1,16 @@
 """Links pane: every interface as a tree (bond > members, bridge > ports, parent > VLANs,
 veth > peer) with state, MTU, live rates and a trend line; actions as plans.
 
-Reads come from `zsn.links.live.LinkMonitor` (the whole table only when netlink
-reports a change, the counters every refresh); rows from `zsn.links.view`, which has
-no Textual. A poll in which nothing changed builds no new rows, so `LiveTable`
-repaints nothing.
+Reads come from `zsn.links.lint.LinkWatch` (the whole table only when netlink
+reports a change, the counters every refresh, the config and its advice when they may
+have changed); rows from `zsn.links.view`, which has no Textual. A poll in which
+nothing changed builds no new rows, so `LiveTable` repaints nothing. Changes are
+`zsn.links.actions` requests, the same the CLI makes.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,40 +18,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from zsn.errors import ValidationError, ZsnError, about_input
-from zsn.links import actions, validate, view
-from zsn.links.actions import Options, SessionLinkError
-from zsn.links.lint import lint_links
-from zsn.links.live import BondDetails, LinkMonitor
-from zsn.links.model import Interface, LinksSnapshot
-from zsn.links.persist import Owner, Persisted, detect_owner, read_persistent
+from zsn.links import actions, view
+from zsn.links.actions import Options
+from zsn.links.lint import LinksView, LinkWatch
+from zsn.links.model import Interface
 from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, Planned, SessionPlan
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
-from zsn.tui.wording import say
 
-LINT_SECONDS = 30.0
-"""Config and lint are read again at least this often (the config may change on disk)."""
 MODES = ("live", "persist", "config")
-Planned = tuple[Callable[[Options], Plan], Plan | SessionLinkError]
-"""What a dialog made: how to plan again (with the SSH link confirmed), and the plan
-or the question about that link."""
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
-
-@dataclass(frozen=True)
-class LinksView:
-    """One poll: the live table, bond details, the config's owner and what it defines."""
-
-    snapshot: LinksSnapshot
-    details: BondDetails
-    owner: Owner | None
-    persisted: Persisted
-    findings: tuple[Finding, ...]
-    errors: tuple[str, ...] = ()
-    version: int = 0
 
 
 class LinksPane(LivePane):
@@ -72,7 +50,6 @@ NetworkManager, the nmcli commands), or the config only. Changing the link your
 SSH session runs over asks you to type its name first.
 """
 
-
     # Most important first: the footer shows as many as fit.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "create", "Create…"),
@@ -88,13 +65,8 @@ SSH session runs over asks you to type its name first.
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
-        self._monitor = LinkMonitor() if host.is_live else None
+        self._watch = LinkWatch(host)
         self._view: LinksView | None = None
-        self._lint_at = 0.0
-        self._lint: tuple[Owner | None, Persisted, tuple[Finding, ...], tuple[str, ...]] = (
-            None, Persisted(), (), ())
-        self._lint_version = -1
-        self._force_lint = False
         self._rows = view.TableRows()
         self._details_shown: str | None = None
         self.mode: str | None = None
@@ -110,35 +82,11 @@ SSH session runs over asks you to type its name first.
         yield details
 
     def on_unmount(self) -> None:
-        if self._monitor is not None:
-            self._monitor.close()
+        self._watch.close()
 
     # -- data (worker thread) --------------------------------------------------------
     def fetch(self) -> LinksView:
-        if self._monitor is not None:
-            snapshot = self._monitor.poll()
-            version = self._monitor.version
-            details = self._monitor.details
-        else:
-            snapshot, details = LinksSnapshot((), time.monotonic(), live=False), BondDetails(
-                {}, ())
-            version = 0
-        now = time.monotonic()
-        if (version != self._lint_version or self._force_lint
-                or now - self._lint_at > LINT_SECONDS):
-            self._lint_version, self._lint_at, self._force_lint = version, now, False
-            self._lint = self._read_config(snapshot)
-        owner, persisted, findings, errors = self._lint
-        return LinksView(snapshot, details, owner, persisted, findings,
-                         errors + snapshot.errors, version)
-
-    def _read_config(self, snapshot: LinksSnapshot) -> tuple[
-            Owner | None, Persisted, tuple[Finding, ...], tuple[str, ...]]:
-        try:
-            owner, persisted = read_persistent(self.host, detect_owner(self.host))
-        except ZsnError as exc:
-            return None, Persisted(), (), (str(exc),)
-        return owner, persisted, tuple(lint_links(snapshot, owner, persisted, self.host)), ()
+        return self._watch.read()
 
     # -- showing (UI thread) -------------------------------------------------------------
     def show(self, links: LinksView) -> None:
@@ -224,81 +172,31 @@ SSH session runs over asks you to type its name first.
         return Options(persist=mode == "persist", config_only=mode == "config",
                        confirm_ssh=confirm)
 
-    def _link_context(self) -> actions.Context:
-        return actions.Context.read(self.host)
-
     def plan_done(self, plan: Plan) -> None:
         """Links or the config changed: read the config and lint again with the table."""
-        self._force_lint = True
+        self._watch.stale()
 
-    def _offer(self, build: Callable[[Options], Plan], confirm: str | None = None,
-               removes: str | None = None) -> None:
-        """Build the plan in a thread; ask for the SSH link's name when the change
-        touches it; then show the plan and apply it on `y` (`LivePane.run_plan`)."""
-        options = self._options(confirm)
+    def _planner(self, request: actions.LinkRequest) -> SessionPlan:
+        """How to plan `request` with the pane's options, given the SSH link once the
+        user named it: read the links when planning, in a worker thread."""
+        options = self._options()
 
-        def job() -> Plan | SessionLinkError:
-            try:
-                return build(options)
-            except SessionLinkError as exc:
-                return exc
+        def build(link: str | None) -> Plan:
+            return actions.plan(actions.Context.read(self.host), request,
+                                replace(options, confirm_ssh=link))
 
-        def built(result: Plan | SessionLinkError) -> None:
-            if isinstance(result, SessionLinkError):
-                self._confirm_session(result, lambda link: self._offer(build, link, removes))
-                return
-            self._show_plan(result, removes)
+        return build
 
-        self.run_in_thread(job, built, self._nothing_changed)
-
-    def _show_plan(self, plan: Plan, removes: str | None = None) -> None:
-        def confirmed(_plan: Plan) -> None:
+    def _offer(self, request: actions.LinkRequest, removes: str | None = None) -> None:
+        def confirmed(plan: Plan) -> None:
             if removes is not None and any(isinstance(step, LiveStep) for step in plan.steps):
                 self.gone.expect(removes)  # its row goes quietly; "Done" says why
 
-        self.run_plan(lambda: plan, confirmed=confirmed)
+        self.offer_plan(self._planner(request), confirmed=confirmed)
 
-    def _confirm_session(self, error: SessionLinkError, go: Callable[[str], None]) -> None:
-        from zsn.tui.screens.ask import AskScreen
-
-        def confirm(text: str) -> str:
-            if text.strip() != error.link:
-                raise ValidationError(f"type {error.link} exactly to go ahead (esc cancels)")
-            return error.link
-
-        def answered(link: str | None) -> None:
-            if link is None:
-                self.notify(f"Nothing changed: {error.link} was not confirmed.",
-                            severity="warning")
-            else:
-                go(link)
-
-        self.app.push_screen(AskScreen(
-            f"{error.link} carries your SSH session",
-            f"{say(error, self)}. Type {error.link} to go ahead, esc to cancel:", "",
-            confirm), answered)
-
-    def _planning(self, build: Callable[[Options], Plan]) -> Planned:
-        """`build` with the pane's options, in a dialog's worker thread: a refusal keeps
-        the dialog open; touching the SSH link is a question for after it closed."""
-        try:
-            return build, build(self._options())
-        except SessionLinkError as exc:
-            return build, exc
-
-    def _planned(self, result: Planned | None) -> None:
-        """A dialog's callback: show the plan, or ask for the SSH link's name and plan
-        again with it (None: cancelled)."""
-        if result is None:
-            return
-        build, outcome = result
-        if isinstance(outcome, SessionLinkError):
-            self._confirm_session(outcome, lambda link: self._offer(build, link))
-        else:
-            self._show_plan(outcome)
-
-    def _nothing_changed(self, message: str) -> None:
-        self.notify(message, title="Nothing changed", severity="error", timeout=10)
+    def _from_dialog(self, action: str, fields: dict[str, str]) -> Planned:
+        """A dialog's build (its worker thread): the request from what was typed."""
+        return self.plan_in_dialog(self._planner(actions.request_from_fields(action, fields)))
 
     def _need(self, kinds: tuple[str, ...] = ()) -> Interface | None:
         interface = self.selected()
@@ -328,18 +226,8 @@ SSH session runs over asks you to type its name first.
 
         selected = self.selected()
         initial = {"parent": selected.name} if kind == "vlan" and selected is not None else {}
-        options = self._options()
-
-        def build(fields: dict[str, str]) -> Plan:
-            return create_plan(self._link_context(), kind, fields, options)
-
-        def done(result: tuple[dict[str, str], Plan | SessionLinkError] | None) -> None:
-            if result is not None:
-                fields, outcome = result
-                self._planned((lambda opts: create_plan(self._link_context(), kind, fields,
-                                                        opts), outcome))
-
-        self.app.push_screen(LinkFormScreen(kind, build, initial), done)
+        self.app.push_screen(LinkFormScreen(
+            kind, lambda fields: self._from_dialog(kind, fields), initial), self.show_planned)
 
     def action_mtu(self) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -347,19 +235,11 @@ SSH session runs over asks you to type its name first.
         interface = self._need()
         if interface is None:
             return
-
         name = interface.name
-
-        def build(text: str) -> Planned:
-            mtu = validate.whole_number(text, "MTU")
-            if mtu is None:
-                raise ValidationError("type the new MTU")
-            return self._planning(lambda options: actions.plan_set_mtu(
-                self._link_context(), name, mtu, options))
-
-        self.app.push_screen(AskScreen(f"MTU of {name}", f"New MTU for {name} (now "
-                                       f"{interface.mtu}):", str(interface.mtu), build,
-                                       field="mtu"), self._planned)
+        self.app.push_screen(AskScreen(
+            f"MTU of {name}", f"New MTU for {name} (now {interface.mtu}):",
+            str(interface.mtu), lambda text: self._from_dialog(
+                "set", {"name": name, "mtu": text.strip()}), field="mtu"), self.show_planned)
 
     def action_add_member(self) -> None:
         from zsn.tui.screens.ask import AskScreen
@@ -372,14 +252,11 @@ SSH session runs over asks you to type its name first.
             self.notify("Highlight a bond or bridge (or one of its members).",
                         severity="warning")
             return
-
-        def build(text: str) -> Planned:
-            member = text.strip()
-            return self._planning(lambda options: actions.plan_add_member(
-                self._link_context(), master, member, options))
-
-        self.app.push_screen(AskScreen(f"Add to {master}", f"Link to add to {master}:", "",
-                                       build, field="member"), self._planned)
+        self.app.push_screen(AskScreen(
+            f"Add to {master}", f"Link to add to {master}:", "",
+            lambda text: self._from_dialog(
+                "add-member", {"master": master, "member": text.strip()}),
+            field="member"), self.show_planned)
 
     def action_remove_member(self) -> None:
         interface = self._need()
@@ -389,22 +266,17 @@ SSH session runs over asks you to type its name first.
             self.notify(f"{interface.name} is not a member of a bond or bridge.",
                         severity="warning")
             return
-        master, name = interface.master, interface.name
-        self._offer(lambda options: actions.plan_remove_member(self._link_context(), master,
-                                                               name, options))
+        self._offer(actions.RemoveMember(interface.master, interface.name))
 
     def action_delete(self) -> None:
         interface = self._need(("bond", "vlan", "bridge"))
         if interface is not None:
-            name = interface.name
-            self._offer(lambda options: actions.plan_delete(self._link_context(), name,
-                                                            options), removes=name)
+            self._offer(actions.DeleteLink(interface.name), removes=interface.name)
 
     def action_save(self) -> None:
         interface = self._need(("bond", "vlan", "bridge"))
         if interface is not None:
-            name = interface.name
-            self._offer(lambda _options: actions.plan_save(self._link_context(), name))
+            self._offer(actions.SaveLink(interface.name))
 
     def action_lint(self) -> None:
         from zsn.tui.screens.findings import FindingsScreen
@@ -414,43 +286,11 @@ SSH session runs over asks you to type its name first.
         def chosen(finding: Finding | None) -> None:
             if finding is not None and finding.fix_plan is not None:
                 fix = finding.fix_plan
-                self._offer(lambda _options: fix())
+                self.offer_plan(lambda _link: fix())
 
         self.app.push_screen(FindingsScreen(findings, empty_text=(
             "No findings: bonds, VLANs, bridges and the config look right.")), chosen)
 
     def action_refresh_now(self) -> None:
-        self._force_lint = True
+        self._watch.stale()
         self.poll(force=True)
-
-
-def _number(fields: dict[str, str], key: str, what: str) -> int | None:
-    with about_input(key):
-        return validate.whole_number(fields.get(key, ""), what)
-
-
-def create_plan(context: actions.Context, kind: str, fields: dict[str, str],
-                options: Options) -> Plan:
-    """The plan for the create form's fields (text as typed; keys as the plan
-    functions' arguments, so a refusal marks its field)."""
-    mtu = _number(fields, "mtu", "MTU")
-    if kind == "bond":
-        return actions.plan_create_bond(
-            context, fields["name"], fields["mode"] or "balance-rr",
-            validate.name_list(fields["members"], "members") if fields["members"] else [],
-            miimon=_number(fields, "miimon", "miimon"),
-            xmit_hash_policy=fields["xmit_hash_policy"] or None,
-            lacp_rate=fields["lacp_rate"] or None, mtu=mtu, options=options)
-    if kind == "vlan":
-        vlan_id = _number(fields, "vlan_id", "VLAN id")
-        if vlan_id is None:
-            raise ValidationError("a VLAN needs an id (1-4094)", field="vlan_id")
-        name = fields["name"] or f"{fields['parent']}.{vlan_id}"
-        return actions.plan_create_vlan(context, name, fields["parent"], vlan_id, mtu=mtu,
-                                        options=options)
-    stp = fields.get("stp", "").lower()
-    if stp not in ("", "yes", "no", "on", "off"):
-        raise ValidationError(f"{fields['stp']!r}: say yes or no", field="stp")
-    ports = validate.name_list(fields["ports"], "ports") if fields["ports"] else []
-    return actions.plan_create_bridge(context, fields["name"], ports,
-                                      stp=stp in ("yes", "on"), mtu=mtu, options=options)

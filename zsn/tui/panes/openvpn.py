@@ -21,6 +21,7 @@ from zsn.rates import RateTracker
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
+from zsn.tui.wording import say
 from zsn.view import Cell, Column, Row, rate_columns
 
 
@@ -246,10 +247,6 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
         if conn is not None:
             self.app.push_screen(JournalScreen(self.host, conn.config.unit))
 
-    def _nothing_changed(self, exc: ZsnError) -> None:
-        self.notify(str(exc), title="Nothing changed", severity="error", timeout=10)
-
-
     def action_hook(self) -> None:
         """Ask split or route-all DNS (what the config has now comes first), then plan."""
         from zsn.tui.screens.ask import ChooseScreen
@@ -260,7 +257,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
         try:
             config = load(self.host, conn.config)
         except ZsnError as exc:
-            self._nothing_changed(exc)
+            self.nothing_changed(say(exc, self))
             return
         route_all = actions.routes_all_dns(config)
         now = " (now)" if actions.runs_hook(config) else ""

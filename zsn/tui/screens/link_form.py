@@ -3,7 +3,7 @@
 A `FormScreen`: the values go to `build` in a worker thread (reading links and the
 config, `netplan generate` ...); a refusal keeps the form open with the field it is
 about marked; a plan, or a change that needs the SSH link confirmed first, closes it
-with that result.
+with that result (`zsn.tui.panes.base.Planned`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable
 
 from textual.widgets import Input
 
-from zsn.links.actions import SessionLinkError
-from zsn.plan import Plan
+from zsn.tui.panes.base import Planned
 from zsn.tui.screens.form import FormField, FormScreen, Values
 
 FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -39,16 +38,14 @@ FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("mtu", "MTU", "optional"),
     ),
 }
-"""Each kind's fields: key (the plan function's argument, the CLI option's dest),
-label, placeholder."""
-
-FormResult = Plan | SessionLinkError
+"""Each kind's fields: key (the request's field, the CLI option's dest: read by
+`zsn.links.actions.request_from_fields`), label, placeholder."""
 
 
-class LinkFormScreen(FormScreen[tuple[dict[str, str], FormResult]]):
-    """Dismisses with (values, plan or the SSH confirmation needed), None on escape."""
+class LinkFormScreen(FormScreen[Planned]):
+    """Dismisses with the plan or the SSH confirmation needed, None on escape."""
 
-    def __init__(self, kind: str, build: Callable[[dict[str, str]], Plan],
+    def __init__(self, kind: str, build: Callable[[dict[str, str]], Planned],
                  values: dict[str, str] | None = None) -> None:
         super().__init__()
         self.kind = kind
@@ -65,9 +62,5 @@ class LinkFormScreen(FormScreen[tuple[dict[str, str], FormResult]]):
                                               id=f"link-{key.replace('_', '-')}",
                                               compact=True))
 
-    def build(self, values: Values) -> tuple[dict[str, str], FormResult]:
-        fields = {key: str(value).strip() for key, value in values.items()}
-        try:
-            return fields, self._build(fields)
-        except SessionLinkError as exc:  # not a refusal: the pane asks for the name
-            return fields, exc
+    def build(self, values: Values) -> Planned:
+        return self._build({key: str(value).strip() for key, value in values.items()})
