@@ -42,6 +42,9 @@ def fixed_snapshot(clock_offset: int = 42) -> WireGuardSnapshot:
 def fixed_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ZsnApp:
     snapshot = fixed_snapshot()
     monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
+    # Nothing to record: the root does not exist (history has its own tests).
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
     monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
     # A fixed (non-existent) root: it shows in the header, so it must not vary.
     return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)

@@ -161,7 +161,9 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 permission_denied |= "root" in str(exc)
             if device is not None:
                 device = device._replace(peers=cache.in_config_order(name, path, device.peers))
-            interfaces.append(_interface(name, "kernel", device, links.get(name), path))
+            link = links.get(name)
+            instance = f"kernel:{link.index}" if link is not None else ""
+            interfaces.append(_interface(name, "kernel", device, link, path, instance=instance))
         for name, request in requests.items():
             if name in kernel_names:
                 continue
@@ -179,7 +181,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             link = links.get(name)
             in_namespace = link is not None or not host.is_live
-            interfaces.append(_interface(name, "userspace", device, link, path, in_namespace))
+            interfaces.append(_interface(name, "userspace", device, link, path, in_namespace,
+                                         _socket_instance(sockets[name])))
     finally:
         for request in requests.values():
             if isinstance(request, uapi.Exchange):
@@ -193,6 +196,15 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         taken_at=time.time(),
         read_only_reason=NEEDS_ROOT if permission_denied and not host.is_superuser else None,
     )
+
+
+def _socket_instance(path: Path) -> str:
+    """A userspace device's run: its UAPI socket is made anew each time it starts."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"uapi:{st.st_ino}:{st.st_ctime_ns}"
 
 
 def _configured_addresses(link: Link | None) -> tuple[str, ...]:
@@ -210,6 +222,7 @@ def _interface(
     link: Link | None,
     path: Path,
     in_namespace: bool = True,
+    instance: str = "",
 ) -> InterfaceState:
     public_key = device.public_key if device else None
     if device and public_key is None and device.private_key:
@@ -228,4 +241,5 @@ def _interface(
         config_path=str(path) if os.path.exists(path) else None,  # False when unreadable
         peers=device.peers if device else (),
         in_namespace=in_namespace,
+        instance=instance,
     )

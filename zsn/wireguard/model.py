@@ -7,6 +7,8 @@ first read). Change one with ``_replace``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal, NamedTuple
 
 Implementation = Literal["kernel", "userspace"]
@@ -59,6 +61,26 @@ class InterfaceState(NamedTuple):
     peers: tuple[PeerState, ...]
     in_namespace: bool = True
     """False for a userspace device whose link lives in another network namespace."""
+    instance: str = ""
+    """Which run of the device this is (its ifindex, or its UAPI socket's identity):
+    a device that was restarted counts from zero again."""
+    expiries: Mapping[str, int] = MappingProxyType({})
+    """Unix time each peer with an ``# Expires =`` line in the config expires, by key."""
+
+
+class PeerSession(NamedTuple):
+    """One peer's life as the history knows it (`zsn.wireguard.recorder`)."""
+
+    connected: bool
+    since: int | None
+    """When the current session began (its first handshake)."""
+    last_seen: int | None
+    """When the peer was last heard from (a handshake or bytes received)."""
+    endpoint: str | None
+    """Where it was last seen from."""
+    total_rx: int
+    total_tx: int
+    """Bytes received/sent since zsn first saw the peer, across restarts."""
 
 
 class WireGuardSnapshot(NamedTuple):
@@ -71,11 +93,27 @@ class WireGuardSnapshot(NamedTuple):
     read_only_reason: str | None = None
     """Why part of the state could not be read (e.g. not root), shown instead of empty tables."""
     notes: tuple[str, ...] = ()
+    sessions: Mapping[tuple[str, str], PeerSession] = MappingProxyType({})
+    """History per (interface, public key), when a recorder ran on this snapshot."""
+    history_note: str | None = None
+    """Why history is not being recorded (off in the settings, store not writable)."""
 
 
 # WireGuard rejects a session 180 s after its last handshake (REJECT_AFTER_TIME);
 # a peer whose handshake is older than that has no working session.
 HANDSHAKE_STALE_AFTER = 180
+CONNECTED_MARGIN = 90
+"""Seconds past `HANDSHAKE_STALE_AFTER` before a peer counts as disconnected.
+
+A live peer re-keys 120 s after its last handshake (REKEY_AFTER_TIME), when it next
+sends (with keepalive 25 s: by ~145 s). When that handshake's packets are lost,
+WireGuard retries every 5 s for REKEY_ATTEMPT_TIME = 90 s before it gives up: a peer
+whose rekey needed retries is back within 180 + 90 s at worst. So a disconnect is
+only recorded once no handshake came for 270 s, when WireGuard itself has stopped
+trying; a peer with keepalive never flaps, and a peer that went away is reported
+4.5 minutes after its last handshake.
+"""
+CONNECTED_WITHIN = HANDSHAKE_STALE_AFTER + CONNECTED_MARGIN
 
 HandshakeState = Literal["never", "fresh", "stale"]
 

@@ -21,10 +21,17 @@ from zsn.tui.panes.wireguard_actions import (
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Cell, CellValue, Column, Row, rate_columns
-from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot, handshake_state
+from zsn.wireguard.model import (
+    InterfaceState,
+    PeerSession,
+    PeerState,
+    WireGuardSnapshot,
+    handshake_state,
+)
 
 if TYPE_CHECKING:
     from zsn.wireguard.live import LiveCache
+    from zsn.wireguard.recorder import Recorder
 
 
 def now() -> float:
@@ -39,6 +46,11 @@ def read_wireguard(host: Host, cache: LiveCache) -> WireGuardSnapshot:
     from zsn.wireguard import live
 
     return live.read_wireguard(host, cache)
+
+
+def record_history(recorder: Recorder, snapshot: WireGuardSnapshot) -> WireGuardSnapshot:
+    """`Recorder.record`, in the poll's thread; replaced in tests that must not write."""
+    return recorder.record(snapshot)
 
 
 def _handshake_order(row: Row) -> float:
@@ -66,6 +78,9 @@ PEER_COLUMNS = (
     Column("handshake", "Handshake", 2, min_width=6, sort_key=_handshake_order,
            help="time since the latest handshake; `never` = none yet; `stale` (red) = older "
                 "than 180 s, the peer has no working session"),
+    Column("session", "Session", 3, min_width=5,
+           help="from the history: `up 2h 05m` connected for that long (a handshake within "
+                "270 s); `3d 02h ago` last heard from then; `-` not seen since history began"),
     *rate_columns(3),
     Column("allowed", "Allowed IPs", 4, short_label="IPs",
            help="networks routed to the peer (`+N`: more, shown when wider)"),
@@ -106,6 +121,7 @@ in the config after them, by name). `enter` on a peer shows all of it.
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
         self._live_cache: LiveCache | None = None
+        self._recorder: Recorder | None = None
         self._rates = RateTracker()
         self._snapshot: WireGuardSnapshot | None = None
         self.gone = GoneRows(lambda message: self.notify(
@@ -133,7 +149,19 @@ in the config after them, by name). `enter` on a peer shows all of it.
             from zsn.wireguard.live import LiveCache
 
             self._live_cache = LiveCache()
-        return read_wireguard(self.host, self._live_cache)
+        snapshot = read_wireguard(self.host, self._live_cache)
+        if self._recorder is None:
+            from zsn.wireguard.recorder import Recorder
+
+            self._recorder = Recorder(self.host, report=self._report_from_thread)
+        return record_history(self._recorder, snapshot)
+
+    def _report_from_thread(self, message: str) -> None:
+        self.app.call_from_thread(self.notify, message, severity="warning", timeout=10)
+
+    def on_unmount(self) -> None:
+        if self._recorder is not None:
+            self._recorder.close()
 
     def show(self, snapshot: WireGuardSnapshot) -> None:
         self._snapshot = snapshot
@@ -160,6 +188,9 @@ in the config after them, by name). `enter` on a peer shows all of it.
             severity = "warning"
         else:
             lines.extend(snapshot.errors)
+        if snapshot.history_note:
+            lines.append(snapshot.history_note)
+            severity = "warning" if not snapshot.errors else severity
         if not snapshot.interfaces and not lines and not self.gone.gone_keys:
             lines.append("No WireGuard interfaces are running. Bring one up with U "
                          "(or `wg-quick up NAME`), or create one with N.")
@@ -199,17 +230,29 @@ in the config after them, by name). `enter` on a peer shows all of it.
             return Cell(f"{age} stale", "bad", short=age)
         return Cell(age, "good")
 
+    def _session_cell(self, session: PeerSession | None, clock: float) -> CellValue:
+        if session is None:
+            return "-"
+        if session.connected and session.since:
+            return Cell(f"up {human_duration(clock - session.since)}", "good")
+        if session.last_seen:
+            return Cell(f"{human_duration(clock - session.last_seen)} ago", "muted")
+        return "-"
+
     def _peer_row(self, interface: InterfaceState, peer: PeerState, clock: float) -> Row:
         rx_rate, tx_rate = rates = self._rate_cells.get((interface.name, peer.public_key),
                                                         (None, None))
         cached = self._peer_rows.get(peer.public_key)
         handshake = self._handshake_cell(peer, clock)
+        sessions = self._snapshot.sessions if self._snapshot is not None else {}
+        session = self._session_cell(sessions.get((interface.name, peer.public_key)), clock)
         if cached is not None and cached[0] is peer and cached[1] == rates \
-                and cached[2].cells[1] == handshake:
+                and cached[2].cells[1] == handshake and cached[2].cells[2] == session:
             return cached[2]  # an idle peer: nothing to format again
         row = Row(peer.public_key, (
             peer.name or short_key(peer.public_key, 12),
             handshake,
+            session,
             human_rate(rx_rate),
             human_rate(tx_rate),
             listed(peer.allowed_ips),
@@ -252,10 +295,12 @@ in the config after them, by name). `enter` on a peer shows all of it.
         from zsn.tui.screens.peer_details import PeerDetailsScreen
 
         if isinstance(screen, PeerDetailsScreen):
+            sessions = self._snapshot.sessions if self._snapshot is not None else {}
             for peer in interface.peers:
                 if peer.public_key == screen.peer.public_key:
-                    screen.update_peer(peer, self._rate_cells.get(
-                        (interface.name, peer.public_key), (None, None)))
+                    key = (interface.name, peer.public_key)
+                    screen.update_peer(peer, self._rate_cells.get(key, (None, None)),
+                                       sessions.get(key))
 
     def selected_peer(self) -> PeerState | None:
         row = self.query_one("#wg-peers", LiveTable).cursor_row
@@ -284,8 +329,11 @@ in the config after them, by name). `enter` on a peer shows all of it.
         if interface is None or peer is None:
             self.notify("No peer selected.", severity="warning")
             return
-        rates = self._rate_cells.get((interface.name, peer.public_key), (None, None))
-        self.app.push_screen(PeerDetailsScreen(interface.name, peer, rates, now))
+        key = (interface.name, peer.public_key)
+        rates = self._rate_cells.get(key, (None, None))
+        sessions = self._snapshot.sessions if self._snapshot is not None else {}
+        self.app.push_screen(PeerDetailsScreen(interface.name, peer, rates, now,
+                                               sessions.get(key), self.host))
 
     def action_refresh_now(self) -> None:
         self.poll(force=True)

@@ -1,9 +1,13 @@
-"""One peer in full: whole public key, endpoint, allowed IPs, handshake, counters, rates."""
+"""One peer in full: whole public key, endpoint, allowed IPs, handshake, counters, rates,
+and its life from the history: the session, totals across restarts, sparklines of
+the last day, week and month, the latest events."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -13,8 +17,16 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from zsn.format import human_bytes, human_duration, human_rate
-from zsn.wireguard.model import PeerState, handshake_state
+from zsn.format import human_bytes, human_duration, human_rate, sparkline
+from zsn.system.host import Host
+from zsn.wireguard.model import PeerSession, PeerState, handshake_state
+
+if TYPE_CHECKING:
+    from zsn.wireguard.history import PeerHistory
+
+HISTORY_RELOAD_SECONDS = 60.0
+"""How often an open peer's sparklines are read again (hours change slowly)."""
+SPARK_WIDTH = 30
 
 
 class PeerDetailsScreen(ModalScreen[None]):
@@ -24,12 +36,17 @@ class PeerDetailsScreen(ModalScreen[None]):
     ]
 
     def __init__(self, interface: str, peer: PeerState,
-                 rates: tuple[float | None, float | None], clock: Callable[[], float]) -> None:
+                 rates: tuple[float | None, float | None], clock: Callable[[], float],
+                 session: PeerSession | None = None, host: Host | None = None) -> None:
         super().__init__()
         self.interface = interface
         self.peer = peer
         self.rates = rates
         self.clock = clock
+        self.session = session
+        self.host = host
+        self.history: PeerHistory | None = None
+        self._history_read = 0.0
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="peer-details"):
@@ -39,16 +56,90 @@ class PeerDetailsScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         box = self.query_one("#peer-details")
         box.border_title = f"{self.peer.name or 'Peer'} on {self.interface}"
+        self._read_history()
 
-    def update_peer(self, peer: PeerState, rates: tuple[float | None, float | None]) -> None:
+    def update_peer(self, peer: PeerState, rates: tuple[float | None, float | None],
+                    session: PeerSession | None = None) -> None:
         """Called every refresh; repaints only when something shown changed."""
         shown = self._shown()
-        self.peer, self.rates = peer, rates
+        self.peer, self.rates, self.session = peer, rates, session
         if self._shown() != shown:
-            self.query_one("#peer-details-body", Static).update(self._render_table())
+            self._repaint()
+        if time.monotonic() - self._history_read > HISTORY_RELOAD_SECONDS:
+            self._read_history()
+
+    def _repaint(self) -> None:
+        self.query_one("#peer-details-body", Static).update(self._render_table())
 
     def _shown(self) -> tuple[object, ...]:
-        return (self.peer, self.rates, self._handshake_text(self.clock()))
+        return (self.peer, self.rates, self._handshake_text(self.clock()), self.session,
+                self._session_text(self.clock()))
+
+    def _read_history(self) -> None:
+        host = self.host
+        if host is None:
+            return
+        self._history_read = time.monotonic()
+        interface, key, now = self.interface, self.peer.public_key, int(self.clock())
+
+        def read() -> None:
+            from zsn.errors import ZsnError
+            from zsn.wireguard.history import HistoryStore, read_peer
+
+            try:
+                store = HistoryStore.open(host, create=False)
+            except ZsnError:
+                return  # no history (yet): the rows say so
+            try:
+                found = read_peer(store, interface, key, now, events=5)
+            finally:
+                store.close()
+            self.app.call_from_thread(self._history_loaded, found)
+
+        self.run_worker(read, thread=True, group="peer-history", exclusive=True)
+
+    def _history_loaded(self, history: PeerHistory | None) -> None:
+        if history != self.history:
+            self.history = history
+            self._repaint()
+
+    def _session_text(self, clock: float) -> str:
+        session = self.session
+        if session is None:
+            return "(no history: off, or not recorded yet)"
+        if session.connected and session.since:
+            return (f"connected for {human_duration(clock - session.since)}, since "
+                    f"{_when(session.since)} from {session.endpoint or '?'}")
+        if session.last_seen:
+            return (f"not connected; last seen {human_duration(clock - session.last_seen)} "
+                    f"ago ({_when(session.last_seen)}) from {session.endpoint or '?'}")
+        return "never connected since history began"
+
+    def _history_rows(self) -> list[tuple[str, str]]:
+        session, history = self.session, self.history
+        rows = [("Session", self._session_text(self.clock()))]
+        if session is not None:
+            since = f" since {_when(history.first_seen)}" if history else ""
+            rows.append(("Total ↓ / ↑", f"{human_bytes(session.total_rx)} / "
+                         f"{human_bytes(session.total_tx)}{since} (across restarts)"))
+        if history is None:
+            return rows
+        from zsn.wireguard.history import buckets
+
+        for label, hours, size in (("Last 24 h", 24, 1), ("Last 7 days", 7 * 24, 6),
+                                   ("Last 30 days", 30 * 24, 24)):
+            sums = buckets(history.hours[-hours:], size)
+            total = [rx + tx for rx, tx in sums]
+            rows.append((label, f"{sparkline(total, SPARK_WIDTH).strip() or '-'} "
+                         f"↓ {human_bytes(sum(rx for rx, _ in sums))} "
+                         f"↑ {human_bytes(sum(tx for _, tx in sums))}"))
+        if history.events:
+            rows.append(("Events", "\n".join(
+                f"{_when(event.at)} {event.kind}"
+                + (f" from {event.endpoint}" if event.endpoint else "")
+                + (f" after {human_duration(event.seconds)}" if event.seconds else "")
+                for event in reversed(history.events))))
+        return rows
 
     def _handshake_text(self, clock: float) -> str:
         latest = self.peer.latest_handshake
@@ -77,6 +168,11 @@ class PeerDetailsScreen(ModalScreen[None]):
             ("Keepalive", f"every {peer.persistent_keepalive} s"
              if peer.persistent_keepalive else "off"),
         ]
-        for label, value in rows:
+        for label, value in rows + self._history_rows():
             table.add_row(label, Text(value))
         return table
+
+
+def _when(unix: int) -> str:
+    """A moment in the machine's local time, to the minute."""
+    return datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,473 @@
+"""The peer history store: one SQLite file, ``<root>/var/lib/zsn/history.sqlite``.
+
+What WireGuard forgets at every ``wg-quick down``, reboot or zsn restart, kept per
+peer (an interface name and a public key): received/sent totals stitched across
+counter resets, bytes per hour, and the sessions' connect, disconnect and
+endpoint events. `zsn.wireguard.recorder` writes it from every poll; readers (the
+peer details, ``zsn peer log``, the export) only read.
+
+The file is opened in WAL mode with ``synchronous=NORMAL``: a zsn killed during a
+write (kill -9, a crash) leaves the last committed state, and several zsn
+processes (the TUI, ``zsn serve``, the timer) write it in turn, each transaction
+taking the write lock first (``BEGIN IMMEDIATE``). Its schema has a version
+(``PRAGMA user_version``); a file written by a newer zsn is read by none and
+written by none, never changed into something it does not understand.
+
+Size: bytes per hour are kept as a 2-byte code each (`encode_amount`: exact below
+32 KiB, within 1/2048 above), rx and tx of 96 hours (4 days) to a row, the open
+period of each peer apart from the closed ones. Totals and per-peer counters are
+exact integers. A year of hourly data for 500 peers is ~19 MB whatever the
+traffic; hours with no traffic at the end of a period take no room
+(`bench/history.py` measures it).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import struct
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from zsn.errors import ZsnError
+from zsn.system.host import Host
+
+STORE_PATH = "/var/lib/zsn/history.sqlite"
+SCHEMA_VERSION = 1
+PERIOD_HOURS = 96
+"""Hours kept in one row: 4 days of rx/tx codes fill a 4 KiB page to ~97 %."""
+_PEER_BITS = 24
+"""A closed period's row id is ``period << 24 | peer``: ascending ids append."""
+BUSY_TIMEOUT_MS = 5000
+"""How long a write waits for another zsn process's transaction to end."""
+
+_SCHEMA = """
+CREATE TABLE peers (
+    id INTEGER PRIMARY KEY,
+    interface TEXT NOT NULL,
+    public_key TEXT NOT NULL,
+    name TEXT,
+    first_seen INTEGER NOT NULL,
+    UNIQUE (interface, public_key)
+);
+CREATE TABLE live (
+    peer INTEGER PRIMARY KEY REFERENCES peers (id),
+    instance TEXT NOT NULL,
+    sampled_at INTEGER NOT NULL,
+    rx INTEGER NOT NULL,
+    tx INTEGER NOT NULL,
+    total_rx INTEGER NOT NULL,
+    total_tx INTEGER NOT NULL,
+    hour INTEGER NOT NULL,
+    hour_rx INTEGER NOT NULL,
+    hour_tx INTEGER NOT NULL,
+    handshake INTEGER,
+    endpoint TEXT,
+    connected INTEGER NOT NULL,
+    since INTEGER,
+    last_seen INTEGER
+);
+CREATE TABLE open_period (
+    peer INTEGER PRIMARY KEY REFERENCES peers (id),
+    period INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE closed_period (
+    id INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    peer INTEGER NOT NULL REFERENCES peers (id),
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    endpoint TEXT,
+    seconds INTEGER
+);
+CREATE INDEX events_of_peer ON events (peer, at);
+"""
+
+
+class HistoryError(ZsnError):
+    """The store cannot be opened, read or written (named, with the reason)."""
+
+
+# -- amounts: two bytes per hour and direction -------------------------------------
+
+_EXACT_BELOW = 0x8000
+_MAX_AMOUNT = 2047 << 36
+"""The largest amount a code holds (~140 TB in one hour); more is kept as this."""
+
+
+def encode_amount(value: int) -> bytes:
+    """Bytes of one hour as a 2-byte code: exact below 32 KiB, else an exponent and 10
+    bits of mantissa (within 1/2048). Fixed width, so any hour is found by its offset."""
+    value = min(max(value, 0), _MAX_AMOUNT)
+    if value < _EXACT_BELOW:
+        return value.to_bytes(2, "big")
+    exponent = value.bit_length() - 11
+    mantissa = (value + (1 << exponent >> 1)) >> exponent  # rounded: 1024..2048
+    if mantissa == 2048:
+        exponent, mantissa = exponent + 1, 1024
+    return (0x8000 | (exponent - 5) << 10 | (mantissa - 1024)).to_bytes(2, "big")
+
+
+def decode_amounts(data: bytes) -> list[int]:
+    """The amounts `encode_amount` wrote, in order."""
+    return [code if code < _EXACT_BELOW else (1024 + (code & 0x3FF)) << ((code >> 10 & 0x1F) + 5)
+            for code in struct.unpack(f">{len(data) // 2}H", data)]
+
+
+def period_of(hour: int) -> int:
+    return hour // PERIOD_HOURS
+
+
+# -- records ---------------------------------------------------------------------------
+
+
+class LiveRow(NamedTuple):
+    """What the store knows of one peer now: its counters as last sampled, its totals,
+    the hour being counted, and its session."""
+
+    peer: int
+    instance: str
+    """Which run of the interface the counters belong to (a restart starts at zero)."""
+    sampled_at: int
+    rx: int
+    tx: int
+    total_rx: int
+    total_tx: int
+    hour: int
+    """Hours since the epoch (UTC) that `hour_rx`/`hour_tx` count."""
+    hour_rx: int
+    hour_tx: int
+    handshake: int | None
+    endpoint: str | None
+    connected: bool
+    since: int | None
+    """Start of the current session (the handshake that opened it)."""
+    last_seen: int | None
+    """Last time the peer was heard from: a handshake, or bytes received."""
+
+
+class Event(NamedTuple):
+    at: int
+    kind: str
+    """``connect``, ``disconnect``, ``endpoint`` (roamed), ``expire``."""
+    endpoint: str | None
+    seconds: int | None
+    """For a disconnect: how long the session lasted."""
+
+
+class PeerKey(NamedTuple):
+    interface: str
+    public_key: str
+
+
+class HourAmounts(NamedTuple):
+    hour: int
+    rx: int
+    tx: int
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+def store_path(host: Host) -> Path:
+    return host.path(STORE_PATH)
+
+
+class HistoryStore:
+    """An open history file. Not shared between threads: each poller opens its own."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = path
+        if not create and not path.exists():
+            raise HistoryError(f"{path}: no history yet (zsn records it while the TUI, "
+                               "zsn serve or the zsn-history timer runs)")
+        if create:
+            _prepare_directory(path.parent)
+        _refuse_link(path)
+        try:
+            # isolation_level=None: transactions are begun explicitly (BEGIN IMMEDIATE).
+            self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{path}: cannot be opened ({exc})") from exc
+        try:
+            if create:
+                os.chmod(path, 0o600)  # endpoints are where people are
+            self._setup(create)
+        except (sqlite3.Error, OSError) as exc:
+            self._db.close()
+            raise HistoryError(f"{path}: {_reason(exc)}") from exc
+        except HistoryError:
+            self._db.close()
+            raise
+
+    @classmethod
+    def open(cls, host: Host, *, create: bool = True) -> HistoryStore:
+        return cls(store_path(host), create=create)
+
+    def _setup(self, create: bool) -> None:
+        db = self._db
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryError(f"{self.path}: schema version {version} is newer than this "
+                               f"zsn's ({SCHEMA_VERSION}); not read or written")
+        if version == 0 and not create:
+            raise HistoryError(f"{self.path}: not a zsn history file (no schema version)")
+        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        if version == 0:
+            with self.transaction():
+                again = db.execute("PRAGMA user_version").fetchone()[0]
+                if again == 0:  # another process may have created it meanwhile
+                    if db.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+                        raise HistoryError(f"{self.path}: holds tables of something else; "
+                                           "not a zsn history file")
+                    # One statement at a time: executescript would commit first.
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding the write lock from its start."""
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot write ({_reason(exc)})") from exc
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        try:
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            db.execute("ROLLBACK")
+            raise HistoryError(f"{self.path}: cannot write ({_reason(exc)})") from exc
+
+    def data_version(self) -> int:
+        """Changes whenever another connection (another zsn process) committed."""
+        value: int = self._db.execute("PRAGMA data_version").fetchone()[0]
+        return value
+
+    # -- reads ----------------------------------------------------------------------
+    def peer_ids(self, interface: str | None = None) -> dict[PeerKey, int]:
+        query = "SELECT interface, public_key, id FROM peers"
+        rows = self._db.execute(query + " WHERE interface = ?", (interface,)) \
+            if interface is not None else self._db.execute(query)
+        return {PeerKey(row[0], row[1]): row[2] for row in rows}
+
+    def peer_names(self) -> dict[int, tuple[PeerKey, str | None, int]]:
+        """Every peer ever seen: (key, last known name, first seen) by id."""
+        return {row[0]: (PeerKey(row[1], row[2]), row[3], row[4]) for row in self._db.execute(
+            "SELECT id, interface, public_key, name, first_seen FROM peers")}
+
+    def live_rows(self) -> dict[PeerKey, LiveRow]:
+        rows = self._db.execute(
+            "SELECT p.interface, p.public_key, l.* FROM live l JOIN peers p ON p.id = l.peer")
+        return {PeerKey(row[0], row[1]): _live_row(row[2:]) for row in rows}
+
+    def hourly(self, peer: int, first_hour: int, last_hour: int) -> list[HourAmounts]:
+        """Bytes per hour of `peer` from `first_hour` to `last_hour` (inclusive), the
+        hours with no record as zeros; the hour being counted comes from `live`."""
+        amounts: dict[int, tuple[int, int]] = {}
+        first_period, last_period = period_of(first_hour), period_of(last_hour)
+        for period, data in self._db.execute(
+                "SELECT id >> ?, data FROM closed_period WHERE id IN "
+                f"({', '.join('?' * (last_period - first_period + 1))})",
+                (_PEER_BITS, *(period << _PEER_BITS | peer
+                               for period in range(first_period, last_period + 1)))):
+            _add_period(amounts, period, data, first_hour, last_hour)
+        row = self._db.execute("SELECT period, data FROM open_period WHERE peer = ?",
+                               (peer,)).fetchone()
+        if row is not None:
+            _add_period(amounts, row[0], row[1], first_hour, last_hour)
+        live = self._db.execute("SELECT hour, hour_rx, hour_tx FROM live WHERE peer = ?",
+                                (peer,)).fetchone()
+        if live is not None and first_hour <= live[0] <= last_hour:
+            rx, tx = amounts.get(live[0], (0, 0))
+            amounts[live[0]] = (rx + live[1], tx + live[2])
+        return [HourAmounts(hour, *amounts.get(hour, (0, 0)))
+                for hour in range(first_hour, last_hour + 1)]
+
+    def events(self, peer: int, limit: int = 1000, since: int | None = None) -> list[Event]:
+        """The newest `limit` events of `peer` (from `since` on), oldest first."""
+        rows = self._db.execute(
+            "SELECT at, kind, endpoint, seconds FROM events WHERE peer = ? AND at >= ? "
+            "ORDER BY at DESC, id DESC LIMIT ?", (peer, since or 0, limit)).fetchall()
+        return [Event(*row) for row in reversed(rows)]
+
+    # -- writes (inside `transaction()`) ---------------------------------------------
+    def add_peer(self, db: sqlite3.Connection, key: PeerKey, name: str | None,
+                 first_seen: int) -> int:
+        cursor = db.execute(
+            "INSERT INTO peers (interface, public_key, name, first_seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (interface, public_key) DO UPDATE SET name = excluded.name "
+            "RETURNING id", (key.interface, key.public_key, name, first_seen))
+        peer_id: int = cursor.fetchone()[0]
+        return peer_id
+
+    def rename_peers(self, db: sqlite3.Connection, names: Iterable[tuple[int, str | None]]
+                     ) -> None:
+        db.executemany("UPDATE peers SET name = ? WHERE id = ?",
+                       [(name, peer) for peer, name in names])
+
+    def put_live(self, db: sqlite3.Connection, rows: Iterable[LiveRow]) -> None:
+        db.executemany("INSERT OR REPLACE INTO live VALUES "
+                       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [(*row[:12], int(row.connected), row.since, row.last_seen)
+                        for row in rows])
+
+    def close_hours(self, db: sqlite3.Connection, closed: Iterable[tuple[int, HourAmounts]]
+                    ) -> None:
+        """Add finished hours (peer, amounts) to their periods, closing periods that ended."""
+        by_peer: dict[int, list[HourAmounts]] = {}
+        for peer, amounts in closed:
+            by_peer.setdefault(peer, []).append(amounts)
+        archive: list[tuple[int, bytes]] = []
+        for peer, hours in sorted(by_peer.items()):
+            row = db.execute("SELECT period, data FROM open_period WHERE peer = ?",
+                             (peer,)).fetchone()
+            period, data = (row[0], bytes(row[1])) if row else (None, b"")
+            for amounts in sorted(hours):
+                hour_period = period_of(amounts.hour)
+                if period is not None and hour_period < period:
+                    _merge_closed(db, peer, amounts)  # a late hour of a closed period
+                    continue
+                if period is not None and hour_period != period and data:
+                    archive.append((period << _PEER_BITS | peer, data))
+                    data = b""
+                if hour_period != period:
+                    period, data = hour_period, b""
+                data = _put_hour(data, amounts.hour % PERIOD_HOURS, amounts.rx, amounts.tx)
+            db.execute("INSERT OR REPLACE INTO open_period VALUES (?, ?, ?)",
+                       (peer, period, data))
+        if archive:
+            db.executemany("INSERT OR REPLACE INTO closed_period VALUES (?, ?)", sorted(archive))
+
+    def add_events(self, db: sqlite3.Connection, events: Iterable[tuple[int, Event]]) -> None:
+        db.executemany("INSERT INTO events (peer, at, kind, endpoint, seconds) "
+                       "VALUES (?, ?, ?, ?, ?)", [(peer, *event) for peer, event in events])
+
+
+def _live_row(values: tuple[object, ...]) -> LiveRow:
+    row = LiveRow(*values)  # type: ignore[arg-type]
+    return row._replace(connected=bool(row.connected))
+
+
+def _put_hour(data: bytes, slot: int, rx: int, tx: int) -> bytes:
+    """`data` (a period's codes) with hour `slot` added: appended in the usual case,
+    hours skipped before it as zeros."""
+    values = decode_amounts(data)
+    count = len(values) // 2
+    if slot >= count:
+        return data + bytes(4 * (slot - count)) + encode_amount(rx) + encode_amount(tx)
+    values[2 * slot] += rx
+    values[2 * slot + 1] += tx
+    return b"".join(encode_amount(value) for value in values)
+
+
+def _merge_closed(db: sqlite3.Connection, peer: int, amounts: HourAmounts) -> None:
+    row_id = period_of(amounts.hour) << _PEER_BITS | peer
+    row = db.execute("SELECT data FROM closed_period WHERE id = ?", (row_id,)).fetchone()
+    data = _put_hour(bytes(row[0]) if row else b"", amounts.hour % PERIOD_HOURS,
+                     amounts.rx, amounts.tx)
+    db.execute("INSERT OR REPLACE INTO closed_period VALUES (?, ?)", (row_id, data))
+
+
+def _add_period(amounts: dict[int, tuple[int, int]], period: int, data: bytes,
+                first_hour: int, last_hour: int) -> None:
+    values = decode_amounts(bytes(data))
+    start = period * PERIOD_HOURS
+    for slot in range(len(values) // 2):
+        hour = start + slot
+        if first_hour <= hour <= last_hour:
+            rx, tx = amounts.get(hour, (0, 0))
+            amounts[hour] = (rx + values[2 * slot], tx + values[2 * slot + 1])
+
+
+def _prepare_directory(directory: Path) -> None:
+    """Create the store's folder 0700 (root's), refusing one that is a link or not a
+    folder (a hostile tree under --root)."""
+    st = _lstat(directory)
+    if st is None:
+        try:
+            # Only the last level: a root without /var/lib is not a system to write to.
+            directory.mkdir(mode=0o700)
+        except OSError as exc:
+            raise HistoryError(f"{directory}: cannot be created ({_reason(exc)})") from exc
+    elif not stat.S_ISDIR(st.st_mode):
+        raise HistoryError(f"{directory}: not a folder (a link or a file); history not kept")
+
+
+def _refuse_link(path: Path) -> None:
+    st = _lstat(path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise HistoryError(f"{path}: not a regular file; history not kept")
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HistoryError(f"{path}: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return "read-only (root needed?)"
+    return text
+
+
+# -- one peer over time (details, `zsn peer log`, the export) -------------------------
+
+
+class PeerHistory(NamedTuple):
+    """What the store holds about one peer, read at `now`."""
+
+    first_seen: int
+    live: LiveRow | None
+    hours: list[HourAmounts]
+    """The last `hours` hours, oldest first, the current one last."""
+    events: list[Event]
+
+
+def read_peer(store: HistoryStore, interface: str, public_key: str, now: int, *,
+              hours: int = 30 * 24, events: int = 1000) -> PeerHistory | None:
+    """`public_key` on `interface` as the store has it; ``None`` when never recorded."""
+    row = store._db.execute("SELECT id, first_seen FROM peers WHERE interface = ? AND "
+                            "public_key = ?", (interface, public_key)).fetchone()
+    if row is None:
+        return None
+    peer, first_seen = row
+    live = store._db.execute("SELECT * FROM live WHERE peer = ?", (peer,)).fetchone()
+    last_hour = now // 3600
+    return PeerHistory(first_seen, _live_row(live) if live else None,
+                       store.hourly(peer, last_hour - hours + 1, last_hour),
+                       store.events(peer, events))
+
+
+def buckets(hours: list[HourAmounts], size: int) -> list[tuple[int, int]]:
+    """(rx, tx) summed over groups of `size` hours, ending with the newest hour."""
+    start = len(hours) % size
+    return [(sum(h.rx for h in hours[i:i + size]), sum(h.tx for h in hours[i:i + size]))
+            for i in range(start, len(hours), size)]

@@ -1,0 +1,316 @@
+"""Each poll's snapshot into the history store: totals stitched across counter resets,
+bytes per hour, sessions and their events, the hooks.
+
+Whichever zsn process polls records: the TUI's WireGuard pane, ``zsn serve``, and
+``zsn wg record`` (the ``zsn-history.timer`` in ``contrib/``, where neither runs).
+They may run at once. Every figure is derived from the device's own counters
+against what the store last recorded, inside the store's write lock, so two
+recorders never count the same bytes twice and only one of them records (and
+hooks) an event.
+
+- **Totals.** A peer's counters grow while its interface runs; a smaller value, or
+  a new run of the interface (its `InterfaceState.instance`, with the boot), means
+  they restarted from zero: what they show then is all new.
+- **Sessions.** A peer is connected while its latest handshake is at most
+  `CONNECTED_WITHIN` (270 s) old; see `zsn.wireguard.model.CONNECTED_MARGIN` for
+  why. A connect is recorded at the handshake that began the session, a disconnect
+  at the moment the peer was last heard from (bytes or a handshake), an endpoint
+  change when a connected peer's endpoint moves.
+- **Writes.** Most polls write nothing: counters are written at most every
+  `FLUSH_SECONDS` (the device keeps counting meanwhile, so nothing is lost if zsn
+  stops), an event, a new peer or a finished hour at once. An idle peer costs
+  nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
+
+from zsn.errors import ZsnError
+from zsn.system.host import Host
+from zsn.wireguard import hooks
+from zsn.wireguard.history import Event, HistoryStore, HourAmounts, LiveRow, PeerKey
+from zsn.wireguard.model import (
+    CONNECTED_WITHIN,
+    HANDSHAKE_STALE_AFTER,
+    PeerSession,
+    PeerState,
+    WireGuardSnapshot,
+)
+
+FLUSH_SECONDS = 60.0
+"""Longest a poller keeps counter progress in memory before writing it."""
+BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+
+
+class Step(NamedTuple):
+    """What one sample did to one peer."""
+
+    row: LiveRow
+    events: tuple[Event, ...]
+    closed: HourAmounts | None
+    """An hour that ended with bytes in it, to be added to the peer's period."""
+
+
+def advance(row: LiveRow | None, peer: PeerState, instance: str, now: int) -> Step:
+    """The peer's record after the sample `peer` taken at `now` (pure: no store)."""
+    hour = now // 3600
+    handshake = peer.latest_handshake or None
+    connected = handshake is not None and now - handshake <= CONNECTED_WITHIN
+    if row is None:
+        row = LiveRow(0, instance, now, 0, 0, 0, 0, hour, 0, 0, None, None, False, None, None)
+        restarted = False
+        rx, tx = peer.rx_bytes, peer.tx_bytes
+    elif row.instance != instance or peer.rx_bytes < row.rx or peer.tx_bytes < row.tx:
+        restarted = True  # the counters began again at zero
+        rx, tx = peer.rx_bytes, peer.tx_bytes
+    else:
+        restarted = False
+        rx, tx = peer.rx_bytes - row.rx, peer.tx_bytes - row.tx
+    closed = None
+    if row.hour == hour:
+        hour_rx, hour_tx = row.hour_rx + rx, row.hour_tx + tx
+    else:
+        if row.hour_rx or row.hour_tx:
+            closed = HourAmounts(row.hour, row.hour_rx, row.hour_tx)
+        hour_rx, hour_tx = rx, tx
+    last_seen = row.last_seen
+    if handshake is not None and (last_seen is None or handshake > last_seen):
+        last_seen = handshake
+    if rx and handshake is not None:
+        # Received bytes: heard from since the last sample, and no later than the
+        # session could carry data (a session ends 180 s after its handshake).
+        heard = min(now, handshake + HANDSHAKE_STALE_AFTER)
+        last_seen = max(last_seen or 0, heard)
+    events: list[Event] = []
+    was_connected, since = row.connected, row.since
+    if was_connected and (restarted or not connected):
+        end = max(row.last_seen or row.sampled_at, since or 0)
+        if not restarted and last_seen is not None:
+            end = max(end, min(last_seen, now))
+        events.append(Event(end, "disconnect", row.endpoint, end - since if since else None))
+        was_connected, since = False, None
+    if connected and not was_connected:
+        assert handshake is not None
+        since = handshake
+        events.append(Event(handshake, "connect", peer.endpoint, None))
+    elif connected and peer.endpoint and row.endpoint and peer.endpoint != row.endpoint:
+        events.append(Event(now, "endpoint", peer.endpoint, None))
+    new = LiveRow(row.peer, instance, now, peer.rx_bytes, peer.tx_bytes, row.total_rx + rx,
+                  row.total_tx + tx, hour, hour_rx, hour_tx, handshake,
+                  peer.endpoint or row.endpoint, connected, since if connected else None,
+                  last_seen)
+    return Step(new, tuple(events), closed)
+
+
+def vanished(row: LiveRow, now: int) -> Step:
+    """A peer no longer on its interface (removed, or the interface went down)."""
+    if not row.connected:
+        return Step(row, (), None)
+    end = max(row.last_seen or row.sampled_at, row.since or 0)
+    event = Event(end, "disconnect", row.endpoint, end - row.since if row.since else None)
+    return Step(row._replace(connected=False, since=None), (event,), None)
+
+
+def session_of(row: LiveRow) -> PeerSession:
+    return PeerSession(row.connected, row.since, row.last_seen, row.endpoint, row.total_rx,
+                       row.total_tx)
+
+
+def boot_id() -> str:
+    """This boot's id: an interface's ifindex or socket repeats after a reboot."""
+    try:
+        return BOOT_ID_PATH.read_text().strip()[:36]
+    except OSError:
+        return ""
+
+
+class Recorder:
+    """Records the snapshots of one poller (one per process and thread).
+
+    `record(snapshot)` returns the snapshot with each peer's `PeerSession` and, when
+    history cannot be kept, the reason (`history_note`); it never raises.
+    """
+
+    def __init__(self, host: Host, *, report: Callable[[str], None] | None = None,
+                 flush_seconds: float = FLUSH_SECONDS) -> None:
+        self.host = host
+        self.flush_seconds = flush_seconds
+        self._report = report or (lambda message: None)
+        self.hooks = hooks.HookRunner(self._report)
+        self._store: HistoryStore | None = None
+        self._state: dict[PeerKey, LiveRow] = {}
+        self._names: dict[PeerKey, str | None] = {}
+        self._version = -1
+        self._dirty: set[PeerKey] = set()
+        self._closed: list[tuple[PeerKey, HourAmounts]] = []
+        self._last_flush = 0.0
+        self._boot = boot_id()
+        self._settings: hooks.HistorySettings | None = None
+        self._settings_checked = 0.0
+        self.note: str | None = None
+        """Why history is not recorded now, if it is not."""
+        self._extra_events: list[tuple[PeerKey, Event]] = []
+        self._stored_names: dict[PeerKey, str | None] | None = None
+
+    # -- public ----------------------------------------------------------------------
+    def record(self, snapshot: WireGuardSnapshot, *, flush: bool = False) -> WireGuardSnapshot:
+        """Record `snapshot`; `flush` writes now (a one-shot process before it exits)."""
+        try:
+            settings = self._current_settings()
+            if not settings.enabled or not self.host.path("/var/lib").is_dir():
+                # Off by choice, or a tree that keeps no state (--root of configs only).
+                self.note = None
+                self.close()
+                return snapshot
+            store = self._open()
+            self._record(store, settings, snapshot, flush)
+            self.note = None
+        except ZsnError as exc:
+            self.note = f"history not recorded: {exc}"
+            self.close()
+            return snapshot._replace(history_note=self.note)
+        sessions = {(key.interface, key.public_key): session_of(row)
+                    for key, row in self._state.items()}
+        return snapshot._replace(sessions=MappingProxyType(sessions))
+
+    def add_event(self, interface: str, public_key: str, event: Event) -> None:
+        """An event found outside the counters (an expiry), written with the next poll."""
+        self._extra_events.append((PeerKey(interface, public_key), event))
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._state.clear()
+            self._version = -1
+
+    # -- machinery ---------------------------------------------------------------------
+    def _current_settings(self) -> hooks.HistorySettings:
+        # Read at most every few seconds: the TUI polls every second.
+        clock = time.monotonic()
+        if self._settings is None or clock - self._settings_checked > 10:
+            self._settings = hooks.load(self.host)
+            self._settings_checked = clock
+        return self._settings
+
+    def _open(self) -> HistoryStore:
+        if self._store is None:
+            self._store = HistoryStore.open(self.host)
+            self._reload(self._store)
+        return self._store
+
+    def _reload(self, store: HistoryStore) -> None:
+        self._version = store.data_version()
+        self._state = store.live_rows()
+        self._dirty.clear()
+        self._closed.clear()
+        self._stored_names = None
+
+    def _record(self, store: HistoryStore, settings: hooks.HistorySettings,
+                snapshot: WireGuardSnapshot, flush: bool) -> None:
+        now = int(snapshot.taken_at or time.time())
+        steps = self._steps(snapshot, self._state, now)
+        pending = any(step.events or step.closed or step.row.peer == 0
+                      for step in steps.values()) or bool(self._extra_events)
+        due = time.monotonic() - self._last_flush >= self.flush_seconds
+        changed = [key for key, step in steps.items() if step.row != self._state.get(key)]
+        if not (pending or flush or (due and (changed or self._dirty))):
+            self._apply(steps)  # in memory until the next write
+            return
+        calls: list[hooks.HookCall] = []
+        with store.transaction() as db:
+            if store.data_version() != self._version:
+                # Another zsn wrote: start again from what it recorded.
+                self._reload(store)
+                steps = self._steps(snapshot, self._state, now)
+            self._apply(steps)
+            for key, step in steps.items():
+                if step.row.peer == 0:
+                    peer_id = store.add_peer(db, key, self._names.get(key), now)
+                    self._state[key] = step.row._replace(peer=peer_id)
+            ids = {key: row.peer for key, row in self._state.items()}
+            names = self._renamed(store)
+            if names:
+                store.rename_peers(db, names)
+            store.put_live(db, [self._state[key] for key in self._dirty if key in self._state])
+            store.close_hours(db, [(ids[key], hour) for key, hour in self._closed if key in ids])
+            events = [(key, event) for key, step in steps.items() for event in step.events]
+            events += [item for item in self._extra_events if item[0] in ids]
+            store.add_events(db, [(ids[key], event) for key, event in events])
+            calls = [hooks.HookCall(event.kind, key.interface, self._names.get(key),
+                                    key.public_key, event.endpoint, event.at, event.seconds)
+                     for key, event in events if event.kind in settings.hooks]
+        self._version = store.data_version()
+        self._dirty.clear()
+        self._closed.clear()
+        self._extra_events.clear()
+        self._last_flush = time.monotonic()
+        self.hooks.run([(settings.hooks[call.kind], call) for call in calls])
+
+    def _steps(self, snapshot: WireGuardSnapshot, state: dict[PeerKey, LiveRow],
+               now: int) -> dict[PeerKey, Step]:
+        steps: dict[PeerKey, Step] = {}
+        unread: set[str] = set()
+        for interface in snapshot.interfaces:
+            if not interface.in_namespace or (interface.public_key is None
+                                              and not interface.peers):
+                unread.add(interface.name)  # another namespace's, or not readable now
+                continue
+            instance = f"{self._boot}:{interface.instance}"
+            for peer in interface.peers:
+                key = PeerKey(interface.name, peer.public_key)
+                row = state.get(key)
+                if row is not None and row.sampled_at > now:
+                    continue  # another recorder already wrote a newer sample
+                steps[key] = advance(row, peer, instance, now)
+                self._names[key] = peer.name
+        if not snapshot.errors and not snapshot.read_only_reason:
+            for key, row in state.items():
+                if key not in steps and key.interface not in unread and row.connected:
+                    steps[key] = vanished(row, now)
+        return steps
+
+    def _apply(self, steps: dict[PeerKey, Step]) -> None:
+        for key, step in steps.items():
+            previous = self._state.get(key)
+            row = step.row if previous is None else step.row._replace(peer=previous.peer)
+            if row != previous:
+                self._state[key] = row
+                self._dirty.add(key)
+            if step.closed is not None:
+                self._closed.append((key, step.closed))
+
+    def _renamed(self, store: HistoryStore) -> list[tuple[int, str | None]]:
+        """Peers whose name in the config changed since the store learnt it."""
+        known = self._stored_names
+        if known is None:
+            known = {key: name for _id, (key, name, _first) in store.peer_names().items()}
+            self._stored_names = known
+        changes = []
+        for key, name in self._names.items():
+            row = self._state.get(key)
+            if row is not None and row.peer and known.get(key, name) != name:
+                changes.append((row.peer, name))
+            known[key] = name
+        return changes
+
+
+def record_once(host: Host, snapshot: WireGuardSnapshot,
+                report: Callable[[str], None]) -> WireGuardSnapshot:
+    """One recording by a one-shot process (``zsn wg record``): written now, its
+    hooks waited for before it returns."""
+    recorder = Recorder(host, report=report)
+    try:
+        recorded = recorder.record(snapshot, flush=True)
+        recorder.hooks.wait()
+    finally:
+        with contextlib.suppress(ZsnError):
+            recorder.close()
+    return recorded
+
