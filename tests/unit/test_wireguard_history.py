@@ -372,3 +372,110 @@ def test_each_peers_hours_are_its_own(host: Host) -> None:
     store.close()
     assert {h.rx for h in mine} == {1000}
     assert {h.rx for h in theirs} == {7}
+
+
+# -- reading it back: peer log, the export ----------------------------------------------
+
+
+def recorded_series(host: Host) -> WireGuardSnapshot:
+    """The captured series recorded, as the TUI would; the last snapshot."""
+    recorder = Recorder(host)
+    last = snapshot(*step(0))
+    for number, instance in ((0, "run1"), (1, "run1"), (2, "run2"), (3, "run2")):
+        last = snapshot(*step(number), instance)
+        recorder.record(last)
+    recorder.close()
+    return last
+
+
+def run_zsn(host: Host, *args: str) -> tuple[int, str, str]:
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "zsn", "--root", str(host.root), *args],
+                            capture_output=True, text=True, timeout=60, check=False,
+                            cwd=Path(__file__).resolve().parents[2])
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_peer_log_tells_the_session_totals_and_events(host: Host) -> None:
+    recorded_series(host)
+    code, out, err = run_zsn(host, "peer", "log", "zcaphs1", "phone")
+    assert code == 0, err
+    assert out.startswith("phone on zcaphs1\n")
+    assert "from 192.168.78.3:56563" in out  # where it was last seen
+    assert f"({214708 + 3560} B)" in out and f"({214620 + 3532} B)" in out
+    assert [line.split()[2] for line in out.splitlines() if line.startswith("  20")] == [
+        "connect", "disconnect", "connect", "endpoint"]
+    code, out, err = run_zsn(host, "peer", "log", "zcaphs1", CLIENT, "--json", "--hours", "2")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["name"], data["total_rx"], data["total_tx"]) == (
+        "phone", 214708 + 3560, 214620 + 3532)
+    assert len(data["hourly"]) == 2
+    assert [e["kind"] for e in data["events"]] == ["connect", "disconnect", "connect",
+                                                  "endpoint"]
+
+
+def test_peer_log_of_an_unknown_peer_is_refused_and_without_history_is_an_error(
+        host: Host) -> None:
+    code, _out, err = run_zsn(host, "peer", "log", "zcaphs1", "phone")
+    assert code == 1 and "no history yet" in err
+    recorded_series(host)
+    code, _out, err = run_zsn(host, "peer", "log", "zcaphs1", "tablet")
+    assert code == 2 and "no history of a peer 'tablet' on zcaphs1" in err
+
+
+def test_the_export_has_each_peers_history_and_prometheus_whether_connected(
+        host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn import prometheus
+    from zsn.wireguard import export
+
+    last = recorded_series(host)
+    monkeypatch.setattr(export, "read_wireguard", lambda host: last)
+    monkeypatch.setattr(export.lint, "lint", lambda host: [])
+    data = export.collect(host)
+    [peer] = data["interfaces"][0]["peers"]
+    history = peer["history"]
+    assert (history["total_rx"], history["total_tx"]) == (214708 + 3560, 214620 + 3532)
+    assert history["connected"] and history["last_endpoint"] == "192.168.78.3:56563"
+    assert len(history["hourly"]) == 24 and sum(h[1] for h in history["hourly"]) > 0
+    assert [e["kind"] for e in history["events"]] == ["connect", "disconnect", "connect",
+                                                     "endpoint"]
+    text = prometheus.render(export.prometheus(data))
+    assert 'zsn_wireguard_peer_connected{interface="zcaphs1"' in text
+    # Prometheus keeps the live counters: the device's, not the history's totals.
+    assert f"zsn_wireguard_peer_receive_bytes_total{{interface=\"zcaphs1\",public_key=\"" \
+           f"{CLIENT}\",name=\"phone\"}} 3560" in text
+
+
+def test_the_export_reads_the_store_but_never_writes_it(
+        host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.wireguard import export
+
+    last = recorded_series(host)
+    path = store_path(host)
+    before = {p.name: p.read_bytes() for p in path.parent.iterdir()}
+    later = last._replace(taken_at=last.taken_at + 7200)
+    monkeypatch.setattr(export, "read_wireguard", lambda host: later)
+    export.collect(host)
+    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == before
+
+
+def test_the_timer_units_are_valid_systemd_units(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.needs import needs_tools
+
+    needs_tools("systemd-analyze")
+    contrib = Path(__file__).resolve().parents[2] / "contrib" / "systemd"
+    for name in ("zsn-history.service", "zsn-history.timer"):
+        text = (contrib / name).read_text()
+        # verify wants the program to exist: the one that runs the tests.
+        text = text.replace("/usr/local/bin/zsn wg record", f"{sys.executable} -m zsn wg record")
+        (tmp_path / name).write_text(text)
+    assert "ExecStart=/usr/local/bin/zsn wg record" in (contrib / "zsn-history.service").read_text()
+    result = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                             str(tmp_path / "zsn-history.timer"),
+                             str(tmp_path / "zsn-history.service")],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr

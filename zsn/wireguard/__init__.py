@@ -7,12 +7,12 @@ DOMAIN = Domain(
     title="WireGuard",
     export="zsn.wireguard.export",
     commands=(
-        CommandGroup("peer", "add, remove, show, disable, enable, rename WireGuard peers",
-                     "zsn.wireguard.cli:peer",
-                     "peer add|remove|show|disable|enable|rename|routes IFACE NAME ..."),
-        CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint",
-                     "zsn.wireguard.cli:wg",
-                     "wg create|up|down|endpoint|clients|link|gateway|lint ..."),
+        CommandGroup("peer", "add, remove, show, disable, enable, rename WireGuard peers; "
+                     "their history", "zsn.wireguard.cli:peer",
+                     "peer add|remove|show|disable|enable|rename|routes|log IFACE NAME ..."),
+        CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint, "
+                     "record history", "zsn.wireguard.cli:wg",
+                     "wg create|up|down|endpoint|clients|link|gateway|lint|record ..."),
     ),
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",

@@ -11,11 +11,12 @@ import argparse
 import shutil
 import sys
 
-from zsn.headless import EXIT_OK, HeadlessGroup, add_dry_run, apply_or_show
+from zsn.headless import EXIT_ERROR, EXIT_OK, HeadlessGroup, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.plan import Plan
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
+from zsn.terminal import safe
 from zsn.wireguard import interfaces, lint, onboarding, routing
 from zsn.wireguard.qr import qr_payload
 
@@ -54,6 +55,13 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
     _iface_name(rename)
     rename.add_argument("new_name")
     add_dry_run(rename)
+    log = peers.add_parser("log", help="a peer's life from the history: session, totals "
+                           "across restarts, sparklines, connect/disconnect/endpoint events")
+    _iface_name(log)
+    log.add_argument("--hours", type=_positive_hours, default=30 * 24, metavar="N",
+                     help="hours of per-hour history to read (default 720: 30 days)")
+    log.add_argument("--json", action="store_true",
+                     help="print it as JSON (per-hour bytes included)")
     routes = peers.add_parser("routes", help="set the subnets behind a peer (site-to-site)")
     _iface_name(routes)
     routes.add_argument("subnets", nargs="*", metavar="SUBNET")
@@ -88,9 +96,17 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
     gateway.add_argument("interface")
     gateway.add_argument("--egress", help="outgoing interface (default: the default route's)")
     add_dry_run(gateway)
+    wgs.add_parser("record", help="read every interface once and record its peers' history "
+                   "(what the zsn-history timer runs where neither the TUI nor zsn serve do)")
     check = wgs.add_parser("lint", help="check the configs; exit 1 when there are errors")
     check.add_argument("--json", action="store_true", help="print findings as JSON")
 
+
+
+def _positive_hours(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 24 * 3660:
+        raise argparse.ArgumentTypeError(f"not a number of hours from 1 to 87840: {text!r}")
+    return int(text)
 
 
 def _iface_name(parser: argparse.ArgumentParser) -> None:
@@ -148,7 +164,53 @@ def _print_config(text: str, as_qr: bool) -> None:
         sys.stdout.write(text)
 
 
+def _peer_log(args: argparse.Namespace, host: Host) -> int:
+    import json
+    import time
+
+    from zsn.wireguard.history import HistoryStore
+    from zsn.wireguard.live import read_wireguard
+    from zsn.wireguard.peerlog import one_report, report_dict, report_text
+
+    now = int(time.time())
+    snapshot = read_wireguard(host)
+    store = HistoryStore.open(host, create=False)
+    try:
+        report = one_report(host, store, args.interface, args.name, now, args.hours, snapshot)
+    finally:
+        store.close()
+    if args.json:
+        data = {"interface": report.interface, "public_key": report.public_key,
+                "name": report.name, **report_dict(report)}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(report_text(report, now))
+    return EXIT_OK
+
+
+def _record(host: Host) -> int:
+    from zsn.wireguard.live import read_wireguard
+    from zsn.wireguard.recorder import record_once
+
+    failures: list[str] = []
+
+    def report(message: str) -> None:
+        failures.append(message)
+        print(f"zsn wg record: {safe(message)}", file=sys.stderr)
+
+    snapshot = read_wireguard(host)
+    recorded = record_once(host, snapshot, report)
+    for error in snapshot.errors:
+        print(f"zsn wg record: {safe(error)}", file=sys.stderr)
+    if recorded.history_note:
+        print(f"zsn wg record: {safe(recorded.history_note)}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_ERROR if failures or snapshot.errors else EXIT_OK
+
+
 def run_peer(args: argparse.Namespace, host: Host) -> int:
+    if args.action == "log":
+        return _peer_log(args, host)
     if args.action == "show":
         client = onboarding.show_client_config(host, args.interface, args.name)
         _print_config(client.text, args.qr)
@@ -158,6 +220,8 @@ def run_peer(args: argparse.Namespace, host: Host) -> int:
 
 
 def run_wg(args: argparse.Namespace, host: Host) -> int:
+    if args.action == "record":
+        return _record(host)
     if args.action == "lint":
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     return apply_or_show(_wg_plan(host, args), args.dry_run)

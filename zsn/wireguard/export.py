@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from zsn.errors import NetlinkAccessError, ZsnError
@@ -10,7 +11,7 @@ from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
 from zsn.wireguard.config import WIREGUARD_DIR
 from zsn.wireguard.live import read_wireguard
-from zsn.wireguard.model import InterfaceState, PeerState
+from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
 
 
 def present(host: Host) -> bool:
@@ -69,6 +70,10 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     }
     errors = list(snapshot.errors)
     try:
+        _add_history(host, snapshot, data["interfaces"])
+    except ZsnError as exc:
+        errors.append(f"history: {exc}")
+    try:
         data["findings"] = [finding.as_dict(lint.SUBJECT) for finding in lint.lint(host)]
     except ZsnError as exc:
         data["findings"] = []
@@ -78,6 +83,28 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     if errors:
         data["errors"] = errors
     return data
+
+
+def _add_history(host: Host, snapshot: WireGuardSnapshot,
+                 interfaces: list[dict[str, Any]]) -> None:
+    """Each peer's ``history`` (totals across restarts, session, last 24 hours, latest
+    events) from the store, when there is one; the export never writes it."""
+    from zsn.wireguard.history import STORE_PATH, HistoryStore
+
+    if not host.path(STORE_PATH).exists():
+        return
+    from zsn.wireguard.history import PeerKey
+    from zsn.wireguard.peerlog import bulk_reports, report_dict
+
+    store = HistoryStore.open(host, create=False)
+    try:
+        reports = bulk_reports(store, snapshot, int(snapshot.taken_at or time.time()))
+    finally:
+        store.close()
+    for interface in interfaces:
+        for peer in interface["peers"]:
+            report = reports.get(PeerKey(interface["name"], peer["public_key"]))
+            peer["history"] = report_dict(report) if report is not None else None
 
 
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
@@ -100,6 +127,11 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
         "zsn_wireguard_peer_persistent_keepalive_seconds", "gauge",
         "Persistent keepalive interval; 0 means off.",
     )
+    connected = MetricFamily(
+        "zsn_wireguard_peer_connected", "gauge",
+        "1 while the peer's latest handshake is at most 270 s old (zsn's history), else 0; "
+        "absent without history.",
+    )
     for interface in data.get("interfaces", ()):
         name = interface["name"]
         info.add({"interface": name, "implementation": interface["implementation"],
@@ -113,4 +145,6 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             received.add(labels, peer["rx_bytes"])
             sent.add(labels, peer["tx_bytes"])
             keepalive.add(labels, peer["persistent_keepalive"] or 0)
-    return [info, peer_count, handshake, received, sent, keepalive]
+            if peer.get("history"):
+                connected.add(labels, 1 if peer["history"]["connected"] else 0)
+    return [info, peer_count, handshake, received, sent, keepalive, connected]

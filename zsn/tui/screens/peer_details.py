@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 HISTORY_RELOAD_SECONDS = 60.0
 """How often an open peer's sparklines are read again (hours change slowly)."""
-SPARK_WIDTH = 30
+SPARK_WIDTH = 24
+"""Bars per sparkline: a day of hours, a week of 7-hour and a month of 30-hour bars."""
 
 
 class PeerDetailsScreen(ModalScreen[None]):
@@ -126,8 +127,8 @@ class PeerDetailsScreen(ModalScreen[None]):
             return rows
         from zsn.wireguard.history import buckets
 
-        for label, hours, size in (("Last 24 h", 24, 1), ("Last 7 days", 7 * 24, 6),
-                                   ("Last 30 days", 30 * 24, 24)):
+        for label, hours, size in (("Last 24 h", 24, 1), ("Last 7 days", 7 * 24, 7),
+                                   ("Last 30 days", 30 * 24, 30)):
             sums = buckets(history.hours[-hours:], size)
             total = [rx + tx for rx, tx in sums]
             rows.append((label, f"{sparkline(total, SPARK_WIDTH).strip() or '-'} "
