@@ -61,6 +61,8 @@ class TerminalOutput:
         self.bytes = 0
         self.first_frame = ""
         """The text of the first screen update (escape sequences removed)."""
+        self.written: list[str] = []
+        """Every update as written, escape sequences and all."""
         self._display = app._display
 
         def display(screen: Any, renderable: Any) -> None:
@@ -68,6 +70,7 @@ class TerminalOutput:
                 self.updates += 1
                 written = renderable.render_segments(app.console)
                 self.bytes += len(written.encode())
+                self.written.append(written)
                 if self.updates == 1:
                     self.first_frame = _ESCAPES.sub("", written)
             self._display(screen, renderable)
@@ -77,6 +80,7 @@ class TerminalOutput:
     def reset(self) -> None:
         self.updates = 0
         self.bytes = 0
+        self.written.clear()
 
 
 def type_burst(app: App[Any], *keys: str | Paste) -> None:

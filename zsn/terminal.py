@@ -34,14 +34,41 @@ from __future__ import annotations
 _INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 
 _SURROGATE_ESCAPE = range(0xDC80, 0xDD00)
+QUOTE_LIMIT = 200
+"""Characters of a program's or a file's line an error message quotes."""
+
+
+def is_safe(text: str) -> bool:
+    """Whether `safe` would leave `text` as it is (cheap: two scans in C)."""
+    return text.isprintable() and _INVISIBLE_LETTERS.isdisjoint(text)
 
 
 def safe(text: str) -> str:
     """`text` with every control, format, invisible or unassigned character written
     as a visible escape: ``\\xNN`` below U+0100, ``\\uNNNN``, ``\\UNNNNNNNN`` above."""
-    if text.isprintable() and _INVISIBLE_LETTERS.isdisjoint(text):
+    if is_safe(text):
         return text
     return "".join(_escape(char) if _needs_escape(char) else char for char in text)
+
+
+def safe_text(text: str) -> str:
+    """Text of several lines (a diff, a config, a log): each line through `safe`, the
+    line breaks (``\\n``) kept. Every other break (``\\r``, ``\\v``, U+2028 ...) is
+    escaped: only the lines zsn sees are the lines the terminal shows."""
+    if is_safe(text):
+        return text
+    return "\n".join(safe(line) for line in text.split("\n"))
+
+
+def one_line(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """The first line of `text` that is not blank, for an error message that quotes a
+    program's stderr or a line of a file: through `safe`, and cut to `limit`
+    characters (then ``…``). Empty when every line is blank."""
+    for line in text.splitlines():
+        if line.strip():
+            shown = safe(line.strip())
+            return shown if len(shown) <= limit else shown[:limit - 1] + "…"
+    return ""
 
 
 def safe_bytes(data: bytes) -> str:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from zsn.terminal import safe, safe_bytes
+from zsn.system.commands import CommandResult
+from zsn.terminal import one_line, safe, safe_bytes, safe_text
 from zsn.wlan.ssid import display
 
 # Sequences seen in attacks on terminal emulators and in the issue that asked for this.
@@ -90,3 +91,23 @@ def test_ssids_share_the_same_escapes() -> None:
         if "\\" in text or any(0xD800 <= ord(char) < 0xDC80 for char in text):
             continue  # SSIDs double backslashes; bytes never decode to a lone surrogate
         assert display(text.encode("utf-8", errors="surrogateescape")) == shown
+
+
+def test_text_of_several_lines_keeps_only_its_line_feeds() -> None:
+    assert safe_text("a\x1b[2J\nb\r\nc\u2028d") == "a\\x1b[2J\nb\\x0d\nc\\u2028d"
+    assert safe_text("plain\ntext") == "plain\ntext"
+
+
+def test_a_quoted_line_is_the_first_one_escaped_and_capped() -> None:
+    assert one_line("\n  \nError: \x1b]52;c;eA==\x07 bad\nsecond line") == \
+        "Error: \\x1b]52;c;eA==\\x07 bad"
+    long = one_line("x" * 500, limit=20)
+    assert len(long) == 20 and long.endswith("…")
+    assert one_line(" \n\t\n") == ""
+
+
+def test_a_program_error_quotes_one_escaped_line() -> None:
+    result = CommandResult(("netplan",), 1, "", "\x1b[2J/etc/netplan/x.yaml:1: bad\u202e\nmore",
+                           0.1)
+    assert result.first_error_line() == "\\x1b[2J/etc/netplan/x.yaml:1: bad\\u202e"
+    assert CommandResult(("x",), 3, "", "", 0.1).first_error_line() == "exit status 3"

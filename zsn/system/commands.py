@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from zsn.errors import CommandError
 from zsn.system.limits import ByteBudget, Deadline, MiB
+from zsn.terminal import one_line
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_OUTPUT = 16 * MiB
@@ -44,10 +45,9 @@ class CommandResult:
         return self.returncode == 0
 
     def first_error_line(self) -> str:
-        for line in (self.stderr or self.stdout).splitlines():
-            if line.strip():
-                return line.strip()
-        return f"exit status {self.returncode}"
+        """What the program said first (stderr, else stdout), as an error may quote it:
+        one line, escaped, capped (`zsn.terminal.one_line`)."""
+        return one_line(self.stderr or self.stdout) or f"exit status {self.returncode}"
 
 
 def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None,

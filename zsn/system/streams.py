@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from zsn.system import commands
 from zsn.system.limits import ByteBudget, Deadline
+from zsn.terminal import one_line
 
 MAX_LINE_BYTES = 4096
 MAX_BUFFERED_BYTES = 256 * 1024
@@ -148,7 +149,7 @@ class LineStream:
         if self.error:
             return self.error
         last = [line for line in self.stderr_tail().splitlines() if line.strip()]
-        reason = f": {last[-1].strip()}" if last else ""
+        reason = f": {one_line(last[-1])}" if last else ""
         if self.returncode is None:
             return f"{self.program} is running"
         return f"{self.program} exited with status {self.returncode}{reason}"

@@ -16,6 +16,7 @@ from textual.widgets import ContentSwitcher
 
 from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
+from zsn.terminal import safe, safe_text
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.keys import KeySequencer
 from zsn.tui.notices import HeldNotices, Notice
@@ -90,8 +91,11 @@ class ZsnApp(App[int]):
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
-        notice = Notice(message, title, severity,
-                        self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup)
+        """Every notification, whoever sends it: its text often quotes a name or a
+        daemon's reply, so it is escaped (`zsn.terminal`) and never read as markup
+        (`Widget.notify` asks for markup by default)."""
+        notice = Notice(safe_text(message), safe(title), severity,
+                        self.NOTIFICATION_TIMEOUT if timeout is None else timeout, False)
         if not self._notices.hold(notice):
             self._show_notice(notice)
 
@@ -188,7 +192,7 @@ class ZsnApp(App[int]):
         switcher = self.query_one("#panes", PaneSwitcher)
         self.watch(switcher, "current", self._pane_switched)
         bar = self.query_one(PaneBar)
-        bar.title = "zsn" if self.host.is_live else f"zsn — root: {self.host.root}"
+        bar.title = "zsn" if self.host.is_live else f"zsn — root: {safe(str(self.host.root))}"
         self.set_timer(MOUNT_OTHER_PANES_AFTER, self._mount_remaining_panes)
         if self.startup is not None:
             self.call_after_refresh(self.startup.first_frame_drawn)

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Static
 
 from zsn.links import actions, view
 from zsn.links.actions import Options
@@ -26,6 +25,7 @@ from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, Planned, SessionPlan
+from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 
@@ -77,7 +77,7 @@ SSH session runs over asks you to type its name first.
         yield StatusLine()
         yield LiveTable(view.COLUMNS, id="links-table", title="Links",
                         empty_text="No links to show.")
-        details = Static("", id="links-details")
+        details = SafeStatic("", id="links-details")
         details.border_title = "Details"
         yield details
 
@@ -140,7 +140,7 @@ SSH session runs over asks you to type its name first.
         text = "\n".join(lines)
         if text != self._details_shown:  # a Static's update re-lays out the screen
             self._details_shown = text
-            self.query_one("#links-details", Static).update(Text(text))
+            self.query_one("#links-details", SafeStatic).update(Text(text))
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if self._view is not None:

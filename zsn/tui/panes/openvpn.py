@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Static
 
 from zsn.errors import ZsnError
 from zsn.format import human_bytes, human_duration, human_rate
@@ -19,6 +18,7 @@ from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
 from zsn.rates import RateTracker
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
@@ -88,7 +88,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
     def compose(self) -> ComposeResult:
         yield StatusLine()
         yield LiveTable(COLUMNS, id="ovpn-connections", title="Connections")
-        details = Static("", id="ovpn-details")
+        details = SafeStatic("", id="ovpn-details")
         details.border_title = "Details"
         yield details
 
@@ -169,7 +169,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
         text = self._details_text(self.selected())
         if text.plain != self._details:
             self._details = text.plain
-            self.query_one("#ovpn-details", Static).update(text)
+            self.query_one("#ovpn-details", SafeStatic).update(text)
 
     def _details_text(self, conn: Connection | None) -> Text:
         if conn is None:

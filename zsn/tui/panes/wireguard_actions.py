@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
-from textual.widgets import Static
 
 from zsn.format import short_key
 from zsn.system.host import Host
 from zsn.tui.panes.base import GoneRows
+from zsn.tui.widgets.safe import SafeStatic
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
 
 if TYPE_CHECKING:  # the action modules load on first use, not at start-up
@@ -70,7 +70,7 @@ ACTION_HELP = """
 """
 
 
-class FindingsLine(Static):
+class FindingsLine(SafeStatic):
     """One line under the status: the lint summary, repainted only when it changes."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Static
 
 from zsn.lint import Finding
 from zsn.tui.panes.base import LivePane
+from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Column, Row, row_of
@@ -88,7 +88,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
                         empty_text="No networks in range (s scans).")
         yield LiveTable(KNOWN_COLUMNS, id="wlan-known", title="Known networks",
                         empty_text="No known networks.")
-        yield Static("", id="wlan-details")
+        yield SafeStatic("", id="wlan-details")
 
     def focus_main(self) -> None:
         """The networks in range take the keyboard: connecting is what the pane is for
@@ -144,7 +144,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         details = "\n".join(interface_details(interface))
         if details != self._details:  # a Static's update re-lays out the screen
             self._details = details
-            self.query_one("#wlan-details", Static).update(Text(details))
+            self.query_one("#wlan-details", SafeStatic).update(Text(details))
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if event.table.id == "wlan-interfaces" and self._snapshot is not None:

@@ -20,12 +20,13 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Static
+from textual.widgets import ContentSwitcher
 
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import row_of
@@ -117,7 +118,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def compose(self) -> ComposeResult:
         yield StatusLine()
         yield LiveTable(view.POOL_COLUMNS, id="zfs-pools", title="Pools")
-        yield Static("", id="zfs-scan")
+        yield SafeStatic("", id="zfs-scan")
         with ContentSwitcher(initial="zfs-vdevs", id="zfs-lower"):
             yield LiveTable(view.VDEV_COLUMNS, id="zfs-vdevs",
                             title="Vdevs (d: datasets)")
@@ -229,7 +230,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         text = self._scan_text()
         if text.markup != self._scan:  # a Static's update re-lays out the screen
             self._scan = text.markup
-            self.query_one("#zfs-scan", Static).update(text)
+            self.query_one("#zfs-scan", SafeStatic).update(text)
 
     def on_resize(self, event: events.Resize) -> None:
         if self._view is not None:
@@ -249,7 +250,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         pool = self.selected_pool()
         if pool is None or self._view is None:
             return Text("")
-        width = self.query_one("#zfs-scan", Static).content_region.width or self.size.width
+        width = self.query_one("#zfs-scan", SafeStatic).content_region.width or self.size.width
         text = Text(view.scan_line(pool, now(), max(20, width)), no_wrap=True)
         if pool.status:
             text.append("\n" + pool.status, style=self.theme_colour("text-warning"))

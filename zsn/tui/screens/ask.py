@@ -12,7 +12,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, OptionList
 from textual.widgets.option_list import Option
 
+from zsn.terminal import safe
 from zsn.tui.screens.form import FormField, FormScreen, Values
+from zsn.tui.widgets.safe import plain, title
 
 ResultT = TypeVar("ResultT")
 
@@ -37,7 +39,8 @@ class AskScreen(FormScreen[ResultT]):
         return f"{self.title_text}: enter to confirm, esc to cancel"
 
     def form_fields(self) -> Iterable[FormField]:
-        yield FormField(self.field, self.prompt, Input(self.value, id="ask-input", compact=True))
+        yield FormField(self.field, self.prompt, Input(safe(self.value), id="ask-input",
+                                                      compact=True))
 
     def build(self, values: Values) -> ResultT:
         return self._build(str(values[self.field]))
@@ -60,12 +63,14 @@ class ChooseScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ask"):
-            yield Picker(*[Option(label, id=choice_id) for choice_id, label in self.choices],
+            yield Picker(*[Option(plain(label), id=choice_id)
+                           for choice_id, label in self.choices],
                          id="ask-choices")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#ask").border_title = f"{self.title_text}: enter chooses, esc cancels"
+        self.query_one("#ask").border_title = title(
+            f"{self.title_text}: enter chooses, esc cancels")
         self.set_focus(self.query_one("#ask-choices", Picker))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

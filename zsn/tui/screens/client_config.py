@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from zsn.plan import mask_secrets
 from zsn.qr import make_qr
 from zsn.tui.widgets.qr import QrCodeView
+from zsn.tui.widgets.safe import SafeStatic, title
 from zsn.wireguard.qr import qr_payload
 
 CHROME_LINES = 4
@@ -50,17 +50,17 @@ class ClientConfigScreen(ModalScreen[None]):
                    f"has {height} x {width}. Enlarge it or zoom out (ctrl -) to scan; "
                    "scroll to see all of it.")
         with VerticalScroll(id="client-config"):
-            yield Static(Text(fit), id="qr-note",
+            yield SafeStatic(fit, id="qr-note",
                          classes="" if code.fits else "-does-not-fit")
             yield QrCodeView(code, id="qr-code")
-            yield Static(self._config_text(), id="client-config-text")
+            yield SafeStatic(self._config_text(), id="client-config-text")
             if self.notes:
-                yield Static(Text("\n".join(self.notes)), id="client-config-notes")
+                yield SafeStatic("\n".join(self.notes), id="client-config-notes")
         yield Footer()
 
     def on_mount(self) -> None:
         box = self.query_one("#client-config")
-        box.border_title = self.title_text
+        box.border_title = title(self.title_text)
         self.set_focus(box)
         # Nothing may cover the code or the config: notifications wait until it closes.
         keep_uncovered = getattr(self.app, "keep_uncovered", None)
@@ -72,12 +72,12 @@ class ClientConfigScreen(ModalScreen[None]):
         if uncovered is not None:
             uncovered()
 
-    def _config_text(self) -> Text:
-        return Text(self.config_text if self.reveal else mask_secrets(self.config_text))
+    def _config_text(self) -> str:
+        return self.config_text if self.reveal else mask_secrets(self.config_text)
 
     def action_toggle_secret(self) -> None:
         self.reveal = not self.reveal
-        self.query_one("#client-config-text", Static).update(self._config_text())
+        self.query_one("#client-config-text", SafeStatic).update(self._config_text())
 
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.config_text)

@@ -13,14 +13,15 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from zsn.lint import Finding
+from zsn.terminal import safe, safe_text
 
 
 def finding_text(finding: Finding) -> Text:
     text = Text()
     text.append(f"{finding.id} {finding.severity}", style="bold")
     if finding.subject:
-        text.append(f" [{finding.subject}]")
-    text.append(f": {finding.message}\n  fix: {finding.fix}")
+        text.append(f" [{safe(finding.subject)}]")
+    text.append(safe_text(f": {finding.message}\n  fix: {finding.fix}"))
     if finding.fix_plan is not None:
         text.append("  (press f)", style="bold")
     return text

@@ -29,16 +29,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Checkbox, Footer, Input, Label, RadioSet, Select, Static
+from textual.widgets import Checkbox, Footer, Input, Label, RadioSet, Select
 
 from zsn.errors import ZsnError
+from zsn.terminal import safe
+from zsn.tui.widgets.safe import SafeStatic, title
 from zsn.tui.wording import say
 
 ResultT = TypeVar("ResultT")
@@ -91,6 +92,7 @@ class FormScreen(ModalScreen[ResultT | None]):
         """Put `value` in a text field, unless the user typed in it."""
         widget = self._fields[key].widget
         if isinstance(widget, Input) and widget.value in ("", self._filled.get(key)):
+            value = safe(value)  # read from a file or a daemon: never raw on the terminal
             self._filled[key] = value
             widget.value = value
 
@@ -101,8 +103,8 @@ class FormScreen(ModalScreen[ResultT | None]):
             message = f"{marked.label}: {message}"
         for field in self._fields.values():
             field.widget.set_class(field is marked, "-refused")
-        error = self.query_one(".form-error", Static)
-        error.update(Text(message))
+        error = self.query_one(".form-error", SafeStatic)
+        error.update(message)
         error.display = bool(message)
 
     def values(self) -> Values:
@@ -130,13 +132,13 @@ class FormScreen(ModalScreen[ResultT | None]):
                 for field in fields:
                     yield Label(field.label, classes="form-label")
                     yield field.widget
-            error = Static("", classes="form-error")
+            error = SafeStatic("", classes="form-error")
             error.display = False
             yield error
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(".form").border_title = self.form_title()
+        self.query_one(".form").border_title = title(self.form_title())
         first = self._fields.get(self.FIRST_FIELD or "", next(iter(self._fields.values())))
         # At once (not `focus()`, which waits for the app's queue): the screen counts
         # as ready for the next key once mounted (zsn.tui.keys).

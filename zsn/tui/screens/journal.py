@@ -19,6 +19,8 @@ from textual.widgets import Footer, RichLog
 from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.system.journal import JournalLine, unit_lines
+from zsn.terminal import safe_text
+from zsn.tui.widgets.safe import plain, title
 
 
 class JournalScreen(ModalScreen[None]):
@@ -40,7 +42,7 @@ class JournalScreen(ModalScreen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#journal").border_title = f"Log of {self.unit}"
+        self.query_one("#journal").border_title = title(f"Log of {self.unit}")
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -71,7 +73,7 @@ class JournalScreen(ModalScreen[None]):
             style = ("bold " if line.priority <= 3 else "") + (
                 self.app.theme_variables.get("text-error", "") if line.priority <= 3 else
                 self.app.theme_variables.get("text-warning", "") if line.priority == 4 else "")
-            log.write(Text(f"{when:%H:%M:%S} {line.message}", style=style.strip()))
+            log.write(Text(safe_text(f"{when:%H:%M:%S} {line.message}"), style=style.strip()))
 
     def _show_error(self, message: str) -> None:
-        self.query_one("#journal", RichLog).write(Text(f"Cannot read the journal: {message}"))
+        self.query_one("#journal", RichLog).write(plain(f"Cannot read the journal: {message}"))

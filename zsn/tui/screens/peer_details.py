@@ -10,15 +10,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from zsn.format import human_bytes, human_duration, human_rate, sparkline
 from zsn.system.host import Host
+from zsn.tui.widgets.safe import SafeStatic, plain, title
 from zsn.wireguard.model import PeerSession, PeerState, handshake_state
 
 if TYPE_CHECKING:
@@ -51,12 +51,12 @@ class PeerDetailsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="peer-details"):
-            yield Static(self._render_table(), id="peer-details-body")
+            yield SafeStatic(self._render_table(), id="peer-details-body")
         yield Footer()
 
     def on_mount(self) -> None:
         box = self.query_one("#peer-details")
-        box.border_title = f"{self.peer.name or 'Peer'} on {self.interface}"
+        box.border_title = title(f"{self.peer.name or 'Peer'} on {self.interface}")
         self._read_history()
 
     def update_peer(self, peer: PeerState, rates: tuple[float | None, float | None],
@@ -70,7 +70,7 @@ class PeerDetailsScreen(ModalScreen[None]):
             self._read_history()
 
     def _repaint(self) -> None:
-        self.query_one("#peer-details-body", Static).update(self._render_table())
+        self.query_one("#peer-details-body", SafeStatic).update(self._render_table())
 
     def _shown(self) -> tuple[object, ...]:
         return (self.peer, self.rates, self._handshake_text(self.clock()), self.session,
@@ -170,7 +170,7 @@ class PeerDetailsScreen(ModalScreen[None]):
              if peer.persistent_keepalive else "off"),
         ]
         for label, value in rows + self._history_rows():
-            table.add_row(label, Text(value))
+            table.add_row(label, plain(value))
         return table
 
 

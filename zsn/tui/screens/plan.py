@@ -12,6 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from zsn.plan import Plan
+from zsn.terminal import safe_text
+from zsn.tui.widgets.safe import title
 from zsn.tui.wording import say
 
 
@@ -36,13 +38,15 @@ class PlanScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         self.text = self.plan.describe(word=lambda text: say(text, self))
         with VerticalScroll(id="plan"):
-            yield Static(Syntax(self.text, "diff", theme="ansi_dark", word_wrap=True),
+            # File contents and names: escaped before Rich's diff lexer sees them.
+            yield Static(Syntax(safe_text(self.text), "diff", theme="ansi_dark",
+                                word_wrap=True),
                          id="plan-body")
         yield Footer()
 
     def on_mount(self) -> None:
         suffix = "y to apply, n to cancel" if self.can_apply else "esc to close"
-        self.query_one("#plan").border_title = f"{self.plan_title} ({suffix})"
+        self.query_one("#plan").border_title = title(f"{self.plan_title} ({suffix})")
 
     def action_answer(self, apply: bool) -> None:
         self.dismiss(apply and self.can_apply)

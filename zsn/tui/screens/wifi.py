@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import ClassVar, NamedTuple
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Checkbox, Footer, Input, Label, Static
+from textual.widgets import Checkbox, Footer, Input, Label
 
 from zsn.errors import ValidationError
 from zsn.qr import make_qr
 from zsn.tui.widgets.qr import QrCodeView
+from zsn.tui.widgets.safe import SafeStatic, title
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import from_user
 from zsn.wlan.wifiqr import WifiCode
@@ -56,11 +56,11 @@ class ConnectScreen(ModalScreen[ConnectRequest | None]):
             yield Input("", id="wifi-passphrase", password=True)
             yield Checkbox("Hidden network (look for it by name)", self.hidden,
                            id="wifi-hidden")
-            yield Static("", id="wifi-connect-error")
+            yield SafeStatic("", id="wifi-connect-error")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#wifi-connect").border_title = f"Connect {self.interface}"
+        self.query_one("#wifi-connect").border_title = title(f"Connect {self.interface}")
         target = "#wifi-passphrase" if self.ssid and not self.hidden else "#wifi-ssid"
         self.query_one(target, Input).focus()
 
@@ -77,7 +77,7 @@ class ConnectScreen(ModalScreen[ConnectRequest | None]):
             ssid = from_user(self.query_one("#wifi-ssid", Input).value)
             passphrase = Passphrase(typed) if typed else None
         except ValidationError as exc:
-            self.query_one("#wifi-connect-error", Static).update(Text(str(exc)))
+            self.query_one("#wifi-connect-error", SafeStatic).update(str(exc))
             return
         field.value = ""
         self.dismiss(ConnectRequest(ssid, passphrase,
@@ -110,22 +110,22 @@ class WifiQrScreen(ModalScreen[None]):
         notes = [drawn.describe(), *self.code.notes()]
         with VerticalScroll(id="wifi-qr"):
             yield QrCodeView(drawn, id="qr-code")
-            yield Static(Text("\n".join(notes)), id="wifi-qr-notes")
-            yield Static(self._secret_text(), id="wifi-qr-secret")
+            yield SafeStatic("\n".join(notes), id="wifi-qr-notes")
+            yield SafeStatic(self._secret_text(), id="wifi-qr-secret")
         yield Footer()
 
     def on_mount(self) -> None:
         box = self.query_one("#wifi-qr")
-        box.border_title = self.title_text
+        box.border_title = title(self.title_text)
         box.focus()
 
-    def _secret_text(self) -> Text:
+    def _secret_text(self) -> str:
         if self.code.secret is None:
-            return Text("Open network: no passphrase.")
+            return "Open network: no passphrase."
         what = "PSK" if self.code.secret_is_psk else "Passphrase"
         shown = self.code.secret if self.reveal else "(hidden: press p to show)"
-        return Text(f"{what}: {shown}")
+        return f"{what}: {shown}"
 
     def action_toggle_passphrase(self) -> None:
         self.reveal = not self.reveal
-        self.query_one("#wifi-qr-secret", Static).update(self._secret_text())
+        self.query_one("#wifi-qr-secret", SafeStatic).update(self._secret_text())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from rich.text import Text
 from textual.widgets import Static
+
+from zsn.tui.widgets.safe import plain
 
 Severity = Literal["error", "warning", "info"]
 
@@ -34,5 +35,5 @@ class StatusLine(Static):
             return
         self._shown = wanted
         self.set_classes(f"pane-status -{severity}")
-        self.update(Text("\n".join(lines)))
+        self.update(plain("\n".join(lines)))  # daemon replies, names: escaped
         self.display = bool(lines)

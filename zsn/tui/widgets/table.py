@@ -16,6 +16,10 @@ full text does not fit; spare width goes to full forms and full labels first.
 Column widths only grow while the rows stay (values that change every second do
 not make columns jump); `clear()` starts afresh.
 
+Cells and titles are outside text (names, daemon replies): the table measures and
+draws them through `zsn.terminal.safe`, so no pane can forget to; `cell()` and the
+rows keep the text as given.
+
 Rows may form a tree: `Row.depth` indents the first cell under the row above it
 with a lower depth (bond -> members, pool -> vdevs), with guide lines.
 
@@ -39,6 +43,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from zsn.terminal import is_safe, safe
+from zsn.tui.widgets.safe import title as safe_title
 from zsn.view import ROW_STATES, TONES, Align, Column, Row, cell_text, natural_key
 
 PAD = 1
@@ -124,6 +130,11 @@ def fit(text: str, short: str | None, width: int, truncate: bool) -> str:
     while kept and cell_len(kept) > width - 1:
         kept = kept[:-1]
     return kept + ELLIPSIS
+
+
+def _shown(texts: list[str]) -> list[str]:
+    """`texts` as drawn (through `safe`); one scan for the usual all-safe column."""
+    return texts if is_safe("".join(texts)) else [safe(text) for text in texts]
 
 
 def _widest(texts: list[str]) -> int:
@@ -222,8 +233,9 @@ class LiveTable(ScrollView, can_focus=True):
         self.columns: tuple[Column, ...] = tuple(columns)
         self.help_title = title or (id or "Table")
         """The table's name in the `?` help (its border title may change)."""
+        self._title = self._subtitle = ""
         if title:
-            self.border_title = title
+            self.set_title(title)
         self.zebra = zebra
         self.empty_text = empty_text
         self.reading = True
@@ -271,10 +283,11 @@ class LiveTable(ScrollView, can_focus=True):
         return self._rows.get(key)
 
     def set_title(self, title: str) -> None:
-        """The border title; setting the one shown costs nothing (Textual repaints the
-        whole widget on every assignment)."""
-        if str(self.border_title or "") != title:
-            self.border_title = title
+        """The border title (outside text welcome: escaped, never markup); setting the
+        one shown costs nothing (Textual repaints the whole widget on every assignment)."""
+        if self._title != title:
+            self._title = title
+            self.border_title = safe_title(title)
 
     @property
     def cursor_key(self) -> str | None:
@@ -415,11 +428,11 @@ class LiveTable(ScrollView, can_focus=True):
         for index in columns:
             value = row.cells[index]
             if isinstance(value, str):
-                full = cell_len(value)
+                full = cell_len(safe(value))
                 short = full
             else:
-                full = cell_len(value.text)
-                short = cell_len(value.short) if value.short is not None else full
+                full = cell_len(safe(value.text))
+                short = cell_len(safe(value.short)) if value.short is not None else full
             if index == 0 and row.depth:
                 full += 2 * row.depth
                 short += 2 * row.depth
@@ -439,9 +452,10 @@ class LiveTable(ScrollView, can_focus=True):
         indent = [2 * row.depth for row in rows] if any(row.depth for row in rows) else None
         for index in range(len(self.columns)):
             values = [row.cells[index] for row in rows]
-            texts = [value if isinstance(value, str) else value.text for value in values]
-            shorts = [value.short for value in values
-                      if not isinstance(value, str) and value.short is not None]
+            texts = _shown([value if isinstance(value, str) else value.text
+                            for value in values])
+            shorts = _shown([value.short for value in values
+                             if not isinstance(value, str) and value.short is not None])
             if index == 0 and indent is not None:
                 full = max(cell_len(text) + extra for text, extra in zip(texts, indent,
                                                                          strict=True))
@@ -707,9 +721,10 @@ class LiveTable(ScrollView, can_focus=True):
             column = self.columns[placed.column]
             value = row.cells[placed.column]
             if isinstance(value, str):
-                text, tone, short = value, "", None
+                text, tone, short = safe(value), "", None
             else:
-                text, tone, short = value
+                text, tone, short = safe(value.text), value.tone, value.short
+                short = safe(short) if short is not None else None
             if placed.column == 0 and row.depth:
                 guide = self._guides.get(row.key, "")
                 text = guide + text
@@ -839,8 +854,9 @@ class LiveTable(ScrollView, can_focus=True):
             index, reverse = self._sort
             parts.append(f"by {self.columns[index].label} {'↓' if reverse else '↑'}")
         subtitle = "  ".join(parts)
-        if str(self.border_subtitle or "") != subtitle:
-            self.border_subtitle = subtitle
+        if self._subtitle != subtitle:
+            self._subtitle = subtitle
+            self.border_subtitle = safe_title(subtitle)
 
     async def _on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
