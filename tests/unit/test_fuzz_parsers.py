@@ -18,7 +18,8 @@ run prints its own. A new parser adds its strategy and its entry here.
   the directives of the rendered text are the same.
 - ZFS (`zsn.zfs`): `zpool status` text (status lines, tree lines, scan lines mixed
   with noise) and JSON; the `zpool iostat` block assembler fed rows rendered from
-  numbers (each accepted block reads back the numbers); `zpool list`/`zfs list` rows;
+  numbers (each accepted block reads back the numbers); `zpool list`/`zfs list` rows
+  and snapshot listings;
   kstat benchmarks and tables: typed errors only; the pool cache file (the real capture
   with bytes changed, cut or repeated): typed errors only, and what is accepted decodes
   to lists of the same shapes.
@@ -66,6 +67,7 @@ EXAMPLES = {
     "zpool status JSON": 1000,
     "zpool iostat stream": 1000,
     "zpool/zfs list": 1000,
+    "zfs snapshot list": 1000,
     "ZFS kstats": 1000,
     "ZFS pool cache file": 1000,
     "rtnetlink dumps": 1000,
@@ -435,6 +437,23 @@ def test_fuzz_zpool_and_zfs_list() -> None:
         only_typed_errors(lambda: listing.parse_datasets_text(text))
 
     fuzz("zpool/zfs list", st.lists(row, max_size=5), check)
+
+
+def test_fuzz_zfs_snapshot_list() -> None:
+    from zsn.zfs import snapshots
+
+    name = st.one_of(st.sampled_from(["tank/a@b", "tank@x y", "p/q/r@2026-01-01", "tank"]),
+                     _noise)
+    value = st.one_of(st.integers(0, 2 ** 64).map(str), st.sampled_from(["-", "1.5T"]), _noise)
+    row = st.tuples(name, st.lists(value, min_size=0, max_size=7)).map(
+        lambda parts: "\t".join([parts[0], *parts[1]]))
+
+    def check(rows: list[str]) -> None:
+        text = "\n".join(rows)
+        for snapshot in only_typed_errors(lambda: snapshots.parse(text)) or ():
+            assert snapshot.full_name + "\t" in text
+
+    fuzz("zfs snapshot list", st.lists(row, max_size=5), check)
 
 
 def test_fuzz_zfs_kstats() -> None:

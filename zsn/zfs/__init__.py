@@ -1,4 +1,5 @@
-"""ZFS: pools, vdev trees, scrubs and datasets, live I/O from `zpool iostat`, an advisor."""
+"""ZFS: pools, vdev trees, scrubs, datasets and snapshots, live I/O from `zpool iostat`, an
+advisor."""
 
 from zsn.domains import CommandGroup, Domain
 
@@ -8,8 +9,8 @@ DOMAIN = Domain(
     export="zsn.zfs.export",
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
-                     "advisor", "zsn.zfs.cli",
-                     "zfs list|status|iostat|scrub|set|clear|advise ..."),
+                     "snapshots, advisor", "zsn.zfs.cli",
+                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|advise ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",

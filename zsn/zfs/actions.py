@@ -17,7 +17,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.plan import LiveStep, Plan
 from zsn.system import commands
 from zsn.system.host import Host
-from zsn.zfs.live import NOT_INSTALLED, find_program, read_zfs, run_zfs_command
+from zsn.zfs.live import read_zfs, require_program, run_zfs_command
 from zsn.zfs.model import Pool
 from zsn.zfs.names import validate_dataset_name, validate_pool_name
 from zsn.zfs.units import is_number
@@ -29,13 +29,6 @@ _SIZE_RE = re.compile(r"(\d+)([KM]?)", re.IGNORECASE)
 _COMPRESSION_RE = re.compile(
     r"on|off|lz4|lzjb|zle|gzip(?:-[1-9])?|zstd(?:-(?:[1-9]|1[0-9]))?"
     r"|zstd-fast(?:-(?:[1-9]|10|[2-9]0|100|500|1000))?")
-
-
-def _program(name: str) -> str:
-    found = find_program(name)
-    if found is None:
-        raise ZsnError(NOT_INSTALLED.format(program=name))
-    return found
 
 
 def _run(argv: Sequence[str]) -> commands.CommandResult:
@@ -66,7 +59,7 @@ def plan_scrub(host: Host, pool_name: str, verb: str) -> Plan:
     if verb not in SCRUB_VERBS:
         raise ValidationError(f"scrub {verb!r}: say start, pause or stop")
     pool = _pool(host, pool_name)
-    zpool = _program("zpool")
+    zpool = require_program("zpool")
     scan = pool.scan
     running = scan is not None and scan.state == "scanning"
     paused = scan is not None and scan.state == "paused"
@@ -123,7 +116,7 @@ def _allocated(pool: Pool) -> str:
 # -- clear -------------------------------------------------------------------------
 def plan_clear(host: Host, pool_name: str, device: str | None = None) -> Plan:
     pool = _pool(host, pool_name)
-    zpool = _program("zpool")
+    zpool = require_program("zpool")
     argv = [zpool, "clear", pool.name]
     plan = Plan(f"clear errors on {pool.name}" + (f" ({device})" if device else ""),
                 warnings=_warnings(host))
@@ -218,7 +211,7 @@ class PropertyValue:
 
 def read_property(prop: str, dataset: str) -> list[PropertyValue]:
     """`zfs get -r` of one property: the dataset and everything below it."""
-    zfs = _program("zfs")
+    zfs = require_program("zfs")
     result = run_zfs_command([zfs, "get", "-Hp", "-r", "-t", "filesystem,volume",
                               "-o", "name,value,source", prop, dataset])
     if not result.ok:
@@ -249,7 +242,7 @@ def plan_set(host: Host, dataset: str, prop: str, value: str) -> Plan:
     current = next((v for v in values if v.dataset == dataset), None)
     if current is None:
         raise ValidationError(f"no filesystem or volume named {dataset!r}")
-    zfs = _program("zfs")
+    zfs = require_program("zfs")
     title = f"set {prop}={new} on {dataset}"
     plan = Plan(title, warnings=_warnings(host))
     shown_current = _shown(prop, current.value)

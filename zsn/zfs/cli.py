@@ -21,10 +21,11 @@ from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream
-from zsn.zfs import actions, lint
-from zsn.zfs.export import dataset_to_dict, pool_to_dict
+from zsn.terminal import safe
+from zsn.zfs import actions, lint, snapshots
+from zsn.zfs.export import dataset_to_dict, pool_to_dict, snapshot_to_dict
 from zsn.zfs.iostat import BlockAssembler, iostat_argv, looks_like_row
-from zsn.zfs.live import ENV, NOT_INSTALLED, find_program, read_everything, read_zfs
+from zsn.zfs.live import ENV, read_everything, read_zfs, require_program, run_zfs_command
 from zsn.zfs.model import IostatBlock, Pool, Scan, ZfsSnapshot
 from zsn.zfs.monitor import deadline_for
 from zsn.zfs.names import validate_pool_name
@@ -64,6 +65,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     clear.add_argument("pool", metavar="POOL")
     clear.add_argument("device", metavar="DEVICE", nargs="?")
     add_dry_run(clear)
+    listed = verbs.add_parser("snapshots", help="snapshots (of a dataset, or all): creation, "
+                                                 "used, referenced, holds")
+    listed.add_argument("dataset", metavar="DATASET", nargs="?")
+    listed.add_argument("-r", "--recursive", action="store_true",
+                        help="the dataset's descendants' snapshots too")
+    listed.add_argument("--json", action="store_true", help="print them as JSON")
+    taking = verbs.add_parser("snapshot", help="take a snapshot (DATASET@NAME)")
+    taking.add_argument("snapshot", metavar="DATASET@NAME")
+    taking.add_argument("-r", "--recursive", action="store_true",
+                        help="of every descendant too, atomically")
+    add_dry_run(taking)
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
     advise.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -88,6 +100,11 @@ def run(args: argparse.Namespace, host: Host) -> int:
                              args.dry_run)
     if args.action == "clear":
         return apply_or_show(actions.plan_clear(host, args.pool, args.device), args.dry_run)
+    if args.action == "snapshot":
+        return apply_or_show(snapshots.plan_snapshot(host, args.snapshot, args.recursive),
+                             args.dry_run)
+    if args.action == "snapshots":
+        return _snapshots(args.dataset, args.recursive, args.json)
     if args.action == "advise":
         snapshot, facts, _ = read_everything(host, now=time.time())
         _require(snapshot)
@@ -182,6 +199,26 @@ def _list(snapshot: ZfsSnapshot, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _snapshots(dataset: str | None, recursive: bool, as_json: bool) -> int:
+    found = snapshots.read(run_zfs_command, require_program("zfs"), dataset, recursive)
+    if as_json:
+        print(json.dumps([snapshot_to_dict(s) for s in found], indent=2))
+        return EXIT_OK
+    if not found:
+        where = f"{dataset} has" if dataset else "there are"
+        print(f"{where} no snapshots (take one with zsn zfs snapshot DATASET@NAME)",
+              file=sys.stderr)
+        return EXIT_OK
+    rows: list[tuple[str, ...]] = [("SNAPSHOT", "CREATED", "USED", "REFER", "HOLDS")]
+    for snapshot in found:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(snapshot.created)) \
+            if snapshot.created is not None else "-"
+        rows.append((safe(snapshot.full_name), created, _size(snapshot.used),
+                     _size(snapshot.referenced), str(snapshot.holds)))
+    _table(rows, {2, 3, 4})
+    return EXIT_OK
+
+
 def _percent(value: int | None) -> str:
     return f"{value}%" if value is not None else "-"
 
@@ -256,9 +293,7 @@ def _iostat(host: Host, pool_name: str, interval: float, count: int | None,
     if pool is None:
         known = ", ".join(p.name for p in snapshot.pools) or "none"
         raise ValidationError(f"no pool named {pool_name!r} (pools: {known})")
-    zpool = find_program("zpool")
-    if zpool is None:
-        raise ZsnError(NOT_INSTALLED.format(program="zpool"))
+    zpool = require_program("zpool")
     show = _json_block if as_json else _text_block
     arrived = threading.Event()
     stream = LineStream(iostat_argv(zpool, pool.name, interval, count), env=ENV,

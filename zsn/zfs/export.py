@@ -20,6 +20,7 @@ from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everyt
 
 if TYPE_CHECKING:
     from zsn.zfs.model import Dataset, IostatRow, Pool, Vdev
+    from zsn.zfs.snapshots import Snapshot
 
 POOL_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "REMOVED", "UNAVAIL", "SUSPENDED")
 
@@ -71,6 +72,13 @@ def dataset_to_dict(dataset: Dataset, counters: dict[str, int] | None) -> dict[s
     data = dataset._asdict()
     data["counters"] = counters
     return data
+
+
+def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
+    return {"name": snapshot.full_name, "dataset": snapshot.dataset,
+            "snapshot": snapshot.name, "guid": snapshot.guid, "createtxg": snapshot.createtxg,
+            "created": snapshot.created, "used": snapshot.used,
+            "referenced": snapshot.referenced, "holds": snapshot.holds}
 
 
 KSTAT_MAX_BYTES = 1 << 16

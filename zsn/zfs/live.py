@@ -59,6 +59,16 @@ def find_program(name: str) -> str | None:
     return shutil.which(name, path=os.pathsep.join([path, *SBIN_DIRS]))
 
 
+def require_program(name: str) -> str:
+    """`find_program`, or a `ZsnError` saying which package installs it."""
+    found = find_program(name)
+    if found is None:
+        from zsn.errors import ZsnError
+
+        raise ZsnError(NOT_INSTALLED.format(program=name))
+    return found
+
+
 def module_loaded(host: Host) -> bool:
     return host.path(MODULE_DIR).is_dir() or host.path(KSTAT_DIR).is_dir()
 

@@ -74,3 +74,31 @@ def validate_dataset_name(text: str) -> str:
         if not _VALID_RE.fullmatch(component):
             raise _bad_character(text, "dataset name", component)
     return text
+
+
+def validate_snapshot_label(label: str, dataset: str = "") -> str:
+    """The part after ``@``: the same characters as a dataset component, no ``/``."""
+    shown = f"{dataset}@{label}" if dataset else label
+    if not label:
+        raise ValidationError(f"{shown[:60]!r}: the snapshot's name after '@' is empty")
+    if not _VALID_RE.fullmatch(label):
+        if "/" in label:
+            raise ValidationError(f"snapshot name {shown[:60]!r} has a '/' after the '@'")
+        raise _bad_character(shown, "snapshot name", label)
+    return label
+
+
+def validate_snapshot_name(text: str) -> tuple[str, str]:
+    """``DATASET@NAME`` as (dataset, name), each checked the way ZFS checks it."""
+    dataset, at, label = text.partition("@")
+    if not at:
+        raise ValidationError(f"{text[:60]!r} is not a snapshot: write DATASET@NAME, e.g. "
+                              "tank/data@2026-01-31")
+    if "@" in label:
+        raise ValidationError(f"snapshot name {text[:60]!r} has more than one '@'")
+    if len(text) > MAX_NAME:
+        raise ValidationError(f"snapshot name is {len(text)} characters long; ZFS allows "
+                              f"{MAX_NAME}")
+    validate_dataset_name(dataset)
+    validate_snapshot_label(label, dataset)
+    return dataset, label
