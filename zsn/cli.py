@@ -11,11 +11,12 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from zsn import __version__
 from zsn.domains import CommandGroup, command_groups, domains, load
 from zsn.errors import ZsnError
+from zsn.terminal import message_line, safe_output
 
 if TYPE_CHECKING:
     from zsn.headless import GroupFaces
@@ -62,7 +63,7 @@ def _epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="zsn",
         usage="\n  zsn [--root DIR] [--theme NAME] [--refresh SECONDS]\n"
               "  zsn --export [SECTION ...] [--format json|prometheus] [--include-secrets] "
@@ -115,10 +116,22 @@ def command_group_of(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
     return group, args[:index] + args[index + 1:]
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, refusing a command line the way zsn refuses any input: one
+    line on stderr (``zsn GROUP: invalid: ...``) and exit status 2, not the usage
+    and a second line. Its sub-commands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        from zsn.headless import EXIT_INVALID
+
+        self.exit(EXIT_INVALID, f"{self.prog}: invalid: {message} "
+                                f"('{self.prog} --help' shows the usage)\n")
+
+
 def group_parser(group: CommandGroup, faces: GroupFaces) -> argparse.ArgumentParser:
     """The parser of ``zsn GROUP ...`` (the arguments after the group's name)."""
-    parser = argparse.ArgumentParser(prog=f"zsn {group.name}", description=group.help,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog=f"zsn {group.name}", description=group.help,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default="/", metavar="DIR",
                         help="treat DIR as the system root (default /)")
     faces.add_arguments(parser)
@@ -148,26 +161,30 @@ def interval_seconds(text: str) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     named = command_group_of(args_list)
-    if named is not None:
-        return _run_command(*named)
-    parser = build_parser()
-    args = parser.parse_args(args_list)
-    if not args.export and (args.sections or args.include_secrets or args.format != "json"):
-        parser.error("SECTION, --format and --include-secrets only apply with --export")
-    try:
-        from zsn.system.host import Host
+    # What a headless run prints (names, replies, errors) goes out through
+    # zsn.terminal.safe, whichever print it comes from.
+    with safe_output():
+        if named is not None:
+            return _run_command(*named)
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        if not args.export and (args.sections or args.include_secrets
+                                or args.format != "json"):
+            parser.error("SECTION, --format and --include-secrets only apply with --export")
+        try:
+            from zsn.system.host import Host
 
-        host = Host.at(args.root)
-        if args.export:
-            return _export(host, args.sections, args.format, args.include_secrets)
-    except ZsnError as exc:
-        print(f"zsn: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        from zsn.system.files import describe_os_error
+            host = Host.at(args.root)
+            if args.export:
+                return _export(host, args.sections, args.format, args.include_secrets)
+        except ZsnError as exc:
+            print(f"zsn: {message_line(str(exc))}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            from zsn.system.files import describe_os_error
 
-        print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
-        return 1
+            print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
+            return 1
     from zsn.tui.startup import Startup
 
     # Before Textual is imported: the first pane's read runs alongside its import.

@@ -20,6 +20,7 @@ from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.plan import Plan
 from zsn.system.files import describe_os_error
 from zsn.system.host import Host
+from zsn.terminal import message_line
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -90,10 +91,11 @@ def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,
         return EXIT_INVALID
     except ValidationError as exc:
         option = _option_for(parser, args, exc.field) if parser and exc.field else None
-        print(f"{prog}: invalid: {option + ': ' if option else ''}{exc}", file=sys.stderr)
+        print(f"{prog}: invalid: {option + ': ' if option else ''}{message_line(str(exc))}",
+              file=sys.stderr)
         return EXIT_INVALID
     except ZsnError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {message_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:  # e.g. a folder only root may look into: one line, no traceback
         print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zsn.terminal import safe
+
 MetricKind = Literal["gauge", "counter"]
 
 
@@ -23,7 +25,9 @@ class MetricFamily:
 
 
 def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    # Label values are names from outside (pools, links, SSIDs): a scrape read in a
+    # terminal (curl) must not carry their controls, so they are shown as `safe` does.
+    return safe(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(value: str) -> str:

@@ -30,6 +30,12 @@ never look alike (SSIDs), the domain escapes backslashes itself before calling i
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
 # Letters by category, drawn as blank space: a name made of them looks empty.
 _INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 
@@ -55,7 +61,7 @@ def safe_text(text: str) -> str:
     """Text of several lines (a diff, a config, a log): each line through `safe`, the
     line breaks (``\\n``) kept. Every other break (``\\r``, ``\\v``, U+2028 ...) is
     escaped: only the lines zsn sees are the lines the terminal shows."""
-    if is_safe(text):
+    if is_safe(text.replace("\n", "")):
         return text
     return "\n".join(safe(line) for line in text.split("\n"))
 
@@ -71,10 +77,65 @@ def one_line(text: str, limit: int = QUOTE_LIMIT) -> str:
     return ""
 
 
+def message_line(text: str) -> str:
+    """An error message as the one line a command prints: its lines joined by ``; ``
+    (what was undone, what was not ...), still to be shown through `safe`."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def safe_bytes(data: bytes) -> str:
     """Bytes from a program or a file as safe text: UTF-8 where it is valid, each
     byte that is not as ``\\xNN``."""
     return safe(data.decode("utf-8", errors="surrogateescape"))
+
+
+class SafeStream(io.TextIOBase):
+    """A text stream that writes everything through `safe_text`: what a headless
+    command prints (tables, plans, notes, errors) cannot drive the terminal, whatever
+    a print forgot. Only `write_styled` bypasses it, for zsn's own colours."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(safe_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+
+@contextlib.contextmanager
+def safe_output() -> Iterator[None]:
+    """`sys.stdout` and `sys.stderr` as `SafeStream`s while the block runs (a headless
+    command, an export's errors)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = SafeStream(saved[0])
+    sys.stderr = SafeStream(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def write_styled(text: str) -> None:
+    """Text zsn drew itself with its own escape sequences (a QR code's colours) to
+    standard output as it is; everything in it must come from zsn, none from outside."""
+    stream = sys.stdout
+    (stream.stream if isinstance(stream, SafeStream) else stream).write(text)
 
 
 def _needs_escape(char: str) -> bool:

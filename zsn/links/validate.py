@@ -6,6 +6,7 @@ import re
 
 from zsn.errors import ValidationError, about_input
 from zsn.links import bonding
+from zsn.terminal import is_safe, safe
 
 IFNAMSIZ = 16
 MIN_MTU = 68
@@ -16,7 +17,8 @@ _NAME_RE = re.compile(r"[^\s/:]+")
 
 def interface_name(name: str, what: str = "interface name") -> str:
     """A name the kernel accepts (dev_valid_name): 1-15 bytes, not ``.``/``..``, no
-    ``/``, ``:`` or whitespace."""
+    ``/``, ``:`` or whitespace; and, stricter than the kernel, no control or invisible
+    character (`zsn.terminal`), which no config file or screen could show as typed."""
     if not name:
         raise ValidationError(f"{what} is empty")
     size = len(name.encode("utf-8"))
@@ -29,6 +31,10 @@ def interface_name(name: str, what: str = "interface name") -> str:
         bad = next(char for char in name if char.isspace() or char in "/:")
         shown = {"/": "'/'", ":": "':'"}.get(bad, "whitespace")
         raise ValidationError(f"{what} {name!r} contains {shown}")
+    if not is_safe(name):
+        bad = next(char for char in name if not is_safe(char))
+        raise ValidationError(f"{what} {safe(name)} contains the control or invisible "
+                              f"character {safe(bad)}")
     return name
 
 

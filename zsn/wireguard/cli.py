@@ -16,7 +16,7 @@ from zsn.lint import print_findings
 from zsn.plan import Plan
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
-from zsn.terminal import safe
+from zsn.terminal import safe, write_styled
 from zsn.wireguard import interfaces, lint, onboarding, routing
 from zsn.wireguard.qr import qr_payload
 
@@ -156,7 +156,10 @@ def _print_config(text: str, as_qr: bool) -> None:
         terminal = sys.stdout.isatty()
         size = shutil.get_terminal_size(DEFAULT_SIZE) if terminal else DEFAULT_SIZE
         code = make_qr(qr_payload(text), columns=size[0], lines=size[1] - 2)
-        sys.stdout.write(code.ansi() if terminal else code.plain())
+        if terminal:
+            write_styled(code.ansi())  # zsn's own colours; nothing in it from outside
+        else:
+            sys.stdout.write(code.plain())
         print(code.describe() + ("" if terminal else "; plain text without colour codes, "
                                  "light modules drawn, for a terminal with a dark background"),
               file=sys.stderr)

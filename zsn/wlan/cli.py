@@ -17,6 +17,7 @@ from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
+from zsn.terminal import write_styled
 from zsn.wlan import actions, lint
 from zsn.wlan.export import interface_to_dict, profile_to_dict
 from zsn.wlan.live import read_wlan
@@ -179,7 +180,7 @@ def _qr(host: Host, snapshot: WlanSnapshot, interface: WlanInterface, ssid: byte
     code = wifi_code(host, network, interface.config_path)
     size = shutil.get_terminal_size(DEFAULT_SIZE) if sys.stdout.isatty() else DEFAULT_SIZE
     qr = make_qr(code.payload(), columns=size[0], lines=size[1] - 2)
-    sys.stdout.write(qr.ansi())
+    write_styled(qr.ansi())  # zsn's own colours; nothing in it from outside
     print(f"{network.title}: {qr.describe()}", file=sys.stderr)
     for note in code.notes():
         print(f"note: {note}", file=sys.stderr)

@@ -1,0 +1,85 @@
+"""Exit statuses and words as the README promises: 0 done, 1 a daemon, file or program
+failed, 2 input refused; every refusal, the argument parser's included, is one line on
+stderr, and nothing a command prints carries a raw control character."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.terminal_scan import HOSTILE, raw_controls
+from zsn import cli, domains
+from zsn.errors import ZsnError
+from zsn.plan import ApplyError
+from zsn.prometheus import MetricFamily, render
+from zsn.terminal import message_line, safe_output
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exited:
+        code = exited.code if isinstance(exited.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("group", sorted(domains.command_groups()))
+def test_a_group_without_its_action_is_refused_in_one_line(
+        capsys: pytest.CaptureFixture[str], group: str) -> None:
+    code, out, err = run(capsys, group)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"zsn {group}: invalid: ")
+    assert f"'zsn {group} --help' shows the usage" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bogus"], ["--refresh", "0"], ["peer", "add", "--bogus"], ["zfs", "iostat", "-x"],
+    ["link", "create", "bond", "b0"], ["link", "create", "vlan", "v0", "--parent", "e",
+                                       "--id", "five"],
+])
+def test_argument_parser_refusals_are_one_line_exit_2(capsys: pytest.CaptureFixture[str],
+                                                      argv: list[str]) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and ": invalid: " in err and "usage:" not in err
+
+
+def test_a_name_with_a_control_character_is_refused_by_zsn(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "--root", str(tmp_path), "link", "create", "bridge",
+                         "br\x1b]52;c;eA==\x07", "--config-only", "--dry-run")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "control or invisible character \\x1b" in err
+    assert raw_controls(err) == []
+
+
+def test_whatever_a_command_prints_goes_out_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    with safe_output():
+        import sys
+
+        for text in HOSTILE:
+            print(text)
+            print(text, file=sys.stderr)
+    out, err = capsys.readouterr()
+    assert raw_controls(out) == [] and raw_controls(err) == []
+    assert out.count("\n") == len(HOSTILE) + 1  # the one line feed inside HOSTILE[6] kept
+    assert "\\x1b]52;c;SE9TVElMRQ==\\x07clip" in out
+
+
+def test_an_error_of_several_lines_is_printed_as_one() -> None:
+    error = ApplyError("link: failed at 'set eth1 up': busy", ["create bond0"],
+                       ["create bond0"], [])
+    assert message_line(str(error)) == ("link: failed at 'set eth1 up': busy; "
+                                        "undone: create bond0")
+    assert "\n" not in message_line(str(ZsnError("a\n\n  b \n")))
+
+
+def test_prometheus_labels_carry_no_control() -> None:
+    family = MetricFamily("zsn_zfs_pool_health", "gauge", "health")
+    family.add({"pool": "tank\x1b]52;c;eA==\x07", "state": 'a"b\\c\nd'}, 1)
+    text = render([family])
+    assert raw_controls(text) == []
+    assert 'pool="tank\\\\x1b]52;c;eA==\\\\x07"' in text
+    assert 'state="a\\"b\\\\c\\\\x0ad"' in text
