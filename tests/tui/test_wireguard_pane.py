@@ -380,9 +380,9 @@ async def test_help_says_which_columns_go_when_the_screen_is_narrow(fixed_app: Z
         await pilot.press("question_mark")
         assert isinstance(fixed_app.screen, HelpScreen)
         text = fixed_app.screen.pane_help
-        assert ("whole columns are hidden in this order: Key, Sent, Received, Endpoint, "
-                "Allowed IPs") in text
-        assert "Hidden at this width: Endpoint, Received, Sent, Key." in text
+        assert ("whole columns are hidden in this order: Key, Sent, Received, Expires, "
+                "Endpoint, Allowed IPs") in text
+        assert "Hidden at this width: Endpoint, Expires, Received, Sent, Key." in text
 
 
 async def test_the_chosen_theme_colours_the_first_frame(fixed_app: ZsnApp) -> None:

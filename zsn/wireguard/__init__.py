@@ -9,7 +9,7 @@ DOMAIN = Domain(
     commands=(
         CommandGroup("peer", "add, remove, show, disable, enable, rename WireGuard peers; "
                      "their history", "zsn.wireguard.cli:peer",
-                     "peer add|remove|show|disable|enable|rename|routes|log IFACE NAME ..."),
+                     "peer add|remove|show|disable|enable|rename|routes|log|expire IFACE NAME ..."),
         CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint, "
                      "record history", "zsn.wireguard.cli:wg",
                      "wg create|up|down|endpoint|clients|link|gateway|lint|record ..."),

@@ -55,6 +55,17 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
     _iface_name(rename)
     rename.add_argument("new_name")
     add_dry_run(rename)
+    expire = peers.add_parser("expire", help="set when a peer expires (it is disabled then, "
+                              "by whichever zsn runs or the zsn-history timer)")
+    _iface_name(expire)
+    when = expire.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="DATETIME",
+                      help="local date and time, e.g. 2026-12-31 (through that day) or "
+                           "'2026-12-31 18:00'")
+    when.add_argument("--in", dest="within", metavar="DURATION",
+                      help="from now: 30d, 12h, 2w, 1d12h")
+    when.add_argument("--never", action="store_true", help="remove the expiry")
+    add_dry_run(expire)
     log = peers.add_parser("log", help="a peer's life from the history: session, totals "
                            "across restarts, sparklines, connect/disconnect/endpoint events")
     _iface_name(log)
@@ -128,6 +139,13 @@ def _peer_plan(host: Host, args: argparse.Namespace) -> Plan:
         return builders[args.action](host, args.interface, args.name)
     if args.action == "rename":
         return onboarding.plan_rename_peer(host, args.interface, args.name, args.new_name)
+    if args.action == "expire":
+        import time
+
+        from zsn.wireguard import expiry
+
+        at = None if args.never else expiry.parse_when(args.at, args.within, time.time())
+        return expiry.plan_expire(host, args.interface, args.name, at)
     return onboarding.plan_set_routed_subnets(host, args.interface, args.name,
                                               list(args.subnets))
 
@@ -201,8 +219,11 @@ def _record(host: Host) -> int:
         failures.append(message)
         print(f"zsn wg record: {safe(message)}", file=sys.stderr)
 
+    def told(message: str) -> None:
+        print(f"done: {safe(message)}", file=sys.stderr)
+
     snapshot = read_wireguard(host)
-    recorded = record_once(host, snapshot, report)
+    recorded = record_once(host, snapshot, report, told)
     for error in snapshot.errors:
         print(f"zsn wg record: {safe(error)}", file=sys.stderr)
     if recorded.history_note:

@@ -38,6 +38,9 @@ _NAME_KEY_RE = re.compile(r"^(?:friendly[_ ]?)?name\s*[=:]\s*(.+)$", re.IGNORECA
 _PIVPN_BEGIN_RE = re.compile(r"^#+\s*begin\s+(\S+)\s*#+\s*$")
 _PIVPN_END_RE = re.compile(r"^\s*#+\s*end\s+(\S+)\s*#+\s*$")
 DISABLED_PREFIX = "#[disabled] "
+EXPIRES_RE = re.compile(r"^\s*#\s*Expires\s*=\s*(?P<when>\S*)\s*$", re.IGNORECASE)
+"""zsn's expiry of a peer, a comment inside its block: ``# Expires = 2026-12-31T23:59:59Z``
+(`zsn.wireguard.expiry`); never taken for the peer's name."""
 KNOWN_SECTIONS = ("Interface", "Peer")
 _PLAIN_HEADERS = {"[Interface]": "Interface", "[Peer]": "Peer"}
 PEER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,62}")
@@ -437,6 +440,8 @@ def _comment_text(line: str) -> str | None:
 def _name_from_comment(line: str) -> str | None:
     text = _comment_text(line)
     if text is None:
+        return None
+    if text[:7].lower() == "expires" and EXPIRES_RE.match(_strip_disabled(line)):
         return None
     # A word each pattern needs before the pattern itself: this runs for every peer
     # of a big server, whose comments are mostly a plain "# name".

@@ -44,6 +44,9 @@ RULES = {
              "path, a bad interface name in zsn's settings)",
     "WG011": "a line wg or wg-quick refuses (a key that is not 32-byte base64, a port or "
              "keepalive that is not a number, an unknown key, a peer without a PublicKey)",
+    "WG012": "a peer expires within 7 days",
+    "WG013": "a peer has expired but is still enabled (no zsn process ran since)",
+    "WG014": "an Expires line zsn cannot read",
 }
 _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
@@ -76,6 +79,7 @@ def lint(host: Host) -> list[Finding]:
             continue
         findings += lint_config(host, server, names, stored)
         findings += _keepalive_findings(server.path, server.config)
+        findings += _expiry_findings(server.name, str(server.path), server.config)
     client_paths = [path for folder in files.list_files(directory / "clients")
                     for path in files.list_files(folder, "*.conf")]
     for path in client_paths:
@@ -130,6 +134,43 @@ def lint_config(host: Host, server: ServerConfig, wireguard_names: set[str],
             entry.line + 1))
     found += _rules_naming_other_interfaces(host, config, name, path, wireguard_names, stored)
     found += _forwarding_off(host, config, name, path, stored)
+    return found
+
+
+def _expiry_findings(interface: str, path: str, config: WgConfig) -> list[Finding]:
+    import time
+
+    from zsn.wireguard.expiry import WARN_BEFORE, describe, peer_expiry
+
+    now = time.time()
+    found: list[Finding] = []
+    for peer in config.all_peers:
+        expiry = peer_expiry(config, peer)
+        if expiry is None:
+            continue
+        who = peer.name or peer.get("PublicKey") or "KEY"
+        if expiry.at is None:
+            found.append(Finding(
+                "WG014", "error", interface,
+                f"{peer.label}: 'Expires = {expiry.text}' is not a time zsn wrote (ISO 8601 "
+                "with a zone, e.g. 2026-12-31T23:00:00Z): the peer never expires",
+                f"zsn peer expire {interface} {who} --at DATETIME (or --never)",
+                path, expiry.line + 1))
+        elif peer.disabled:
+            continue
+        elif expiry.at <= now:
+            found.append(Finding(
+                "WG013", "error", interface,
+                f"{peer.label} expired {describe(expiry.at, now)} but is still enabled: no "
+                "zsn process (TUI, zsn serve, the zsn-history timer) has run since",
+                f"run zsn wg record (or install contrib/systemd/zsn-history.timer), or "
+                f"zsn peer expire {interface} {who} --in 30d", path, expiry.line + 1))
+        elif expiry.at - now <= WARN_BEFORE:
+            found.append(Finding(
+                "WG012", "warning", interface,
+                f"{peer.label} expires {describe(expiry.at, now)}",
+                f"zsn peer expire {interface} {who} --in 30d to give it longer, or --never",
+                path, expiry.line + 1))
     return found
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
-from zsn.wireguard import config, kernel, uapi
+from zsn.wireguard import config, expiry, kernel, uapi
 from zsn.wireguard.config import config_path
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.model import DeviceState, InterfaceState, PeerState, WireGuardSnapshot
@@ -36,6 +37,8 @@ class _ConfigPeers(NamedTuple):
     """Peer name by public key, for peers with a name comment."""
     order: dict[str, int]
     """Position of each peer's public key in the config."""
+    expiries: dict[str, int]
+    """When each peer with an ``# Expires =`` line expires, by public key."""
 
 
 class LiveCache:
@@ -64,17 +67,21 @@ class LiveCache:
         """Peer names by public key from the config at `path`."""
         return self._config_peers(path).names
 
+    def expiries(self, path: Path) -> dict[str, int]:
+        """Expiry by public key from the config at `path` (read with the names)."""
+        return self._config_peers(path).expiries
+
     def _config_peers(self, path: Path) -> _ConfigPeers:
         try:
             st = os.stat(path)
         except OSError:
             self._cache.pop(path, None)
-            return _ConfigPeers({}, {})
+            return _ConfigPeers({}, {}, {})
         signature = (st.st_mtime_ns, st.st_size)
         cached = self._cache.get(path)
         if cached and cached[0] == signature:
             return cached[1]
-        peers = _ConfigPeers({}, {})
+        peers = _ConfigPeers({}, {}, {})
         try:
             parsed = config.parse_shared(files.read_text(path), str(path))
         except ParseError as exc:
@@ -83,7 +90,8 @@ class LiveCache:
             self.errors.append(f"cannot read config: {exc}")
         else:
             keyed = parsed.peer_keys()
-            peers = _ConfigPeers({key: peer.name for key, peer in keyed if peer.name}, {})
+            peers = _ConfigPeers({key: peer.name for key, peer in keyed if peer.name}, {},
+                                 expiry.expiries(parsed))
             for position, (key, _peer) in enumerate(keyed):
                 peers.order.setdefault(key, position)
         self._cache[path] = (signature, peers)
@@ -163,7 +171,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             link = links.get(name)
             instance = f"kernel:{link.index}" if link is not None else ""
-            interfaces.append(_interface(name, "kernel", device, link, path, instance=instance))
+            interfaces.append(_interface(name, "kernel", device, link, path, instance=instance,
+                                         expiries=cache.expiries(path)))
         for name, request in requests.items():
             if name in kernel_names:
                 continue
@@ -182,7 +191,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             link = links.get(name)
             in_namespace = link is not None or not host.is_live
             interfaces.append(_interface(name, "userspace", device, link, path, in_namespace,
-                                         _socket_instance(sockets[name])))
+                                         _socket_instance(sockets[name]), cache.expiries(path)))
     finally:
         for request in requests.values():
             if isinstance(request, uapi.Exchange):
@@ -223,6 +232,7 @@ def _interface(
     path: Path,
     in_namespace: bool = True,
     instance: str = "",
+    expiries: dict[str, int] | None = None,
 ) -> InterfaceState:
     public_key = device.public_key if device else None
     if device and public_key is None and device.private_key:
@@ -242,4 +252,5 @@ def _interface(
         peers=device.peers if device else (),
         in_namespace=in_namespace,
         instance=instance,
+        expiries=MappingProxyType(expiries or {}),
     )

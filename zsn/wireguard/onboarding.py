@@ -12,6 +12,7 @@ import enum
 import ipaddress
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -468,9 +469,13 @@ def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
 
 
 def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
+    from zsn.wireguard.expiry import check_not_expired
+
     server = ServerConfig.load(host, interface)
     edited = server.edited()
-    edited.enable_peer(usable_peer(edited, name))
+    peer = usable_peer(edited, name)
+    check_not_expired(edited, peer, server.name, time.time())
+    edited.enable_peer(peer)
     enabled = edited.require_peer(name)
     live_settings = _settings_of(enabled)
     _check_enable_free(edited, enabled)

@@ -34,6 +34,7 @@ from typing import NamedTuple
 from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.wireguard import hooks
+from zsn.wireguard.expiry import Expired, describe, due, enforce
 from zsn.wireguard.history import Event, HistoryStore, HourAmounts, LiveRow, PeerKey
 from zsn.wireguard.model import (
     CONNECTED_WITHIN,
@@ -301,12 +302,30 @@ class Recorder:
         return changes
 
 
-def record_once(host: Host, snapshot: WireGuardSnapshot,
-                report: Callable[[str], None]) -> WireGuardSnapshot:
-    """One recording by a one-shot process (``zsn wg record``): written now, its
-    hooks waited for before it returns."""
+def take_off_expired(host: Host, recorder: Recorder, expired: list[Expired],
+                     told: Callable[[str], None], failed: Callable[[str], None]) -> None:
+    """Disable the peers whose expiry has come, each as an ``expire`` event: `told`
+    what was done, `failed` what could not be."""
+    if not expired:
+        return
+
+    def done(peer: Expired) -> None:
+        recorder.add_event(peer.interface, peer.public_key, Event(peer.at, "expire", None, None))
+        told(f"peer {peer.name} on {peer.interface} expired ({describe(peer.at)}): disabled "
+             "and taken off the interface")
+
+    for problem in enforce(host, expired, done):
+        failed(problem)
+
+
+def record_once(host: Host, snapshot: WireGuardSnapshot, report: Callable[[str], None],
+                told: Callable[[str], None]) -> WireGuardSnapshot:
+    """One recording by a one-shot process (``zsn wg record``): expired peers taken off
+    (every config's), written now, its hooks waited for before it returns."""
     recorder = Recorder(host, report=report)
     try:
+        take_off_expired(host, recorder, due(host, None, snapshot.taken_at or time.time()),
+                         told, report)
         recorded = recorder.record(snapshot, flush=True)
         recorder.hooks.wait()
     finally:

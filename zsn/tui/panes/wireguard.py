@@ -30,6 +30,7 @@ from zsn.wireguard.model import (
 )
 
 if TYPE_CHECKING:
+    from zsn.wireguard.expiry import Expired
     from zsn.wireguard.live import LiveCache
     from zsn.wireguard.recorder import Recorder
 
@@ -85,6 +86,8 @@ PEER_COLUMNS = (
     Column("allowed", "Allowed IPs", 4, short_label="IPs",
            help="networks routed to the peer (`+N`: more, shown when wider)"),
     Column("endpoint", "Endpoint", 5, help="the address the peer last connected from"),
+    Column("expires", "Expires", 6, help="`in 5d 02h` (yellow within 7 days): when the peer "
+                                          "is disabled (`zsn peer expire`); `-` never"),
     Column("rx", "Received", 6, short_label="Recv", align="right",
            sort_key=lambda row: row.data[0].rx_bytes, help="total received since it came up"),
     Column("tx", "Sent", 6, align="right", sort_key=lambda row: row.data[0].tx_bytes,
@@ -102,6 +105,15 @@ def listed(items: tuple[str, ...]) -> CellValue:
 
 
 NEVER = Cell("never", "warn")
+WEEK = 7 * 86400
+
+
+def _expiry_cell(at: int | None, clock: float) -> CellValue:
+    if at is None:
+        return "-"
+    if at <= clock:
+        return Cell("expired", "bad")
+    return Cell(f"in {human_duration(at - clock)}", "warn" if at - clock <= WEEK else "")
 
 
 class WireGuardPane(WireGuardActions, LivePane):
@@ -154,7 +166,27 @@ in the config after them, by name). `enter` on a peer shows all of it.
             from zsn.wireguard.recorder import Recorder
 
             self._recorder = Recorder(self.host, report=self._report_from_thread)
+        expired = self._expired(snapshot)
+        if expired:
+            from zsn.wireguard.recorder import take_off_expired
+
+            take_off_expired(self.host, self._recorder, expired, self._tell_from_thread,
+                             self._report_from_thread)
         return record_history(self._recorder, snapshot)
+
+    @staticmethod
+    def _expired(snapshot: WireGuardSnapshot) -> list[Expired]:
+        clock = snapshot.taken_at or now()
+        if not any(at <= clock for i in snapshot.interfaces for at in i.expiries.values()):
+            return []
+        from zsn.wireguard.expiry import due_in_snapshot
+
+        names = {p.public_key: p.name for i in snapshot.interfaces for p in i.peers if p.name}
+        return due_in_snapshot([(i.name, dict(i.expiries)) for i in snapshot.interfaces],
+                               names, clock)
+
+    def _tell_from_thread(self, message: str) -> None:
+        self.app.call_from_thread(self.notify, message, timeout=10)
 
     def _report_from_thread(self, message: str) -> None:
         self.app.call_from_thread(self.notify, message, severity="warning", timeout=10)
@@ -246,8 +278,10 @@ in the config after them, by name). `enter` on a peer shows all of it.
         handshake = self._handshake_cell(peer, clock)
         sessions = self._snapshot.sessions if self._snapshot is not None else {}
         session = self._session_cell(sessions.get((interface.name, peer.public_key)), clock)
+        expires = _expiry_cell(interface.expiries.get(peer.public_key), clock)
         if cached is not None and cached[0] is peer and cached[1] == rates \
-                and cached[2].cells[1] == handshake and cached[2].cells[2] == session:
+                and cached[2].cells[1] == handshake and cached[2].cells[2] == session \
+                and cached[2].cells[7] == expires:
             return cached[2]  # an idle peer: nothing to format again
         row = Row(peer.public_key, (
             peer.name or short_key(peer.public_key, 12),
@@ -257,6 +291,7 @@ in the config after them, by name). `enter` on a peer shows all of it.
             human_rate(tx_rate),
             listed(peer.allowed_ips),
             peer.endpoint or "-",
+            expires,
             human_bytes(peer.rx_bytes),
             human_bytes(peer.tx_bytes),
             peer.public_key,

@@ -1,0 +1,249 @@
+"""Peers that expire: ``zsn peer expire IFACE NAME --at|--in|--never``.
+
+The expiry is a comment inside the peer's block, the line after ``[Peer]``::
+
+    # alice
+    [Peer]
+    # Expires = 2026-12-31T23:00:00Z
+    PublicKey = ...
+
+so it travels with the config (wg and wg-quick skip comments), moves with the peer
+and goes when the peer is removed. Once the time has come, whichever zsn process
+polls (the TUI, ``zsn serve``, ``zsn wg record`` from the timer) disables the peer
+the way ``zsn peer disable`` does: the block commented out with ``#[disabled]`` and
+the peer taken off the live interface. ``zsn peer enable`` refuses an expired peer,
+naming its expiry, until a new time (or ``--never``) is set.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.system import files
+from zsn.system.host import Host
+from zsn.wireguard.config import (
+    DISABLED_PREFIX,
+    EXPIRES_RE,
+    WIREGUARD_DIR,
+    Section,
+    WgConfig,
+    config_path,
+    parse_shared,
+)
+
+if TYPE_CHECKING:
+    from zsn.plan import Plan
+
+WARN_BEFORE = 7 * 86400
+"""Lint warns of a peer expiring within this long."""
+_DURATION_RE = re.compile(r"(\d+)\s*([wdhms])", re.IGNORECASE)
+_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+class Expiry(NamedTuple):
+    at: int | None
+    """Unix time, ``None`` when the line cannot be read (lint says so)."""
+    line: int
+    text: str
+
+
+def peer_expiry(config: WgConfig, peer: Section) -> Expiry | None:
+    """The ``# Expires =`` line of `peer`, if it has one."""
+    for index in range(peer.header + 1, peer.last_line + 1):
+        line = config.lines[index]
+        body = line[len(DISABLED_PREFIX):] if line.startswith(DISABLED_PREFIX) else line
+        if "xpires" not in body[:12] and "XPIRES" not in body[:12]:
+            continue
+        match = EXPIRES_RE.match(body)
+        if match:
+            return Expiry(parse_stored(match.group("when")), index, match.group("when"))
+    return None
+
+
+def parse_stored(text: str) -> int | None:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None  # zsn writes UTC; a time without a zone is not one it wrote
+    return int(moment.timestamp())
+
+
+def format_stored(at: int) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def describe(at: int, now: float | None = None) -> str:
+    """``2026-12-31 23:00 (in 5d 02h)`` in this machine's local time."""
+    from zsn.format import human_duration
+
+    clock = time.time() if now is None else now
+    local = datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M")
+    if at <= clock:
+        return f"{local} ({human_duration(clock - at)} ago)"
+    return f"{local} (in {human_duration(at - clock)})"
+
+
+def parse_when(at: str | None, within: str | None, now: float) -> int:
+    """The moment ``--at DATETIME`` or ``--in DURATION`` names, checked to be ahead.
+
+    DATETIME is ISO 8601 in local time unless it has a zone: ``2026-12-31``
+    (the end of that day: it is the last day the peer works), ``2026-12-31 18:00``,
+    ``2026-12-31T18:00+01:00``. DURATION is ``30d``, ``12h``, ``2w``, ``1d12h``."""
+    if within is not None:
+        text = within.strip()
+        parts = _DURATION_RE.findall(text)
+        if not parts or _DURATION_RE.sub("", text).strip():
+            raise ValidationError(f"{within!r} is not a duration such as 30d, 12h, 2w or "
+                                  "1d12h", field="within")
+        seconds = sum(int(count) * _UNITS[unit.lower()] for count, unit in parts)
+        if seconds <= 0:
+            raise ValidationError("the duration must be more than 0", field="within")
+        return int(now) + seconds
+    assert at is not None
+    text = at.strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(f"{at!r} is not a date and time such as 2026-12-31 or "
+                              "2026-12-31 18:00", field="at") from None
+    if len(text) == 10:  # a date alone: the peer works through that day
+        moment = moment + timedelta(days=1)
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time, as the admin typed it
+    when = int(moment.timestamp())
+    if when <= now:
+        raise ValidationError(f"{at} is in the past: to take the peer off now use "
+                              "zsn peer disable", field="at")
+    return when
+
+
+def set_expiry(config: WgConfig, peer: Section, at: int | None) -> None:
+    """Write, change or (``None``) remove the peer's ``# Expires =`` line."""
+    current = peer_expiry(config, peer)
+    prefix = DISABLED_PREFIX if peer.disabled else ""
+    nl = config.newline
+    if current is not None:
+        if at is None:
+            del config.lines[current.line]
+        else:
+            config.lines[current.line] = f"{prefix}# Expires = {format_stored(at)}{nl}"
+    elif at is not None:
+        config.lines.insert(peer.header + 1, f"{prefix}# Expires = {format_stored(at)}{nl}")
+    config._reindex(min(peer.header, peer.name_line if peer.name_line is not None
+                        else peer.header))
+
+
+def expiries(config: WgConfig) -> dict[str, int]:
+    """Expiry by public key of the active peers that have one (the live read's)."""
+    found: dict[str, int] = {}
+    for peer in config.peers:
+        expiry = peer_expiry(config, peer)
+        key = peer.get("PublicKey")
+        if expiry is not None and expiry.at is not None and key:
+            found[key] = expiry.at
+    return found
+
+
+def plan_expire(host: Host, interface: str, name: str, at: int | None) -> Plan:
+    """The plan of ``zsn peer expire``: the expiry line, nothing live (the peer is
+    taken off when the time comes)."""
+    from zsn.plan import Plan
+    from zsn.wireguard.onboarding import ServerConfig, usable_peer
+
+    server = ServerConfig.load(host, interface)
+    edited = server.edited()
+    peer = usable_peer(edited, name)
+    set_expiry(edited, peer, at)
+    if at is None:
+        title = f"peer {name} on {server.name} never expires"
+    else:
+        title = f"peer {name} on {server.name} expires {describe(at)}"
+    plan = Plan(title, [server.edit(edited)])
+    if peer.disabled:
+        enable = "zsn peer enable" if at is None or at > time.time() else ""
+        plan.notes.append(f"{name} is disabled; {enable} {server.name} {name} brings it back"
+                          if enable else f"{name} is disabled")
+    else:
+        plan.notes.append("whichever zsn runs (the TUI, zsn serve, or the zsn-history timer) "
+                          "disables the peer within a minute of that time")
+    return plan
+
+
+def check_not_expired(config: WgConfig, peer: Section, interface: str, now: float) -> None:
+    """`peer enable` refuses an expired peer, naming when it expired."""
+    expiry = peer_expiry(config, peer)
+    if expiry is None or expiry.at is None or expiry.at > now:
+        return
+    raise ValidationError(
+        f"{peer.label} expired {describe(expiry.at, now)}: give it a new time first "
+        f"(zsn peer expire {interface} {peer.name or peer.get('PublicKey')} --in 30d, or "
+        "--never), then enable it")
+
+
+class Expired(NamedTuple):
+    interface: str
+    name: str
+    public_key: str
+    at: int
+
+
+def due(host: Host, interfaces: list[str] | None, now: float) -> list[Expired]:
+    """Active peers whose expiry has come, in the configs of `interfaces` (``None``:
+    every config in /etc/wireguard)."""
+    if interfaces is None:
+        paths = files.list_files(host.path(WIREGUARD_DIR), "*.conf")
+    else:
+        paths = [config_path(host, name) for name in interfaces]
+    found: list[Expired] = []
+    for path in paths:
+        try:
+            config = parse_shared(files.read_text(path), str(path))
+        except ZsnError:
+            continue  # lint reports a config zsn cannot read
+        for key, at in expiries(config).items():
+            if at <= now:
+                peer = config.find_peer(key)
+                assert peer is not None
+                found.append(Expired(Path(path).stem, peer.name or key, key, at))
+    return found
+
+
+def enforce(host: Host, expired: list[Expired],
+            done: Callable[[Expired], None]) -> list[str]:
+    """Disable each expired peer (file and live interface); `done` is told of each.
+    Returns what could not be done (another zsn may have done it first: not an error)."""
+    from zsn.wireguard.onboarding import plan_disable_peer
+
+    problems: list[str] = []
+    for peer in expired:
+        try:
+            plan_disable_peer(host, peer.interface, peer.public_key).apply()
+        except ZsnError as exc:
+            try:
+                config = parse_shared(files.read_text(config_path(host, peer.interface)),
+                                      str(config_path(host, peer.interface)))
+                still = config.find_peer(peer.public_key)
+            except ZsnError:
+                still = None
+            if still is None or still.disabled:
+                continue  # taken off meanwhile (another zsn, an admin)
+            problems.append(f"expired peer {peer.name} on {peer.interface} could not be "
+                            f"disabled: {exc}")
+            continue
+        done(peer)
+    return problems
+
+
+def due_in_snapshot(interfaces: list[tuple[str, dict[str, int]]], names: dict[str, str],
+                    now: float) -> list[Expired]:
+    """The expired peers of a live read: (interface, its expiries) pairs."""
+    return [Expired(interface, names.get(key) or key, key, at)
+            for interface, found in interfaces for key, at in found.items() if at <= now]
