@@ -73,6 +73,9 @@ class FileEdit:
     mode: int | None = None
     private_dir: bool = False
     """Create the parent directory 0700 (it holds private keys)."""
+    new_dir: bool = False
+    """Create the parent directory (0755) when it is missing, e.g. a drop-in folder;
+    undoing the edit removes it again."""
     shown_in_full: bool = True
     """False for files zsn ships (e.g. OpenVPN's DNS hook): the plan names them, no diff."""
     backup: bool = True
@@ -80,6 +83,7 @@ class FileEdit:
     remove: bool = False
     """Delete the file (`previous` must be set): it is kept as the ``.zsn-bak`` backup."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
+    _created_dirs: list[Path] = field(default_factory=list, init=False, repr=False)
 
     @property
     def description(self) -> str:
@@ -103,14 +107,18 @@ class FileEdit:
         return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
     def apply(self) -> None:
-        if self.private_dir:
+        if self.private_dir or self.new_dir:
             missing = []
             directory = self.path.parent
             while not directory.exists():
                 missing.append(directory)
                 directory = directory.parent
             for created in reversed(missing):
-                files.ensure_private_dir(created)
+                if self.private_dir:
+                    files.ensure_private_dir(created)
+                else:
+                    created.mkdir(mode=0o755)
+                self._created_dirs.append(created)
         backup = files.backup_path(files.write_target(self.path))
         self._old_backup = backup.read_bytes() if backup.exists() else None
         if self.remove:
@@ -131,6 +139,8 @@ class FileEdit:
         written = files.read_tracked(self.path)
         if self.previous is None:
             self.path.unlink()
+            for created in reversed(self._created_dirs):
+                created.rmdir()
             return
         files.write_atomic(self.path, self.previous.text, previous=written,
                            mode=self.previous.mode, backup=False)

@@ -146,3 +146,86 @@ def test_unit_file_editing() -> None:
     assert unit.text == "[Match]\nName=a\n\n[Network]\nVLAN=a.1\nVLAN=a.3\n"
     unit.set("Link", "MTUBytes", "9000")
     assert unit.text.endswith("\n\n[Link]\nMTUBytes=9000\n")
+
+
+# -- drop-ins, folders and masks (systemd's own test configs) ---------------------------
+CORPUS = LINK_FIXTURES.parent / "corpus" / "networkd" / "conf"
+VLAN_FILES = ("21-vlan.netdev", "21-vlan.netdev.d/override.conf", "21-vlan.network",
+              "21-vlan-test1.network", "21-vlan-test1.network.d/override.conf")
+
+
+def vlan_tree(root: Path, folder: str) -> Host:
+    for name in VLAN_FILES:
+        target = root / folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CORPUS / name, target)
+    (root / ETC).mkdir(parents=True, exist_ok=True)
+    return Host(root)
+
+
+def test_drop_ins_give_the_vlan_its_id_mtu_and_parent(tmp_path: Path) -> None:
+    """21-vlan.netdev says only Name= and Kind=; its drop-in sets Id=99 and MTUBytes=2000,
+    and test1's .network drop-in adds VLAN=vlan99 (the export showed none of these)."""
+    host = vlan_tree(tmp_path, "run/systemd/network")
+    persisted = NETWORKD.read(host)
+    assert persisted.configs["vlan99"] == LinkConfig("vlan99", "vlan", parent="test1",
+                                                     vlan_id=99, mtu=2000)
+    assert persisted.unread == []
+
+
+def test_an_mtu_edit_lands_in_the_drop_in_that_sets_it(tmp_path: Path) -> None:
+    host = vlan_tree(tmp_path, ETC)
+    plan = NETWORKD.plan(host, [Upsert(LinkConfig("vlan99", "vlan", mtu=1400),
+                                       frozenset({"mtu"}))], NETWORKD.read(host))
+    [edit] = plan.edits
+    assert edit.path == host.path(f"/{ETC}/21-vlan.netdev.d/override.conf")
+    assert edit.new_text == (CORPUS / "21-vlan.netdev.d/override.conf").read_text().replace(
+        "MTUBytes=2000", "MTUBytes=1400")
+    assert any(f"/{ETC}/21-vlan.netdev.d/override.conf" in note and "MTUBytes=1400" in note
+               for note in plan.notes)
+
+
+def test_a_setting_in_run_is_overridden_by_a_drop_in_in_etc_that_sorts_last(
+        tmp_path: Path) -> None:
+    host = vlan_tree(tmp_path, "run/systemd/network")
+    plan = NETWORKD.plan(host, [Upsert(LinkConfig("vlan99", "vlan", mtu=1400),
+                                       frozenset({"mtu"}))], NETWORKD.read(host))
+    [edit] = plan.edits
+    assert edit.path == host.path(f"/{ETC}/21-vlan.netdev.d/zsn.conf") and edit.previous is None
+    assert edit.new_text == "[NetDev]\nMTUBytes=1400\n"
+    for step in plan.edits:
+        step.apply()
+    assert NETWORKD.read(host).configs["vlan99"].mtu == 1400
+
+
+def test_etc_shadows_run_and_a_mask_hides_a_drop_in(tmp_path: Path) -> None:
+    host = vlan_tree(tmp_path, "usr/lib/systemd/network")
+    shadow = host.path(f"/{ETC}/21-vlan.netdev.d/override.conf")
+    shadow.parent.mkdir(parents=True)
+    shadow.write_text("[VLAN]\nId=98\n")
+    assert NETWORKD.read(host).configs["vlan99"] == LinkConfig(
+        "vlan99", "vlan", parent="test1", vlan_id=98)
+    shadow.unlink()
+    shadow.symlink_to("/dev/null")
+    persisted = NETWORKD.read(host)
+    assert "vlan99" not in persisted.configs  # networkd does not create a VLAN without Id
+    assert [(u.kind, u.names) for u in persisted.unread] == [
+        ("networkd-ignores", ("vlan99",)), ("networkd-ignores", ("vlan99",))]
+
+
+def test_a_value_networkd_would_not_read_is_reported(tmp_path: Path) -> None:
+    host = vlan_tree(tmp_path, ETC)
+    drop_in = host.path(f"/{ETC}/21-vlan.netdev.d/override.conf")
+    drop_in.write_text(drop_in.read_text().replace("MTUBytes=2000", "MTUBytes=2000 bytes"))
+    [unread] = NETWORKD.read(host).unread
+    assert unread.describe() == (f"/{ETC}/21-vlan.netdev.d/override.conf:2: MTUBytes=2000 "
+                                 "bytes is not a size networkd reads")
+    assert unread.blocking and unread.names == ("vlan99",)
+
+
+def test_mtu_suffixes_and_time_spans_as_systemd_reads_them() -> None:
+    from zsn.links.persist.networkd import parse_mtu
+
+    assert parse_mtu("9000") == 9000 and parse_mtu("9K") == 9216 and parse_mtu("1.5K") == 1536
+    assert parse_mtu("9000 bytes") is None
+    assert parse_timespan_ms("1min 30s") == 90_000 and parse_timespan_ms("250ms") == 250

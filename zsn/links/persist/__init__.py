@@ -220,7 +220,8 @@ def file_edits(host: Host, entries: Iterable[EditedFile]) -> list[FileEdit]:
             if entry.snapshot is not None:
                 edits.append(FileEdit(host.path(entry.path), entry.snapshot, "", remove=True))
         elif entry.snapshot is None or entry.text != entry.snapshot.text:
-            edits.append(FileEdit(host.path(entry.path), entry.snapshot, entry.text))
+            edits.append(FileEdit(host.path(entry.path), entry.snapshot, entry.text,
+                                  new_dir=entry.snapshot is None))
     return edits
 
 

@@ -1,48 +1,80 @@
 """systemd-networkd: ``.netdev`` files create bonds, VLANs and bridges; ``.network`` files
 attach members (``Bond=``, ``Bridge=``) and VLANs (``VLAN=``) and set the MTU.
 
-Files live in ``/etc/systemd/network`` (which zsn edits), ``/run/systemd/network`` and
-``/usr/lib/systemd/network``; the same file name shadows, and for each link the
-first ``.network`` file in lexical order whose ``[Match] Name=`` matches it wins. zsn
-edits a ``.network`` file that matches a link by its exact name; otherwise it adds
-``10-zsn-NAME.network``, which sorts before the usual ones (and says so when it takes
-a link over from a wildcard match). New netdevs go into ``30-zsn-NAME.netdev``.
-There is no offline validator for networkd (systemd issue #31984).
+Read as networkd reads them (systemd.network(5), src/basic/conf-files.c):
+
+- files come from ``/etc/systemd/network``, ``/run/systemd/network``,
+  ``/usr/local/lib/systemd/network``, ``/usr/lib/systemd/network`` and
+  ``/lib/systemd/network``, in that precedence: a file name found in an earlier
+  folder hides the same name in later ones, and a file that is empty or a link to
+  ``/dev/null`` masks that name (it is read as nothing);
+- each file's drop-ins (``NAME.d/*.conf`` in all those folders, the same rules per
+  drop-in name) are read after it, sorted by file name, so the last assignment of a
+  key in the main file or any drop-in wins;
+- ``.network`` files are tried in lexical order of their names and the first whose
+  ``[Match]`` fits the link is used; ``[Link] MTUBytes=`` there is applied after the
+  netdev's ``[NetDev] MTUBytes=``.
+
+An edit lands where it takes effect: the file (main or drop-in) whose assignment wins,
+when it is under ``/etc/systemd/network``; otherwise a zsn drop-in there that sorts
+after every other (``NAME.d/zsn.conf``). The plan notes say which file wins. New
+netdevs go into ``30-zsn-NAME.netdev``; a link whose ``.network`` cannot carry the
+change gets ``10-zsn-NAME.network``, which sorts before the usual ones (and the plan
+says when it takes a link over from a wildcard match). There is no offline validator
+for networkd before systemd v254 (systemd issue #31984).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from zsn.errors import ValidationError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETWORKD_DIR,
+    Device,
     FileBackend,
     LinkConfig,
     Persisted,
     PersistPlan,
     Remove,
+    Unread,
     Upsert,
     file_edits,
     in_order,
 )
-from zsn.links.persist.unitfile import UnitFile
+from zsn.links.persist.unitfile import Assignment, UnitFile, list_values
 from zsn.system import files
 from zsn.system.host import Host
 
-DIRS = ("/usr/lib/systemd/network", "/lib/systemd/network", "/run/systemd/network",
-        "/etc/systemd/network")
-"""In increasing precedence for files of the same name."""
+DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/systemd/network",
+        "/usr/lib/systemd/network", "/lib/systemd/network")
+"""In decreasing precedence for files of the same name."""
 EDITABLE = NETWORKD_DIR
 KINDS = ("bond", "vlan", "bridge")
+OWN_DROP_IN = "zsn.conf"
 _GLOB_CHARS = set("*?[")
+_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMG]?)")
+_TIME_UNITS = {"us": 0.001, "usec": 0.001, "ms": 1, "msec": 1, "s": 1000, "sec": 1000,
+               "second": 1000, "seconds": 1000, "m": 60_000, "min": 60_000,
+               "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hr": 3_600_000,
+               "hour": 3_600_000, "hours": 3_600_000}
+_TIME_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)")
+T = TypeVar("T")
+_TRUE = ("1", "yes", "y", "true", "t", "on")
+_FALSE = ("0", "no", "n", "false", "f", "off")
 
 
 @dataclass
 class NetworkdFile:
+    """One file networkd reads: a main file or a drop-in."""
+
     path: str
     snapshot: files.FileSnapshot | None
     unit: UnitFile
@@ -58,55 +90,302 @@ class NetworkdFile:
 
 
 @dataclass
-class Tree:
-    netdevs: list[NetworkdFile] = field(default_factory=list)
-    networks: list[NetworkdFile] = field(default_factory=list)
-    """In lexical order of file name (networkd's matching order)."""
+class Unit:
+    """A ``.netdev`` or ``.network`` as networkd sees it: its main file and drop-ins."""
 
-    def netdev(self, name: str) -> NetworkdFile | None:
+    name: str
+    """The file name (``10-bond0.netdev``): what sorts, shadows and names drop-ins."""
+    main: NetworkdFile
+    drop_ins: list[NetworkdFile] = field(default_factory=list)
+    """Sorted by file name (the order networkd reads them in)."""
+    drop_in_names: set[str] = field(default_factory=set)
+    """Every drop-in name in any folder, masked ones too (a new one must sort after)."""
+
+    @property
+    def sources(self) -> list[NetworkdFile]:
+        return [source for source in (self.main, *self.drop_ins) if not source.removed]
+
+    @property
+    def removed(self) -> bool:
+        return self.main.removed
+
+    def winner(self, section: str, key: str) -> tuple[NetworkdFile, Assignment] | None:
+        """The file and line whose assignment of `key` networkd ends up with."""
+        found = None
+        for source in self.sources:
+            assignments = source.unit.assignments(section, key)
+            if assignments:
+                found = (source, assignments[-1])
+        return found
+
+    def get(self, section: str, key: str) -> str | None:
+        winner = self.winner(section, key)
+        return winner[1].value if winner else None
+
+    def values(self, section: str, key: str) -> list[str]:
+        found: list[str] = []
+        for source in self.sources:
+            found = list_values(source.unit.assignments(section, key), found)
+        return found
+
+    def has_section(self, section: str) -> bool:
+        return any(source.unit.has_section(section) for source in self.sources)
+
+    def where(self, section: str, key: str) -> str:
+        winner = self.winner(section, key)
+        return f"{winner[0].path}:{winner[1].line + 1}" if winner else self.main.path
+
+
+@dataclass
+class Tree:
+    netdevs: list[Unit] = field(default_factory=list)
+    networks: list[Unit] = field(default_factory=list)
+    """In lexical order of file name (networkd's matching order)."""
+    masked: list[str] = field(default_factory=list)
+    """Names masked by an empty file or a link to /dev/null (the masking path)."""
+
+    def files(self) -> Iterator[NetworkdFile]:
+        for unit in (*self.netdevs, *self.networks):
+            yield unit.main
+            yield from unit.drop_ins
+
+    def netdev(self, name: str) -> Unit | None:
         for netdev in self.netdevs:
-            if not netdev.removed and netdev.unit.get("NetDev", "Name") == name:
+            if not netdev.removed and netdev.get("NetDev", "Name") == name:
                 return netdev
         return None
 
-    def network_for(self, name: str) -> NetworkdFile | None:
+    def network_for(self, name: str) -> Unit | None:
         """The .network file networkd would use for `name` (first match wins)."""
         for network in self.networks:
-            if network.removed:
-                continue
-            patterns = network.unit.values("Match", "Name")
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            if not network.removed and matches_name(network, name):
                 return network
         return None
 
 
-def read_tree(host: Host) -> Tree:
+def matches_name(network: Unit, name: str) -> bool:
+    """Whether the [Match] section's names fit `name` (a ``!`` list excludes; no
+    Name= at all matches every link)."""
+    patterns = network.values("Match", "Name")
+    if not patterns:
+        return True
+    if patterns[0].startswith("!"):
+        return not any(fnmatch.fnmatchcase(name, p.lstrip("!")) for p in patterns)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def other_conditions(network: Unit) -> list[str]:
+    """[Match] keys other than Name= (MACAddress=, Type= ...): zsn cannot tell from a
+    name whether they fit a link."""
+    return sorted({a.key for source in network.sources for a in
+                   source.unit.assignments("Match") if a.key != "Name"})
+
+
+def _masks(host: Host, system_path: str) -> bool:
+    """An empty file or a link to /dev/null: networkd reads that name as nothing."""
+    path = host.path(system_path)
+    try:
+        if os.path.islink(path) and os.readlink(path) == "/dev/null":
+            return True
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_size == 0)
+
+
+def _chosen(host: Host, folders: list[str], pattern: str) -> dict[str, str]:
+    """File name -> the path networkd reads for it (the first folder holding it)."""
     chosen: dict[str, str] = {}
-    for directory in DIRS:
-        for pattern in ("*.netdev", "*.network"):
-            for path in files.list_files(host.path(directory), pattern):
-                chosen[path.name] = f"{directory}/{path.name}"
+    for folder in folders:
+        for path in files.list_files(host.path(folder), pattern):
+            chosen.setdefault(path.name, f"{folder}/{path.name}")
+    return chosen
+
+
+def read_tree(host: Host) -> Tree:
     tree = Tree()
-    for name in sorted(chosen):
-        snapshot = files.read_tracked(host.path(chosen[name]))
-        entry = NetworkdFile(chosen[name], snapshot, UnitFile(snapshot.text))
-        (tree.netdevs if name.endswith(".netdev") else tree.networks).append(entry)
+    for suffix, units in ((".netdev", tree.netdevs), (".network", tree.networks)):
+        chosen = _chosen(host, list(DIRS), f"*{suffix}")
+        for name in sorted(chosen):
+            path = chosen[name]
+            if _masks(host, path):
+                tree.masked.append(path)
+                continue
+            snapshot = files.read_tracked(host.path(path))
+            unit = Unit(name, NetworkdFile(path, snapshot, UnitFile(snapshot.text)))
+            drop_ins = _chosen(host, [f"{d}/{name}.d" for d in DIRS], "*.conf")
+            unit.drop_in_names = set(drop_ins)
+            for drop_in in sorted(drop_ins):
+                drop_path = drop_ins[drop_in]
+                if _masks(host, drop_path):
+                    continue
+                snapshot = files.read_tracked(host.path(drop_path))
+                unit.drop_ins.append(NetworkdFile(drop_path, snapshot, UnitFile(snapshot.text)))
+            units.append(unit)
     return tree
 
 
 def parse_timespan_ms(text: str) -> int | None:
-    """A systemd time span (``100ms``, ``1s``, ``0``; a bare number is seconds) in ms."""
-    match = re.fullmatch(r"\s*(\d+)\s*(ms|msec|s|sec|min)?\s*", text)
+    """A systemd time span (``100ms``, ``1s``, ``1min 30s``; a bare number is seconds)
+    in ms; None when systemd would not read it."""
+    total = 0.0
+    position = 0
+    text = text.strip()
+    if not text:
+        return None
+    while position < len(text):
+        match = _TIME_RE.match(text, position)
+        if match is None or match.end() == position:
+            return None
+        unit = match.group(2) or "s"
+        if unit not in _TIME_UNITS:
+            return None
+        total += float(match.group(1)) * _TIME_UNITS[unit]
+        position = match.end()
+    return int(total)
+
+
+def parse_mtu(text: str) -> int | None:
+    """MTUBytes=: bytes, with an optional K, M or G (base 1024), as networkd parses it."""
+    match = _SIZE_RE.fullmatch(text.strip())
     if match is None:
         return None
-    value = int(match.group(1))
-    return {"ms": value, "msec": value, "min": value * 60_000}.get(match.group(2) or "s",
-                                                                   value * 1000)
+    value = float(match.group(1)) * {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}[
+        match.group(2)]
+    return int(value) if value.is_integer() or match.group(2) else None
 
 
-def _exact(network: NetworkdFile, name: str) -> bool:
-    patterns = network.unit.values("Match", "Name")
-    return patterns == [name]
+def parse_boolean(text: str) -> bool | None:
+    lowered = text.strip().lower()
+    return True if lowered in _TRUE else False if lowered in _FALSE else None
+
+
+class _Reading:
+    """Reads LinkConfigs from a tree, reporting what it cannot read."""
+
+    def __init__(self, tree: Tree, persisted: Persisted):
+        self.tree = tree
+        self.persisted = persisted
+
+    def value(self, unit: Unit, section: str, key: str, parse: Callable[[str], T | None],
+              name: str, what: str) -> T | None:
+        raw = unit.get(section, key)
+        if raw is None or raw == "":
+            return None
+        parsed = parse(raw)
+        if parsed is None:
+            winner = unit.winner(section, key)
+            assert winner is not None
+            self.persisted.unread.append(Unread(
+                winner[0].path, winner[1].line + 1,
+                f"{key}={raw} is not {what} networkd reads", "bad-value", names=(name,)))
+        return parsed
+
+    def network_for(self, name: str) -> Unit | None:
+        """`Tree.network_for`, reporting a .network before it whose [Match] zsn cannot
+        evaluate (it may be the one networkd uses)."""
+        for network in self.tree.networks:
+            if network.removed or not matches_name(network, name):
+                continue
+            others = other_conditions(network)
+            if others:
+                self.persisted.unread.append(Unread(
+                    network.main.path, None,
+                    f"its [Match] also uses {', '.join(f'{k}=' for k in others)}: zsn cannot "
+                    f"tell whether it applies to {name}", "match-condition", names=(name,)))
+            return network
+        return None
+
+    def config(self, netdev: Unit) -> LinkConfig | None:
+        name, kind = netdev.get("NetDev", "Name"), netdev.get("NetDev", "Kind")
+        if not name or not kind:
+            missing = "Name=" if not name else "Kind="
+            self.persisted.unread.append(Unread(
+                netdev.main.path, None, f"[NetDev] has no {missing}: networkd ignores the "
+                "file", "networkd-ignores", blocking=False))
+            return None
+        if kind not in KINDS:
+            self.persisted.devices.setdefault(name, Device(name, kind, netdev.main.path))
+            return None
+        if kind == "vlan" and _vlan_id(netdev.get("VLAN", "Id") or "") is None:
+            self.persisted.unread.append(Unread(
+                netdev.where("VLAN", "Id"), None, f"VLAN {name} has no valid Id=: networkd "
+                "does not create it", "networkd-ignores", names=(name,)))
+            return None
+        network = self.network_for(name)
+        mtu = self.value(network, "Link", "MTUBytes", parse_mtu, name, "a size") \
+            if network is not None else None
+        if mtu is None:
+            mtu = self.value(netdev, "NetDev", "MTUBytes", parse_mtu, name, "a size")
+        members: list[str] = []
+        parent = None
+        key = {"bond": "Bond", "bridge": "Bridge", "vlan": "VLAN"}[kind]
+        for other in self.tree.networks:
+            if other.removed:
+                continue
+            patterns = other.values("Match", "Name")
+            exact = patterns[0] if len(patterns) == 1 and not _GLOB_CHARS & set(patterns[0]) \
+                and not patterns[0].startswith("!") else None
+            if kind == "vlan":
+                refers = name in other.values("Network", "VLAN")
+            else:
+                refers = other.get("Network", key) == name
+            if not refers:
+                continue
+            if exact is None:
+                self.persisted.unread.append(Unread(
+                    other.main.path, None, f"{key}={name} in a .network that matches "
+                    f"{' '.join(patterns) or 'every link'}: zsn reads members and parents "
+                    "from .network files that name one link", "wildcard-match",
+                    names=(name,)))
+                continue
+            if self.tree.network_for(exact) is not other or exact == name:
+                continue  # not the link's .network; a link is not its own parent
+            if kind != "vlan":
+                members.append(exact)
+            elif parent is None:
+                parent = exact
+            else:
+                self.persisted.unread.append(Unread(
+                    other.main.path, None, f"VLAN={name} is also set for {parent}: which "
+                    "parent networkd uses depends on which link comes up first",
+                    "ambiguous", names=(name,)))
+        vlan_id = self.value(netdev, "VLAN", "Id", _vlan_id, name, "a VLAN id")
+        miimon = self.value(netdev, "Bond", "MIIMonitorSec", parse_timespan_ms, name,
+                            "a time span")
+        stp = self.value(netdev, "Bridge", "STP", parse_boolean, name, "a boolean")
+        return LinkConfig(
+            name=name, kind=kind, members=tuple(members), parent=parent, vlan_id=vlan_id,
+            mtu=mtu, mode=netdev.get("Bond", "Mode") if kind == "bond" else None,
+            miimon=miimon,
+            xmit_hash_policy=netdev.get("Bond", "TransmitHashPolicy") if kind == "bond"
+            else None,
+            lacp_rate=netdev.get("Bond", "LACPTransmitRate") if kind == "bond" else None,
+            stp=bool(stp) if kind == "bridge" else None,
+            source=netdev.main.path)
+
+
+    def undefined_masters(self) -> None:
+        """Bond=, Bridge= and VLAN= naming no netdev networkd creates: it ignores them."""
+        defined = set(self.persisted.configs) | set(self.persisted.devices)
+        for network in self.tree.networks:
+            for key in ("Bond", "Bridge", "VLAN"):
+                names = network.values("Network", key) if key == "VLAN" else \
+                    [value] if (value := network.get("Network", key)) else []
+                for name in names:
+                    if name not in defined:
+                        self.persisted.unread.append(Unread(
+                            network.where("Network", key), None, f"{key}={name} names no "
+                            "netdev networkd creates: it ignores the setting",
+                            "networkd-ignores", blocking=False, names=(name,)))
+
+
+def _vlan_id(text: str) -> int | None:
+    return int(text) if text.isdigit() and int(text) <= 4094 else None
+
+
+def _exact(network: Unit, name: str) -> bool:
+    return network.values("Match", "Name") == [name] and not other_conditions(network)
 
 
 class NetworkdBackend(FileBackend):
@@ -114,182 +393,258 @@ class NetworkdBackend(FileBackend):
 
     def _collect(self, host: Host, persisted: Persisted) -> None:
         tree = read_tree(host)
+        for source in tree.files():
+            for oddity in source.unit.oddities():
+                persisted.unread.append(Unread(source.path, oddity.line, oddity.message,
+                                               "syntax", blocking=False))
+        reading = _Reading(tree, persisted)
         for netdev in tree.netdevs:
-            config = self._config(tree, netdev)
+            config = reading.config(netdev)
             if config is not None:
-                persisted.configs[config.name] = config
-
-    def _config(self, tree: Tree, netdev: NetworkdFile) -> LinkConfig | None:
-        unit = netdev.unit
-        name, kind = unit.get("NetDev", "Name"), unit.get("NetDev", "Kind")
-        if not name or kind not in KINDS:
-            return None
-        network = tree.network_for(name)
-        mtu_text = unit.get("NetDev", "MTUBytes") or (
-            network.unit.get("Link", "MTUBytes") if network else None)
-        members: list[str] = []
-        parent = None
-        key = {"bond": "Bond", "bridge": "Bridge", "vlan": "VLAN"}[kind]
-        for other in tree.networks:
-            patterns = other.unit.values("Match", "Name")
-            exact = patterns[0] if len(patterns) == 1 and not _GLOB_CHARS & set(patterns[0]) \
-                else None
-            if exact is None or tree.network_for(exact) is not other:
-                continue
-            if kind == "vlan":
-                if name in other.unit.values("Network", "VLAN"):
-                    parent = exact
-            elif other.unit.get("Network", key) == name:
-                members.append(exact)
-        miimon_text = unit.get("Bond", "MIIMonitorSec")
-        stp_text = unit.get("Bridge", "STP")
-        vlan_id = unit.get("VLAN", "Id")
-        return LinkConfig(
-            name=name, kind=kind, members=tuple(members), parent=parent,
-            vlan_id=int(vlan_id) if vlan_id and vlan_id.isdigit() else None,
-            mtu=int(mtu_text) if mtu_text and mtu_text.isdigit() else None,
-            mode=unit.get("Bond", "Mode") if kind == "bond" else None,
-            miimon=parse_timespan_ms(miimon_text) if miimon_text else None,
-            xmit_hash_policy=unit.get("Bond", "TransmitHashPolicy"),
-            lacp_rate=unit.get("Bond", "LACPTransmitRate"),
-            stp=(stp_text.lower() in ("yes", "true", "on", "1")) if stp_text else (
-                False if kind == "bridge" else None),
-            source=netdev.path)
+                persisted.configs.setdefault(config.name, config)
+        reading.undefined_masters()
 
     def plan(self, host: Host, changes: list[Upsert | Remove],
              current: Persisted) -> PersistPlan:
-        plan = PersistPlan(self.name)
-        tree = read_tree(host)
-        created: list[NetworkdFile] = []
+        editor = _Editor(read_tree(host), PersistPlan(self.name), current)
         for change, old, config in in_order(changes, current):
             if isinstance(change, Remove) or config is None:
-                self._remove(tree, change.name, old, plan)
+                editor.remove(change.name, old)
                 continue
-            self._upsert(tree, config, old, change.fields if old else None, created, plan)
-        plan.edits = file_edits(host, [*tree.netdevs, *tree.networks])  # new ones too
+            editor.upsert(config, old, change.fields if old else None)
+        plan = editor.plan
+        plan.edits = file_edits(host, editor.all_files())
         if plan.edits:
             plan.notes.append("networkd applies new netdevs with 'networkctl reload'; "
                               "changed existing ones only at boot (before systemd v257)")
         return plan
 
-    # -- helpers -------------------------------------------------------------------
-    def _new(self, tree: Tree, created: list[NetworkdFile], path: str) -> NetworkdFile:
+
+class _Editor:
+    def __init__(self, tree: Tree, plan: PersistPlan, current: Persisted):
+        self.tree = tree
+        self.plan = plan
+        self.current = current
+        self.created: list[NetworkdFile] = []
+
+    def all_files(self) -> list[NetworkdFile]:
+        seen: set[int] = set()
+        found = []
+        for source in (*self.tree.files(), *self.created):
+            if id(source) not in seen:
+                seen.add(id(source))
+                found.append(source)
+        return found
+
+    # -- where a setting goes --------------------------------------------------------
+    def _own_drop_in(self, unit: Unit) -> NetworkdFile:
+        """zsn's drop-in for `unit` in /etc, named to sort after every other drop-in."""
+        name = OWN_DROP_IN
+        while any(other >= name for other in unit.drop_in_names if other != name):
+            name = "z" + name
+        path = f"{EDITABLE}/{unit.name}.d/{name}"
+        for source in unit.drop_ins:
+            if source.path == path:
+                return source
         entry = NetworkdFile(path, None, UnitFile())
-        created.append(entry)
-        target = tree.netdevs if path.endswith(".netdev") else tree.networks
-        target.append(entry)
-        target.sort(key=lambda e: e.path.rsplit("/", 1)[-1])
+        unit.drop_ins.append(entry)
+        unit.drop_in_names.add(name)
+        self.created.append(entry)
         return entry
 
-    def _network(self, tree: Tree, name: str, created: list[NetworkdFile],
-                 plan: PersistPlan) -> NetworkdFile:
-        """The .network file to edit for `name`: its exact match in /etc, else a new one."""
-        current = tree.network_for(name)
-        if current is not None and current.editable and _exact(current, name):
+    def set(self, unit: Unit, section: str, key: str, value: str | None,
+            about: str) -> None:
+        """Make networkd end up with ``key=value`` for `unit` (None: no assignment)."""
+        winner = unit.winner(section, key)
+        if value is None:
+            for source in unit.sources:
+                if source.editable:
+                    source.unit.remove(section, key)
+            winner = unit.winner(section, key)
+            if winner is not None:  # set where zsn does not edit: reset it after
+                self._own_drop_in(unit).unit.set(section, key, "")
+                self.plan.notes.append(f"{about}: {key}= reset in "
+                                       f"{self._own_drop_in(unit).path}")
+            return
+        if winner is not None and winner[1].value == value:
+            return
+        if winner is not None and winner[0].editable:
+            target = winner[0]
+        elif winner is None and unit.main.editable:
+            target = unit.main
+        else:
+            target = self._own_drop_in(unit)
+        target.unit.set(section, key, value)
+        if target is not unit.main or winner is not None:
+            self.plan.notes.append(f"{about}: {key}={value} in {target.path}, the file "
+                                   "whose setting networkd applies")
+
+    def add_to_list(self, unit: Unit, section: str, key: str, value: str) -> None:
+        if value in unit.values(section, key):
+            return
+        last = None
+        for source in unit.sources:
+            if source.unit.assignments(section, key):
+                last = source
+        if last is None and unit.main.editable:
+            last = unit.main
+        if last is None or not last.editable:
+            last = self._own_drop_in(unit)
+        last.unit.add(section, key, value)
+
+    def remove_from_list(self, unit: Unit, section: str, key: str, value: str) -> None:
+        for source in unit.sources:
+            if source.editable:
+                source.unit.remove(section, key, value)
+        if value in unit.values(section, key):  # still set where zsn does not edit
+            rest = [v for v in unit.values(section, key) if v != value]
+            own = self._own_drop_in(unit)
+            own.unit.remove(section, key)
+            own.unit.add(section, key, "")
+            for item in rest:
+                own.unit.add(section, key, item)
+
+    # -- units -----------------------------------------------------------------------
+    def _new_unit(self, file_name: str) -> Unit:
+        entry = NetworkdFile(f"{EDITABLE}/{file_name}", None, UnitFile())
+        self.created.append(entry)
+        unit = Unit(file_name, entry)
+        target = self.tree.netdevs if file_name.endswith(".netdev") else self.tree.networks
+        target.append(unit)
+        target.sort(key=lambda u: u.name)
+        return unit
+
+    def network(self, name: str) -> Unit:
+        """The .network networkd uses for `name`, if it names that link alone; else a
+        new ``10-zsn-NAME.network`` that sorts before the one that matches now."""
+        current = self.tree.network_for(name)
+        if current is not None and _exact(current, name):
             return current
-        entry = self._new(tree, created, f"{EDITABLE}/10-zsn-{name}.network")
-        entry.unit.set("Match", "Name", name)
+        file_name = f"10-zsn-{name}.network"
+        prefix = ""
+        while current is not None and prefix + file_name >= current.name:
+            if len(prefix) > 8:
+                raise ValidationError(f"{current.main.path} matches {name} and sorts first; "
+                                      "zsn cannot add a .network file before it")
+            prefix += "0"
+        unit = self._new_unit(prefix + file_name)
+        unit.main.unit.set("Match", "Name", name)
         if current is not None:
-            plan.warnings.append(
-                f"{entry.path.rsplit('/', 1)[-1]} takes {name} over from {current.path} "
-                "(its settings no longer apply to it)")
-        return entry
+            self.plan.warnings.append(
+                f"{unit.name} takes {name} over from {current.main.path} (its settings no "
+                "longer apply to it)")
+        return unit
 
-    def _upsert(self, tree: Tree, config: LinkConfig, old: LinkConfig | None,
-                only: frozenset[str] | None, created: list[NetworkdFile],
-                plan: PersistPlan) -> None:
+    def upsert(self, config: LinkConfig, old: LinkConfig | None,
+               only: frozenset[str] | None) -> None:
         def wanted(field_name: str) -> bool:
             return only is None or field_name in only
 
-        netdev = tree.netdev(config.name)
+        other = self.current.devices.get(config.name)
+        if other is not None:
+            raise ValidationError(f"{config.name} is a {other.kind} netdev in {other.source}, "
+                                  f"not a {config.kind}")
+        netdev = self.tree.netdev(config.name)
         if netdev is None:
-            netdev = self._new(tree, created, f"{EDITABLE}/30-zsn-{config.name}.netdev")
-        elif not netdev.editable:
-            raise ValidationError(f"{config.name} is defined in {netdev.path}, which zsn "
-                                  f"does not edit (only {EDITABLE})")
-        unit = netdev.unit
-        unit.set("NetDev", "Name", config.name)
-        unit.set("NetDev", "Kind", config.kind)
-        network = self._network(tree, config.name, created, plan)
+            netdev = self._new_unit(f"30-zsn-{config.name}.netdev")
+            netdev.main.unit.set("NetDev", "Name", config.name)
+            netdev.main.unit.set("NetDev", "Kind", config.kind)
+        about = config.name
+        new = netdev.main.snapshot is None
+        network = self.network(config.name) if new else self.tree.network_for(config.name)
         if wanted("mtu"):
-            for target, section in ((unit, "NetDev"), (network.unit, "Link")):
-                if config.mtu is None:
-                    target.remove(section, "MTUBytes")
-                else:
-                    target.set(section, "MTUBytes", str(config.mtu))
-        if not network.unit.has_section("Network"):
-            network.unit.add_section("Network")  # networkd manages (brings up) the link
+            self._mtu(netdev, network, config, about)
+        if new and network is not None and not network.has_section("Network"):
+            network.main.unit.add_section("Network")  # networkd brings such a link up
         if config.kind == "bond":
             if wanted("mode") and config.mode:
-                unit.set("Bond", "Mode", config.mode)
+                self.set(netdev, "Bond", "Mode", config.mode, about)
             if wanted("miimon"):
                 miimon = config.miimon if config.miimon is not None else bonding.DEFAULT_MIIMON
-                unit.set("Bond", "MIIMonitorSec", f"{miimon}ms")
+                if parse_timespan_ms(netdev.get("Bond", "MIIMonitorSec") or "") != miimon:
+                    self.set(netdev, "Bond", "MIIMonitorSec", f"{miimon}ms", about)
             if wanted("xmit_hash_policy") and config.xmit_hash_policy:
-                unit.set("Bond", "TransmitHashPolicy", config.xmit_hash_policy)
+                self.set(netdev, "Bond", "TransmitHashPolicy", config.xmit_hash_policy, about)
             if wanted("lacp_rate") and config.lacp_rate:
-                unit.set("Bond", "LACPTransmitRate", config.lacp_rate)
-        if config.kind == "bridge" and wanted("stp"):
-            unit.set("Bridge", "STP", "yes" if config.stp else "no")
+                self.set(netdev, "Bond", "LACPTransmitRate", config.lacp_rate, about)
+        if config.kind == "bridge" and wanted("stp") and \
+                parse_boolean(netdev.get("Bridge", "STP") or "no") != bool(config.stp):
+            self.set(netdev, "Bridge", "STP", "yes" if config.stp else "no", about)
         if config.kind == "vlan":
-            if wanted("vlan_id") and config.vlan_id is not None:
-                unit.set("VLAN", "Id", str(config.vlan_id))
+            if wanted("vlan_id") and config.vlan_id is not None and \
+                    _vlan_id(netdev.get("VLAN", "Id") or "") != config.vlan_id:
+                self.set(netdev, "VLAN", "Id", str(config.vlan_id), about)
             if wanted("parent") and config.parent:
                 if old is not None and old.parent and old.parent != config.parent:
-                    self._unlink_vlan(tree, old.parent, config.name)
-                parent = self._network(tree, config.parent, created, plan)
-                if config.name not in parent.unit.values("Network", "VLAN"):
-                    parent.unit.add("Network", "VLAN", config.name)
+                    self._unlink_vlan(old.parent, config.name)
+                self.add_to_list(self.network(config.parent), "Network", "VLAN", config.name)
         if config.kind in ("bond", "bridge") and wanted("members"):
             key = "Bond" if config.kind == "bond" else "Bridge"
             before = set(old.members) if old else set()
             for member in config.members:
-                member_network = self._network(tree, member, created, plan)
-                member_network.unit.set("Network", key, config.name)
+                self.set(self.network(member), "Network", key, config.name, member)
             for member in before - set(config.members):
-                self._detach(tree, member, key, config.name)
+                self._detach(member, key, config.name)
 
-    def _detach(self, tree: Tree, member: str, key: str, master: str) -> None:
-        network = tree.network_for(member)
-        if network is None or not network.editable:
+    def _mtu(self, netdev: Unit, network: Unit | None, config: LinkConfig,
+             about: str) -> None:
+        """The MTU where it takes effect: [Link] MTUBytes= of the link's .network when it
+        sets one (networkd applies it after the netdev's), else [NetDev] MTUBytes=."""
+        value = str(config.mtu) if config.mtu is not None else None
+        if network is not None and network.winner("Link", "MTUBytes") is not None:
+            self.set(network, "Link", "MTUBytes", value, about)
+            if netdev.winner("NetDev", "MTUBytes") is not None:
+                self.set(netdev, "NetDev", "MTUBytes", value, about)
             return
-        network.unit.remove("Network", key, master)
+        self.set(netdev, "NetDev", "MTUBytes", value, about)
+        if value is not None and network is not None and network.main.snapshot is None:
+            network.main.unit.set("Link", "MTUBytes", value)
+
+    def _detach(self, member: str, key: str, master: str) -> None:
+        network = self.tree.network_for(member)
+        if network is None or network.get("Network", key) != master:
+            return
+        self.set(network, "Network", key, None, member)
         self._drop_if_own_and_empty(network, member)
 
-    def _unlink_vlan(self, tree: Tree, parent: str, vlan: str) -> None:
-        network = tree.network_for(parent)
-        if network is not None and network.editable:
-            network.unit.remove("Network", "VLAN", vlan)
+    def _unlink_vlan(self, parent: str, vlan: str) -> None:
+        network = self.tree.network_for(parent)
+        if network is not None:
+            self.remove_from_list(network, "Network", "VLAN", vlan)
             self._drop_if_own_and_empty(network, parent)
 
     @staticmethod
-    def _drop_if_own_and_empty(network: NetworkdFile, name: str) -> None:
+    def _drop_if_own_and_empty(network: Unit, name: str) -> None:
         """zsn's own 10-zsn-NAME.network with nothing left but its [Match] goes away."""
-        own = network.path.endswith(f"/10-zsn-{name}.network")
-        if own and network.unit.assignments() <= 1:
-            network.removed = True
+        own = network.main.path.endswith(f"10-zsn-{name}.network")
+        if own and network.main.unit.count() <= 1 and not network.drop_ins:
+            network.main.removed = True
 
-    def _remove(self, tree: Tree, name: str, old: LinkConfig | None,
-                plan: PersistPlan) -> None:
-        netdev = tree.netdev(name)
+    def remove(self, name: str, old: LinkConfig | None) -> None:
+        netdev = self.tree.netdev(name)
         if netdev is not None:
-            if not netdev.editable:
-                raise ValidationError(f"{name} is defined in {netdev.path}, which zsn does "
-                                      f"not edit (only {EDITABLE})")
-            netdev.removed = True
-        network = tree.network_for(name)
-        if network is not None and network.editable and _exact(network, name):
-            if network.path.endswith(f"/10-zsn-{name}.network"):
-                network.removed = True
+            fixed = [source.path for source in (netdev.main, *netdev.drop_ins)
+                     if not source.editable]
+            if fixed:
+                raise ValidationError(f"{name} is defined in {', '.join(fixed)}, which zsn "
+                                      f"does not edit (only {EDITABLE}); mask it with a link "
+                                      f"to /dev/null in {EDITABLE} by hand")
+            for source in (netdev.main, *netdev.drop_ins):
+                source.removed = True
+        network = self.tree.network_for(name)
+        if network is not None and _exact(network, name):
+            if network.main.path.endswith(f"10-zsn-{name}.network"):
+                for source in (network.main, *network.drop_ins):
+                    source.removed = True
             else:
-                plan.warnings.append(f"{network.path} still matches {name}; remove it by "
-                                     "hand if nothing else uses the name")
+                self.plan.warnings.append(f"{network.main.path} still matches {name}; "
+                                          "remove it by hand if nothing else uses the name")
         if old is None:
             return
         if old.kind == "vlan" and old.parent:
-            self._unlink_vlan(tree, old.parent, name)
+            self._unlink_vlan(old.parent, name)
         for member in old.members:
-            self._detach(tree, member, "Bond" if old.kind == "bond" else "Bridge", name)
+            self._detach(member, "Bond" if old.kind == "bond" else "Bridge", name)
 
 
 NETWORKD = NetworkdBackend()

@@ -1,16 +1,40 @@
-"""systemd unit-style files (``.netdev``, ``.network``): read and edit line by line.
+"""systemd unit-style files (``.netdev``, ``.network`` and their drop-ins): read and
+edit line by line, as systemd's config parser reads them (src/shared/conf-parser.c).
 
-``[Section]`` headers and ``Key=Value`` lines; ``#`` and ``;`` start comments; a
-section may appear more than once. Edits touch only the lines of the keys they set
-or remove; everything else stays byte for byte.
+``[Section]`` headers and ``Key=Value`` lines, stripped of surrounding whitespace;
+``#`` and ``;`` start a comment line; a line ending in a backslash continues on the
+next; a section may appear more than once, the last assignment of a key wins, and an
+empty assignment resets a list. Edits touch only the lines of the keys they set or
+remove; everything else stays byte for byte.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-_SECTION_RE = re.compile(r"\s*\[([^\]]+)\]\s*")
-_KEY_RE = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*")
+_SECTION_RE = re.compile(r"\[([^\]]+)\]")
+_KEY_RE = re.compile(r"([^=\s][^=]*?)\s*=\s*(.*)", re.DOTALL)
+LIST_KEYS = frozenset({("Match", "Name"), ("Network", "VLAN")})
+"""Keys whose value is a space-separated list that later assignments extend."""
+
+
+class Assignment(NamedTuple):
+    line: int
+    """0-based index of its first line."""
+    end: int
+    """One past its last line (more than `line` + 1 for continued lines)."""
+    section: str
+    key: str
+    value: str
+
+
+class Oddity(NamedTuple):
+    """A line systemd would ignore with a warning (zsn reports it the same way)."""
+
+    line: int
+    """1-based."""
+    message: str
 
 
 class UnitFile:
@@ -23,63 +47,106 @@ class UnitFile:
     def text(self) -> str:
         return "".join(self.lines)
 
+    # -- reading -------------------------------------------------------------------
+    def _logical(self) -> list[tuple[int, int, str]]:
+        """(first line, end line, text) of each logical line: continuations joined,
+        comment lines inside a continuation skipped, as systemd does."""
+        found: list[tuple[int, int, str]] = []
+        number = 0
+        while number < len(self.lines):
+            start = number
+            text = self.lines[number].strip()
+            number += 1
+            if text[:1] in ("#", ";") or not text.endswith("\\"):
+                found.append((start, number, text))
+                continue
+            parts = [text[:-1]]
+            while number < len(self.lines):
+                more = self.lines[number].strip()
+                number += 1
+                if more[:1] in ("#", ";"):
+                    continue
+                if more.endswith("\\"):
+                    parts.append(more[:-1])
+                    continue
+                parts.append(more)
+                break
+            found.append((start, number, " ".join(part.strip() for part in parts).strip()))
+        return found
+
+    def _walk(self) -> tuple[list[tuple[str, int, int]], list[Assignment], list[Oddity]]:
+        sections: list[tuple[str, int, int]] = []
+        assignments: list[Assignment] = []
+        oddities: list[Oddity] = []
+        current: str | None = None
+        for start, end, text in self._logical():
+            if not text or text[0] in "#;":
+                continue
+            if text.startswith("["):
+                match = _SECTION_RE.fullmatch(text)
+                if match is None:
+                    oddities.append(Oddity(start + 1, f"invalid section header {text!r}"))
+                    current = None
+                    continue
+                if sections:
+                    name, first, _ = sections[-1]
+                    sections[-1] = (name, first, start)
+                current = match.group(1)
+                sections.append((current, start, len(self.lines)))
+                continue
+            match = _KEY_RE.fullmatch(text)
+            if match is None:
+                oddities.append(Oddity(start + 1, f"missing '=' in {text!r}"))
+                continue
+            if current is None:
+                oddities.append(Oddity(start + 1, f"assignment outside any section: {text!r}"))
+                continue
+            assignments.append(Assignment(start, end, current, match.group(1),
+                                          match.group(2).strip()))
+        return sections, assignments, oddities
+
     def _sections(self) -> list[tuple[str, int, int]]:
         """(name, header line, end line exclusive) of every section, in order."""
-        found: list[tuple[str, int, int]] = []
-        for number, line in enumerate(self.lines):
-            match = _SECTION_RE.fullmatch(line.rstrip("\n"))
-            if match:
-                if found:
-                    name, start, _ = found[-1]
-                    found[-1] = (name, start, number)
-                found.append((match.group(1), number, len(self.lines)))
-        return found
+        return self._walk()[0]
 
-    def _keys(self, section: str) -> list[tuple[int, str, str]]:
-        """(line, key, value) of every assignment in every `section`."""
-        found = []
-        for name, start, end in self._sections():
-            if name != section:
-                continue
-            for number in range(start + 1, end):
-                stripped = self.lines[number].strip()
-                if not stripped or stripped[0] in "#;":
-                    continue
-                match = _KEY_RE.fullmatch(self.lines[number].rstrip("\n"))
-                if match:
-                    found.append((number, match.group(1), match.group(2)))
-        return found
+    def assignments(self, section: str | None = None, key: str | None = None
+                    ) -> list[Assignment]:
+        return [a for a in self._walk()[1]
+                if (section is None or a.section == section) and (key is None or a.key == key)]
+
+    def oddities(self) -> list[Oddity]:
+        return self._walk()[2]
 
     def values(self, section: str, key: str) -> list[str]:
-        """Every value of `key` in `section` (an empty assignment resets the list, as
-        systemd does for list settings)."""
-        found: list[str] = []
-        for _line, name, value in self._keys(section):
-            if name == key:
-                if value:
-                    found.extend(value.split() if key in ("Name", "VLAN") else [value])
-                else:
-                    found.clear()
-        return found
+        """Every value of a list `key` in `section` (an empty assignment resets it)."""
+        return list_values(self.assignments(section, key), [])
 
     def get(self, section: str, key: str) -> str | None:
-        values = [value for _line, name, value in self._keys(section) if name == key]
-        return values[-1] if values else None
+        found = self.assignments(section, key)
+        return found[-1].value if found else None
 
     def has_section(self, section: str) -> bool:
         return any(name == section for name, _start, _end in self._sections())
 
+    def sections(self) -> list[str]:
+        return [name for name, _start, _end in self._sections()]
+
+    def count(self) -> int:
+        """How many assignments the file has (all sections)."""
+        return len(self._walk()[1])
+
+    # -- editing -------------------------------------------------------------------
     def set(self, section: str, key: str, value: str) -> None:
         """One ``key=value`` in `section`: the last assignment is changed in place (the
-        others removed), or a line is added at the end of the section."""
-        lines = [line for line, name, _value in self._keys(section) if name == key]
-        if lines:
-            last = lines[-1]
-            old = self.lines[last]
+        others of the section removed), or a line is added at the end of the section."""
+        found = self.assignments(section, key)
+        if found:
+            last = found[-1]
+            old = self.lines[last.line]
             indent = old[:len(old) - len(old.lstrip())]
-            self.lines[last] = f"{indent}{key}={value}\n"
-            for line in reversed(lines[:-1]):
-                del self.lines[line]
+            self.lines[last.line:last.end] = [f"{indent}{key}={value}\n"]
+            for earlier in reversed(found[:-1]):
+                del self.lines[earlier.line:earlier.end]
             return
         self.add(section, key, value)
 
@@ -98,28 +165,35 @@ class UnitFile:
             return
         _name, start, end = sections[-1]
         at = start + 1
-        for number in range(start + 1, end):
-            if _KEY_RE.fullmatch(self.lines[number].rstrip("\n")) and \
-                    self.lines[number].lstrip()[:1] not in ("#", ";"):
-                at = number + 1
+        for assignment in self.assignments(section):
+            if start < assignment.line < end:
+                at = assignment.end
         self.lines.insert(at, f"{key}={value}\n")
 
     def remove(self, section: str, key: str, value: str | None = None) -> bool:
         """Remove `key` (only the assignments of `value`, for lists); True if any went.
         A list line with several values keeps the others."""
         removed = False
-        for line, name, current in reversed(self._keys(section)):
-            if name != key:
-                continue
-            if value is None or current == value:
-                del self.lines[line]
+        for assignment in reversed(self.assignments(section, key)):
+            if value is None or assignment.value == value:
+                del self.lines[assignment.line:assignment.end]
                 removed = True
-            elif value in current.split():
-                rest = " ".join(part for part in current.split() if part != value)
-                self.lines[line] = f"{key}={rest}\n"
+            elif value in assignment.value.split():
+                rest = " ".join(part for part in assignment.value.split() if part != value)
+                old = self.lines[assignment.line]
+                indent = old[:len(old) - len(old.lstrip())]
+                self.lines[assignment.line:assignment.end] = [f"{indent}{key}={rest}\n"]
                 removed = True
         return removed
 
-    def assignments(self) -> int:
-        """How many ``key=value`` lines the file has (all sections)."""
-        return sum(len(self._keys(name)) for name in {s[0] for s in self._sections()})
+
+def list_values(assignments: list[Assignment], start: list[str]) -> list[str]:
+    """A list setting after `assignments` (in order): each adds its words, an empty
+    one resets what came before."""
+    found = list(start)
+    for assignment in assignments:
+        if assignment.value:
+            found.extend(assignment.value.split())
+        else:
+            found.clear()
+    return found
