@@ -39,6 +39,8 @@ RULES = {
     "LINK008": "a bond member is down",
     "LINK009": "a config line zsn does not understand (named by file and line; persisting "
                "refuses while it may change the links involved)",
+    "LINK010": "a line the installed networkd or netplan itself ignores or refuses (its own "
+               "check, run on a copy of the files)",
 }
 NOTES = "field notes 004 (one VLAN per port), bonding.rst 12.2.1"
 
@@ -212,7 +214,7 @@ def lint(host: Host, *, strict: bool = False) -> list[Finding]:
         owner, persisted = None, Persisted(problems=[str(exc)])
     if strict and persisted.denied:
         raise ZsnError(persisted.denied[0])
-    return lint_links(snapshot, owner, persisted, host)
+    return lint_links(snapshot, owner, persisted, host) + tools_own_check(host, owner)
 
 
 LINT_SECONDS = 30.0
@@ -278,3 +280,22 @@ class LinkWatch:
     def close(self) -> None:
         if self._monitor is not None:
             self._monitor.close()
+
+
+def tools_own_check(host: Host, owner: Owner | None) -> list[Finding]:
+    """LINK010: what the installed tool says about the files (networkd run on a copy in
+    private namespaces). Nothing when it cannot run (not root, not installed)."""
+    if owner is None:
+        return []
+    if owner.name == "networkd":
+        from zsn.system import networkd_sandbox
+
+        try:
+            complaints = networkd_sandbox.check(host)
+        except ZsnError as exc:
+            return [Finding("LINK010", "info", None, str(exc), "run 'zsn link lint' again")]
+        return [Finding("LINK010", "warning", None, f"systemd-networkd: {complaint.message}",
+                        "correct or remove the line (networkd does not apply it)",
+                        path=complaint.path, line=complaint.line)
+                for complaint in complaints or []]
+    return []
