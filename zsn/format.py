@@ -19,6 +19,13 @@ def human_bytes(count: float) -> str:
     raise AssertionError("unreachable")
 
 
+SIZE_WIDTH = len("1023.9 KiB")
+"""The widest `human_bytes` (below 1024 PiB): a column of sizes declares it as its
+width, so its values never widen it (and shift the columns after it) as they change."""
+RATE_WIDTH = SIZE_WIDTH + len("/s")
+"""The widest `human_rate`."""
+
+
 def human_rate(bytes_per_second: float | None) -> str:
     if bytes_per_second is None:
         return "-"

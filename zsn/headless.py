@@ -69,7 +69,7 @@ def apply_or_show(plan: Plan, dry_run: bool,
         print(f"warning: {warning}", file=sys.stderr)
     for line in plan.apply():
         print(f"done: {line}", file=sys.stderr)
-    for note in plan.notes:
+    for note in plan.notes_after():
         print(f"note: {note}", file=sys.stderr)
     if plan.output:
         (show_output or sys.stdout.write)(plan.output)

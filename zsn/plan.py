@@ -187,6 +187,20 @@ class Plan:
     """Things the user should know (e.g. "interface is down: takes effect at next up")."""
     output: str = field(default="", repr=False)
     """What the action produces for the user once applied (e.g. a client config)."""
+    read_back: Callable[[], str] | None = field(default=None, repr=False)
+    """Once applied: reads the changed thing again from the system and says what it was
+    and what it is now ("was compression=lz4 (inherited from tank), now zstd (local)").
+    The report shows that instead of the notes written before the change."""
+
+    def notes_after(self) -> list[str]:
+        """What the report says once the plan is applied: what `read_back` finds (or why
+        it could not), else the notes. Blocking: call it where `apply` runs."""
+        if self.read_back is None:
+            return list(self.notes)
+        try:
+            return [self.read_back()]
+        except ZsnError as exc:
+            return [f"applied, but reading it back failed: {exc}"]
 
     def describe(self, diffs: bool = True,
                  word: Callable[[str], str] | None = None) -> str:

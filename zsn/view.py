@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
+from zsn.format import RATE_WIDTH
+
 Align = Literal["left", "right"]
 
 TONES = ("good", "warn", "bad", "muted", "bold", "accent")
@@ -107,10 +109,10 @@ def rate_columns(priority: int, data_index: int = 1,
     `zsn.format.human_rate`); ``row.data[data_index]`` and ``[data_index + 1]`` hold
     the two rates for ordering."""
     return (
-        Column("rx_rate", "↓ Rate", priority, min_width=9, align="right",
+        Column("rx_rate", "↓ Rate", priority, min_width=RATE_WIDTH, align="right",
                sort_key=by_data(data_index),
                help=f"received per second{where} over the last refresh"),
-        Column("tx_rate", "↑ Rate", priority, min_width=9, align="right",
+        Column("tx_rate", "↑ Rate", priority, min_width=RATE_WIDTH, align="right",
                sort_key=by_data(data_index + 1),
                help=f"sent per second{where} over the last refresh"),
     )

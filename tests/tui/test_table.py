@@ -252,3 +252,60 @@ async def test_an_empty_table_says_reading_until_its_first_rows() -> None:
         await pilot.pause()
         body = "\n".join(screen_text(app))
         assert "No peers." in body and "Reading…" not in body
+
+
+async def test_esc_clears_a_kept_filter_and_the_border_always_says_it_is_there() -> None:
+    app = TableApp([peer_row(i) for i in range(12)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        await pilot.press("slash", *"peer-1", "enter")  # kept: peer-1, peer-10, peer-11
+        assert table.filter_text == "peer-1" and table.shown_count == 3
+        assert str(table.border_subtitle) == "/peer-1 3 of 12 · esc clears"
+        table.update([peer_row(i) for i in range(13)])  # a matching row arrives: count moves
+        await pilot.pause()
+        assert str(table.border_subtitle) == "/peer-1 4 of 13 · esc clears"
+        await pilot.press("escape")
+        assert table.filter_text == "" and table.shown_count == 13
+        assert str(table.border_subtitle) == ""
+
+
+async def test_a_new_row_the_kept_filter_hides_is_announced() -> None:
+    app = TableApp([peer_row(i) for i in range(3)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        await pilot.press("slash", *"peer-1", "enter")
+        table.update([peer_row(i) for i in range(3)]
+                     + [Row("bond7", ("bond7", "", "", "", "", ""))])
+        await pilot.pause()
+        notices = [n.message for n in app._notifications]
+        assert notices == ["New row is hidden by the filter /peer-1: bond7 (esc clears the "
+                           "filter)."]
+        assert "bond7" not in table.shown_keys
+        table.update([peer_row(i) for i in range(3)]
+                     + [Row("bond7", ("bond7", "", "", "", "", ""))])  # said once
+        await pilot.pause()
+        assert len(app._notifications) == 1
+
+
+async def test_the_footer_shows_esc_first_while_a_kept_filter_hides_rows() -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    class FooterApp(TableApp):
+        def compose(self) -> ComposeResult:
+            yield from super().compose()
+            yield KeyBar(id="keys")
+
+    app = FooterApp([peer_row(i) for i in range(5)])
+    app.bind("a", "bell", description="Add a peer")
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        bar = app.query_one(KeyBar)
+        assert "escape" not in bar.shown_keys
+        await pilot.press("slash", *"peer-4", "enter")
+        await pilot.pause()
+        assert bar.shown_keys[0] == "escape"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "escape" not in bar.shown_keys

@@ -211,10 +211,15 @@ class ZsnApp(App[int]):
 
         pane = self.active_pane()
         shown = [(b.key_display or b.key, b.description)
-                 for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)]
-        pane_help = (pane.PANE_HELP + "\n\n" + pane.column_help()) if pane else ""
-        self.push_screen(HelpScreen(pane_help, shown))
+                 for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)
+                 and b.description]
+        title = next((each.title for each in self.domains if pane and each.name == pane.id),
+                     "this pane")
 
+        def pane_help() -> str:  # built after the keys are on the screen
+            return (pane.PANE_HELP + "\n\n" + pane.column_help()) if pane else ""
+
+        self.push_screen(HelpScreen(shown, pane_help, title))
 
 def run(host: Host, theme: str | None = None, refresh: float = 1.0,
         startup: Startup | None = None, **kwargs: Any) -> int:

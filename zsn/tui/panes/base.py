@@ -51,7 +51,9 @@
    for that question, has it. Core text naming another action (`zsn.wording`)
    is worded with this pane's keys. Bindings are listed most
    important first: the footer shows as many as fit (help and quit always), the
-   rest are in `?` and the command palette.
+   rest are in `?` and the command palette. `urgent_keys()` names the keys the
+   current state needs most (they come first in the footer); call
+   `state_changed()` when the highlighted row or the state may have changed them.
 
 Compose: yield a `StatusLine()` first, then the tables (and details widgets).
 Textual calls the event handlers of every class (`on_mount` of the pane and of
@@ -61,6 +63,7 @@ Declare the pane in the domain's `DOMAIN.pane` (see `zsn.domains`).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -156,6 +159,18 @@ class GoneRows:
         return row._replace(cells=cells, state="gone")
 
 
+def failure_line(title: str, message: str) -> str:
+    """A failed plan in one line: where it failed and why (the notice's title names the
+    plan), then only what could not be undone. `ApplyError`'s text begins with the
+    plan's title and a command's error repeats the command: both are said once."""
+    lines = message.splitlines() or [""]
+    first = lines[0].removeprefix(f"{title}: ")
+    stuck = [line for line in lines[1:] if line.startswith("NOT undone")]
+    undone = [line for line in lines[1:] if line.startswith("undone:")]
+    tail = "; " + "; ".join(stuck) if stuck else " (undone)" if undone else ""
+    return first + tail
+
+
 class LivePane(Vertical):
     PANE_HELP: ClassVar[str] = ""
     """Markdown for the help screen: what the pane shows and its markers. The
@@ -166,6 +181,9 @@ class LivePane(Vertical):
         self.host = host
         self.refresh_seconds = refresh_seconds
         self._busy = threading.Event()
+        self._again = False
+        self._urgent: tuple[str, ...] = ()
+        """A forced read was asked for during a read: it runs when that one ends."""
         self._timer: Timer | None = None
         self._last_poll = 0.0
         self.snapshot_count = 0
@@ -183,6 +201,18 @@ class LivePane(Vertical):
         raise NotImplementedError
 
     # -- for panes -------------------------------------------------------------
+    def urgent_keys(self) -> tuple[str, ...]:
+        """The keys the footer shows first in the current state (a running scrub's pause
+        and stop), most needed first; call `state_changed` when they may change."""
+        return ()
+
+    def state_changed(self) -> None:
+        """The footer follows `urgent_keys` (redrawn only when they changed)."""
+        urgent = self.urgent_keys()
+        if urgent != self._urgent:
+            self._urgent = urgent
+            self.refresh_bindings()
+
     def set_status(self, lines: list[str], severity: Severity = "error") -> None:
         """Show `lines` above the tables (hidden when empty); unchanged costs nothing."""
         self.query_one(StatusLine).show_lines(lines, severity)
@@ -240,7 +270,12 @@ class LivePane(Vertical):
                 return
             if confirmed is not None:
                 confirmed(plan)
-            self.run_in_thread(plan.apply, lambda _steps: self._plan_applied(plan, after),
+
+            def apply() -> list[str]:
+                plan.apply()
+                return plan.notes_after()  # read back in the same thread, right after
+
+            self.run_in_thread(apply, lambda notes: self._plan_applied(plan, notes, after),
                                lambda message: self._plan_failed(plan, message))
 
         def show(plan: Plan) -> None:
@@ -323,13 +358,16 @@ class LivePane(Vertical):
             self.run_plan(lambda: plan)
 
     def _plan_failed(self, plan: Plan, message: str) -> None:
-        self.notify(message, title=f"Failed: {plan.title}", severity="error", timeout=10)
+        self.notify(failure_line(plan.title, message), title=f"Failed: {plan.title}",
+                    severity="error", timeout=10, markup=False)
         self.plan_done(plan)
         self.poll(force=True)
 
-    def _plan_applied(self, plan: Plan, after: Callable[[Plan], None] | None) -> None:
-        notes = "\n".join(say(note, self) for note in plan.notes)
-        self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6)
+    def _plan_applied(self, plan: Plan, notes_after: list[str],
+                      after: Callable[[Plan], None] | None) -> None:
+        notes = "\n".join(say(note, self) for note in notes_after)
+        self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6,
+                    markup=False)
         self.plan_done(plan)
         self.poll(force=True)
         if after is not None:
@@ -370,6 +408,7 @@ class LivePane(Vertical):
             if snapshot is not None:  # shown before the first frame is drawn
                 self.show(snapshot)
                 self.snapshot_count += 1
+                self.state_changed()
                 return
         # Once the first frame is drawn: the read's thread (imports, netlink) would
         # otherwise take turns with it for the interpreter.
@@ -385,7 +424,12 @@ class LivePane(Vertical):
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
 
     def poll(self, force: bool = False) -> None:
-        if self._busy.is_set() or (not force and not self._is_shown()):
+        if self._busy.is_set():
+            # A read is under way, maybe begun before the change that asks for this
+            # one: read once more as soon as it ends, so the change shows at once.
+            self._again = self._again or force
+            return
+        if not force and not self._is_shown():
             return
         self._busy.set()
         self._last_poll = time.monotonic()
@@ -404,11 +448,16 @@ class LivePane(Vertical):
             self.app.call_from_thread(self._deliver, snapshot)
         finally:
             self._busy.clear()
+            if self._again:
+                self._again = False
+                with contextlib.suppress(RuntimeError):  # the app is closing
+                    self.app.call_from_thread(self.poll, True)
 
     def _deliver(self, snapshot: Any) -> None:
         if self.is_mounted:
             self.show(snapshot)
             self.snapshot_count += 1
+            self.state_changed()
 
     def _deliver_error(self, message: str) -> None:
         if self.is_mounted:

@@ -3,10 +3,14 @@
 Textual's Footer lists every shown binding and cuts the line at the screen's edge
 (at 80 columns help and quit were lost), and it is a widget per key, rebuilt each
 time the focus moves. This is one widget drawing one line: the keys named in
-`keep` (help, quit) always stay; the others follow in binding order (a pane lists
-its bindings most important first) while they fit; a key that does not fit is
-left out whole, with every key after it. The rest are in `?` and the command
-palette (its key on the right). It is redrawn only when the keys shown change.
+`keep` (help, quit) always stay; then the keys the current state needs most, which
+the focused widget and its ancestors name in `urgent_keys()` (a table's `esc`
+while a filter hides rows, the ZFS pane's pause and stop while a scrub runs);
+then the others in binding order (a pane lists its bindings most important first)
+while they fit; a key that does not fit is left out whole, with every key after
+it. The rest are in `?` and the command palette (its key on the right). It is
+redrawn only when the keys shown change: a widget whose urgent keys changed calls
+`refresh_bindings()`.
 """
 
 from __future__ import annotations
@@ -18,11 +22,24 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
 
 KeyShown = tuple[str, str, str, bool]
 """(key, key as shown, description, enabled)."""
+
+
+def urgent_keys(screen: Screen[Any]) -> list[str]:
+    """The keys the focused widget and its ancestors ask to show first, in that order."""
+    keys: list[str] = []
+    node: DOMNode | None = screen.focused
+    while node is not None:
+        wanted = getattr(node, "urgent_keys", None)
+        if callable(wanted):
+            keys.extend(key for key in wanted() if key not in keys)
+        node = node.parent
+    return keys
 
 
 class KeyBar(Widget):
@@ -44,11 +61,15 @@ class KeyBar(Widget):
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def _bindings_changed(self, screen: Screen[Any]) -> None:
+        urgent = urgent_keys(screen)
+        active = screen.active_bindings
+        first = [key for key in urgent if key in active and active[key].binding.description]
+        rest = [key for key, each in active.items()
+                if key not in first and each.binding.show and each.binding.description]
         keys = tuple(
-            (key, self.app.get_key_display(active.binding), active.binding.description,
-             active.enabled)
-            for key, active in screen.active_bindings.items()
-            if active.binding.show and active.binding.description)
+            (key, self.app.get_key_display(active[key].binding),
+             active[key].binding.description, active[key].enabled)
+            for key in (*first, *rest))
         if keys != self._keys:
             self._keys = keys
             self.refresh()

@@ -25,7 +25,10 @@ with a lower depth (bond -> members, pool -> vdevs), with guide lines.
 
 Keys: arrows, page up/down, `home`/`end` (first/last row), `enter` (posts
 `Selected`), `/` filter (over all rows, every column, shown or not; `enter`
-keeps it, `escape` clears it), `o` order by the next column, `O` reverse.
+keeps it, `escape` clears it, while typing or later), `o` order by the next
+column, `O` reverse. A kept filter stays in the border's subtitle with its
+current count and the key that clears it; a row that arrives while a filter hides
+it is announced once, so a new bond or network is never silently invisible.
 """
 
 from __future__ import annotations
@@ -197,6 +200,8 @@ class LiveTable(ScrollView, can_focus=True):
         Binding("right", "nothing", show=False),
         Binding("enter", "select", "Open", show=False),
         Binding("slash", "start_filter", "Filter", show=False, key_display="/"),
+        # Shown (and first in the footer) only while a kept filter hides rows.
+        Binding("escape", "clear_filter", "Clear filter", key_display="esc"),
         Binding("o", "order(False)", "Order by next column", show=False),
         Binding("O", "order(True)", "Reverse order", show=False),
     ]
@@ -256,6 +261,8 @@ class LiveTable(ScrollView, can_focus=True):
         self._sort: tuple[int, bool] | None = None
         self._filter = ""
         self._filtering = False
+        self._note = ""
+        """The pane's own words in the subtitle (after the filter and order)."""
         self.repaint_count = 0
         """Regions this table asked Textual to repaint (for tests and benchmarks)."""
 
@@ -365,13 +372,27 @@ class LiveTable(ScrollView, can_focus=True):
         relaid = grew and self._relayout()
         view_may_change = order_changed or depth_changed or (
             changed and (self._sort is not None or self._filter))
-        if view_may_change and self._rebuild_view():
+        rebuilt = view_may_change and self._rebuild_view()
+        if added and old_rows and self._filter:
+            self._announce_hidden([row for row in added if row.key not in self._index])
+        if rebuilt:
             self._repaint_all()
             return
         if relaid:
             return
         for key, columns in changed.items():
             self._repaint_cells(key, columns)
+
+    def _announce_hidden(self, rows: list[Row]) -> None:
+        """New rows the kept filter hides: said once, with the key that shows them."""
+        if not rows:
+            return
+        names = ", ".join(cell_text(row.cells[0]) for row in rows[:3])
+        more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+        what = "rows are" if len(rows) > 1 else "row is"
+        self.notify(f"New {what} hidden by the filter /{self._filter}: {names}{more} "
+                    f"(esc clears the filter).", title=self.help_title,
+                    severity="warning", timeout=8, markup=False)
 
     def clear(self) -> None:
         """Drop every row and start measuring afresh (e.g. another interface's peers)."""
@@ -399,9 +420,12 @@ class LiveTable(ScrollView, can_focus=True):
 
     def set_filter(self, text: str) -> None:
         """Show only rows with `text` in any cell (case-insensitive); '' shows all."""
+        kept_before = bool(self._filter)
         self._filter = text
         self._rebuild_view()
         self._repaint_all()
+        if kept_before != bool(text):
+            self.refresh_bindings()  # `esc` clears it: in the footer while it is kept
 
     def describe_columns(self) -> str:
         """Markdown for the `?` help: the columns, and which go first when narrow."""
@@ -539,6 +563,8 @@ class LiveTable(ScrollView, can_focus=True):
         self._guides = guides
         self.virtual_size = Size(0, HEADER_LINES + max(1, len(view)))
         self._keep_cursor(old_position)
+        if self._filter:
+            self._show_subtitle()  # its "N of M" follows the rows
         return True
 
     def _filtered(self, rows: list[Row], needle: str) -> list[Row]:
@@ -816,6 +842,27 @@ class LiveTable(ScrollView, can_focus=True):
     def action_start_filter(self) -> None:
         self._set_filtering(True)
 
+    def action_clear_filter(self) -> None:
+        """`esc` on a table with a kept filter: every row again."""
+        if self._filter:
+            self.set_filter("")
+            self._show_subtitle()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self._filter) and not self._filtering
+        return True
+
+    def urgent_keys(self) -> tuple[str, ...]:
+        """Keys the footer shows first now (`zsn.tui.widgets.footer.KeyBar`)."""
+        return ("escape",) if self._filter and not self._filtering else ()
+
+    def set_note(self, note: str) -> None:
+        """The pane's own words at the end of the border's subtitle."""
+        if note != self._note:
+            self._note = note
+            self._show_subtitle()
+
     def _set_filtering(self, on: bool) -> None:
         if on != self._filtering:
             self._filtering = on
@@ -849,10 +896,13 @@ class LiveTable(ScrollView, can_focus=True):
         parts: list[str] = []
         if self._filtering or self._filter:
             cursor = "▏" if self._filtering else ""
-            parts.append(f"/{self._filter}{cursor} {len(self._view)} of {len(self._order)}")
+            parts.append(f"/{self._filter}{cursor} {len(self._view)} of {len(self._order)}"
+                         + (" · esc clears" if self._filter else ""))
         if self._sort is not None:
             index, reverse = self._sort
             parts.append(f"by {self.columns[index].label} {'↓' if reverse else '↑'}")
+        if self._note:
+            parts.append(self._note)
         subtitle = "  ".join(parts)
         if self._subtitle != subtitle:
             self._subtitle = subtitle

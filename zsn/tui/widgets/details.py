@@ -1,0 +1,59 @@
+"""`DetailsBox`: the lines about the highlighted row under a pane's table.
+
+It grows with the terminal (its height is a share of the pane's, set in the pane's
+styles, not a fixed number of lines) and scrolls when its lines do not fit: `tab`
+reaches it, the arrows scroll it, and its border says how many lines are above
+and below, so nothing is cut silently. Setting the same lines again costs nothing
+(a Static's update re-lays out the screen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class DetailsBox(VerticalScroll):
+    def __init__(self, title: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._text = ""
+        if title:
+            self.border_title = title
+
+    def compose(self) -> Any:
+        yield Static("", classes="details-text")
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def show_lines(self, lines: Sequence[str]) -> None:
+        text = "\n".join(lines)
+        if text == self._text:
+            return
+        self._text = text
+        self.query_one(Static).update(Text(text))
+        self.call_after_refresh(self._show_position)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._show_position()
+
+    def on_resize(self) -> None:
+        self._show_position()
+
+    def _show_position(self) -> None:
+        """The border says what is out of sight: "↑ 2 ↓ 5 more lines"."""
+        height = self.scrollable_content_region.height
+        total = self.virtual_size.height  # wrapped lines count
+        top = round(self.scroll_y)
+        above = min(top, total)
+        below = max(0, total - top - height)
+        parts = ([f"↑ {above}"] if above else []) + ([f"↓ {below}"] if below else [])
+        subtitle = " ".join(parts) + " more lines (tab, ↑↓)" if parts else ""
+        if str(self.border_subtitle or "") != subtitle:
+            self.border_subtitle = subtitle
