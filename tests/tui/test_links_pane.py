@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from tests.pilot import row_texts, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
 from zsn.links import actions, bonding
 from zsn.links.lint import LinksView, lint_links
@@ -27,6 +27,7 @@ from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.link_form import LinkFormScreen
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.table import LiveTable
 
 TABLE = "#links-table"
@@ -180,12 +181,11 @@ async def test_details_follow_the_cursor(links_app: ZsnApp) -> None:
     async with links_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         await select(pilot, "ad0")
-        details = str(links_app.query_one("#links-details").render())
-        assert "LACP:       aggregator 1, partner c6:55:f5:7a:39:c0" in details
-        assert "member:     eth3x mii up, 0 failures, active, aggregator 1" in details
+        details = links_app.query_one("#links-details", DetailsBox)
+        assert "LACP:       aggregator 1, partner c6:55:f5:7a:39:c0" in details.text
+        assert "member:     eth3x mii up, 0 failures, aggregator 1" in details.text
         await select(pilot, "rr0")
-        details = str(links_app.query_one("#links-details").render())
-        assert "LINK001 warning" in details
+        assert "LINK001 warning" in details.text
 
 
 async def test_members_going_down_repaint_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -412,3 +412,49 @@ async def test_an_idle_poll_repaints_nothing(monkeypatch: pytest.MonkeyPatch) ->
 async def wait_pane(pilot: Any) -> LinksPane:
     await wait_until(pilot, lambda: pilot.app.query(LinksPane), "the pane")
     return pilot.app.query_one(LinksPane)
+
+
+def test_snapshot_member_down_80x24(snap_compare,  # type: ignore[no-untyped-def]
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab's bonds with one member each set down: the row and the box say that
+    member carries no traffic (the kernel still calls it "active")."""
+    view = fixed_view(".member-down")
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: view)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+    async def on_rr0(pilot: Any) -> None:
+        await open_tab(pilot)
+        await select(pilot, "rr0")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=on_rr0)
+
+
+async def test_the_details_box_grows_with_the_terminal_and_says_what_is_below(
+        links_app: ZsnApp) -> None:
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        await select(pilot, "ad0")
+        box = links_app.query_one("#links-details", DetailsBox)
+        await wait_until(pilot, lambda: "more lines" in str(box.border_subtitle), "indicator")
+        small = box.size.height
+        assert box.text.splitlines()[-1].endswith("-> zsn link persist ad0")  # the advice
+        assert not any("zsn link persist" in line for line in screen_text(links_app))
+        box.focus()
+        await pilot.press("end")
+        await wait_until(pilot, lambda: str(box.border_subtitle).startswith("↑"), "scrolled")
+        assert any("-> zsn link persist" in line for line in screen_text(links_app))
+        await pilot.resize_terminal(120, 40)
+        await wait_until(pilot, lambda: box.size.height > small, "taller at 120x40")
+
+
+async def test_the_footer_follows_the_highlighted_link(links_app: ZsnApp) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with links_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        bar = links_app.query_one(KeyBar)
+        await select(pilot, "eth2x")
+        await wait_until(pilot, lambda: bar.shown_keys[0] == "x", "remove member first")
+        await select(pilot, "rr0")
+        await wait_until(pilot, lambda: bar.shown_keys[:2] == ["a", "d"], "add, delete first")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from zsn.system.rtnetlink import Counters
@@ -44,6 +45,33 @@ class MemberState:
     link_failure_count: int
     aggregator_id: int | None
     permanent_mac: str | None
+
+
+ROLE_WORDS = {
+    "active": "carries traffic",
+    "backup": "backup: takes over when the active member fails",
+    "standby": "not in the active aggregator: carries no traffic",
+    "down": "carries no traffic",
+}
+"""What each `member_role` means, for the details box and `zsn link show`."""
+
+
+def member_role(member: MemberState, bond: BondState | None) -> str:
+    """Whether a member carries the bond's traffic, from the sources that know it: its
+    MII status first (the kernel keeps a down member's slave state "active" in
+    balance-rr and 802.3ad), then, in 802.3ad, whether it is in the bond's active
+    aggregator, in active-backup/tlb/alb its active or backup state."""
+    if member.mii_status != "up":
+        return "down"
+    mode = bond.mode if bond is not None else None
+    if mode == "802.3ad":
+        if bond is not None and bond.aggregator is not None \
+                and member.aggregator_id is not None and member.aggregator_id != bond.aggregator:
+            return "standby"
+        return "active"
+    if mode in ("active-backup", "balance-tlb", "balance-alb") and member.state == "backup":
+        return "backup"
+    return "active"
 
 
 @dataclass(frozen=True)
@@ -120,6 +148,11 @@ class LinksSnapshot:
     """False under --root: no kernel to read, only the persistent config."""
 
     def by_name(self) -> dict[str, Interface]:
+        """Interfaces by name (made once per snapshot: rows look their master up)."""
+        return self._by_name
+
+    @cached_property
+    def _by_name(self) -> dict[str, Interface]:
         return {interface.name: interface for interface in self.interfaces}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from zsn.format import human_bytes, human_rate
 from zsn.links.bonding import HASHED_MODES
 from zsn.links.live import BondDetails
-from zsn.links.model import Interface, LinksSnapshot
+from zsn.links.model import ROLE_WORDS, Interface, LinksSnapshot, member_role
 
 
 def describe(interface: Interface, snapshot: LinksSnapshot, details: BondDetails) -> list[str]:
@@ -47,8 +47,10 @@ def describe(interface: Interface, snapshot: LinksSnapshot, details: BondDetails
             extra = f", aggregator {state.aggregator_id}" if state.aggregator_id else ""
             if slave is not None and slave.partner_mac:
                 extra += f", partner {slave.partner_mac}"
-            lines.append(f"  member:     {member.name} mii {state.mii_status}, "
-                         f"{state.link_failure_count} failures, {state.state}{extra}")
+            failures = state.link_failure_count
+            lines.append(f"  member:     {member.name} mii {state.mii_status}, {failures} "
+                         f"failure{'' if failures == 1 else 's'}{extra}; "
+                         f"{ROLE_WORDS[member_role(state, bond)]}")
         else:
             lines.append(f"  port:       {member.name} {member.port_state or member.state_text}")
     if interface.kind == "bridge":

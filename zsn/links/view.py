@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from zsn.format import human_rate, sparkline
-from zsn.links.model import Interface, LinksSnapshot, Rates, TreeRow, tree
+from zsn.links.model import (
+    BondState,
+    Interface,
+    LinksSnapshot,
+    Rates,
+    TreeRow,
+    member_role,
+    tree,
+)
 from zsn.links.persist import LinkConfig
 from zsn.view import Cell, Column, Row, rate_columns, row_of
 
@@ -23,7 +31,7 @@ COLUMNS = (
     Column("kind", "Kind", 6, help="bond, vlan, bridge, veth, dummy ...; device: hardware"),
     Column("state", "State", 2, help="up; down: set down; no-carrier: up without a link; "
                                      "else the kernel's operstate"),
-    Column("mtu", "MTU", 4, align="right", help="the link's MTU"),
+    Column("mtu", "MTU", 4, align="right", min_width=5, help="the link's MTU"),
     *rate_columns(3, where=" on the link"),
     Column("trend", "Trend", 7, help="receive + send bytes per second over the last "
                                      "refreshes (blank while idle)"),
@@ -53,8 +61,9 @@ def _pair(first: float, second: float) -> str:
     return f"{first:.0f}/{second:.0f}"
 
 
-def detail(interface: Interface) -> Cell:
-    """The stack-specific word: bond mode and LACP, member MII, VLAN id, port state."""
+def detail(interface: Interface, master_bond: BondState | None = None) -> Cell:
+    """The stack-specific word: bond mode and LACP, a member's MII and whether it
+    carries traffic (`master_bond`: the bond it belongs to), VLAN id, port state."""
     bond = interface.bond
     if bond is not None:
         mode = bond.mode or "?"
@@ -66,9 +75,11 @@ def detail(interface: Interface) -> Cell:
     member = interface.member
     if member is not None:
         failures = f" {member.link_failure_count}×" if member.link_failure_count else ""
-        role = "" if member.state in (None, "active") else f" {member.state}"
-        return Cell(f"mii {member.mii_status}{role}{failures}",
-                    "" if member.mii_status == "up" else "bad", f"mii {member.mii_status}")
+        role = member_role(member, master_bond)
+        said = "" if role in ("active", "down") else f" {role}"
+        tone = "bad" if role == "down" else "warn" if role == "standby" else ""
+        return Cell(f"mii {member.mii_status}{said}{failures}", tone,
+                    f"mii {member.mii_status}{said}")
     if interface.vlan_id is not None:
         return Cell(f"vlan {interface.vlan_id}")
     if interface.port_state is not None:
@@ -81,8 +92,8 @@ def detail(interface: Interface) -> Cell:
 
 
 def cells(interface: Interface, rates: Rates | None,
-          history: tuple[float, ...]) -> dict[str, Cell]:
-    """A live link's cells by column key."""
+          history: tuple[float, ...], master_bond: BondState | None = None) -> dict[str, Cell]:
+    """A live link's cells by column key (`master_bond`: the bond it is a member of)."""
     state = interface.state_text
     speed = ""
     if interface.speed_mbps:
@@ -100,7 +111,7 @@ def cells(interface: Interface, rates: Rates | None,
         # An idle link draws no line: 500 idle rows stay blank and never repaint.
         "trend": Cell(sparkline(list(history), TREND_WIDTH) if any(history) else "",
                       "accent"),
-        "detail": detail(interface),
+        "detail": detail(interface, master_bond),
         "packets": Cell(_pair(rates.rx_packets, rates.tx_packets) if rates else "-"),
         "faults": Cell(_pair(rates.errors, rates.drops) if rates else "-",
                        "bad" if rates and (rates.errors or rates.drops) else ""),
@@ -115,8 +126,11 @@ def cells(interface: Interface, rates: Rates | None,
 def row(tree_row: TreeRow, snapshot: LinksSnapshot) -> Row:
     interface = tree_row.interface
     rates = snapshot.rates.get(interface.name)
+    master = snapshot.by_name().get(interface.master) if interface.member and \
+        interface.master else None
     return row_of(interface.name, COLUMNS,
-                  cells(interface, rates, snapshot.history.get(interface.name, ())),
+                  cells(interface, rates, snapshot.history.get(interface.name, ()),
+                        master.bond if master is not None else None),
                   depth=tree_row.depth,
                   data=(interface, rates.rx_bytes if rates else None,
                         rates.tx_bytes if rates else None))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.links.conftest import captured_snapshot
-from zsn.links.model import LinksSnapshot, Rates
+from zsn.links.live import BondDetails
+from zsn.links.model import LinksSnapshot, Rates, member_role
 from zsn.links.persist import LinkConfig
+from zsn.links.text import describe
 from zsn.links.view import COLUMNS, TableRows, config_row, rows
 from zsn.view import CellValue, cells_by_key
 
@@ -19,7 +21,7 @@ def test_cells_show_mode_partner_member_and_vlan() -> None:
     shown = by_key(captured_snapshot(".member-down"))
     assert shown["ab0"]["detail"] == ("active-backup (eth7x)", "", "active-backup")
     assert shown["adnp"]["detail"] == ("802.3ad no partner", "bad", "no partner")
-    assert shown["eth2x"]["detail"].text == "mii down 1×"
+    assert shown["eth2x"]["detail"] == ("mii down 1×", "bad", "mii down")
     assert shown["eth2x"]["state"] == ("down", "bad", None)
     assert shown["eth7x"]["detail"].text == "mii up"
     assert shown["rr0.10"]["detail"].text == "vlan 10"
@@ -78,3 +80,28 @@ def test_an_idle_poll_keeps_every_row_object() -> None:
                if row not in first}
     assert changed == {"rr0"}
 
+
+def test_a_member_is_active_only_when_its_mii_is_up_and_it_is_in_the_aggregator() -> None:
+    """The kernel keeps a down member's slave state "active" (balance-rr, 802.3ad): the
+    MII status and the 802.3ad aggregator say whether it carries traffic."""
+    down = captured_snapshot(".member-down")
+    links = down.by_name()
+    assert links["eth2x"].member.state == "active"  # type: ignore[union-attr]
+    assert member_role(links["eth2x"].member, links["rr0"].bond) == "down"  # type: ignore[arg-type]
+    assert member_role(links["eth4x"].member, links["ad0"].bond) == "down"  # type: ignore[arg-type]
+    assert member_role(links["eth7x"].member, links["ab0"].bond) == "active"  # type: ignore[arg-type]
+    up = captured_snapshot().by_name()
+    assert member_role(up["eth7x"].member, up["ab0"].bond) == "backup"  # type: ignore[arg-type]
+    assert by_key(captured_snapshot())["eth7x"]["detail"] == ("mii up backup", "",
+                                                                  "mii up backup")
+    eth4x = up["eth4x"].member
+    assert eth4x is not None and eth4x.aggregator_id == 1
+    elsewhere = replace(eth4x, aggregator_id=2)  # a member LACP put in another aggregator
+    assert member_role(elsewhere, up["ad0"].bond) == "standby"
+
+
+def test_the_details_say_a_down_member_carries_no_traffic() -> None:
+    snapshot = captured_snapshot(".member-down")
+    lines = describe(snapshot.by_name()["rr0"], snapshot, BondDetails({}, ()))
+    assert "  member:     eth2x mii down, 1 failure; carries no traffic" in lines
+    assert "  member:     eth1x mii up, 0 failures; carries traffic" in lines

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
@@ -25,7 +24,7 @@ from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, Planned, SessionPlan
-from zsn.tui.widgets.safe import SafeStatic
+from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 
@@ -68,7 +67,6 @@ SSH session runs over asks you to type its name first.
         self._watch = LinkWatch(host)
         self._view: LinksView | None = None
         self._rows = view.TableRows()
-        self._details_shown: str | None = None
         self.mode: str | None = None
         self.gone = GoneRows(lambda message: self.notify(
             message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Link ")
@@ -77,9 +75,7 @@ SSH session runs over asks you to type its name first.
         yield StatusLine()
         yield LiveTable(view.COLUMNS, id="links-table", title="Links",
                         empty_text="No links to show.")
-        details = SafeStatic("", id="links-details")
-        details.border_title = "Details"
-        yield details
+        yield DetailsBox("Details", id="links-details")
 
     def on_unmount(self) -> None:
         self._watch.close()
@@ -137,19 +133,30 @@ SSH session runs over asks you to type its name first.
                 lines = [f"{key}: {config.describe()} ({config.source})"]
             lines += [f"{f.id} {f.severity}: {f.message} -> {f.fix}"
                       for f in links.findings if f.subject == key]
-        text = "\n".join(lines)
-        if text != self._details_shown:  # a Static's update re-lays out the screen
-            self._details_shown = text
-            self.query_one("#links-details", SafeStatic).update(Text(text))
+        self.query_one("#links-details", DetailsBox).show_lines(lines)
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if self._view is not None:
             self._update_details()
+        self.state_changed()
+
+    def urgent_keys(self) -> tuple[str, ...]:
+        """A member: remove it; a bond or bridge: add one, delete it."""
+        interface = self.selected()
+        if interface is None:
+            return ()
+        if interface.master is not None:
+            return ("x",)
+        if interface.kind in ("bond", "bridge"):
+            return ("a", "d")
+        if interface.kind == "vlan":
+            return ("d",)
+        return ()
 
     def _show_mode(self) -> None:
         owner = self._view.owner.name if self._view and self._view.owner else "none"
         mode = self._mode()
-        self.query_one("#links-table", LiveTable).border_subtitle = (
+        self.query_one("#links-table", LiveTable).set_note(
             f"changes: {MODE_TEXT[mode]}" + (f" ({owner})" if mode != "live" else "")
             + " · p switches")
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.text import Text
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+
+from zsn.tui.widgets.safe import SafeStatic
 
 
 class DetailsBox(VerticalScroll):
@@ -25,7 +25,7 @@ class DetailsBox(VerticalScroll):
             self.border_title = title
 
     def compose(self) -> Any:
-        yield Static("", classes="details-text")
+        yield SafeStatic("", classes="details-text")  # outside text: names, replies
 
     @property
     def text(self) -> str:
@@ -36,7 +36,7 @@ class DetailsBox(VerticalScroll):
         if text == self._text:
             return
         self._text = text
-        self.query_one(Static).update(Text(text))
+        self.query_one(SafeStatic).update(text)
         self.call_after_refresh(self._show_position)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
