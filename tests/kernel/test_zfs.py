@@ -175,7 +175,7 @@ def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) 
         assert running["function"] == "scrub" and running["started"]
         assert running["percent"] is None or running["percent"] < 100
         paused = zsn("zfs", "scrub", TANK, "--pause")
-        assert "done: scrub -p" in paused.stderr
+        assert "done: zpool scrub -p" in paused.stderr
         assert _status(TANK)["scan"]["state"] == "paused"
         zsn("zfs", "scrub", TANK)  # resumes
     finally:

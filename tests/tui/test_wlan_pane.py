@@ -349,3 +349,36 @@ async def test_rows_follow_the_signal_order_and_the_cursor_its_network(
             "home-wpa2", "office-sae", "cafe-open", "(hidden)"], "the new order")
         assert _cursor_ssid(app) == "office-sae"
         assert _rows(app, "#wlan-scan")[2][2] == "-75 dBm ▂···"
+
+
+async def test_connect_without_a_highlighted_network_says_so(
+        monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
+    """`c` needs a network: with none highlighted it says so and opens no form (the
+    hidden-network form took a typed passphrase as the SSID)."""
+    snapshot = fixed_snapshot()
+    wlan0 = dataclasses.replace(snapshot.interfaces[0], scan=())
+    empty = dataclasses.replace(snapshot, interfaces=(wlan0,), networks=())
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: empty)
+    app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes").active = "tab-wlan"
+        await wait_until(pilot, lambda: not app.query_one("#wlan-scan", LiveTable).reading,
+                         "the scan table read")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(app._notifications), "the notice")
+        assert not isinstance(app.screen, ConnectScreen)
+        assert next(iter(app._notifications)).message.startswith(
+            "Highlight a network to connect to")
+
+
+async def test_the_footer_offers_tab_and_the_known_networks_keys(wlan_app: ZsnApp) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        bar = wlan_app.query_one(KeyBar)
+        assert "tab" in bar.shown_keys
+        await pilot.press("tab")  # to the known networks
+        await wait_until(pilot, lambda: bar.shown_keys[:3] == ["a", "x", "v"],
+                         "autoconnect, forget, QR first")

@@ -15,6 +15,7 @@ from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
+from zsn.tui.screens.dataset import DatasetScreen
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.widgets.table import LiveTable
@@ -404,15 +405,18 @@ async def test_a_failed_read_is_not_every_pool_vanishing(monkeypatch: pytest.Mon
         assert not any("disappeared" in n.message for n in app._notifications)
 
 
-async def test_the_scan_line_keeps_whole_parts_at_80_columns(zfs_app: ZsnApp) -> None:
+async def test_the_running_scan_shows_issued_of_total_rate_eta_and_start_at_80_columns(
+        zfs_app: ZsnApp) -> None:
     async with zfs_app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
         scan = zfs_app.query_one("#zfs-scan", Static)
-        assert str(scan.render()) == (
-            "tank: scrub in progress, 45.77% done, 14.7 MiB/s, ETA 7s, 0 B repaired")
-        assert scan.size.height == 1
+        assert str(scan.render()).splitlines() == [
+            "tank: scrub in progress, 45.77% done, 88.2 MiB of 193.0 MiB, at 14.7 MiB/s",
+            "  ETA 7s, 0 B repaired, started Nov 24 18:20"]
+        assert scan.size.height == 2
         await pilot.resize_terminal(120, 40)
-        await wait_until(pilot, lambda: "started Nov 24" in str(scan.render()), "the full line")
+        await wait_until(pilot, lambda: len(str(scan.render()).splitlines()) == 1,
+                         "the scan on one line")
 
 
 async def test_long_device_names_are_cut_not_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,3 +447,113 @@ async def test_not_root_is_said_and_the_pools_are_still_shown(
         await wait_until(pilot, lambda: "zsn is not root: scrubs, property changes" in str(
             app.query_one("#zfs .pane-status", Static).render()), "the note")
         assert [r[0] for r in rows(app, "#zfs-pools")] == ["small", "tank"]
+
+
+async def test_while_a_scrub_runs_the_footer_offers_pause_and_stop_first(
+        zfs_app: ZsnApp) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)  # tank: a scrub in progress (the lab's capture)
+        await wait_until(pilot, lambda: zfs_app.query_one(KeyBar).shown_keys[:2] == ["p", "x"],
+                         "pause and stop first")
+        zfs_app.query_one("#zfs-pools", LiveTable).move_cursor("small")  # never scrubbed
+        await wait_until(pilot, lambda: zfs_app.query_one(KeyBar).shown_keys[0] == "s",
+                         "scrub first")
+
+
+def test_snapshot_dataset_box_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("zsn.zfs.live.read_dataset_properties",
+                        lambda name: read(VM / "zfs-get-Hp-all.tank-db.txt"))
+    app = make_app(monkeypatch, fixed_snapshot())
+
+    async def open_db(pilot) -> None:  # type: ignore[no-untyped-def]
+        await select_tank(pilot)
+        await pilot.press("d", "down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DatasetScreen), "the box")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_db)
+
+
+async def test_enter_on_a_dataset_opens_all_of_it_mountpoint_first(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    asked: list[str] = []
+
+    def properties(name: str) -> str:
+        asked.append(name)
+        return read(VM / "zfs-get-Hp-all.tank-db.txt")
+
+    monkeypatch.setattr("zsn.zfs.live.read_dataset_properties", properties)
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: "enter" in zfs_app.query_one(KeyBar).shown_keys,
+                         "enter offered on the datasets")
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, DatasetScreen), "the box")
+        assert asked == ["tank/db"]
+        body = screen_text(zfs_app)
+        assert any("mountpoint" in line and "/run/tank/db" in line
+                   and "inherited from tank" in line for line in body)
+        assert any("compression" in line and "zstd" in line and "local" in line
+                   for line in body)
+        await pilot.press("escape")
+        assert not isinstance(zfs_app.screen, DatasetScreen)
+
+
+async def test_done_says_what_the_value_was_and_what_it_is_now(
+        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notice reads the property back after the change, not before it."""
+    values = [("lz4", "inherited from tank")]
+
+    def plan_set(host: Host, dataset: str, prop: str, value: str) -> Plan:
+        plan = Plan(f"set {prop}={value} on {dataset}",
+                    [LiveStep(f"zfs set {prop}={value} {dataset}",
+                              lambda: values.append((value, "local")))],
+                    notes=[f"currently {prop}=lz4 (inherited from tank)"])
+        plan.read_back = lambda: (f"{dataset}: was {prop}=lz4 (inherited from tank), now "
+                                  f"{prop}={values[-1][0]} ({values[-1][1]})")
+        return plan
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_set", plan_set)
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("down", "e")
+        await wait_until(pilot, lambda: bool(zfs_app.screen.query("#ask-choices")), "props")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "zstd" in str(zfs_app.screen.query_one(
+            "#ask-choices", OptionList).get_option_at_index(1).prompt), "values")
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any(n.message.startswith("Done")
+                                            for n in zfs_app._notifications), "done")
+        done = next(n.message for n in zfs_app._notifications if n.message.startswith("Done"))
+        assert done == ("Done: set compression=zstd on tank/db\ntank/db: was compression=lz4 "
+                        "(inherited from tank), now compression=zstd (local)")
+
+
+async def test_a_failed_change_is_one_line(zfs_app: ZsnApp,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.errors import CommandError
+
+    def refuse() -> None:
+        raise CommandError("zpool failed: cannot scrub tank: permission denied")
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_scrub", lambda host, pool, verb: Plan(
+        f"{verb} scrub on {pool}", [LiveStep(f"zpool scrub -p {pool}", refuse)]))
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: bool(zfs_app._notifications), "the notice")
+        notice = next(iter(zfs_app._notifications))
+        assert notice.title == "Failed: pause scrub on tank"
+        assert notice.message == ("failed at 'zpool scrub -p tank': zpool failed: cannot "
+                                  "scrub tank: permission denied")

@@ -9,7 +9,9 @@ would refuse with a plain reason, and runs argv lists with ``LC_ALL=C``.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +35,12 @@ _COMPRESSION_RE = re.compile(
 
 def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv, timeout=ACTION_TIMEOUT, check=True)
+
+
+def shown(argv: Sequence[str]) -> str:
+    """The command a plan step runs, as the user would type it (``zpool scrub -p tank``:
+    the program by name, not by the path zsn found it at)."""
+    return shlex.join([os.path.basename(argv[0]), *argv[1:]])
 
 
 def _pool(host: Host, name: str) -> Pool:
@@ -76,10 +84,10 @@ def plan_scrub(host: Host, pool_name: str, verb: str) -> Plan:
                                   f"({_progress(pool)}); pause or stop it instead")
         if paused:
             plan.title = f"resume the paused scrub on {name}"
-            plan.steps.append(LiveStep(" ".join(start[1:]) + " (resumes where it paused)",
+            plan.steps.append(LiveStep(shown(start) + " (resumes where it paused)",
                                        lambda: _run(start), lambda: _run(pause)))
         else:
-            plan.steps.append(LiveStep(" ".join(start[1:]), lambda: _run(start),
+            plan.steps.append(LiveStep(shown(start), lambda: _run(start),
                                        lambda: _run(stop)))
             plan.notes.append("a scrub reads every allocated block "
                               f"({_allocated(pool)}): expect heavy I/O until it ends; "
@@ -88,13 +96,13 @@ def plan_scrub(host: Host, pool_name: str, verb: str) -> Plan:
         if not running:
             raise ValidationError(f"no scrub is running on {name}"
                                   + (" (it is already paused)" if paused else ""))
-        plan.steps.append(LiveStep(" ".join(pause[1:]), lambda: _run(pause),
+        plan.steps.append(LiveStep(shown(pause), lambda: _run(pause),
                                    lambda: _run(start)))
         plan.notes.append(f"'zpool scrub {name}' (or start in zsn) resumes where it paused")
     else:
         if not (running or paused):
             raise ValidationError(f"no scrub is running or paused on {name}")
-        plan.steps.append(LiveStep(" ".join(stop[1:]), lambda: _run(stop)))
+        plan.steps.append(LiveStep(shown(stop), lambda: _run(stop)))
         plan.warnings.append("stopping throws the scrub's progress away: the next one starts "
                              "from the beginning (pause keeps it)")
     return plan
@@ -130,7 +138,7 @@ def plan_clear(host: Host, pool_name: str, device: str | None = None) -> Plan:
         counts = vdev.errors
     else:
         counts = sum(v.errors for v in pool.vdevs if v.kind != "group")
-    plan.steps.append(LiveStep(" ".join(argv[1:]), lambda: _run(argv)))
+    plan.steps.append(LiveStep(shown(argv), lambda: _run(argv)))
     plan.notes.append(f"resets the read/write/checksum counters ({counts} now) and, for a "
                       "pool suspended by I/O errors, lets it try again; the list of damaged "
                       "files goes only after a scrub finds them whole")
@@ -254,9 +262,17 @@ def plan_set(host: Host, dataset: str, prop: str, value: str) -> Plan:
         undo_argv = [zfs, "set", f"{prop}={current.value}", dataset]
     else:
         undo_argv = [zfs, "inherit", prop, dataset]
-    plan.steps.append(LiveStep(" ".join(set_argv[1:]), lambda: _run(set_argv),
+    plan.steps.append(LiveStep(shown(set_argv), lambda: _run(set_argv),
                                lambda: _run(undo_argv)))
-    plan.notes.append(f"now {prop}={shown_current} ({_source(current.source)})")
+    plan.notes.append(f"currently {prop}={shown_current} ({_source(current.source)})")
+
+    def read_back() -> str:
+        now = next((v for v in read_property(prop, dataset) if v.dataset == dataset), None)
+        after = f"{_shown(prop, now.value)} ({_source(now.source)})" if now else "unknown"
+        return (f"{dataset}: was {prop}={shown_current} ({_source(current.source)}), "
+                f"now {prop}={after}")
+
+    plan.read_back = read_back
     plan.notes.append(preview(prop, new))
     below = [v for v in values if v.dataset != dataset]
     changing = [v.dataset for v in below if follows(v.source, dataset)]
@@ -282,7 +298,8 @@ def _shown(prop: str, value: str) -> str:
 
 
 def _source(source: str) -> str:
-    return {"local": "set here", "default": "the default", "-": "fixed"}.get(source, source)
+    """ZFS's own word for where a value comes from: local, default, inherited from X."""
+    return {"-": "fixed"}.get(source, source)
 
 
 def _listed(names: list[str], limit: int = 6) -> str:

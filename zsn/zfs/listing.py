@@ -7,11 +7,12 @@ other tools made with other columns (and the defaults) parse too.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zsn.errors import ParseError
-from zsn.format import excerpt
+from zsn.format import excerpt, human_bytes
 from zsn.zfs import units
 from zsn.zfs.live import DATASET_COLUMNS, POOL_COLUMNS
 from zsn.zfs.model import Dataset
@@ -152,3 +153,34 @@ def parse_pools_json(text: str) -> list[dict[str, Any]]:
 def parse_datasets_json(text: str) -> list[Dataset]:
     return [_dataset(row) for row in _json_rows(_load(text, "zfs list", "datasets"))
             if row.get("type") in ("filesystem", "volume")]
+
+
+GET_COLUMNS = ("name", "property", "value", "source")
+"""`zfs get -H` without ``-o``."""
+SIZE_PROPERTIES = frozenset((
+    "used", "available", "referenced", "quota", "reservation", "volsize", "volblocksize",
+    "recordsize", "refquota", "refreservation", "usedbysnapshots", "usedbydataset",
+    "usedbychildren", "usedbyrefreservation", "written", "logicalused",
+    "logicalreferenced", "special_small_blocks", "snapshots_changed_size"))
+TIME_PROPERTIES = frozenset(("creation",))
+NONE_WHEN_ZERO = frozenset(("quota", "refquota", "reservation", "refreservation"))
+"""`zfs get` prints these as "none" when 0 (without ``-p``)."""
+
+
+def parse_properties(text: str) -> list[tuple[str, str, str]]:
+    """`zfs get -Hp all DATASET`: (property, value, source) in zfs's order."""
+    return [(row["property"], row["value"], row["source"])
+            for row in parse_text_rows(text, GET_COLUMNS, "zfs get")]
+
+
+def shown_property(prop: str, value: str) -> str:
+    """A property's value for people: sizes in KiB/MiB..., times as dates; as is else."""
+    if not is_number(value):
+        return value
+    if prop in NONE_WHEN_ZERO and int(value) == 0:
+        return "none"
+    if prop in SIZE_PROPERTIES:
+        return human_bytes(int(value))
+    if prop in TIME_PROPERTIES:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(int(value)))
+    return value

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from zsn.errors import CommandError, ParseError
+from zsn.errors import CommandError, ParseError, ZsnError
 from zsn.system import commands
 from zsn.system.host import Host
 
@@ -136,6 +136,18 @@ def run_zfs_command(argv: Sequence[str], *, timeout: float | None = None,
 
 def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv)
+
+
+def read_dataset_properties(dataset: str) -> str:
+    """`zfs get -Hp all DATASET` (for the pane's dataset box; parse with
+    `zsn.zfs.listing.parse_properties`)."""
+    zfs = find_program("zfs")
+    if zfs is None:
+        raise ZsnError(NOT_INSTALLED.format(program="zfs"))
+    result = run_zfs_command([zfs, "get", "-Hp", "all", dataset])
+    if not result.ok:
+        raise ZsnError(explain_failure(result))
+    return result.stdout
 
 
 class SideBySide:

@@ -11,7 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate, sparkline
+from zsn.format import (
+    RATE_WIDTH,
+    SIZE_WIDTH,
+    human_bytes,
+    human_duration,
+    human_nanoseconds,
+    human_rate,
+    sparkline,
+)
 from zsn.view import Cell, Column
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
@@ -28,17 +36,20 @@ Cells = dict[str, Cell]
 POOL_COLUMNS = (
     Column("name", "Pool", 0, help="the pool"),
     Column("health", "Health", 1, help="ONLINE, DEGRADED (red or yellow when not healthy)"),
-    Column("capacity", "Cap", 4, align="right", help="space used, in %; yellow from 80 %"),
-    Column("read", "Read", 2, align="right",
+    Column("capacity", "Cap", 4, align="right", min_width=4,
+           help="space used, in %; yellow from 80 %"),
+    Column("read", "Read", 2, align="right", min_width=RATE_WIDTH,
            help="bytes read per second over the last interval"),
-    Column("write", "Write", 2, align="right",
+    Column("write", "Write", 2, align="right", min_width=RATE_WIDTH,
            help="bytes written per second over the last interval"),
     Column("scan", "Scrub", 3, help="progress and ETA of a running scrub or resilver, "
                                     "else how long ago the last one ended"),
-    Column("allocated", "Alloc", 5, align="right", help="space allocated"),
-    Column("size", "Size", 6, align="right", help="the pool's size"),
-    Column("free", "Free", 7, align="right", help="space free"),
-    Column("fragmentation", "Frag", 8, align="right", help="free-space fragmentation"),
+    Column("allocated", "Alloc", 5, align="right", min_width=SIZE_WIDTH,
+           help="space allocated"),
+    Column("size", "Size", 6, align="right", min_width=SIZE_WIDTH, help="the pool's size"),
+    Column("free", "Free", 7, align="right", min_width=SIZE_WIDTH, help="space free"),
+    Column("fragmentation", "Frag", 8, align="right", min_width=4,
+           help="free-space fragmentation"),
     Column("read_ops", "R/s", 9, align="right", help="read operations per second"),
     Column("write_ops", "W/s", 9, align="right", help="write operations per second"),
     Column("dedup", "Dedup", 10, align="right", help="deduplication ratio"),
@@ -50,8 +61,10 @@ VDEV_COLUMNS = (
     Column("state", "State", 1, help="ONLINE, DEGRADED, FAULTED ...; `*`: resilvering"),
     Column("errors", "R/W/Ck err", 2, align="right",
            help="read, write and checksum error counts"),
-    Column("read", "Read", 3, align="right", help="bytes read per second"),
-    Column("write", "Write", 3, align="right", help="bytes written per second"),
+    Column("read", "Read", 3, align="right", min_width=RATE_WIDTH,
+           help="bytes read per second"),
+    Column("write", "Write", 3, align="right", min_width=RATE_WIDTH,
+           help="bytes written per second"),
     Column("read_trend", "Reads", 4, help="read bandwidth over the last intervals (a scrub "
                                           "or resilver reads its sources)"),
     Column("write_trend", "Writes", 4, help="write bandwidth over the last intervals (a "
@@ -64,15 +77,18 @@ VDEV_COLUMNS = (
 )
 DATASET_COLUMNS = (
     Column("name", "Dataset", 0, help="the dataset, under its parent", truncate=True),
-    Column("used", "Used", 1, align="right", help="space used, children included"),
-    Column("available", "Avail", 2, align="right", help="space available"),
+    Column("used", "Used", 1, align="right", min_width=SIZE_WIDTH,
+           help="space used, children included"),
+    Column("available", "Avail", 2, align="right", min_width=SIZE_WIDTH,
+           help="space available"),
     Column("compression", "Compress", 3, help="the compression property (yellow: off)"),
     Column("recordsize", "Recsize", 4, align="right",
            help="record size (volblocksize of a volume)"),
     Column("ratio", "Ratio", 5, align="right", help="compression ratio achieved"),
     Column("atime", "Atime", 6, help="access-time updates"),
     Column("xattr", "Xattr", 6, help="extended attributes: sa or dir"),
-    Column("referenced", "Refer", 7, align="right", help="data referenced by this dataset alone"),
+    Column("referenced", "Refer", 7, align="right", min_width=SIZE_WIDTH,
+           help="data referenced by this dataset alone"),
     Column("mountpoint", "Mountpoint", 8, help="where it is mounted", truncate=True),
 )
 
@@ -91,14 +107,33 @@ def _size(value: int | None) -> str:
     return human_bytes(value) if value is not None else "-"
 
 
+def eta(scan: Scan) -> tuple[int | None, bool]:
+    """Seconds until a running scan ends, and whether zsn computed it: zpool prints no
+    estimate below 10 MiB/s issued, but one follows from what is left and the rate."""
+    if scan.eta_seconds is not None:
+        return scan.eta_seconds, False
+    if scan.rate and scan.total is not None and scan.issued is not None \
+            and scan.total >= scan.issued:
+        return round((scan.total - scan.issued) / scan.rate), True
+    return None, False
+
+
+def eta_text(scan: Scan) -> str | None:
+    seconds, computed = eta(scan)
+    if seconds is None:
+        return None
+    return ("~" if computed else "") + human_duration(seconds)
+
+
 def scan_cell(scan: Scan | None, now: float) -> Cell:
     """The scrub column: progress while it runs, else how long ago the last one ended."""
     if scan is None:
         return Cell("never", "warn")
     if scan.state == "scanning":
-        eta = f" {human_duration(scan.eta_seconds)}" if scan.eta_seconds is not None else ""
+        left = eta_text(scan)
         percent = f" {scan.percent:.1f}%" if scan.percent is not None else ""
-        return Cell(f"{scan.function}{percent}{eta}", "accent")
+        return Cell(f"{scan.function}{percent}" + (f" {left}" if left else ""), "accent",
+                    f"{scan.function}{percent}")
     if scan.state == "unknown":
         return Cell("?", "warn")
     if scan.state == "paused":
@@ -223,9 +258,9 @@ def scan_parts(pool: Pool, now: float) -> list[tuple[str, int]]:
         if scan.issued is not None and scan.total:
             parts.append((f"{human_bytes(scan.issued)} of {human_bytes(scan.total)}", 4))
         if scan.state == "scanning":
-            parts.append((human_rate(scan.rate) if scan.rate else "rate -", 3))
-            parts.append((f"ETA {human_duration(scan.eta_seconds)}"
-                          if scan.eta_seconds is not None else "no ETA yet", 1))
+            parts.append((f"at {human_rate(scan.rate)}" if scan.rate else "rate -", 3))
+            left = eta_text(scan)
+            parts.append((f"ETA {left}" if left else "no ETA yet", 1))
         if scan.repaired is not None:
             verb = "resilvered" if scan.function == "resilver" else "repaired"
             parts.append((f"{human_bytes(scan.repaired)} {verb}", 2))
@@ -256,6 +291,31 @@ def fit_parts(parts: list[tuple[str, int]], width: int) -> str:
         worst = max(range(1, len(kept)), key=lambda i: (kept[i][1], i))
         del kept[worst]
     return joined()
+
+
+def wrap_parts(parts: list[tuple[str, int]], width: int, lines: int) -> list[str]:
+    """The parts on at most `lines` lines of `width`, each part whole on one line,
+    dropping the least important parts (as `fit_parts`) until they fit."""
+    kept = list(parts)
+
+    def wrapped() -> list[str]:
+        out: list[str] = []
+        for text, _ in kept:
+            if out and len(out[-1]) + 2 + len(text) <= width:
+                out[-1] += (" " if text.startswith("(") else ", ") + text
+            else:
+                out.append(text if not out else "  " + text)
+        return out
+
+    while len(kept) > 1 and (len(wrapped()) > lines or any(len(x) > width for x in wrapped())):
+        worst = max(range(1, len(kept)), key=lambda i: (kept[i][1], i))
+        del kept[worst]
+    return wrapped()
+
+
+def scan_lines(pool: Pool, now: float, width: int, lines: int = 2) -> list[str]:
+    """The box under the pools: the highlighted pool's scan on up to `lines` lines."""
+    return wrap_parts(scan_parts(pool, now), width, lines)
 
 
 def scan_line(pool: Pool, now: float, width: int = 1000) -> str:

@@ -84,12 +84,12 @@ def test_scrub_start_pause_stop_as_plans(fake_zfs: FakeZfs) -> None:
     scrub_states(fake_zfs, "healthy")
     plan = zsn(fake_zfs, "zfs", "scrub", "tank", "--dry-run")
     assert plan.returncode == 0, plan.stderr
-    assert plan.stdout.startswith("Plan: start scrub on tank\n  1. scrub tank\n")
+    assert plan.stdout.startswith("Plan: start scrub on tank\n  1. zpool scrub tank\n")
     assert "expect heavy I/O" in plan.stdout
     assert not any(c["argv"][0] == "scrub" for c in fake_zfs.calls())
     fake_zfs.answer("zpool scrub tank")
     done = zsn(fake_zfs, "zfs", "scrub", "tank")
-    assert done.returncode == 0 and "done: scrub tank" in done.stderr
+    assert done.returncode == 0 and "done: zpool scrub tank" in done.stderr
     scrubs = [c for c in fake_zfs.calls() if c["argv"][0] == "scrub"]
     assert [c["argv"] for c in scrubs] == [["scrub", "tank"]] and scrubs[0]["lc_all"] == "C"
     refused = zsn(fake_zfs, "zfs", "scrub", "tank", "--pause")
@@ -101,7 +101,7 @@ def test_scrub_start_pause_stop_as_plans(fake_zfs: FakeZfs) -> None:
     assert "Plan: pause scrub on tank" in zsn(fake_zfs, "zfs", "scrub", "tank", "--pause",
                                               "--dry-run").stdout
     stop = zsn(fake_zfs, "zfs", "scrub", "tank", "--stop", "--dry-run").stdout
-    assert "1. scrub -s tank" in stop and "throws the scrub's progress away" in stop
+    assert "1. zpool scrub -s tank" in stop and "throws the scrub's progress away" in stop
     scrub_states(fake_zfs, "scrub-paused")
     assert "resume the paused scrub on tank" in zsn(fake_zfs, "zfs", "scrub", "tank",
                                                    "--dry-run").stdout
@@ -124,11 +124,11 @@ def test_set_a_property_with_its_preview_and_undo(fake_zfs: FakeZfs) -> None:
     assert plan.returncode == 0, plan.stderr
     assert plan.stdout.splitlines() == [
         "Plan: set compression=lz4 on tank",
-        "  1. set compression=lz4 tank",
-        "  note: now compression=off (the default)",
+        "  1. zfs set compression=lz4 tank",
+        "  note: currently compression=off (default)",
         "  note: existing blocks keep their compression; only new writes use lz4",
         "  note: also changes 1 dataset(s) that inherit it: tank/media",
-        "  note: keep their own value: tank/db (zstd, set here)"]
+        "  note: keep their own value: tank/db (zstd, local)"]
     bad = zsn(fake_zfs, "zfs", "set", "tank", "compression=bogus")
     assert bad.returncode == 2 and "'bogus' is not a compression value zsn sets" in bad.stderr
     bad = zsn(fake_zfs, "zfs", "set", "tank", "recordsize=3000")
@@ -147,9 +147,9 @@ def test_set_a_property_with_its_preview_and_undo(fake_zfs: FakeZfs) -> None:
 def test_clear_errors(fake_zfs: FakeZfs) -> None:
     scrub_states(fake_zfs, "cksum-repaired")
     plan = zsn(fake_zfs, "zfs", "clear", "tank", "--dry-run").stdout
-    assert "1. clear tank" in plan and "counters (" in plan
+    assert "1. zpool clear tank" in plan and "counters (" in plan
     device = zsn(fake_zfs, "zfs", "clear", "tank", "/dev/mapper/disk-a", "--dry-run")
-    assert "1. clear tank /dev/mapper/disk-a" in device.stdout
+    assert "1. zpool clear tank /dev/mapper/disk-a" in device.stdout
     missing = zsn(fake_zfs, "zfs", "clear", "tank", "/dev/sdz")
     assert missing.returncode == 2 and "has no device '/dev/sdz'" in missing.stderr
 

@@ -29,9 +29,26 @@ def test_the_scan_line_drops_whole_parts_to_fit() -> None:
         assert all(piece in parts for piece in line.split(", "))  # nothing cut
     # the least important go first: the start date, the sizes, the rate
     assert view.scan_line(scrubbing, NOW, 78) == (
-        "tank: scrub in progress, 45.77% done, 14.7 MiB/s, ETA 7s, 0 B repaired")
+        "tank: scrub in progress, 45.77% done, at 14.7 MiB/s, ETA 7s, 0 B repaired")
     assert view.scan_line(scrubbing, NOW, 60) == (
         "tank: scrub in progress, 45.77% done, ETA 7s, 0 B repaired")
+
+
+def test_at_80_columns_the_running_scan_shows_everything_on_two_lines() -> None:
+    scrubbing = tank("scrub-in-progress")
+    assert view.scan_lines(scrubbing, NOW, 78) == [
+        "tank: scrub in progress, 45.77% done, 88.2 MiB of 193.0 MiB, at 14.7 MiB/s",
+        "  ETA 7s, 0 B repaired, started Nov 24 18:20"]
+
+
+def test_an_eta_follows_from_the_rate_when_zpool_gives_none() -> None:
+    """Below 10 MiB/s issued zpool prints "no estimated completion time"."""
+    scan = tank("scrub-in-progress").scan
+    assert scan is not None and scan.eta_seconds == 7
+    slow = scan._replace(eta_seconds=None)
+    assert view.eta(slow) == (round((slow.total - slow.issued) / slow.rate), True)  # type: ignore[operator]
+    assert view.eta_text(slow) == "~7s"
+    assert view.scan_cell(slow, NOW) == ("scrub 45.8% ~7s", "accent", "scrub 45.8%")
 
 
 def test_the_scan_line_of_a_finished_and_a_never_scrubbed_pool() -> None:

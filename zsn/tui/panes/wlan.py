@@ -62,6 +62,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "connect", "Connect"),
         Binding("s", "scan", "Scan"),
+        Binding("tab", "focus_next_table", "Next table"),
         Binding("d", "disconnect", "Disconnect"),
         Binding("h", "connect_hidden", "Hidden…"),
         Binding("a", "autoconnect", "Autoconnect"),
@@ -69,7 +70,6 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         Binding("v", "qr", "QR code"),
         Binding("l", "lint", "Lint"),
         Binding("r", "refresh_now", "Refresh", show=False),
-        Binding("tab", "focus_next_table", "Next table", show=False),
     ]
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
@@ -149,6 +149,20 @@ backend's unit at boot, and the link's BSSID, frequency and security.
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if event.table.id == "wlan-interfaces" and self._snapshot is not None:
             self._update_lower()
+        self.state_changed()
+
+    def on_descendant_focus(self) -> None:
+        self.state_changed()
+
+    def urgent_keys(self) -> tuple[str, ...]:
+        """On a known network: what can be done with it; nothing in range: scan."""
+        known = self.query("#wlan-known")
+        if known and known.first().has_focus:
+            return ("a", "x", "v") if known.first(LiveTable).cursor_row else ("tab",)
+        scan = self.query("#wlan-scan")
+        if scan and not scan.first(LiveTable).row_count:
+            return ("s",)
+        return ()
 
     def on_live_table_selected(self, event: LiveTable.Selected) -> None:
         if event.table.id in ("wlan-scan", "wlan-known"):
@@ -211,8 +225,12 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         if interface is None:
             return
         entry, known = self._focused_network()
-        if (entry is None and known is None) or (entry is not None and entry.hidden):
-            self.action_connect_hidden()
+        if entry is None and known is None:
+            self.notify("Highlight a network to connect to (tab moves between the tables); "
+                        "h connects to a hidden network by its name.", severity="warning")
+            return
+        if entry is not None and entry.hidden:
+            self.action_connect_hidden()  # the highlighted access point hides its name
             return
         ssid = known.ssid if known is not None else entry.ssid if entry else None
         assert ssid is not None

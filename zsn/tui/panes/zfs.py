@@ -83,6 +83,8 @@ one that stalls, dies or prints garbage is stopped, shown and restarted.
 
 - `s` start (or resume) a scrub, `p` pause it (keeps its progress), `x` stop it.
 - `c` clear error counters (of the highlighted device in the vdev tree, else the pool).
+- `enter` on a dataset shows all of it (every property with its source, the
+  mountpoint first).
 - `e` set compression, atime, xattr or recordsize on the highlighted dataset: the
   plan says what changes for data already written and which datasets inherit it.
 - `l` the advisor: findings from the field notes, each with its fix as a command
@@ -251,7 +253,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         if pool is None or self._view is None:
             return Text("")
         width = self.query_one("#zfs-scan", SafeStatic).content_region.width or self.size.width
-        text = Text(view.scan_line(pool, now(), max(20, width)), no_wrap=True)
+        text = Text("\n".join(view.scan_lines(pool, now(), max(20, width))), no_wrap=True)
         if pool.status:
             text.append("\n" + pool.status, style=self.theme_colour("text-warning"))
         return text
@@ -291,10 +293,41 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         if event.table.id == "zfs-pools" and self._view is not None:
             self._update_scan()
             self._update_lower()
+        self.state_changed()
+
+    def on_live_table_selected(self, event: LiveTable.Selected) -> None:
+        if event.table.id == "zfs-datasets":
+            self.open_dataset(event.key)
+
+    def open_dataset(self, name: str) -> None:
+        """All of a dataset (`zfs get all`), read in a thread, in a scrolled box."""
+        from zsn.tui.screens.dataset import DatasetScreen
+        from zsn.zfs.listing import parse_properties
+        from zsn.zfs.live import read_dataset_properties
+
+        def show(properties: list[tuple[str, str, str]]) -> None:
+            self.app.push_screen(DatasetScreen(name, properties))
+
+        self.run_in_thread(lambda: parse_properties(read_dataset_properties(name)), show)
+
+    def urgent_keys(self) -> tuple[str, ...]:
+        """While a scrub runs: pause and stop it; paused: resume or stop; then, on the
+        datasets, open and set."""
+        pool = self.selected_pool()
+        scan = pool.scan if pool is not None else None
+        keys: tuple[str, ...] = ()
+        if scan is not None and scan.function == "scrub" and scan.state == "scanning":
+            keys = ("p", "x")
+        elif scan is not None and scan.function == "scrub" and scan.state == "paused":
+            keys = ("s", "x")
+        if self.query_one("#zfs-lower", ContentSwitcher).current == "zfs-datasets":
+            keys += ("enter", "e")
+        return keys
 
     def action_lower(self, which: str) -> None:
         self.query_one("#zfs-lower", ContentSwitcher).current = f"zfs-{which}"
         self.query_one(f"#zfs-{which}", LiveTable).focus()
+        self.state_changed()
 
     def action_refresh_now(self) -> None:
         self.reader.invalidate(datasets=True)
