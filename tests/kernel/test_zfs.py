@@ -234,6 +234,66 @@ async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
     wait_for("the pool back ONLINE", lambda: _status(TANK)["health"] == "ONLINE", 60)
 
 
+async def test_a_property_set_in_the_pane_shows_its_new_value_within_one_refresh(
+        disks: Disks) -> None:
+    """`e` on a dataset, compression=zstd, `y`: the notice reads the value back, and the
+    table shows it in the first read after the change (the one that may have been under
+    way is followed by a fresh one), not 30 s later when datasets are due."""
+    from textual.widgets import OptionList
+
+    from tests.pilot import row_texts, wait_until
+    from zsn.system.host import Host
+    from zsn.tui.app import ZsnApp
+    from zsn.tui.panes.zfs import ZfsPane
+    from zsn.tui.screens.plan import PlanScreen
+    from zsn.tui.widgets.table import LiveTable
+    from zsn.zfs.view import DATASET_COLUMNS
+
+    compress = [column.key for column in DATASET_COLUMNS].index("compression")
+    sh("zfs", "set", "compression=lz4", TANK)
+    app = ZsnApp(Host(), theme="zsn-night", refresh=1.0)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            app.query_one("#panes").active = "tab-zfs"
+            await wait_until(pilot, lambda: TANK in app.query_one(
+                "#zfs-pools", LiveTable).shown_keys, "the pool", 120)
+            app.query_one("#zfs-pools", LiveTable).move_cursor(TANK)
+            await pilot.press("d")
+            datasets = app.query_one("#zfs-datasets", LiveTable)
+            await wait_until(pilot, lambda: datasets.get_row(TANK) is not None, "datasets", 120)
+            datasets.move_cursor(TANK)
+
+            def shown() -> str:
+                return next(row[compress] for row in row_texts(datasets)
+                            if row[0] == TANK)
+
+            assert shown() == "lz4"
+            await pilot.press("e")
+            await wait_until(pilot, lambda: bool(app.screen.query("#ask-choices")),
+                             "the properties", 60)
+            await pilot.press("enter")  # compression
+            await wait_until(pilot, lambda: "zstd" in str(app.screen.query_one(
+                "#ask-choices", OptionList).get_option_at_index(1).prompt), "the values", 60)
+            await pilot.press("down", "enter")  # zstd
+            await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan", 60)
+            await pilot.press("y")
+            pane = app.query_one(ZfsPane)
+            await wait_until(pilot, lambda: any(n.message.startswith("Done") for n in
+                                                app._notifications), "Done", 120)
+            shown_at_done = pane.snapshot_count
+            done = next(n.message for n in app._notifications if n.message.startswith("Done"))
+            assert done == (f"Done: set compression=zstd on {TANK}\n{TANK}: was "
+                            "compression=lz4 (local), now compression=zstd (local)")
+            await wait_until(pilot, lambda: shown() == "zstd", "zstd in the table", 60)
+            # the read under way at "Done" (it may predate the change), then a fresh one
+            assert pane.snapshot_count - shown_at_done <= 2
+            assert sh("zfs", "get", "-Hpo", "value", "compression", TANK).stdout.strip() \
+                == "zstd"
+    finally:
+        sh("zfs", "set", "compression=lz4", TANK)
+
+
 def test_a_replace_shows_a_resilver(disks: Disks) -> None:
     disks.delay(100, "a", "b", "c")
     try:

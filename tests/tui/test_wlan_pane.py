@@ -23,6 +23,7 @@ from zsn.tui.app import ZsnApp
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.screens.wifi import ConnectScreen, WifiQrScreen
+from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import cell_text
 from zsn.wlan import iwd
@@ -176,14 +177,14 @@ async def test_tables_show_link_scan_and_known_networks(wlan_app: ZsnApp) -> Non
                                               ["office-sae", "WPA3", "off"],
                                               ["cafe-open", "open", "off"],
                                               ["hidden-wpa2", "WPA2", "on"]]
-        details = str(wlan_app.query_one("#wlan-details").render())
+        details = wlan_app.query_one("#wlan-details", DetailsBox).text
         assert "MAC 02:00:00:00:00:00" in details and "BSSID 02:00:00:00:01:00" in details
         wlan_app.query_one("#wlan-interfaces", LiveTable).focus()
         await pilot.press("down")  # wlan5: iwd's known networks
         await pilot.pause()
         assert [row[0] for row in _rows(wlan_app, "#wlan-known")] == ["home-wpa2"]
-        assert "iwd.service enabled at boot" in str(
-            wlan_app.query_one("#wlan-details").render())
+        assert "iwd.service enabled at boot" in wlan_app.query_one("#wlan-details",
+                                                                   DetailsBox).text
 
 
 async def test_narrow_screens_drop_whole_columns(wlan_app: ZsnApp) -> None:
@@ -382,3 +383,50 @@ async def test_the_footer_offers_tab_and_the_known_networks_keys(wlan_app: ZsnAp
         await pilot.press("tab")  # to the known networks
         await wait_until(pilot, lambda: bar.shown_keys[:3] == ["a", "x", "v"],
                          "autoconnect, forget, QR first")
+
+
+def iwd_app(monkeypatch: pytest.MonkeyPatch, root: Path, step: str) -> ZsnApp:
+    """The pane on wlan0 under iwd as captured in the lab at `step` (the kernel's access
+    points with iwd's knowledge: tests/unit/wlan/conftest.py)."""
+    from tests.unit.wlan.conftest import iwd_replies, iwd_station
+    from zsn.wlan.iwd import state_of
+
+    station = iwd_station(step)
+    snapshot = WlanSnapshot((station,), state_of(iwd_replies(step)).networks, 100.0)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+
+
+def test_snapshot_iwd_security_80x24(snap_compare: Any, monkeypatch: pytest.MonkeyPatch,
+                                     fixed_root: Path) -> None:
+    """WPA2-only, SAE-only, transition, OWE, open and hidden access points under iwd:
+    each with its channel, BSSID and the security it advertises."""
+    assert snap_compare(iwd_app(monkeypatch, fixed_root, "scanned"), terminal_size=(80, 24),
+                        run_before=open_tab)
+
+
+async def test_under_iwd_the_table_says_what_each_access_point_offers(
+        monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
+    app = iwd_app(monkeypatch, fixed_root, "scanned")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_tab(pilot)
+        table = app.query_one("#wlan-scan", LiveTable)
+        labels = [column.key for column in table.columns]
+        rows = {row[0]: row for row in _rows(app, "#wlan-scan")}
+        security, channel, bssid = (labels.index(key) for key in ("security", "channel",
+                                                                   "bssid"))
+        assert {name: (row[security], row[channel]) for name, row in rows.items()} == {
+            "home-wpa2": ("WPA2", "1"), "office-sae": ("WPA3", "6"),
+            "mixed-wpa3": ("WPA2/WPA3", "11"), "cafe-open": ("open", "6"),
+            "guest-owe": ("OWE", "1"), "(hidden)": ("WPA2", "11")}
+        assert all(row[bssid].startswith("02:00:00:00:0") for row in rows.values())
+
+
+async def test_after_connecting_to_a_hidden_network_no_hidden_row_stays(
+        monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
+    app = iwd_app(monkeypatch, fixed_root, "hidden")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        names = [row[0] for row in _rows(app, "#wlan-scan")]
+        assert names[0] == "hidden-wpa2" and "(hidden)" not in names
+        assert "connected" in _rows(app, "#wlan-scan")[0]

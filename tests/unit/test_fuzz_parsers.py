@@ -25,6 +25,10 @@ run prints its own. A new parser adds its strategy and its entry here.
   to lists of the same shapes.
 - zsn's WireGuard settings (`zsn.wireguard.settings.parse_settings`) and journal
   output (`zsn.system.journal.parse_entries`): typed errors (or skipped lines) only.
+- Wi-Fi access points (`zsn.system.nl80211`, `zsn.wlan.elements`): the lab's captured
+  GET_SCAN dump with bytes overwritten, and information elements (the captured
+  access points' with bytes changed, or noise): typed errors only, and every element
+  list gives a security zsn knows.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
   captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
   the config formats zsn edits keep every byte they do not change: netplan YAML
@@ -71,6 +75,8 @@ EXAMPLES = {
     "ZFS kstats": 1000,
     "ZFS pool cache file": 1000,
     "rtnetlink dumps": 1000,
+    "nl80211 scan dumps": 1000,
+    "802.11 elements": 1000,
     "/proc/net/bonding": 1000,
     "netplan YAML edit": 500,
     "network config files": 1000,
@@ -489,6 +495,44 @@ def test_fuzz_rtnetlink_dumps() -> None:
             only_typed_errors(lambda decode=decode: decode([data]))  # type: ignore[misc]
 
     fuzz("rtnetlink dumps", st.one_of(noise, overwritten), check)
+
+
+_WLAN = Path(__file__).parent.parent / "fixtures/wlan"
+_SCAN_DUMP = (_WLAN / "nl80211-get-scan.wlan0.scanned.bin").read_bytes()
+_NL80211_FAMILY = int((_WLAN / "nl80211-family.txt").read_text())
+
+
+def test_fuzz_nl80211_scan_dumps() -> None:
+    from zsn.system import nl80211
+
+    overwritten = st.tuples(st.integers(0, len(_SCAN_DUMP) - 1), st.binary(max_size=64)).map(
+        lambda cut: _SCAN_DUMP[:cut[0]] + cut[1] + _SCAN_DUMP[cut[0] + len(cut[1]):])
+
+    def check(data: bytes) -> None:
+        only_typed_errors(lambda: nl80211.decode_scan([data], _NL80211_FAMILY))
+
+    fuzz("nl80211 scan dumps", st.one_of(st.binary(max_size=600), overwritten), check)
+
+
+def test_fuzz_80211_elements() -> None:
+    from zsn.system import nl80211
+    from zsn.wlan.elements import advertised
+    from zsn.wlan.model import SECURITIES
+
+    captured = [record.elements for record in nl80211.decode_scan([_SCAN_DUMP],
+                                                                  _NL80211_FAMILY)]
+    changed = st.tuples(st.sampled_from(captured), st.integers(0, 200),
+                        st.binary(max_size=16)).map(
+        lambda cut: cut[0][:cut[1]] + cut[2] + cut[0][cut[1] + len(cut[2]):])
+
+    def check(value: tuple[bytes, int]) -> None:
+        data, capability = value
+        shown = only_typed_errors(lambda: advertised(data, capability))
+        if shown is not None:
+            assert shown.security in SECURITIES
+
+    fuzz("802.11 elements", st.tuples(st.one_of(changed, st.binary(max_size=300)),
+                                      st.integers(0, 0xFFFF)), check)
 
 
 def test_fuzz_proc_net_bonding() -> None:

@@ -523,22 +523,24 @@ def _request(kind: int, flags: int, body: bytes, sequence: int) -> bytes:
     return _HEADER.pack(_HEADER.size + len(body), kind, flags, sequence, 0) + body
 
 
-def _attribute(kind: int, payload: bytes) -> bytes:
+def attribute(kind: int, payload: bytes) -> bytes:
     length = _ATTR.size + len(payload)
     return _ATTR.pack(length, kind) + payload + b"\0" * ((4 - length % 4) % 4)
 
 
 def exchange(kind: int, body: bytes, what: str, *, dump: bool = True,
-             deadline: float = DEADLINE_SECONDS, cap: int = SIZE_CAP) -> list[bytes]:
+             deadline: float = DEADLINE_SECONDS, cap: int = SIZE_CAP,
+             protocol: int = socket.NETLINK_ROUTE) -> list[bytes]:
     """Send one request and return the raw replies (until NLMSG_DONE for a dump).
 
     A netlink error reply (e.g. ENODEV) raises `NetlinkAccessError` naming `what`.
+    `protocol`: NETLINK_ROUTE, or NETLINK_GENERIC for `zsn.system.nl80211`.
     """
     flags = NLM_F_REQUEST | (NLM_F_DUMP if dump else 0)
     sequence = int(time.monotonic_ns() & 0x7FFFFFFF) or 1
     try:
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                             socket.NETLINK_ROUTE)
+                             protocol)
     except OSError as exc:
         raise NetlinkAccessError(f"{what}: {exc.strerror or exc}") from exc
     chunks: list[bytes] = []
@@ -589,7 +591,7 @@ def _check_chunk(data: bytes, sequence: int, what: str, dump: bool) -> bool:
 
 
 def dump_links_raw() -> list[bytes]:
-    body = _IFINFO.pack(0, 0, 0, 0, 0) + _attribute(IFLA_EXT_MASK, _U32.pack(0))
+    body = _IFINFO.pack(0, 0, 0, 0, 0) + attribute(IFLA_EXT_MASK, _U32.pack(0))
     return exchange(RTM_GETLINK, body, "listing network links")
 
 
@@ -637,7 +639,7 @@ def route_interface(destination: str) -> int | None:
     address = ipaddress.ip_address(destination)
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
     body = (_RTMSG.pack(family, address.max_prefixlen, 0, 0, 0, 0, 0, 0, 0)
-            + _attribute(RTA_DST, address.packed))
+            + attribute(RTA_DST, address.packed))
     for route in decode_routes(exchange(RTM_GETROUTE, body, f"route to {destination}",
                                         dump=False)):
         if route.oifs:

@@ -45,6 +45,11 @@ def phy_of(host: Host, name: str) -> str | None:
     return _read(host.path(NET_CLASS) / name / "phy80211" / "name")
 
 
+def ifindex_of(host: Host, name: str) -> int | None:
+    text = _read(host.path(NET_CLASS) / name / "ifindex")
+    return int(text) if text is not None and text.isdigit() else None
+
+
 def mac_of(host: Host, name: str) -> str | None:
     return _read(host.path(NET_CLASS) / name / "address")
 

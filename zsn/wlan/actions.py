@@ -116,7 +116,7 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
                               "EAP; configure it in the backend")
     if security == "WEP":
         raise ValidationError(f"{name} uses WEP, which is broken; zsn does not connect to it")
-    if security in ("open", "OWE") and passphrase is not None:
+    if security in ("open", "OWE", "open/OWE") and passphrase is not None:
         raise ValidationError(f"{name} is an open network: it takes no passphrase")
     if needs_passphrase(security) and passphrase is None and known is None:
         raise ValidationError(f"{name} is a {security} network: give its passphrase with "

@@ -17,13 +17,16 @@ from zsn.wlan.model import KnownNetwork, Link, ScanEntry, Security
 
 PROFILE_DIR = "/var/lib/iwd"
 _PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_ -]+")
-TYPES: dict[str, Security] = {"open": "open", "psk": "WPA2/WPA3", "wep": "WEP",
-                              "8021x": "enterprise", "owe": "OWE"}
-"""iwd's network types; "psk" is WPA2 or WPA3 Personal, iwd picks what the AP offers."""
+TYPES: dict[str, Security] = {"open": "open/OWE", "psk": "personal", "wep": "WEP",
+                              "8021x": "enterprise"}
+"""iwd's network types. "psk" is WPA2 or WPA3 Personal alike, "open" open or OWE (seen
+in the lab: an OWE access point's network is ``NAME_open``): what the access point
+offers is in its beacons (`zsn.wlan.elements`), read from the kernel's scan table;
+without them zsn says only as much as iwd."""
 
 
 def security_of_type(kind: str) -> Security:
-    return TYPES.get(kind, "open")
+    return TYPES.get(kind, "unknown")
 
 
 def profile_path(ssid: bytes, kind: str) -> str:
@@ -92,8 +95,40 @@ def link_of(station: dict[str, Any], network: dict[str, Any] | None,
         security=str(diagnostics["Security"]) if "Security" in diagnostics else None)
 
 
-async def read(bus: SystemBus) -> IwdState:
+@dataclass(frozen=True)
+class IwdReplies:
+    """What iwd answered, as plain data: its objects, and per station (by object path)
+    its ordered networks, hidden access points and link diagnostics."""
+
+    objects: bus_iwd.Objects
+    ordered: dict[str, list[tuple[str, int]]]
+    hidden: dict[str, list[tuple[str, int, str]]]
+    diagnostics: dict[str, dict[str, Any]]
+
+
+async def ask(bus: SystemBus) -> IwdReplies:
     objects = await bus_iwd.objects(bus)
+    ordered: dict[str, list[tuple[str, int]]] = {}
+    hidden: dict[str, list[tuple[str, int, str]]] = {}
+    diagnostics: dict[str, dict[str, Any]] = {}
+    for path, interfaces in sorted(objects.items()):
+        station = interfaces.get(bus_iwd.STATION)
+        if bus_iwd.DEVICE not in interfaces or station is None:
+            continue
+        if station.get("State") == "connected":
+            diagnostics[path] = await bus_iwd.diagnostics(bus, path)
+        ordered[path] = await bus_iwd.ordered_networks(bus, path)
+        hidden[path] = await bus_iwd.hidden_access_points(bus, path)
+    return IwdReplies(objects, ordered, hidden, diagnostics)
+
+
+async def read(bus: SystemBus) -> IwdState:
+    return state_of(await ask(bus))
+
+
+def state_of(replies: IwdReplies) -> IwdState:
+    """iwd's devices, their links and the networks they see, and its known networks."""
+    objects = replies.objects
     connected_known = set()
     for interfaces in objects.values():
         network = interfaces.get(bus_iwd.NETWORK)
@@ -116,18 +151,16 @@ async def read(bus: SystemBus) -> IwdState:
         connected_path = station.get("ConnectedNetwork")
         network = objects.get(str(connected_path), {}).get(bus_iwd.NETWORK) \
             if connected_path else None
-        diagnostics = await bus_iwd.diagnostics(bus, path) \
-            if station.get("State") == "connected" else {}
-        link = link_of(station, network, diagnostics)
+        link = link_of(station, network, replies.diagnostics.get(path, {}))
         scan: list[ScanEntry] = []
-        for network_path, signal in await bus_iwd.ordered_networks(bus, path):
+        for network_path, signal in replies.ordered.get(path, []):
             props = objects.get(network_path, {}).get(bus_iwd.NETWORK, {})
             scan.append(ScanEntry(
                 ssid=_ssid(props.get("Name", "")), bssid=None, signal_dbm=signal / 100,
                 frequency=None, security=security_of_type(str(props.get("Type", "open"))),
                 known=bool(props.get("KnownNetwork")),
                 connected=bool(props.get("Connected"))))
-        for address, signal, kind in await bus_iwd.hidden_access_points(bus, path):
+        for address, signal, kind in replies.hidden.get(path, []):
             scan.append(ScanEntry(ssid=None, bssid=address.lower(), signal_dbm=signal / 100,
                                   frequency=None, security=security_of_type(kind)))
         devices[name] = IwdDevice(name, path, device.get("Address"),

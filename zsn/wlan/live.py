@@ -17,13 +17,15 @@ import time
 from dataclasses import dataclass, field, replace
 
 from zsn.errors import ZsnError
-from zsn.system import wireless
+from zsn.system import nl80211, wireless
 from zsn.system.dbus import SYSTEMD, SystemBus, Systemd
 from zsn.system.host import Host
 from zsn.system.iwd import IWD
+from zsn.system.nl80211 import BssRecord
 from zsn.system.wpa_ctrl import WpaControl, control_socket, supplicant_configs
 from zsn.wlan import iwd as iwd_backend
 from zsn.wlan import netctl, nm, wpa
+from zsn.wlan.bss import in_range
 from zsn.wlan.model import (
     DISCONNECTED,
     Backend,
@@ -120,6 +122,21 @@ def start_hint(host: Host, name: str) -> str:
     return f"no Wi-Fi daemon manages {name}: install iwd (or wpasupplicant) and start it"
 
 
+def _kernel_scan(host: Host, name: str, errors: list[str]) -> list[BssRecord] | None:
+    """The kernel's access points in range of `name` (None: not this machine's root, or
+    the table could not be read; the reason joins `errors`)."""
+    if not host.is_live:
+        return None
+    index = wireless.ifindex_of(host, name)
+    if index is None:
+        return None
+    try:
+        return nl80211.read_scan(index)
+    except ZsnError as exc:
+        errors.append(str(exc))
+        return None
+
+
 def _rfkill(host: Host, phy: str | None) -> Rfkill | None:
     if phy is None:
         return None
@@ -195,9 +212,15 @@ def _interface(host: Host, name: str, bus_side: _BusSide, wpa_state: object,
     result = replace(base, backend=backend, also_managed_by=others)
     if backend == "networkmanager":
         device = bus_side.nm[name]
-        return replace(result, link=device.link, read_only=device.hint, errors=tuple(errors))
+        records = _kernel_scan(host, name, errors)
+        return replace(result, link=device.link, read_only=device.hint, errors=tuple(errors),
+                       scan=in_range(records, (), device.link) if records is not None else ())
     if backend == "iwd" and iwd_device is not None:
-        return replace(result, link=iwd_device.link, scan=iwd_device.scan,
+        records = _kernel_scan(host, name, errors)
+        scan = iwd_device.scan if records is None else in_range(
+            records, iwd_device.scan, iwd_device.link,
+            known=[n.ssid for n in networks if n.backend == "iwd"])
+        return replace(result, link=iwd_device.link, scan=scan,
                        backend_unit="iwd.service",
                        backend_unit_enabled=bus_side.units.get("iwd.service"),
                        errors=tuple(errors))

@@ -20,10 +20,15 @@ BACKEND_TITLES: dict[str, str] = {
     "networkmanager": "NetworkManager",
 }
 
-Security = Literal["open", "OWE", "WEP", "WPA", "WPA2", "WPA2/WPA3", "WPA3", "enterprise"]
-SECURITIES: tuple[Security, ...] = ("open", "OWE", "WEP", "WPA", "WPA2", "WPA2/WPA3", "WPA3",
-                                    "enterprise")
-PERSONAL: tuple[Security, ...] = ("WPA", "WPA2", "WPA2/WPA3", "WPA3")
+Security = Literal["open", "OWE", "open/OWE", "WEP", "WPA", "WPA2", "WPA2/WPA3", "WPA3",
+                   "personal", "enterprise", "unknown"]
+SECURITIES: tuple[Security, ...] = ("open", "OWE", "open/OWE", "WEP", "WPA", "WPA2",
+                                    "WPA2/WPA3", "WPA3", "personal", "enterprise", "unknown")
+"""What iwd alone can tell is less: ``personal`` is a passphrase network whose WPA
+version is unknown (iwd says "psk" for WPA2 and WPA3 alike) and ``open/OWE`` one
+without a passphrase (iwd says "open" for OWE too), where the kernel had no beacon of
+it; ``unknown``: an access point advertising key management zsn does not know."""
+PERSONAL: tuple[Security, ...] = ("WPA", "WPA2", "WPA2/WPA3", "WPA3", "personal")
 """Securities that take a passphrase."""
 
 

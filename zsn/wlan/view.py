@@ -47,12 +47,14 @@ INTERFACE_COLUMNS = (
 )
 SCAN_COLUMNS = (
     Column("ssid", "SSID", 1, help="the network's name; (hidden) for one that hides it"),
-    Column("security", "Security", 1, help="open, OWE, WEP, WPA2, WPA3, WPA2/WPA3 "
-               "(either), enterprise (802.1X)"),
+    Column("security", "Security", 1, help="as the access point advertises it: open, "
+               "OWE, WEP, WPA, WPA2, WPA3, WPA2/WPA3 (transition: either), enterprise "
+               "(802.1X); personal / open/OWE: all iwd says when the kernel has no beacon"),
     Column("signal", "Signal", 1, help="signal in dBm and 0-4 bars"),
     Column("channel", "Ch", 2, align="right", help="channel"),
     Column("mark", "", 1, help="connected, or known to the backend"),
-    Column("bssid", "BSSID", 4, help="the access point (iwd lists networks, not APs)"),
+    Column("bssid", "BSSID", 4, help="the access point's address (iwd: from the kernel's "
+                                     "scan table)"),
 )
 KNOWN_COLUMNS = (
     Column("ssid", "Known network", 1, help="a network the backend remembers"),
@@ -121,8 +123,9 @@ def scan_rows(interface: WlanInterface | None) -> list[ViewRow]:
     for number, entry in enumerate(sorted_scan(interface.scan)):
         mark = Cell("connected", "good") if entry.connected else \
             Cell("known", "bold") if entry.known else Cell("")
-        security = Cell(entry.security, "warn" if entry.security in ("open", "WEP")
-                            else "")
+        security = Cell(entry.security, "warn" if entry.security in ("open", "WEP") else
+                        "muted" if entry.security in ("personal", "open/OWE", "unknown")
+                        else "")
         key = f"{entry.bssid or ''}/{entry.title}" if entry.bssid or entry.ssid else str(number)
         rows.append(ViewRow(key, {
             "ssid": Cell(entry.title, "muted" if entry.hidden else ""),

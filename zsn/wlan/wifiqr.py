@@ -104,7 +104,7 @@ def wifi_code(host: Host, network: KnownNetwork, config_path: str | None = None)
     """The QR data of a known network, its secret read from where the backend keeps it."""
     secret: str | None = None
     is_psk = False
-    if network.security not in ("open", "OWE"):
+    if network.security not in ("open", "OWE", "open/OWE"):
         if network.backend == "iwd" and network.path:
             secret, is_psk = _iwd_secret(host, network.path)
         elif network.backend == "netctl":

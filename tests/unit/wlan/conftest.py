@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from zsn.system import nl80211
+from zsn.system.nl80211 import BssRecord
+from zsn.wlan import iwd
+from zsn.wlan.bss import in_range
+from zsn.wlan.model import Rfkill, WlanInterface
 
 WLAN_FIXTURES = Path(__file__).parents[2] / "fixtures" / "wlan"
 
@@ -69,3 +76,36 @@ def wifi(monkeypatch: pytest.MonkeyPatch) -> Callable[..., int]:
         return cli.main(["--root", str(root), "wifi", *args])
 
     return run
+
+
+NL80211_FAMILY = int(fixture_text("nl80211-family.txt"))
+"""The nl80211 family number of the boot that captured the scan dumps."""
+
+
+def kernel_scan(step: str) -> list[BssRecord]:
+    """The kernel's access points as iwd's station wlan0 saw them at `step` (scanned,
+    transition, hidden: capture_security.py)."""
+    return nl80211.decode_scan([(WLAN_FIXTURES / f"nl80211-get-scan.wlan0.{step}.bin")
+                                .read_bytes()], NL80211_FAMILY)
+
+
+def iwd_replies(step: str) -> iwd.IwdReplies:
+    data = json.loads(fixture_text(f"iwd-replies.{step}.json"))
+    return iwd.IwdReplies(
+        data["objects"],
+        {path: [(str(n), int(s)) for n, s in rows] for path, rows in data["ordered"].items()},
+        {path: [(str(a), int(s), str(k)) for a, s, k in rows]
+         for path, rows in data["hidden"].items()},
+        data["diagnostics"])
+
+
+def iwd_station(step: str) -> WlanInterface:
+    """wlan0 under iwd at `step`, as `read_wlan` builds it: iwd's link and the kernel's
+    access points, with what iwd remembers."""
+    state = iwd.state_of(iwd_replies(step))
+    device = state.devices["wlan0"]
+    scan = in_range(kernel_scan(step), device.scan, device.link,
+                    known=[network.ssid for network in state.networks])
+    return WlanInterface("wlan0", "iwd", device.link, mac=device.address, phy="phy0",
+                         rfkill=Rfkill(False, False), scan=scan, backend_unit="iwd.service",
+                         backend_unit_enabled=True)

@@ -76,7 +76,7 @@ def test_diagnostics_units() -> None:
 def test_known_network_from_its_object() -> None:
     (known,) = iwd.known_networks(captured_objects(), {HOME_KNOWN})
     assert (known.ssid, known.security, known.autoconnect, known.hidden, known.current) == (
-        b"home-wpa2", "WPA2/WPA3", True, False, True)
+        b"home-wpa2", "personal", True, False, True)  # iwd: "psk", WPA2 or 3
     assert known.backend == "iwd" and known.interface is None
     assert known.path == "/var/lib/iwd/home-wpa2.psk"
 

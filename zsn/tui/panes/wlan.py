@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.lint import Finding
 from zsn.tui.panes.base import LivePane
-from zsn.tui.widgets.safe import SafeStatic
+from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Column, Row, row_of
@@ -77,7 +76,6 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         self._snapshot: WlanSnapshot | None = None
         self._shown_interface: str | None = None
         self._busy_scanning: set[str] = set()
-        self._details = ""
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -88,7 +86,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
                         empty_text="No networks in range (s scans).")
         yield LiveTable(KNOWN_COLUMNS, id="wlan-known", title="Known networks",
                         empty_text="No known networks.")
-        yield SafeStatic("", id="wlan-details")
+        yield DetailsBox(id="wlan-details")
 
     def focus_main(self) -> None:
         """The networks in range take the keyboard: connecting is what the pane is for
@@ -141,10 +139,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
                        else "Networks in range")
         scan.update(table_rows(SCAN_COLUMNS, scan_rows(interface)))
         known.update(table_rows(KNOWN_COLUMNS, known_rows(self._snapshot, interface)))
-        details = "\n".join(interface_details(interface))
-        if details != self._details:  # a Static's update re-lays out the screen
-            self._details = details
-            self.query_one("#wlan-details", SafeStatic).update(Text(details))
+        self.query_one("#wlan-details", DetailsBox).show_lines(interface_details(interface))
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if event.table.id == "wlan-interfaces" and self._snapshot is not None:

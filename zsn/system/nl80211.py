@@ -1,0 +1,164 @@
+"""The kernel's list of access points in range (cfg80211's scan results) over nl80211.
+
+Whatever daemon drives a radio (iwd, wpa_supplicant, NetworkManager), its scans fill
+the kernel's BSS table, and a dump of it (``NL80211_CMD_GET_SCAN``, no root needed,
+no new scan) has what the daemons' own APIs may leave out: each access point's
+address, frequency, signal, whether this station is associated with it, and the
+information elements it advertises (name, RSN/WPA key management: what security it
+really offers). `iw dev IFACE scan dump` prints the same table.
+
+Constants from the kernel's ABI: linux/genetlink.h, linux/nl80211.h. Decoders take
+raw bytes, so they are tested on dumps captured in the kernel lab.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from zsn.errors import NetlinkAccessError, ParseError
+from zsn.system import rtnetlink
+from zsn.system.rtnetlink import NLA_TYPE_MASK, NLMSG_ERROR, messages
+
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+NL80211_CMD_GET_SCAN = 32
+NL80211_CMD_NEW_SCAN_RESULTS = 34
+NL80211_ATTR_IFINDEX = 3
+NL80211_ATTR_BSS = 47
+NL80211_BSS_BSSID = 1
+NL80211_BSS_FREQUENCY = 2
+NL80211_BSS_CAPABILITY = 5
+NL80211_BSS_INFORMATION_ELEMENTS = 6
+NL80211_BSS_SIGNAL_MBM = 7
+NL80211_BSS_STATUS = 9
+NL80211_BSS_SEEN_MS_AGO = 10
+NL80211_BSS_BEACON_IES = 11
+BSS_STATUS_ASSOCIATED = 1
+
+_GENL = struct.Struct("=BBH")
+_ATTR = struct.Struct("=HH")
+_U16 = struct.Struct("=H")
+_U32 = struct.Struct("=I")
+_S32 = struct.Struct("=i")
+
+
+class BssRecord(NamedTuple):
+    """One access point in the kernel's scan table."""
+
+    bssid: str
+    frequency: int | None
+    """MHz."""
+    signal_mbm: int | None
+    """Signal in 1/100 dBm."""
+    capability: int | None
+    """The 802.11 capability field (bit 4: privacy, i.e. some encryption)."""
+    elements: bytes
+    """The information elements of the last frame received (probe response or beacon)."""
+    beacon_elements: bytes | None
+    associated: bool
+    seen_ms_ago: int | None
+
+
+def _attributes(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """(type, payload start, payload end) of each attribute in data[start:end]."""
+    offset = start
+    while offset + _ATTR.size <= end:
+        length, kind = _ATTR.unpack_from(data, offset)
+        if length < _ATTR.size or offset + length > end:
+            raise ValueError(f"attribute of length {length} at byte {offset}")
+        yield kind & NLA_TYPE_MASK, offset + _ATTR.size, offset + length
+        offset += (length + 3) & ~3
+
+
+def _u32(data: bytes, start: int, end: int) -> int:
+    if end - start != 4:
+        raise ValueError(f"a u32 of {end - start} bytes at {start}")
+    return int(_U32.unpack_from(data, start)[0])
+
+
+def decode_bss(data: bytes, start: int, end: int) -> BssRecord | None:
+    values: dict[int, tuple[int, int]] = {kind: (a, b) for kind, a, b
+                                          in _attributes(data, start, end)}
+    if NL80211_BSS_BSSID not in values:
+        return None
+    a, b = values[NL80211_BSS_BSSID]
+    if b - a != 6:
+        raise ValueError(f"a BSSID of {b - a} bytes")
+    bssid = ":".join(f"{byte:02x}" for byte in data[a:b])
+
+    def number(kind: int) -> int | None:
+        return _u32(data, *values[kind]) if kind in values else None
+
+    def raw(kind: int) -> bytes | None:
+        return bytes(data[values[kind][0]:values[kind][1]]) if kind in values else None
+
+    signal = None
+    if NL80211_BSS_SIGNAL_MBM in values:
+        a, b = values[NL80211_BSS_SIGNAL_MBM]
+        signal = int(_S32.unpack_from(data, a)[0]) if b - a == 4 else None
+    capability = None
+    if NL80211_BSS_CAPABILITY in values:
+        a, b = values[NL80211_BSS_CAPABILITY]
+        capability = int(_U16.unpack_from(data, a)[0]) if b - a >= 2 else None
+    return BssRecord(bssid, number(NL80211_BSS_FREQUENCY), signal, capability,
+                     raw(NL80211_BSS_INFORMATION_ELEMENTS) or b"",
+                     raw(NL80211_BSS_BEACON_IES),
+                     number(NL80211_BSS_STATUS) == BSS_STATUS_ASSOCIATED,
+                     number(NL80211_BSS_SEEN_MS_AGO))
+
+
+def decode_scan(chunks: Iterable[bytes], family: int) -> list[BssRecord]:
+    """Every access point in a GET_SCAN dump; a malformed message raises `ParseError`."""
+    found: list[BssRecord] = []
+    for kind, data, a, b in messages(chunks):
+        if kind != family or b - a < _GENL.size:
+            continue
+        if data[a] != NL80211_CMD_NEW_SCAN_RESULTS:
+            continue
+        try:
+            for attribute, start, end in _attributes(data, a + _GENL.size, b):
+                if attribute == NL80211_ATTR_BSS:
+                    record = decode_bss(data, start, end)
+                    if record is not None:
+                        found.append(record)
+        except (struct.error, IndexError, ValueError) as exc:
+            raise ParseError(f"malformed nl80211 scan message at byte {a}: {exc}",
+                             source="netlink") from exc
+    return found
+
+
+def _request(command: int, attributes: bytes) -> bytes:
+    return _GENL.pack(command, 1, 0) + attributes
+
+
+def family_id(name: str = "nl80211") -> int:
+    """The generic netlink family's number (the kernel gives it out at load)."""
+    chunks = rtnetlink.exchange(
+        GENL_ID_CTRL, _request(CTRL_CMD_GETFAMILY, rtnetlink.attribute(
+            CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0")),
+        f"looking up the {name} netlink family", dump=False, protocol=NETLINK_GENERIC)
+    for kind, data, a, b in messages(chunks):
+        if kind == NLMSG_ERROR or b - a < _GENL.size:
+            continue
+        for attribute, start, end in _attributes(data, a + _GENL.size, b):
+            if attribute == CTRL_ATTR_FAMILY_ID and end - start >= 2:
+                return int(_U16.unpack_from(data, start)[0])
+    raise NetlinkAccessError(f"the kernel has no {name} netlink family (no Wi-Fi support)")
+
+
+def dump_scan_raw(family: int, ifindex: int) -> list[bytes]:
+    return rtnetlink.exchange(
+        family, _request(NL80211_CMD_GET_SCAN, rtnetlink.attribute(
+            NL80211_ATTR_IFINDEX, _U32.pack(ifindex))),
+        "reading the kernel's list of access points in range", protocol=NETLINK_GENERIC)
+
+
+def read_scan(ifindex: int) -> list[BssRecord]:
+    """The access points the kernel knows in range of the interface `ifindex`."""
+    family = family_id()
+    return decode_scan(dump_scan_raw(family, ifindex), family)
