@@ -14,12 +14,12 @@ raw bytes, so they are tested on dumps captured in the kernel lab.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from zsn.errors import NetlinkAccessError, ParseError
 from zsn.system import rtnetlink
-from zsn.system.rtnetlink import NLA_TYPE_MASK, NLMSG_ERROR, messages
+from zsn.system.rtnetlink import NLMSG_ERROR, attributes, mac_text, messages, unsigned
 
 NETLINK_GENERIC = 16
 GENL_ID_CTRL = 0x10
@@ -41,10 +41,7 @@ NL80211_BSS_BEACON_IES = 11
 BSS_STATUS_ASSOCIATED = 1
 
 _GENL = struct.Struct("=BBH")
-_ATTR = struct.Struct("=HH")
 _U16 = struct.Struct("=H")
-_U32 = struct.Struct("=I")
-_S32 = struct.Struct("=i")
 
 
 class BssRecord(NamedTuple):
@@ -64,35 +61,18 @@ class BssRecord(NamedTuple):
     seen_ms_ago: int | None
 
 
-def _attributes(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
-    """(type, payload start, payload end) of each attribute in data[start:end]."""
-    offset = start
-    while offset + _ATTR.size <= end:
-        length, kind = _ATTR.unpack_from(data, offset)
-        if length < _ATTR.size or offset + length > end:
-            raise ValueError(f"attribute of length {length} at byte {offset}")
-        yield kind & NLA_TYPE_MASK, offset + _ATTR.size, offset + length
-        offset += (length + 3) & ~3
-
-
-def _u32(data: bytes, start: int, end: int) -> int:
-    if end - start != 4:
-        raise ValueError(f"a u32 of {end - start} bytes at {start}")
-    return int(_U32.unpack_from(data, start)[0])
-
-
 def decode_bss(data: bytes, start: int, end: int) -> BssRecord | None:
     values: dict[int, tuple[int, int]] = {kind: (a, b) for kind, a, b
-                                          in _attributes(data, start, end)}
+                                          in attributes(data, start, end)}
     if NL80211_BSS_BSSID not in values:
         return None
     a, b = values[NL80211_BSS_BSSID]
     if b - a != 6:
         raise ValueError(f"a BSSID of {b - a} bytes")
-    bssid = ":".join(f"{byte:02x}" for byte in data[a:b])
+    bssid = mac_text(data, a, b)
 
     def number(kind: int) -> int | None:
-        return _u32(data, *values[kind]) if kind in values else None
+        return unsigned(data, *values[kind]) if kind in values else None
 
     def raw(kind: int) -> bytes | None:
         return bytes(data[values[kind][0]:values[kind][1]]) if kind in values else None
@@ -100,7 +80,7 @@ def decode_bss(data: bytes, start: int, end: int) -> BssRecord | None:
     signal = None
     if NL80211_BSS_SIGNAL_MBM in values:
         a, b = values[NL80211_BSS_SIGNAL_MBM]
-        signal = int(_S32.unpack_from(data, a)[0]) if b - a == 4 else None
+        signal = int(struct.unpack_from("=i", data, a)[0]) if b - a == 4 else None
     capability = None
     if NL80211_BSS_CAPABILITY in values:
         a, b = values[NL80211_BSS_CAPABILITY]
@@ -121,7 +101,7 @@ def decode_scan(chunks: Iterable[bytes], family: int) -> list[BssRecord]:
         if data[a] != NL80211_CMD_NEW_SCAN_RESULTS:
             continue
         try:
-            for attribute, start, end in _attributes(data, a + _GENL.size, b):
+            for attribute, start, end in attributes(data, a + _GENL.size, b):
                 if attribute == NL80211_ATTR_BSS:
                     record = decode_bss(data, start, end)
                     if record is not None:
@@ -145,7 +125,7 @@ def family_id(name: str = "nl80211") -> int:
     for kind, data, a, b in messages(chunks):
         if kind == NLMSG_ERROR or b - a < _GENL.size:
             continue
-        for attribute, start, end in _attributes(data, a + _GENL.size, b):
+        for attribute, start, end in attributes(data, a + _GENL.size, b):
             if attribute == CTRL_ATTR_FAMILY_ID and end - start >= 2:
                 return int(_U16.unpack_from(data, start)[0])
     raise NetlinkAccessError(f"the kernel has no {name} netlink family (no Wi-Fi support)")
@@ -154,7 +134,7 @@ def family_id(name: str = "nl80211") -> int:
 def dump_scan_raw(family: int, ifindex: int) -> list[bytes]:
     return rtnetlink.exchange(
         family, _request(NL80211_CMD_GET_SCAN, rtnetlink.attribute(
-            NL80211_ATTR_IFINDEX, _U32.pack(ifindex))),
+            NL80211_ATTR_IFINDEX, struct.pack("=I", ifindex))),
         "reading the kernel's list of access points in range", protocol=NETLINK_GENERIC)
 
 

@@ -206,7 +206,7 @@ class AddressRecord:
 # -- decoding (pure) -------------------------------------------------------------
 
 
-def _attributes(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+def attributes(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
     """(type, payload start, payload end) of each attribute in data[start:end]."""
     while start + 4 <= end:
         length, kind = _ATTR.unpack_from(data, start)
@@ -216,11 +216,11 @@ def _attributes(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, i
         start += (length + 3) & ~3
 
 
-def _mac(data: bytes, start: int, end: int) -> str:
+def mac_text(data: bytes, start: int, end: int) -> str:
     return ":".join(f"{byte:02x}" for byte in data[start:end])
 
 
-def _u(data: bytes, start: int, end: int) -> int:
+def unsigned(data: bytes, start: int, end: int) -> int:
     """An unsigned integer attribute of 1, 2, 4 or 8 bytes (host order)."""
     size = end - start
     if size == 1:
@@ -242,17 +242,17 @@ def _bond(data: bytes, start: int, end: int) -> BondData:
     values: dict[int, int] = {}
     aggregator = num_ports = None
     partner_mac = None
-    for kind, a, b in _attributes(data, start, end):
+    for kind, a, b in attributes(data, start, end):
         if kind == 23:  # IFLA_BOND_AD_INFO
-            for sub, c, d in _attributes(data, a, b):
+            for sub, c, d in attributes(data, a, b):
                 if sub == 1:
-                    aggregator = _u(data, c, d)
+                    aggregator = unsigned(data, c, d)
                 elif sub == 2:
-                    num_ports = _u(data, c, d)
+                    num_ports = unsigned(data, c, d)
                 elif sub == 5:
-                    partner_mac = _mac(data, c, d)
+                    partner_mac = mac_text(data, c, d)
         elif kind in (1, 2, 3, 14, 18, 21, 22) and b > a:
-            values[kind] = _u(data, a, b)
+            values[kind] = unsigned(data, a, b)
     return BondData(mode=values.get(1), active_slave=values.get(2), miimon=values.get(3),
                     xmit_hash_policy=values.get(14), lacp_rate=values.get(21),
                     ad_select=values.get(22), min_links=values.get(18),
@@ -262,11 +262,11 @@ def _bond(data: bytes, start: int, end: int) -> BondData:
 def _bond_slave(data: bytes, start: int, end: int) -> BondSlaveData:
     values: dict[int, int] = {}
     perm = None
-    for kind, a, b in _attributes(data, start, end):
+    for kind, a, b in attributes(data, start, end):
         if kind == 4:
-            perm = _mac(data, a, b)
+            perm = mac_text(data, a, b)
         elif kind in (1, 2, 3, 6) and b > a:
-            values[kind] = _u(data, a, b)
+            values[kind] = unsigned(data, a, b)
     return BondSlaveData(state=values.get(1), mii_status=values.get(2),
                          link_failure_count=values.get(3), perm_hwaddr=perm,
                          aggregator_id=values.get(6))
@@ -274,7 +274,7 @@ def _bond_slave(data: bytes, start: int, end: int) -> BondSlaveData:
 
 def _vlan(data: bytes, start: int, end: int) -> VlanData:
     vlan_id = protocol = None
-    for kind, a, b in _attributes(data, start, end):
+    for kind, a, b in attributes(data, start, end):
         if kind == 1 and b - a >= 2:
             vlan_id = int(_U16.unpack_from(data, a)[0])
         elif kind == 5 and b - a >= 2:
@@ -284,15 +284,15 @@ def _vlan(data: bytes, start: int, end: int) -> VlanData:
 
 def _bridge(data: bytes, start: int, end: int) -> BridgeData:
     values: dict[int, int] = {}
-    for kind, a, b in _attributes(data, start, end):
+    for kind, a, b in attributes(data, start, end):
         if kind in (1, 5, 7) and b > a:
-            values[kind] = _u(data, a, b)
+            values[kind] = unsigned(data, a, b)
     return BridgeData(stp_state=values.get(5), forward_delay=values.get(1),
                       vlan_filtering=values.get(7))
 
 
 def _bridge_port(data: bytes, start: int, end: int) -> BridgePortData:
-    for kind, a, b in _attributes(data, start, end):
+    for kind, a, b in attributes(data, start, end):
         if kind == 1 and b > a:
             return BridgePortData(data[a])
     return BridgePortData(None)
@@ -325,30 +325,30 @@ def decode_link(data: bytes, start: int, end: int) -> LinkRecord:
         if kind == IFLA_IFNAME:
             name = _text(data, a, b)
         elif kind == IFLA_MTU:
-            mtu = _u(data, a, b)
+            mtu = unsigned(data, a, b)
         elif kind == IFLA_OPERSTATE:
             value = data[a]
             operstate = OPERSTATES[value] if value < len(OPERSTATES) else "unknown"
         elif kind == IFLA_CARRIER:
             carrier = bool(data[a])
         elif kind == IFLA_ADDRESS:
-            mac = _mac(data, a, b)
+            mac = mac_text(data, a, b)
         elif kind == IFLA_PERM_ADDRESS:
-            perm = _mac(data, a, b)
+            perm = mac_text(data, a, b)
         elif kind == IFLA_MASTER:
-            master = _u(data, a, b) or None
+            master = unsigned(data, a, b) or None
         elif kind == IFLA_LINK:
-            link = _u(data, a, b)
+            link = unsigned(data, a, b)
         elif kind == IFLA_LINK_NETNSID:
             netnsid = int(_S32.unpack_from(data, a)[0])
         elif kind == IFLA_MIN_MTU:
-            min_mtu = _u(data, a, b)
+            min_mtu = unsigned(data, a, b)
         elif kind == IFLA_MAX_MTU:
-            max_mtu = _u(data, a, b)
+            max_mtu = unsigned(data, a, b)
         elif kind == IFLA_STATS64 and b - a >= _COUNTERS.size:
             counters = Counters(*_COUNTERS.unpack_from(data, a))
         elif kind == IFLA_LINKINFO:
-            for sub, c, d in _attributes(data, a, b):
+            for sub, c, d in attributes(data, a, b):
                 if sub == IFLA_INFO_KIND:
                     kind_name = _text(data, c, d)
                 elif sub == IFLA_INFO_SLAVE_KIND:
@@ -381,7 +381,7 @@ def decode_link(data: bytes, start: int, end: int) -> LinkRecord:
 def decode_address(data: bytes, start: int, end: int) -> AddressRecord | None:
     family, prefixlen, _flags, _scope, index = _IFADDR.unpack_from(data, start)
     address = local = None
-    for kind, a, b in _attributes(data, start + _IFADDR.size, end):
+    for kind, a, b in attributes(data, start + _IFADDR.size, end):
         if kind in (IFA_ADDRESS, IFA_LOCAL) and b - a in (4, 16):
             text = str(ipaddress.ip_address(data[a:b]))
             if kind == IFA_LOCAL:
@@ -398,7 +398,7 @@ def decode_address(data: bytes, start: int, end: int) -> AddressRecord | None:
 def decode_stats(data: bytes, start: int, end: int) -> tuple[int, Counters | None]:
     """One RTM_NEWSTATS payload: (ifindex, its 64-bit counters)."""
     _family, _pad1, _pad2, index, _mask = struct.unpack_from("=BBHII", data, start)
-    for kind, a, b in _attributes(data, start + 12, end):
+    for kind, a, b in attributes(data, start + 12, end):
         if kind == IFLA_STATS_LINK_64 and b - a >= _COUNTERS.size:
             return index, Counters(*_COUNTERS.unpack_from(data, a))
     return index, None
@@ -418,13 +418,13 @@ def decode_route(data: bytes, start: int, end: int) -> RouteRecord:
         _RTMSG.unpack_from(data, start)
     dst = None
     oifs: list[int] = []
-    for kind, a, b in _attributes(data, start + _RTMSG.size, end):
+    for kind, a, b in attributes(data, start + _RTMSG.size, end):
         if kind == RTA_DST and b - a in (4, 16):
             dst = str(ipaddress.ip_address(data[a:b]))
         elif kind == RTA_OIF:
-            oifs.append(_u(data, a, b))
+            oifs.append(unsigned(data, a, b))
         elif kind == RTA_TABLE:
-            table = _u(data, a, b)
+            table = unsigned(data, a, b)
         elif kind == RTA_MULTIPATH:
             hop = a
             while hop + _RTNEXTHOP.size <= b:
