@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from zsn.tui.widgets.safe import plain, title
 from zsn.zfs.listing import shown_property
 
 FIRST = ("mountpoint", "mounted", "used", "available", "referenced", "compressratio",
@@ -31,8 +31,8 @@ def property_table(dataset: str, properties: list[tuple[str, str, str]]) -> Tabl
     table.add_column("source", style="dim", overflow="fold")
     for prop in order:
         value, source = by_name[prop]
-        table.add_row(Text(prop), Text(shown_property(prop, value)),
-                      Text("" if source == "-" else source))
+        table.add_row(plain(prop), plain(shown_property(prop, value)),
+                      plain("" if source == "-" else source))  # zfs's text: escaped
     return table
 
 
@@ -54,4 +54,4 @@ class DatasetScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         box = self.query_one("#dataset-details")
-        box.border_title = Text(f"{self.dataset} (esc closes, ↑↓ scroll)")
+        box.border_title = title(f"{self.dataset} (esc closes, ↑↓ scroll)")
