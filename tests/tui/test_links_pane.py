@@ -458,3 +458,41 @@ async def test_the_footer_follows_the_highlighted_link(links_app: ZsnApp) -> Non
         await wait_until(pilot, lambda: bar.shown_keys[0] == "x", "remove member first")
         await select(pilot, "rr0")
         await wait_until(pilot, lambda: bar.shown_keys[:2] == ["a", "d"], "add, delete first")
+
+
+def test_snapshot_kept_filter_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    """A kept filter: its text, count and the key that clears it in the border, `esc`
+    first in the footer."""
+    async def filtered(pilot: Any) -> None:
+        await open_tab(pilot)
+        await pilot.press("slash", *"eth", "enter")
+        await pilot.pause()
+
+    assert snap_compare(links_app, terminal_size=(80, 24), run_before=filtered)
+
+
+async def test_esc_clears_the_kept_filter_and_a_new_link_it_hides_is_announced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    full = fixed_view()
+    # The capture less its loopback first; then the loopback "arrives".
+    before = full._replace(snapshot=replace(full.snapshot, interfaces=tuple(
+        i for i in full.snapshot.interfaces if i.name != "lo")))
+    views = [before]
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: views[-1])
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        table = app.query_one(TABLE, LiveTable)
+        await pilot.press("slash", *"eth", "enter")
+        assert "eth1x" in table.shown_keys and table.get_row("lo") is None
+        views.append(full)
+        app.query_one(LinksPane).poll(force=True)
+        await wait_until(pilot, lambda: table.get_row("lo") is not None, "lo arrived")
+        await wait_until(pilot, lambda: any("hidden by the filter /eth: lo" in n.message
+                                            for n in app._notifications), "announced")
+        assert "lo" not in table.shown_keys
+        assert str(table.border_subtitle).startswith(
+            f"/eth {table.shown_count} of {table.row_count} · esc clears")
+        table.focus()
+        await pilot.press("escape")
+        assert table.filter_text == "" and "lo" in table.shown_keys

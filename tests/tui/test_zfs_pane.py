@@ -24,6 +24,7 @@ from zsn.zfs import iostat, listing, status
 from zsn.zfs.live import MODULE_NOT_LOADED
 from zsn.zfs.model import ZfsSnapshot
 from zsn.zfs.monitor import PoolIostat
+from zsn.zfs.snapshots import Snapshot
 
 NOW = 1795367000.0  # shortly after the lab's scrub captures
 
@@ -462,9 +463,19 @@ async def test_while_a_scrub_runs_the_footer_offers_pause_and_stop_first(
                          "scrub first")
 
 
+def captured_db() -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
+    """tank/db in the lab: `zfs get -Hp all` and its one snapshot (`zfs list -Hp -t
+    snapshot -o name,used,refer,creation`: guid and txg were not captured, nor shown)."""
+    rows = listing.parse_text_rows(read(VM / "zfs-list-Hp-t-snapshot.txt"),
+                                   ("name", "used", "referenced", "creation"), "zfs list")
+    taken = [Snapshot(row["name"].split("@")[0], row["name"].split("@")[1], 0, 0,
+                      int(row["creation"]), int(row["used"]), int(row["referenced"]))
+             for row in rows]
+    return listing.parse_properties(read(VM / "zfs-get-Hp-all.tank-db.txt")), taken
+
+
 def test_snapshot_dataset_box_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("zsn.zfs.live.read_dataset_properties",
-                        lambda name: read(VM / "zfs-get-Hp-all.tank-db.txt"))
+    monkeypatch.setattr("zsn.tui.panes.zfs.read_dataset", lambda name: captured_db())
     app = make_app(monkeypatch, fixed_snapshot())
 
     async def open_db(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -482,11 +493,11 @@ async def test_enter_on_a_dataset_opens_all_of_it_mountpoint_first(
 
     asked: list[str] = []
 
-    def properties(name: str) -> str:
+    def dataset(name: str) -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
         asked.append(name)
-        return read(VM / "zfs-get-Hp-all.tank-db.txt")
+        return captured_db()
 
-    monkeypatch.setattr("zsn.zfs.live.read_dataset_properties", properties)
+    monkeypatch.setattr("zsn.tui.panes.zfs.read_dataset", dataset)
     async with zfs_app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
         await pilot.press("d")
@@ -500,6 +511,10 @@ async def test_enter_on_a_dataset_opens_all_of_it_mountpoint_first(
                    and "inherited from tank" in line for line in body)
         assert any("compression" in line and "zstd" in line and "local" in line
                    for line in body)
+        await pilot.press("pagedown")  # the snapshots follow the first properties
+        await pilot.pause()
+        assert any("@before-upgrade" in line and "31.5 MiB" in line
+                   for line in screen_text(zfs_app))
         await pilot.press("escape")
         assert not isinstance(zfs_app.screen, DatasetScreen)
 
@@ -557,3 +572,35 @@ async def test_a_failed_change_is_one_line(zfs_app: ZsnApp,
         assert notice.title == "Failed: pause scrub on tank"
         assert notice.message == ("failed at 'zpool scrub -p tank': zpool failed: cannot "
                                   "scrub tank: permission denied")
+
+
+def test_snapshot_help_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+    """`?`: the pane's own keys on the first screen."""
+    async def help_open(pilot) -> None:  # type: ignore[no-untyped-def]
+        await select_tank(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=help_open)
+
+
+def test_snapshot_failure_notice_80x24(snap_compare, zfs_app: ZsnApp,  # type: ignore[no-untyped-def]
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed change: one line under its title, the tables still in sight."""
+    from zsn.errors import CommandError
+
+    def refuse() -> None:
+        raise CommandError("zpool failed: cannot scrub tank: permission denied")
+
+    monkeypatch.setattr("zsn.zfs.actions.plan_scrub", lambda host, pool, verb: Plan(
+        f"{verb} scrub on {pool}", [LiveStep(f"zpool scrub -p {pool}", refuse)]))
+
+    async def failed(pilot) -> None:  # type: ignore[no-untyped-def]
+        await select_tank(pilot)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen), "the plan")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: bool(pilot.app._notifications), "the notice")
+        await pilot.pause()
+
+    assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=failed)

@@ -164,6 +164,8 @@ SIZE_PROPERTIES = frozenset((
     "logicalreferenced", "special_small_blocks", "snapshots_changed_size"))
 TIME_PROPERTIES = frozenset(("creation",))
 NONE_WHEN_ZERO = frozenset(("quota", "refquota", "reservation", "refreservation"))
+NO_LIMIT = str(2 ** 64 - 1)
+"""``-p``'s form of "none" for the count limits (filesystem_limit, snapshot_count ...)."""
 """`zfs get` prints these as "none" when 0 (without ``-p``)."""
 
 
@@ -177,7 +179,7 @@ def shown_property(prop: str, value: str) -> str:
     """A property's value for people: sizes in KiB/MiB..., times as dates; as is else."""
     if not is_number(value):
         return value
-    if prop in NONE_WHEN_ZERO and int(value) == 0:
+    if (prop in NONE_WHEN_ZERO and int(value) == 0) or value == NO_LIMIT:
         return "none"
     if prop in SIZE_PROPERTIES:
         return human_bytes(int(value))

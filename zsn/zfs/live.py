@@ -32,6 +32,7 @@ from zsn.system.host import Host
 if TYPE_CHECKING:
     from zsn.zfs.facts import Facts
     from zsn.zfs.model import Pool, ZfsSnapshot
+    from zsn.zfs.snapshots import Snapshot
 
 ENV = {"LC_ALL": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -138,16 +139,19 @@ def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv)
 
 
-def read_dataset_properties(dataset: str) -> str:
-    """`zfs get -Hp all DATASET` (for the pane's dataset box; parse with
-    `zsn.zfs.listing.parse_properties`)."""
+def read_dataset(dataset: str) -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
+    """A dataset in full for the pane's dataset box: (property, value, source) as
+    `zfs get -Hp all` lists them, and its own snapshots, oldest first."""
+    from zsn.zfs import snapshots
+    from zsn.zfs.listing import parse_properties
+
     zfs = find_program("zfs")
     if zfs is None:
         raise ZsnError(NOT_INSTALLED.format(program="zfs"))
     result = run_zfs_command([zfs, "get", "-Hp", "all", dataset])
     if not result.ok:
         raise ZsnError(explain_failure(result))
-    return result.stdout
+    return parse_properties(result.stdout), snapshots.read(run_zfs_command, zfs, dataset)
 
 
 class SideBySide:

@@ -31,7 +31,7 @@ from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import row_of
 from zsn.zfs import actions, view
-from zsn.zfs.live import ZfsReader, find_program
+from zsn.zfs.live import ZfsReader, find_program, read_dataset
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
 
@@ -300,15 +300,18 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self.open_dataset(event.key)
 
     def open_dataset(self, name: str) -> None:
-        """All of a dataset (`zfs get all`), read in a thread, in a scrolled box."""
+        """All of a dataset (`zfs get all`) and its snapshots, read in a thread, in a
+        scrolled box."""
         from zsn.tui.screens.dataset import DatasetScreen
-        from zsn.zfs.listing import parse_properties
-        from zsn.zfs.live import read_dataset_properties
 
-        def show(properties: list[tuple[str, str, str]]) -> None:
-            self.app.push_screen(DatasetScreen(name, properties))
+        def read() -> DatasetScreen:
+            properties, taken = read_dataset(name)
+            return DatasetScreen(name, properties, taken)
 
-        self.run_in_thread(lambda: parse_properties(read_dataset_properties(name)), show)
+        def show(screen: DatasetScreen) -> None:
+            self.app.push_screen(screen)
+
+        self.run_in_thread(read, show)
 
     def urgent_keys(self) -> tuple[str, ...]:
         """While a scrub runs: pause and stop it; paused: resume or stop; then, on the

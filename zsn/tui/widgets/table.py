@@ -555,6 +555,8 @@ class LiveTable(ScrollView, can_focus=True):
             rows = self._sorted(rows, *self._sort)
         view = [row.key for row in rows]
         guides = dict(zip(view, tree_guides([row.depth for row in rows]), strict=True))
+        if self._filter:  # its "N of M" follows the rows, shown or not
+            self._show_subtitle(len(view))
         if view == self._view and guides == self._guides:
             return False
         old_position = self.cursor_index
@@ -563,8 +565,6 @@ class LiveTable(ScrollView, can_focus=True):
         self._guides = guides
         self.virtual_size = Size(0, HEADER_LINES + max(1, len(view)))
         self._keep_cursor(old_position)
-        if self._filter:
-            self._show_subtitle()  # its "N of M" follows the rows
         return True
 
     def _filtered(self, rows: list[Row], needle: str) -> list[Row]:
@@ -892,11 +892,12 @@ class LiveTable(ScrollView, can_focus=True):
         event.prevent_default()
         self._show_subtitle()
 
-    def _show_subtitle(self) -> None:
+    def _show_subtitle(self, shown: int | None = None) -> None:
         parts: list[str] = []
         if self._filtering or self._filter:
             cursor = "▏" if self._filtering else ""
-            parts.append(f"/{self._filter}{cursor} {len(self._view)} of {len(self._order)}"
+            count = len(self._view) if shown is None else shown
+            parts.append(f"/{self._filter}{cursor} {count} of {len(self._order)}"
                          + (" · esc clears" if self._filter else ""))
         if self._sort is not None:
             index, reverse = self._sort
