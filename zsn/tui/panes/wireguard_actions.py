@@ -126,7 +126,10 @@ class WireGuardActions:
         if interface is not None:
             return interface.name
         names = self.config_interfaces()
-        return names[0] if names else None
+        if not names:
+            self.notify("No WireGuard interface here: N creates one.", severity="warning")
+            return None
+        return names[0]
 
     def _peer_ref(self) -> tuple[str, str] | None:
         """(interface, peer name or public key) of the highlighted peer."""
