@@ -259,7 +259,11 @@ async def test_headers_and_values_are_never_cut_at_80x24_or_120x40(fixed_app: Zs
                 bad = shown_tokens_are_whole(table_lines(app, title), rows, labels, shorts)
                 assert bad == [], f"{size} {title}: cut {bad}"
             if size == (120, 40):
-                assert app.query_one("#wg-peers", LiveTable).hidden_columns == []
+                # Rates take the width of the widest rate (they never shift the columns
+                # after them); with the session and expiry columns that leaves only the
+                # least important, the key (`enter` shows it), out at 120 columns.
+                hidden = app.query_one("#wg-peers", LiveTable).hidden_columns
+                assert [column.key for column in hidden] in ([], ["key"])
 
 
 async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
