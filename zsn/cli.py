@@ -40,6 +40,9 @@ could not be read fully (each reason on stderr and in the section's "errors").
 
 """ + GROUP_EXIT_STATUS
 
+SERVE_HELP = "Prometheus exporter: /metrics and /export.json, kept warm between scrapes"
+SERVE_USAGE = "serve [SECTION ...] [--listen ADDR:PORT] [--deadline S] [--poll-interval S]"
+
 EXAMPLES = """\
 examples:
   zsn                                   start the UI
@@ -54,11 +57,14 @@ def _epilog() -> str:
     sections = ", ".join(each.name for each in registered)
     groups = [group for each in registered for group in each.commands]
     width = max((len(group.name) for group in groups), default=0)
+    width = max(width, len("serve"))
     lines = [f"sections for --export: {sections} (default: every section present)", "",
              EXIT_STATUS, "", "commands (zsn COMMAND --help shows each one's):"]
     lines += [f"  {group.name:<{width}}  {group.help}" for group in groups]
+    lines += [f"  {'serve':<{width}}  {SERVE_HELP}"]
     lines += ["", "usage of the commands:"]
     lines += [f"  zsn [--root DIR] {group.usage or group.name + ' ...'}" for group in groups]
+    lines += [f"  zsn [--root DIR] {SERVE_USAGE}"]
     return "\n".join(lines + ["", EXAMPLES.format(section=registered[0].name)])
 
 
@@ -96,9 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_group_of(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
-    """The command group the arguments name (after any --root), and the arguments
-    without its name; ``None`` when they start the UI or an export."""
+def command_word(args: list[str]) -> tuple[str, list[str]] | None:
+    """The first word after any --root, and the arguments without it; ``None`` when
+    the arguments have none (they start the UI or an export)."""
     index = 0
     while index < len(args):
         word = args[index]
@@ -108,12 +114,19 @@ def command_group_of(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
             index += 1
         else:
             break
-    if index >= len(args):
+    if index >= len(args) or args[index].startswith("-"):
         return None
-    group = command_groups().get(args[index])
-    if group is None:
+    return args[index], args[:index] + args[index + 1:]
+
+
+def command_group_of(args: list[str]) -> tuple[CommandGroup, list[str]] | None:
+    """The command group the arguments name (after any --root), and the arguments
+    without its name; ``None`` when they start the UI, an export or `zsn serve`."""
+    command = command_word(args)
+    if command is None:
         return None
-    return group, args[:index] + args[index + 1:]
+    group = command_groups().get(command[0])
+    return None if group is None else (group, command[1])
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -160,6 +173,11 @@ def interval_seconds(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    command = command_word(args_list)
+    if command is not None and command[0] == "serve":
+        from zsn.serve import main as serve
+
+        return serve(command[1])
     named = command_group_of(args_list)
     # What a headless run prints (names, replies, errors) goes out through
     # zsn.terminal.safe, whichever print it comes from.

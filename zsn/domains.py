@@ -10,9 +10,14 @@ this registry and name no domain themselves.
 The faces, each a module path:
 
 - ``export``: ``present(host) -> bool``, ``collect(host, *, include_secrets) -> dict``
-  (JSON-ready, with an ``"errors"`` list when only part could be read), optionally
-  ``begin_sampling(host)`` (rates from two readings; see `zsn.export`) and
-  ``prometheus(data) -> list[MetricFamily]``. The section is named `Domain.name`.
+  (JSON-ready, with an ``"errors"`` list when only part could be read),
+  ``prometheus(data) -> list[MetricFamily]``, optionally ``begin_sampling(host)``
+  (rates from two readings; see `zsn.export`) and optionally a ``Poller`` class for
+  long-running processes (see `zsn.collectors`): ``Poller(host)`` keeps the section's
+  readers warm, ``poll()`` reads the live state (what the ``live`` reader returns,
+  where the domain has one), ``section(snapshot) -> dict`` is what ``collect`` would
+  return from it (never with secrets), ``close()`` stops what it runs. A section
+  without one is collected afresh each time. The section is named `Domain.name`.
 - ``commands``: headless command groups (``zsn GROUP ...``); each group's module has
   ``add_arguments(parser)`` (its sub-commands) and ``run(args, host) -> int``.
 - ``pane``: ``"module:Class"``, a `zsn.tui.panes.base.LivePane` shown as a tab.
@@ -20,6 +25,13 @@ The faces, each a module path:
 - ``live`` (optional): ``"module:function"``, ``function(host)`` returning the snapshot
   the pane shows, without Textual. For the first pane, `zsn.tui.startup` runs it
   while Textual loads, so the first frame already has the rows.
+- ``on_poll`` (optional): ``"module:function"``, ``function(host, snapshot)``, what a
+  long-running zsn process does with each live reading besides showing or exporting
+  it (e.g. keep a history). `snapshot` is what the export ``Poller.poll()`` returns (a
+  domain with this hook has a Poller). `zsn serve` calls it from the section's
+  collector thread after every poll, once the scrape waiting for that poll has its
+  reading, and polls such a section every ``--poll-interval`` even when nobody
+  scrapes; an exception it raises is logged and polling goes on.
 """
 
 from __future__ import annotations
@@ -65,6 +77,7 @@ class Domain(NamedTuple):
     pane: str
     lint: str
     live: str = ""
+    on_poll: str = ""
 
 
 def load(path: str) -> Any:

@@ -57,7 +57,7 @@ def test_cli_export_and_app_name_no_domain() -> None:
     for domain in domains.domains():
         names |= {domain.name, domain.title.lower()}
         names |= {group.name for group in domain.commands}
-    for module in ("cli.py", "export.py", "tui/app.py"):
+    for module in ("cli.py", "export.py", "tui/app.py", "serve.py", "collectors.py"):
         words = set(re.findall(r"[a-z]+", (PACKAGE_ROOT / module).read_text().lower()))
         assert not names & words, f"{module} names {sorted(names & words)}"
 
@@ -233,3 +233,17 @@ def test_declaring_the_domains_loads_none_of_their_faces() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=True)
     assert "LOADED []" in result.stdout
+
+
+def test_pollers_and_per_poll_hooks_follow_the_contract() -> None:
+    """A section kept warm by `zsn serve` has a Poller with poll/section/close; a domain
+    with a per-poll hook has one (the hook gets its snapshots)."""
+    for domain in domains.domains():
+        provider = load(domain.export)
+        poller = getattr(provider, "Poller", None)
+        if domain.on_poll:
+            assert poller is not None, f"{domain.name}: on_poll without a Poller"
+            assert callable(load(domain.on_poll))
+        if poller is not None:
+            for name in ("poll", "section", "close"):
+                assert callable(getattr(poller, name)), f"{domain.name}: Poller.{name}"

@@ -147,3 +147,26 @@ def test_a_sampling_section_window_runs_while_the_others_are_read(
     events.clear()  # Prometheus wants counters only: no window at all
     export.collect(Host(tmp_path), ["plain", "sampled", "broken"], sample_rates=False)
     assert events == ["collect plain", "collect sampled", "collect broken"]
+
+
+def test_a_poller_gives_what_collect_gives(tmp_path: Path) -> None:
+    """`zsn serve`'s warm readers and `zsn --export` read the same section."""
+    from zsn.domains import domains, load
+
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)
+    source = Path(__file__).parent.parent / "fixtures" / "wireguard"
+    config = tmp_path / "etc" / "wireguard" / "wg0.conf"
+    config.write_text((source / "manpage-server-multipeer.conf").read_text())
+    config.chmod(0o600)
+    host = Host(tmp_path)
+    for domain in domains():
+        provider = load(domain.export)
+        if not hasattr(provider, "Poller"):
+            continue
+        poller = provider.Poller(host)
+        try:
+            first = poller.section(poller.poll())
+            again = poller.section(poller.poll())
+        finally:
+            poller.close()
+        assert first == again == provider.collect(host), domain.name

@@ -4,10 +4,12 @@ rates (counters read twice, `RATE_WINDOW` seconds apart), the config's owner, fi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from zsn.errors import ZsnError
-from zsn.links.live import BondDetails, read_links, with_rates
+from zsn.every import Every
+from zsn.links.live import BondDetails, LinkMonitor, read_links, with_rates
 from zsn.links.model import Interface, LinksSnapshot
 from zsn.links.persist import Persisted, detect_owner, read_persistent
 from zsn.lint import count_by_severity
@@ -19,6 +21,8 @@ RATE_WINDOW = 0.25
 """Seconds between the two counter readings rates come from; the rest of the export
 (the other sections, then this one's config and lint) runs meanwhile."""
 COUNTER_FIELDS = Counters._fields
+LINT_SECONDS = 30.0
+"""How often `zsn serve` reads the network config and lints again without a change."""
 
 
 def present(host: Host) -> bool:
@@ -102,36 +106,78 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     return _section(host, snapshot, details, with_rate_window=False)
 
 
-def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
-             with_rate_window: bool) -> dict[str, Any]:
+Linted = tuple[dict[str, Any] | None, Persisted, list[dict[str, Any]], list[str]]
+"""The config's owner (as exported), what it defines, the findings, errors."""
+
+
+def _config_and_lint(host: Host, snapshot: LinksSnapshot) -> Linted:
     errors: list[str] = []
-    data: dict[str, Any] = {}
     try:
         owner, persisted = read_persistent(host, detect_owner(host))
-        data["config"] = {"owner": owner.name, "reason": owner.reason,
-                          "dialect": persisted.dialect or None}
+        config: dict[str, Any] | None = {"owner": owner.name, "reason": owner.reason,
+                                         "dialect": persisted.dialect or None}
     except ZsnError as exc:
-        owner, persisted = None, Persisted(problems=[str(exc)])
-        data["config"] = None
+        owner, persisted, config = None, Persisted(problems=[str(exc)]), None
         errors.append(str(exc))
     from zsn.links.lint import SUBJECT, lint_links
 
-    findings = lint_links(snapshot, owner, persisted)
+    findings = [f.as_dict(SUBJECT) for f in lint_links(snapshot, owner, persisted)]
+    return config, persisted, findings, errors
+
+
+def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
+             with_rate_window: bool) -> dict[str, Any]:
+    linted = _config_and_lint(host, snapshot)
     if with_rate_window:
         snapshot = with_rates(snapshot, RATE_WINDOW)
+    return section(snapshot, details, linted,
+                   RATE_WINDOW if snapshot.live and with_rate_window else None)
+
+
+def section(snapshot: LinksSnapshot, details: BondDetails, linted: Linted,
+            rate_window: float | None = None) -> dict[str, Any]:
+    config, persisted, findings, errors = linted
+    data: dict[str, Any] = {"config": config}
     data["interfaces"] = interfaces_to_dicts(snapshot, details)
-    data["rate_window_seconds"] = RATE_WINDOW if snapshot.live and with_rate_window else None
+    data["rate_window_seconds"] = rate_window
     data["configured"] = [
         {"name": c.name, "kind": c.kind, "members": list(c.members), "parent": c.parent,
          "vlan_id": c.vlan_id, "mtu": c.mtu, "mode": c.mode, "miimon": c.miimon,
          "xmit_hash_policy": c.xmit_hash_policy, "lacp_rate": c.lacp_rate, "stp": c.stp,
          "source": c.source}
         for c in persisted.configs.values()]
-    data["findings"] = [f.as_dict(SUBJECT) for f in findings]
-    errors.extend(snapshot.errors)
+    data["findings"] = findings
+    errors = errors + list(snapshot.errors)
     if errors:
         data["errors"] = errors
     return data
+
+
+class Poller:
+    """`zsn serve`'s reader: the pane's `LinkMonitor` (one counters dump per poll, the
+    whole table when netlink reports a change), the config and lint again when the
+    table changed or every `LINT_SECONDS`. Counters only: a scraper takes the rates."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._monitor = LinkMonitor() if host.is_live else None
+        self._lint = Every(LINT_SECONDS)
+
+    def poll(self) -> tuple[LinksSnapshot, BondDetails, int]:
+        if self._monitor is None:
+            snapshot, details = read_links(self.host)
+            return snapshot, details, 0
+        return self._monitor.poll(), self._monitor.details, self._monitor.version
+
+    def section(self, reading: tuple[LinksSnapshot, BondDetails, int]) -> dict[str, Any]:
+        snapshot, details, version = reading
+        linted = self._lint.get(version, lambda: _config_and_lint(self.host, snapshot))
+        return section(replace(snapshot, rates={}) if snapshot.rates else snapshot, details,
+                       linted)
+
+    def close(self) -> None:
+        if self._monitor is not None:
+            self._monitor.close()
 
 
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:

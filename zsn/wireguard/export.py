@@ -6,12 +6,16 @@ import time
 from typing import Any
 
 from zsn.errors import NetlinkAccessError, ZsnError
+from zsn.every import Every
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
 from zsn.wireguard.config import WIREGUARD_DIR
-from zsn.wireguard.live import read_wireguard
+from zsn.wireguard.live import LiveCache, read_wireguard
 from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
+
+LINT_SECONDS = 30.0
+"""How often `zsn serve` lints the configs again (findings change with the files)."""
 
 
 def present(host: Host) -> bool:
@@ -64,20 +68,32 @@ def interface_to_dict(interface: InterfaceState, include_secrets: bool) -> dict[
 
 
 def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
-    snapshot = read_wireguard(host)
+    return section(host, read_wireguard(host), _lint(host), include_secrets=include_secrets)
+
+
+def _lint(host: Host) -> tuple[list[dict[str, Any]], str | None]:
+    """The findings as exported, and why there are none when lint failed."""
+    try:
+        return [finding.as_dict(lint.SUBJECT) for finding in lint.lint(host)], None
+    except ZsnError as exc:
+        return [], f"lint: {exc}"
+
+
+def section(host: Host, snapshot: WireGuardSnapshot,
+            linted: tuple[list[dict[str, Any]], str | None], *,
+            include_secrets: bool = False) -> dict[str, Any]:
+    findings, lint_error = linted
     data: dict[str, Any] = {
-        "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces]
+        "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces],
+        "findings": findings,
     }
     errors = list(snapshot.errors)
     try:
         _add_history(host, snapshot, data["interfaces"])
     except ZsnError as exc:
         errors.append(f"history: {exc}")
-    try:
-        data["findings"] = [finding.as_dict(lint.SUBJECT) for finding in lint.lint(host)]
-    except ZsnError as exc:
-        data["findings"] = []
-        errors.append(f"lint: {exc}")
+    if lint_error:
+        errors.append(lint_error)
     if snapshot.read_only_reason:
         errors.insert(0, snapshot.read_only_reason)
     if errors:
@@ -105,6 +121,25 @@ def _add_history(host: Host, snapshot: WireGuardSnapshot,
         for peer in interface["peers"]:
             report = reports.get(PeerKey(interface["name"], peer["public_key"]))
             peer["history"] = report_dict(report) if report is not None else None
+
+
+class Poller:
+    """`zsn serve`'s reader: peer names and unchanged peers cached between polls (the
+    pane's `LiveCache`), lint every `LINT_SECONDS`."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._cache = LiveCache()
+        self._lint = Every(LINT_SECONDS)
+
+    def poll(self) -> WireGuardSnapshot:
+        return read_wireguard(self.host, self._cache)
+
+    def section(self, snapshot: WireGuardSnapshot) -> dict[str, Any]:
+        return section(self.host, snapshot, self._lint.get(None, lambda: _lint(self.host)))
+
+    def close(self) -> None:
+        pass
 
 
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:

@@ -14,12 +14,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from zsn.errors import ZsnError
+from zsn.every import Every
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everything
 
 if TYPE_CHECKING:
-    from zsn.zfs.model import Dataset, IostatRow, Pool, Vdev
+    from zsn.zfs.model import Dataset, IostatBlock, IostatRow, Pool, Vdev, ZfsSnapshot
+    from zsn.zfs.monitor import IostatMonitor, PoolIostat
     from zsn.zfs.snapshots import Snapshot
 
 POOL_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "REMOVED", "UNAVAIL", "SUSPENDED")
@@ -132,9 +134,8 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
 
     snapshot, facts, outputs = reading.finish()
     if snapshot.unavailable:
-        return {"available": False, "reason": snapshot.unavailable, "version": None,
-                "pools": [], "datasets": [], "findings": []}
-    errors = list(snapshot.errors)
+        return section(snapshot, {}, {}, [], ())
+    errors: list[str] = []
     names = [pool.name for pool in snapshot.pools]
     blocks = {}
     result = outputs.get("iostat")
@@ -148,8 +149,19 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
                 blocks = iostat.parse_pools(result.stdout, names)
             except ZsnError as exc:
                 errors.append(f"zpool iostat output not understood: {exc}")
-    counters = dataset_counters(host, names)
-    findings = advise(snapshot, facts)
+    findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
+    return section(snapshot, blocks, dataset_counters(host, names), findings,
+                   tuple(facts.notes), errors)
+
+
+def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
+            counters: dict[str, dict[str, int]], findings: list[dict[str, Any]],
+            notes: tuple[str, ...], errors: list[str] | None = None) -> dict[str, Any]:
+    """The section from one reading: pools with their I/O blocks, datasets with their
+    kstat counters, the advisor's findings and notes."""
+    if snapshot.unavailable:
+        return {"available": False, "reason": snapshot.unavailable, "version": None,
+                "pools": [], "datasets": [], "findings": []}
     data: dict[str, Any] = {
         "available": True,
         "version": snapshot.version,
@@ -157,14 +169,89 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
                                if pool.name in blocks else None)
                   for pool in snapshot.pools],
         "datasets": [dataset_to_dict(d, counters.get(d.name)) for d in snapshot.datasets],
-        "findings": [f.as_dict(SUBJECT) for f in findings],
+        "findings": findings,
     }
-    notes = list(snapshot.notes) + list(facts.notes)
-    if notes:
-        data["notes"] = notes
-    if errors:
-        data["errors"] = list(dict.fromkeys(errors))
+    all_notes = list(snapshot.notes) + list(notes)
+    if all_notes:
+        data["notes"] = all_notes
+    all_errors = list(snapshot.errors) + list(errors or ())
+    if all_errors:
+        data["errors"] = list(dict.fromkeys(all_errors))
     return data
+
+
+IOSTAT_SECONDS = 10.0
+"""The interval of `zsn serve`'s `zpool iostat` stream per pool: its I/O rates are
+averages over the last one."""
+ADVISE_SECONDS = 60.0
+"""How often `zsn serve` gathers the advisor's facts (device sysfs, the pool cache
+file) again when the pools stay the same."""
+
+
+class Poller:
+    """`zsn serve`'s reader: the pane's `ZfsReader` (kstat states between full reads),
+    one `zpool iostat` stream per pool (`IostatMonitor`), the advisor every
+    `ADVISE_SECONDS` or when the pools change."""
+
+    def __init__(self, host: Host) -> None:
+        from zsn.zfs.live import ZfsReader
+
+        self.host = host
+        self._reader = ZfsReader(host)
+        self._monitor: IostatMonitor | None = None
+        self._advice = Every(ADVISE_SECONDS)
+
+    def poll(self) -> tuple[ZfsSnapshot, dict[str, PoolIostat]]:
+        snapshot = self._reader.read()
+        if not snapshot.pools:
+            self._stop()
+            return snapshot, {}
+        monitor = self._monitor_for()
+        if monitor is None:
+            return snapshot, {}
+        rows = {p.name: sum(1 for v in p.vdevs if v.kind != "group" and v.group != "spares")
+                for p in snapshot.pools}
+        monitor.watch([p.name for p in snapshot.pools], rows)
+        return snapshot, monitor.poll()
+
+    def section(self, reading: tuple[ZfsSnapshot, dict[str, PoolIostat]]) -> dict[str, Any]:
+        snapshot, io = reading
+        if snapshot.unavailable:
+            return section(snapshot, {}, {}, [], ())
+        names = [pool.name for pool in snapshot.pools]
+        findings, notes = self._advice.get(
+            (tuple(names), snapshot.pools), lambda: self._advise(snapshot))
+        blocks = {pool: state.latest for pool, state in io.items() if state.latest is not None}
+        errors = [f"zpool iostat {pool}: {state.error}" for pool, state in io.items()
+                  if state.error]
+        return section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
+                       errors)
+
+    def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+        from zsn.zfs.facts import gather
+        from zsn.zfs.lint import SUBJECT, advise
+
+        facts = gather(self.host, snapshot.pools, dmsetup_output=None, now=time.time())
+        return [f.as_dict(SUBJECT) for f in advise(snapshot, facts)], tuple(facts.notes)
+
+    def _monitor_for(self) -> IostatMonitor | None:
+        if self._monitor is None:
+            from zsn.zfs.live import find_program
+            from zsn.zfs.monitor import IostatMonitor
+
+            zpool = find_program("zpool")
+            if zpool is None:
+                return None
+            self._monitor = IostatMonitor(zpool, IOSTAT_SECONDS)
+        return self._monitor
+
+    def _stop(self) -> None:
+        if self._monitor is not None:
+            self._monitor.stop()
+            self._monitor = None
+
+    def close(self) -> None:
+        self._stop()
 
 
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
