@@ -64,7 +64,7 @@ def check_json(path: str, peers: int) -> str:
 def check_prometheus(path: str, peers: int) -> str:
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    samples = text.count("zsn_wireguard_peer_receive_bytes_total{")
+    samples = text.count("wireguard_received_bytes_total{")
     if samples != peers:
         raise RuntimeError(f"prometheus export has {samples} peers, expected {peers}")
     return f"{samples} peers per metric family, {len(text):,} bytes"

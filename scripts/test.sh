@@ -23,6 +23,8 @@ DEBIAN_PACKAGES=(
                                        # a private dbus-daemon for the iwd agent tests
                                        # and for links' NetworkManager stand-in
     netplan.io                         # links: persisted netplan files checked by `netplan generate`
+    prometheus                         # zsn serve: a real Prometheus scrapes it; promtool checks
+                                       # web configs, alert rules and metrics text
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a

@@ -48,8 +48,8 @@ examples:
   zsn                                   start the UI
   zsn --theme zsn-16 --refresh 2        16-colour theme, refresh every 2 s
   zsn --export {section:<23}  JSON snapshot of one section
-  zsn --export --format prometheus > /var/lib/node_exporter/zsn.prom.$$ && \\
-      mv /var/lib/node_exporter/zsn.prom.$$ /var/lib/node_exporter/zsn.prom"""
+  zsn --export --format prometheus --textfile /var/lib/prometheus/node-exporter/zsn.prom
+  zsn serve --listen :9586 --web-config /etc/zsn/web.yml"""
 
 
 def _epilog() -> str:
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="zsn",
         usage="\n  zsn [--root DIR] [--theme NAME] [--refresh SECONDS]\n"
               "  zsn --export [SECTION ...] [--format json|prometheus] [--include-secrets] "
-              "[--root DIR]\n"
+              "[--textfile FILE] [--root DIR]\n"
               "  zsn [--root DIR] COMMAND ...   (see 'commands' below)",
         description=DESCRIPTION,
         epilog=_epilog(),
@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="export format (default: json)")
     export.add_argument("--include-secrets", action="store_true",
                         help="include private and preshared keys in the export")
+    export.add_argument("--textfile", metavar="FILE",
+                        help="with --format prometheus: replace FILE (NAME.prom in "
+                             "node_exporter's textfile directory) atomically instead of "
+                             "printing")
     return parser
 
 
@@ -187,14 +191,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(args_list)
         if not args.export and (args.sections or args.include_secrets
-                                or args.format != "json"):
-            parser.error("SECTION, --format and --include-secrets only apply with --export")
+                                or args.format != "json" or args.textfile):
+            parser.error("SECTION, --format, --include-secrets and --textfile only apply "
+                         "with --export")
+        if args.textfile and (args.format != "prometheus"
+                              or not args.textfile.endswith(".prom")):
+            parser.error("--textfile takes a NAME.prom file (node_exporter reads only "
+                         "those) and needs --format prometheus")
         try:
             from zsn.system.host import Host
 
             host = Host.at(args.root)
             if args.export:
-                return _export(host, args.sections, args.format, args.include_secrets)
+                return _export(host, args.sections, args.format, args.include_secrets,
+                               args.textfile)
         except ZsnError as exc:
             print(f"zsn: {message_line(str(exc))}", file=sys.stderr)
             return 1
@@ -213,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(host, theme=args.theme, refresh=args.refresh, startup=startup)
 
 
-def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) -> int:
+def _export(host: object, sections: list[str], fmt: str, include_secrets: bool,
+            textfile: str | None = None) -> int:
     from zsn import export
     from zsn.system.host import Host
 
@@ -233,8 +244,14 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool) 
     finally:
         gc.freeze()
         gc.enable()
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    if textfile is not None:
+        from zsn.system.files import publish
+
+        # Written even when partial: its zsn_collector_success lines say what is missing.
+        publish(host.path(textfile), text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     for message in result.errors:
         print(f"zsn: {message}", file=sys.stderr)
     return 2 if result.errors else 0

@@ -19,6 +19,7 @@ Textual or Rich). A provider module exposes:
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -41,6 +42,8 @@ class ExportResult(NamedTuple):
     document: dict[str, Any]
     errors: list[str]
     """Every section's errors as one-line messages prefixed by the section."""
+    durations: dict[str, float] = {}
+    """Seconds each section's reading took."""
 
 
 def sections() -> list[str]:
@@ -82,11 +85,14 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False,
         started = _read_section(partial(begin, host))
         readers[name] = started if callable(started) else partial(dict, started)
     errors: list[str] = []
+    durations: dict[str, float] = {}
     for name, read in readers.items():
+        started = time.monotonic()
         data = _read_section(read)
+        durations[name] = time.monotonic() - started
         document[name] = data
         errors.extend(f"{name}: {message}" for message in data.get("errors", ()))
-    return ExportResult(document, errors)
+    return ExportResult(document, errors, durations)
 
 
 def _read_section(read: Callable[[], Any]) -> Any:
@@ -111,15 +117,32 @@ def to_json(result: ExportResult, pretty: bool = False) -> str:
     return json.dumps(result.document, separators=(",", ":"), check_circular=False) + "\n"
 
 
+def collector_families(readings: list[tuple[str, bool, float]]) -> list[MetricFamily]:
+    """Each section's success and duration, and zsn's build: the same lines from
+    `zsn serve` and from an export written for the textfile collector, so one alert
+    rule watches both. `readings` are (section, complete, seconds)."""
+    success = MetricFamily("zsn_collector_success", "gauge",
+                           "1 when the collector read its section completely (within its "
+                           "deadline, for zsn serve), else 0.")
+    duration = MetricFamily("zsn_collector_duration_seconds", "gauge",
+                            "Seconds the collector's reading took (its deadline when it "
+                            "missed it).")
+    for name, complete, seconds in readings:
+        labels = {"collector": name}
+        success.add(labels, int(complete))
+        duration.add(labels, round(seconds, 6))
+    build = MetricFamily("zsn_build_info", "gauge",
+                         "zsn's version (value 1) and the Python running it.")
+    build.add({"version": __version__, "python": ".".join(map(str, sys.version_info[:3]))}, 1)
+    return [success, duration, build]
+
+
 def to_prometheus(result: ExportResult) -> str:
     families: list[MetricFamily] = []
-    errors = MetricFamily(
-        "zsn_export_errors", "gauge", "Errors met while reading a section (0 = complete)."
-    )
+    readings = []
     for name in sections():
         if name in result.document:
             data = result.document[name]
             families.extend(_provider(name).prometheus(data))
-            errors.add({"section": name}, len(data.get("errors", ())))
-    families.append(errors)
-    return render(families)
+            readings.append((name, not data.get("errors"), result.durations.get(name, 0.0)))
+    return render(families + collector_families(readings))

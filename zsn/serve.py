@@ -31,18 +31,24 @@ import json
 import logging
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 from zsn import __version__
 from zsn.collectors import Collector, Reading
 from zsn.domains import domains
 from zsn.errors import ZsnError
-from zsn.prometheus import MetricFamily, render
+from zsn.export import SCHEMA_VERSION, collector_families
+from zsn.prometheus import render
 from zsn.system.host import Host
+from zsn.terminal import safe
+
+if TYPE_CHECKING:
+    from zsn.webconfig import RateLimit, Settings, WebConfig
 
 DEFAULT_LISTEN = "127.0.0.1:9586"
 """The port Prometheus's registry of exporter ports gives the exporter zsn can stand in
@@ -195,32 +201,18 @@ class Exporter:
                  else None) for each, future in futures.items()]
 
     async def metrics(self, query: list[tuple[str, str]], deadline: float) -> bytes:
-        collectors = self.chosen(query)
-        success = MetricFamily("zsn_collector_success", "gauge",
-                               "1 when the collector read its section completely within its "
-                               "deadline, else 0.")
-        duration = MetricFamily("zsn_collector_duration_seconds", "gauge",
-                                "Seconds the collector's reading took (its deadline when it "
-                                "missed it).")
         parts: list[bytes] = []
-        for collector, reading in await self.readings(collectors, deadline):
-            if reading is not None and not reading.present:
-                continue
-            labels = {"collector": collector.name}
-            success.add(labels, int(reading is not None and reading.complete))
-            duration.add(labels, round(deadline if reading is None else reading.duration, 6))
-            if reading is not None:
+        outcomes = []
+        for collector, reading in await self.readings(self.chosen(query), deadline):
+            if reading is None:
+                outcomes.append((collector.name, False, deadline))
+            elif reading.present:
+                outcomes.append((collector.name, reading.complete, reading.duration))
                 parts.append(reading.metrics)
-        build = MetricFamily("zsn_build_info", "gauge",
-                             "zsn's version (value 1), as the exporter reports it.")
-        build.add({"version": __version__,
-                   "python": ".".join(map(str, sys.version_info[:3]))}, 1)
-        parts.append(render([success, duration, build]).encode())
+        parts.append(render(collector_families(outcomes)).encode())
         return b"".join(parts)
 
     async def document(self, query: list[tuple[str, str]], deadline: float) -> bytes:
-        from zsn.export import SCHEMA_VERSION
-
         collectors = self.chosen(query)
         document: dict[str, Any] = {
             "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
@@ -252,9 +244,12 @@ class Exporter:
 class Server:
     """The HTTP side: connections, limits, routes."""
 
-    def __init__(self, exporter: Exporter, web: Any = None) -> None:
+    def __init__(self, exporter: Exporter, web: WebConfig | None = None) -> None:
         self.exporter = exporter
         self.web = web
+        self._tokens: float | None = None
+        """The rate limit's bucket, full at the start (as Go's rate.Limiter)."""
+        self._tokens_at = time.monotonic()
         self.connections = 0
         self.per_client: dict[str, int] = {}
         self._open: dict[asyncio.StreamWriter, asyncio.Event] = {}
@@ -278,6 +273,8 @@ class Server:
         self.per_client[client] = self.per_client.get(client, 0) + 1
         self._open[writer] = ended = asyncio.Event()
         try:
+            if self.web is not None and not await self._secure(writer):
+                return
             await self._serve_connection(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             pass
@@ -295,6 +292,21 @@ class Server:
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _secure(self, writer: asyncio.StreamWriter) -> bool:
+        """TLS as the web config says (read again if it changed); False: close."""
+        assert self.web is not None
+        try:
+            settings = self.web.current()
+        except ZsnError:
+            return False  # logged when it broke; no handshake with a config not in force
+        if settings.tls is None:
+            return True
+        try:
+            await writer.start_tls(settings.tls, ssl_handshake_timeout=HEAD_SECONDS)
+        except (OSError, ssl.SSLError, TimeoutError):
+            return False  # e.g. plain HTTP sent to the TLS port
+        return self.web.client_allowed(settings, writer.get_extra_info("peercert"))
 
     async def _serve_connection(self, reader: asyncio.StreamReader,
                                 writer: asyncio.StreamWriter) -> None:
@@ -334,6 +346,39 @@ class Server:
                     dropped += len(chunk)
 
     async def respond(self, request: Request) -> Response:
+        if self.web is None:
+            return await self.route(request)
+        try:
+            settings = self.web.current()
+        except ZsnError:
+            return Response(500, b"the web config cannot be used; see the log\n")
+        response = await self._guarded(request, settings)
+        return response._replace(headers=response.headers + settings.headers)
+
+    async def _guarded(self, request: Request, settings: Settings) -> Response:
+        assert self.web is not None
+        if not self._take_token(settings.rate_limit):
+            return Response(429, b"too many requests\n")
+        if settings.users and not await asyncio.to_thread(
+                self.web.check_basic, settings, request.headers.get("authorization")):
+            return Response(401, b"unauthorized\n", headers=(("WWW-Authenticate", "Basic"),))
+        return await self.route(request)
+
+    def _take_token(self, limit: RateLimit) -> bool:
+        """The web config's token bucket: one request per `interval`, `burst` at once."""
+        if limit.interval <= 0:
+            return True
+        now = time.monotonic()
+        capacity = max(1, limit.burst)
+        tokens = capacity if self._tokens is None else self._tokens
+        self._tokens = min(capacity, tokens + (now - self._tokens_at) / limit.interval)
+        self._tokens_at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    async def route(self, request: Request) -> Response:
         if request.method not in ("GET", "HEAD"):
             return Response(405, b"only GET and HEAD\n", headers=(("Allow", "GET, HEAD"),))
         try:
@@ -386,6 +431,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="ADDR:PORT", default=DEFAULT_LISTEN,
                         help=f"where to listen (default {DEFAULT_LISTEN}); anything but "
                              "loopback needs --web-config")
+    parser.add_argument("--web-config", metavar="FILE",
+                        help="TLS, basic auth and a rate limit in the exporter-toolkit format "
+                             "(what Prometheus' own exporters read with --web.config.file)")
     parser.add_argument("--deadline", metavar="SECONDS", type=float, default=DEFAULT_DEADLINE,
                         help="how long a scrape waits for each section (default "
                              f"{DEFAULT_DEADLINE:g}; less when Prometheus' scrape timeout "
@@ -402,9 +450,15 @@ async def serve(host: Host, args: argparse.Namespace, *,
     """Serve until SIGTERM/SIGINT (or `stop` is set); `ready` gets the bound addresses."""
     address, port = parse_listen(args.listen)
     web = None
+    if args.web_config:
+        from zsn.webconfig import WebConfig
+
+        web = WebConfig.load(host, args.web_config)
     if not is_loopback(address):
-        raise ZsnError(f"listening on {args.listen} (not loopback) needs TLS and client "
-                       "authentication, which this zsn cannot do yet")
+        if web is None:
+            raise ZsnError(f"listening on {args.listen} (not loopback) needs --web-config "
+                           "FILE with TLS and client authentication")
+        web.require_remote_safe()
     exporter = Exporter(host, deadline=args.deadline, sections=args.sections)
     server_obj = Server(exporter, web)
     try:
@@ -421,7 +475,8 @@ async def serve(host: Host, args: argparse.Namespace, *,
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
     bound = [sock.getsockname()[:2] for sock in server.sockets]
-    log.info("%s: listening on %s", __version__, ", ".join(map(_describe, bound)))
+    log.info("%s: listening on %s%s", __version__, ", ".join(map(_describe, bound)),
+             " (TLS)" if web is not None and web.tls else "")
     if ready is not None:
         ready(bound)
     try:
@@ -440,26 +495,44 @@ def _describe(address: Any) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def main(argv: Sequence[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``zsn serve ...`` (the arguments after ``serve``)."""
     parser = argparse.ArgumentParser(
         prog="zsn serve",
         description="Serve every export section to Prometheus: GET /metrics (?collect[]=NAME "
-                    "for some), GET /export.json.")
+                    "for some), GET /export.json. Exit status: 0 stopped by SIGTERM or "
+                    "SIGINT; 1 cannot listen; 2 bad arguments or web config.")
     parser.add_argument("--root", default="/", metavar="DIR",
                         help="treat DIR as the system root (default /)")
     add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
     args = parser.parse_args(list(argv))
     if not 0.1 <= args.deadline <= 120:
         parser.error("--deadline must be between 0.1 and 120 seconds")
     if not 1 <= args.poll_interval <= 3600:
         parser.error("--poll-interval must be between 1 and 3600 seconds")
-    logging.basicConfig(level=logging.INFO, format="zsn serve: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SafeFormatter("zsn serve: %(message)s"))
+    logging.getLogger("zsn").addHandler(handler)
+    logging.getLogger("zsn").setLevel(logging.INFO)
     try:
         host = Host.at(args.root)
         asyncio.run(serve(host, args))
     except ZsnError as exc:
-        print(f"zsn serve: {exc}", file=sys.stderr)
+        print(f"zsn serve: {safe(str(exc))}", file=sys.stderr)
         return 1 if isinstance(exc, ListenError) else 2
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+class SafeFormatter(logging.Formatter):
+    """Log lines may carry outside text (names, daemon replies): through the one
+    terminal-safety function, as everything zsn prints."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(safe(line) for line in super().format(record).split("\n"))

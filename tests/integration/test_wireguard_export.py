@@ -74,11 +74,12 @@ def test_prometheus_export_has_counters_for_the_peer(wg_pair: WgPair) -> None:
     lines = result.stdout.splitlines()
     selector = f'interface="{wg_pair.ifnames[0]}",public_key="{wg_pair.public_keys[1]}"'
     received = [line for line in lines if line.startswith(
-        "zsn_wireguard_peer_receive_bytes_total{" + selector)]
+        "wireguard_received_bytes_total{" + selector)]
     assert len(received) == 1
-    assert f'name="{wg_pair.peer_name}"' in received[0]
+    assert f'allowed_ips="{wg_pair.tunnel_ips[1]}/32",friendly_name="{wg_pair.peer_name}"}}' \
+        in received[0]
     assert int(received[0].rsplit(" ", 1)[1]) > 0
-    assert "# TYPE zsn_wireguard_peer_transmit_bytes_total counter" in lines
+    assert "# TYPE wireguard_sent_bytes_total counter" in lines
 
 
 def test_a_stopped_daemon_is_reported_not_hidden(wg_pair: WgPair) -> None:

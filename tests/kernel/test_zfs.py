@@ -157,7 +157,8 @@ def test_a_dd_load_shows_per_vdev_write_rates(disks: Disks, write_load: None) ->
         vdev = next(v for v in pool["vdevs"] if v["name"] == leaf)
         assert vdev["io"]["write_ops_per_second"] > 0 and vdev["state"] == "ONLINE"
     metrics = zsn("--export", "zfs", "--format", "prometheus").stdout
-    assert f'zsn_zfs_pool_health{{pool="{TANK}",state="ONLINE"}} 1' in metrics
+    assert f'zsn_zfs_pool_state{{pool="{TANK}",state="online"}} 1' in metrics
+    assert f'zfs_pool_health{{pool="{TANK}"}} 0' in metrics
     assert f'zsn_zfs_vdev_write_ops_per_second{{pool="{TANK}",vdev="{leaves[0]}"}}' in metrics
 
 

@@ -1,8 +1,12 @@
-"""A throw-away PKI for OpenVPN labs, made with `cryptography` (CA, server, client)."""
+"""A throw-away PKI for the labs (OpenVPN, the exporter's TLS), made with `cryptography`:
+a CA, a server and a client certificate, each with the subject alternative names asked
+for (IP addresses or DNS names)."""
 
 from __future__ import annotations
 
 import datetime
+import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -38,13 +42,20 @@ def _key_usage(*, ca: bool) -> x509.KeyUsage:
         encipher_only=False, decipher_only=False)
 
 
+def _alternative_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
 def _issue(
     ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, common_name: str,
-    usage: x509.ObjectIdentifier,
+    usage: x509.ObjectIdentifier, names: Sequence[str] = (),
 ) -> tuple[str, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(_name(common_name)).issuer_name(ca_name)
         .public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -53,12 +64,16 @@ def _issue(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .sign(ca_key, hashes.SHA256())
     )
+    if names:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([_alternative_name(name) for name in names]),
+            critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
     return cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key)
 
 
-def make_pki() -> Pki:
+def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = ()) -> Pki:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("zov-lab-ca")
     now = datetime.datetime.now(datetime.UTC)
@@ -72,8 +87,10 @@ def make_pki() -> Pki:
         .add_extension(_key_usage(ca=True), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
-    server_cert, server_key = _issue(ca_key, ca_name, "zov-server", ExtendedKeyUsageOID.SERVER_AUTH)
-    client_cert, client_key = _issue(ca_key, ca_name, "zov-client", ExtendedKeyUsageOID.CLIENT_AUTH)
+    server_cert, server_key = _issue(ca_key, ca_name, "zov-server",
+                                     ExtendedKeyUsageOID.SERVER_AUTH, server_names)
+    client_cert, client_key = _issue(ca_key, ca_name, "zov-client",
+                                     ExtendedKeyUsageOID.CLIENT_AUTH, client_names)
     return Pki(ca.public_bytes(serialization.Encoding.PEM).decode(),
                server_cert, server_key, client_cert, client_key)
 

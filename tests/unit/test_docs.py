@@ -17,7 +17,7 @@ import pytest
 from textual.binding import Binding
 from textual.screen import Screen
 
-from zsn import cli, export
+from zsn import cli, export, serve
 from zsn.domains import Domain, domains, load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -156,6 +156,10 @@ def _parse(argv: list[str]) -> str | None:
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+            command = cli.command_word(argv)
+            if command is not None and command[0] == "serve":
+                serve.build_parser().parse_args(command[1])
+                return None
             named = cli.command_group_of(argv)
             if named is not None:
                 group, rest = named
@@ -168,14 +172,24 @@ def _parse(argv: list[str]) -> str | None:
     unknown = [name for name in args.sections if name not in sections and not name.isupper()]
     if unknown:
         return f"no section {unknown}"
-    if not args.export and (args.sections or args.include_secrets or args.format != "json"):
-        return "SECTION, --format and --include-secrets only apply with --export"
+    if not args.export and (args.sections or args.include_secrets or args.format != "json"
+                            or args.textfile):
+        return "SECTION, --format, --include-secrets and --textfile only apply with --export"
     return None
 
 
 def _named_command(argv: list[str]) -> str | None:
     """For a mention or a synopsis: why the group and sub-command it names do not exist."""
     named = cli.command_group_of(argv)
+    command = cli.command_word(argv)
+    if named is None and command is not None and command[0] == "serve":
+        options = {option for action in serve.build_parser()._actions
+                   for option in action.option_strings}
+        sections = {domain.name for domain in domains()}
+        unknown = [word for word in command[1] if word.startswith("-") and word not in options
+                   or word.islower() and word.isalpha() and word not in sections
+                   and not _is_value(command[1], word)]
+        return f"unknown {unknown}" if unknown else None
     if named is None:
         # A synopsis of the UI or the export: its options and sections exist.
         options = {option for action in cli.build_parser()._actions
@@ -368,7 +382,8 @@ def test_the_metrics_table_is_every_metric_zsn_writes() -> None:
                for family in load(domain.export).prometheus({})}
     text = export.to_prometheus(export.ExportResult({d.name: {} for d in domains()}, []))
     written |= dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    rows = re.findall(r"^\| `(zsn_\w+)` \| (\w+) \|", _text(DOCS / "metrics.md"), re.MULTILINE)
+    rows = re.findall(r"^\| `((?:zsn|wireguard|zfs)_\w+)` \| (\w+) \|",
+                      _text(DOCS / "metrics.md"), re.MULTILINE)
     documented = dict(rows)
     assert len(rows) == len(documented), "a metric listed twice"
     assert documented == written

@@ -197,7 +197,8 @@ def test_a_new_domain_is_one_package_and_one_registry_line(
     assert json.loads(capsys.readouterr().out)["demo"] == {"greetings": ["alice"]}
     assert cli.main(["--root", root, "--export", "--format", "prometheus"]) == 0
     metrics = capsys.readouterr().out
-    assert "zsn_demo_greetings 1" in metrics and 'zsn_export_errors{section="demo"} 0' in metrics
+    assert "zsn_demo_greetings 1" in metrics
+    assert 'zsn_collector_success{collector="demo"} 1' in metrics
 
 
 async def test_a_new_domain_gets_its_tab_and_number_key(demo_domain: Path) -> None:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.schema import check_export
 from zsn import export
 from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
@@ -38,6 +39,7 @@ def test_export_never_imports_textual_or_rich(tmp_path: Path) -> None:
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "LEAKED []" in result.stderr
+    check_export(json.loads(result.stdout))
     assert json.loads(result.stdout)["wireguard"] == {"interfaces": [], "findings": []}
     assert json.loads(result.stdout)["openvpn"] == {"connections": [], "findings": []}
 
@@ -91,18 +93,22 @@ def test_prometheus_text_parses_with_the_reference_parser() -> None:
         "name": "wg0", "implementation": "kernel", "public_key": "K=", "listen_port": 51820,
         "peers": [
             {"name": 'say "hi"\\ there', "public_key": "P1=", "latest_handshake": 1700000000,
-             "rx_bytes": 10, "tx_bytes": 20, "persistent_keepalive": 25},
-            {"name": None, "public_key": "P2=", "latest_handshake": None,
-             "rx_bytes": 0, "tx_bytes": 0, "persistent_keepalive": None},
+             "rx_bytes": 10, "tx_bytes": 20, "persistent_keepalive": 25, "allowed_ips": []},
+            {"name": None, "public_key": "P2=", "latest_handshake": None, "rx_bytes": 0,
+             "tx_bytes": 0, "persistent_keepalive": None,
+             "allowed_ips": ["10.0.0.2/32", "fd00::2/128"]},
         ]}]}
     text = render(wireguard_metrics(data))
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    received = families["zsn_wireguard_peer_receive_bytes"]
+    received = families["wireguard_received_bytes"]
     assert received.type == "counter"
-    first = received.samples[0]
-    assert first.labels == {"interface": "wg0", "public_key": "P1=", "name": 'say "hi"\\ there'}
+    first, second = received.samples
+    assert first.labels == {"interface": "wg0", "public_key": "P1=", "allowed_ips": "(none)",
+                            "friendly_name": 'say "hi"\\ there'}
     assert first.value == 10
-    handshakes = families["zsn_wireguard_peer_latest_handshake_seconds"].samples
+    assert second.labels["allowed_ips"] == "10.0.0.2/32,fd00::2/128"  # as wg show dump
+    assert "friendly_name" not in second.labels  # as prometheus_wireguard_exporter
+    handshakes = families["wireguard_latest_handshake_seconds"].samples
     assert [s.value for s in handshakes] == [1700000000, 0]
 
 
@@ -170,3 +176,35 @@ def test_a_poller_gives_what_collect_gives(tmp_path: Path) -> None:
         finally:
             poller.close()
         assert first == again == provider.collect(host), domain.name
+        check_export({"zsn": {"version": "0", "schema": 1}, "host": {"hostname": "h", "time": 0},
+                      domain.name: first})
+
+
+def test_textfile_is_replaced_atomically_for_node_exporter(tmp_path: Path) -> None:
+    (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)
+    out = tmp_path / "var" / "lib" / "prometheus" / "node-exporter"
+    out.mkdir(parents=True)
+    (out / "zsn.prom").write_text("old\n")
+    result = zsn("--root", str(tmp_path), "--export", "wireguard", "--format", "prometheus",
+                 "--textfile", "/var/lib/prometheus/node-exporter/zsn.prom")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    text = (out / "zsn.prom").read_text()
+    assert 'zsn_collector_success{collector="wireguard"} 1' in text
+    assert (out / "zsn.prom").stat().st_mode & 0o777 == 0o644  # node_exporter reads it
+    assert [p.name for p in out.iterdir()] == ["zsn.prom"]  # no temporary file left
+
+
+@pytest.mark.parametrize(("args", "status", "message"), [
+    (["--textfile", "/x/zsn.txt"], 2, "NAME.prom"),
+    (["--format", "json", "--textfile", "/x/zsn.prom"], 2, "needs --format prometheus"),
+    (["--format", "prometheus", "--textfile", "/nowhere/zsn.prom"], 1, "does not exist"),
+])
+def test_textfile_mistakes_are_refused(tmp_path: Path, args: list[str], status: int,
+                                        message: str) -> None:
+    argv = ["--root", str(tmp_path), "--export", *args]
+    if "--format" not in args:
+        argv += ["--format", "prometheus"]
+    result = zsn(*argv)
+    assert result.returncode == status
+    assert message in result.stderr.strip().splitlines()[-1]

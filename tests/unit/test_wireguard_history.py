@@ -444,8 +444,8 @@ def test_the_export_has_each_peers_history_and_prometheus_whether_connected(
     text = prometheus.render(export.prometheus(data))
     assert 'zsn_wireguard_peer_connected{interface="zcaphs1"' in text
     # Prometheus keeps the live counters: the device's, not the history's totals.
-    assert f"zsn_wireguard_peer_receive_bytes_total{{interface=\"zcaphs1\",public_key=\"" \
-           f"{CLIENT}\",name=\"phone\"}} 3560" in text
+    assert f"wireguard_received_bytes_total{{interface=\"zcaphs1\",public_key=\"" \
+           f"{CLIENT}\",allowed_ips=\"10.78.0.2/32\",friendly_name=\"phone\"}} 3560" in text
 
 
 def test_the_export_reads_the_store_but_never_writes_it(

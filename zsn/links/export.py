@@ -185,6 +185,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                         "1 per link; labels kind, master (bond or bridge), parent (VLAN).")
     up = MetricFamily("zsn_link_up", "gauge", "1 when the link is up with carrier.")
     mtu = MetricFamily("zsn_link_mtu_bytes", "gauge", "The link's MTU.")
+    speed = MetricFamily("zsn_link_speed_bytes_per_second", "gauge",
+                         "Negotiated speed (hardware links and bonds that report one).")
     counters = {
         "rx_bytes": MetricFamily("zsn_link_receive_bytes_total", "counter", "Bytes received."),
         "tx_bytes": MetricFamily("zsn_link_transmit_bytes_total", "counter", "Bytes sent."),
@@ -214,6 +216,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                   "parent": interface["parent"] or ""}, 1)
         up.add(labels, int(interface["state"] in ("up", "unknown")))
         mtu.add(labels, interface["mtu"])
+        if interface["speed_mbps"]:
+            speed.add(labels, interface["speed_mbps"] * 125_000)
         for key, family in counters.items():
             if interface["counters"] is not None:
                 family.add(labels, interface["counters"][key])
@@ -228,4 +232,4 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             failures.add(member_labels, member.get("link_failure_count") or 0)
     for severity, count in count_by_severity(data.get("findings", ())).items():
         findings.add({"severity": severity}, count)
-    return [info, up, mtu, *counters.values(), member_up, failures, partner, findings]
+    return [info, up, mtu, speed, *counters.values(), member_up, failures, partner, findings]

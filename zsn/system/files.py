@@ -235,6 +235,19 @@ def write_atomic(
     _write_replace(path, data, final_mode, current)
 
 
+def publish(path: Path, content: str | bytes, *, mode: int = 0o644) -> None:
+    """Replace `path` with `content` atomically, whatever it held: for output zsn owns
+    and rewrites on every run (the textfile collector's ``.prom`` file), never for a
+    config someone edits (`write_atomic`). A reader sees the old file or the new one,
+    never part of one; the temporary file's name does not end like `path`'s, so a
+    collector reading ``*.prom`` never picks it up."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    if not path.parent.is_dir():
+        raise ZsnError(f"{path.parent}: directory does not exist")
+    clean_stale_temps(path.parent)
+    _write_replace(path, data, mode, None)
+
+
 def _temp_name(path: Path) -> Path:
     # os.urandom is what `secrets.token_hex` reads; the `secrets` module itself would
     # load hmac and OpenSSL's hashes (~4 ms) into every start-up that imports files.

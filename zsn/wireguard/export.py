@@ -142,22 +142,30 @@ class Poller:
         pass
 
 
+def peer_labels(interface: str, peer: dict[str, Any]) -> dict[str, str]:
+    """prometheus_wireguard_exporter's labels, in its order: a dashboard made for it
+    works unchanged. `allowed_ips` as ``wg show dump`` prints them; `friendly_name`
+    (the peer's name comment, whatever its style) only for a peer that has one."""
+    labels = {"interface": interface, "public_key": peer["public_key"],
+              "allowed_ips": ",".join(peer["allowed_ips"]) or "(none)"}
+    if peer["name"]:
+        labels["friendly_name"] = peer["name"]
+    return labels
+
+
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
+    # The three peer families are prometheus_wireguard_exporter's, names, help and
+    # labels alike (see docs/metrics.md); the others are zsn's own.
+    sent = MetricFamily("wireguard_sent_bytes_total", "counter", "Bytes sent to the peer")
+    received = MetricFamily("wireguard_received_bytes_total", "counter",
+                            "Bytes received from the peer")
+    handshake = MetricFamily("wireguard_latest_handshake_seconds", "gauge",
+                             "UNIX timestamp seconds of the last handshake")
     info = MetricFamily(
         "zsn_wireguard_interface_info", "gauge",
         "WireGuard interface (value 1); labels carry its implementation and public key.",
     )
     peer_count = MetricFamily("zsn_wireguard_interface_peers", "gauge", "Peers on the interface.")
-    handshake = MetricFamily(
-        "zsn_wireguard_peer_latest_handshake_seconds", "gauge",
-        "Unix time of the peer's latest handshake; 0 means never.",
-    )
-    received = MetricFamily(
-        "zsn_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."
-    )
-    sent = MetricFamily(
-        "zsn_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."
-    )
     keepalive = MetricFamily(
         "zsn_wireguard_peer_persistent_keepalive_seconds", "gauge",
         "Persistent keepalive interval; 0 means off.",
@@ -174,12 +182,11 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                   "listen_port": str(interface["listen_port"] or "")}, 1)
         peer_count.add({"interface": name}, len(interface["peers"]))
         for peer in interface["peers"]:
-            labels = {"interface": name, "public_key": peer["public_key"],
-                      "name": peer["name"] or ""}
-            handshake.add(labels, peer["latest_handshake"] or 0)
-            received.add(labels, peer["rx_bytes"])
+            labels = peer_labels(name, peer)
             sent.add(labels, peer["tx_bytes"])
+            received.add(labels, peer["rx_bytes"])
+            handshake.add(labels, peer["latest_handshake"] or 0)
             keepalive.add(labels, peer["persistent_keepalive"] or 0)
             if peer.get("history"):
                 connected.add(labels, 1 if peer["history"]["connected"] else 0)
-    return [info, peer_count, handshake, received, sent, keepalive, connected]
+    return [sent, received, handshake, info, peer_count, keepalive, connected]

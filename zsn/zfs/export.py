@@ -254,31 +254,50 @@ class Poller:
         self._stop()
 
 
+HEALTH_CODES = {"ONLINE": 0, "DEGRADED": 1, "FAULTED": 2, "OFFLINE": 3, "UNAVAIL": 4,
+                "REMOVED": 5, "SUSPENDED": 6}
+"""zfs_exporter's `zfs_pool_health` values (pdf/zfs_exporter, collector/transform.go)."""
+
+
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     from zsn.lint import count_by_severity
 
-    health = MetricFamily("zsn_zfs_pool_health", "gauge",
-                          "1 for the pool's current health (label state), 0 for the others.")
-    sizes = {key: MetricFamily(f"zsn_zfs_pool_{key}_bytes", "gauge", f"Pool {key} in bytes.")
-             for key in ("size", "allocated", "free")}
-    fragmentation = MetricFamily("zsn_zfs_pool_fragmentation_percent", "gauge",
-                                 "Free-space fragmentation of the pool.")
+    # The zfs_pool_* families are zfs_exporter's (pool collector), names and label
+    # alike, so its dashboards keep working; the state one-hot has node_exporter's
+    # node_zfs_zpool_state shape under zsn's name (see docs/metrics.md).
+    health = MetricFamily("zfs_pool_health", "gauge",
+                          "Health status code for the pool [0: ONLINE, 1: DEGRADED, "
+                          "2: FAULTED, 3: OFFLINE, 4: UNAVAIL, 5: REMOVED, 6: SUSPENDED].")
+    sizes = {key: MetricFamily(f"zfs_pool_{name}_bytes", "gauge", text) for key, name, text in (
+        ("size", "size", "Total size of the storage pool."),
+        ("allocated", "allocated", "Amount of storage space used within the pool."),
+        ("free", "free", "The amount of free space available in the pool."))}
+    ratios = {key: MetricFamily(f"zfs_pool_{name}_ratio", "gauge", text) for key, name, text in (
+        ("fragmentation", "fragmentation",
+         "The fragmentation ratio of the pool (free space, 0-1)."),
+        ("capacity", "capacity", "Ratio of pool space used (0-1)."))}
+    dedup = MetricFamily("zfs_pool_deduplication_ratio", "gauge",
+                         "The ratio of deduplicated size vs undeduplicated size for data in "
+                         "this pool (as zfs_exporter: 1 / dedupratio).")
+    state = MetricFamily("zsn_zfs_pool_state", "gauge",
+                         "1 for the pool's current state (label state), 0 for the others.")
     data_errors = MetricFamily("zsn_zfs_pool_data_errors", "gauge",
                                "Files or blocks with permanent errors.")
     vdev_state = MetricFamily("zsn_zfs_vdev_state", "gauge",
                               "1, labelled with the vdev's current state.")
-    vdev_errors = MetricFamily("zsn_zfs_vdev_errors", "gauge",
-                               "Read, write and checksum errors since the last clear.")
+    vdev_errors = MetricFamily("zsn_zfs_vdev_errors_total", "counter",
+                               "Read, write and checksum errors since the last zpool clear.")
     rates = {
         key: MetricFamily(f"zsn_zfs_vdev_{key}_per_second", "gauge",
-                          f"{key.replace('_', ' ').capitalize()} per second, averaged since "
-                          "the pool was imported (vdev=POOL for the whole pool).")
+                          f"{key.replace('_', ' ').capitalize()} per second (zsn serve: over "
+                          "the last iostat interval; an export: since the pool was imported; "
+                          "vdev=POOL for the whole pool).")
         for key in ("read_ops", "write_ops", "read_bytes", "write_bytes")}
     scan_active = MetricFamily("zsn_zfs_scan_active", "gauge",
                                "1 while a scrub or resilver runs (label function), else 0.")
-    scan_percent = MetricFamily("zsn_zfs_scan_progress_percent", "gauge",
-                                "Progress of the running or paused scrub or resilver.")
-    last_scrub = MetricFamily("zsn_zfs_scrub_last_finished_seconds", "gauge",
+    scan_progress = MetricFamily("zsn_zfs_scan_progress_ratio", "gauge",
+                                 "Progress of the running or paused scrub or resilver (0-1).")
+    last_scrub = MetricFamily("zsn_zfs_pool_last_scrub_timestamp_seconds", "gauge",
                               "Unix time the last scrub finished (absent: none recorded).")
     dataset_counters = {
         key: MetricFamily(f"zsn_zfs_dataset_{key}_total", "counter",
@@ -288,13 +307,18 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     for pool in data.get("pools", ()):
         name = pool["name"]
         labels = {"pool": name}
-        for state in POOL_STATES:
-            health.add({**labels, "state": state}, int(pool["health"] == state))
+        if pool["health"] in HEALTH_CODES:
+            health.add(labels, HEALTH_CODES[pool["health"]])
+        for value in POOL_STATES:
+            state.add({**labels, "state": value.lower()}, int(pool["health"] == value))
         for key, family in sizes.items():
             if pool.get(key) is not None:
                 family.add(labels, pool[key])
-        if pool.get("fragmentation") is not None:
-            fragmentation.add(labels, pool["fragmentation"])
+        for key, family in ratios.items():
+            if pool.get(key) is not None:
+                family.add(labels, pool[key] / 100)
+        if pool.get("dedup_ratio"):
+            dedup.add(labels, 1 / pool["dedup_ratio"])
         data_errors.add(labels, pool["data_errors"])
         io_rows = [(name, pool.get("io"))] + [(v["name"], v.get("io")) for v in pool["vdevs"]]
         for vdev, io in io_rows:
@@ -312,7 +336,7 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             running = bool(scan) and scan["function"] == function and scan["state"] == "scanning"
             scan_active.add({**labels, "function": function}, int(running))
         if scan and scan["state"] in ("scanning", "paused") and scan["percent"] is not None:
-            scan_percent.add({**labels, "function": scan["function"]}, scan["percent"])
+            scan_progress.add({**labels, "function": scan["function"]}, scan["percent"] / 100)
         if pool.get("last_scrub"):
             last_scrub.add(labels, pool["last_scrub"])
     for dataset in data.get("datasets", ()):
@@ -323,6 +347,6 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                 family.add(dlabels, counters[key])
     for severity, count in count_by_severity(data.get("findings", ())).items():
         findings.add({"severity": severity}, count)
-    return [health, *sizes.values(), fragmentation, data_errors, vdev_state, vdev_errors,
-            *rates.values(), scan_active, scan_percent, last_scrub,
+    return [health, *sizes.values(), *ratios.values(), dedup, state, data_errors, vdev_state,
+            vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.schema import check_export
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
 from zsn import export as zsn_export
 from zsn.links import bonding
@@ -99,7 +99,7 @@ def test_json_carries_stack_members_counters_and_rates(exported: dict) -> None: 
     assert links["lo"]["rates"]["rx_bytes_per_second"] > 0  # 250 B in the short window
     assert exported["links"]["config"]["owner"] == "none"
     assert {f["id"] for f in exported["links"]["findings"]} >= {"LINK001", "LINK006"}
-    json.dumps(exported)
+    check_export(exported)
 
 
 def test_prometheus_text_parses_and_has_member_gauges(exported: dict) -> None:  # type: ignore[type-arg]

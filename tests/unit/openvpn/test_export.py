@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 
+from tests.schema import check_export
 from zsn import export
 from zsn.openvpn import export as ovpn_export
 from zsn.openvpn.connections import config_path
@@ -17,6 +18,7 @@ def test_export_without_a_bus_reports_errors_and_no_secrets(root: Host) -> None:
     result = export.collect(root, ["openvpn"], include_secrets=True)
     text = export.to_json(result)
     assert "TOPSECRET" not in text
+    check_export(json.loads(text))
     (conn,) = json.loads(text)["openvpn"]["connections"]
     assert conn["unit"] == "openvpn-client@office.service"
     assert conn["remotes"] == [{"host": "vpn.example.net", "port": "1194", "proto": "tcp"}]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.schema import check_export
 from tests.unit.wlan.conftest import fixture_text, make_root
 from zsn import cli
 from zsn.lint import Finding
@@ -113,6 +114,7 @@ def test_export_has_no_secret_unless_asked(tmp_path: Path, wifi: Callable[..., i
     assert cli.main(["--root", str(root), "--export", "wlan"]) == 0
     out = capsys.readouterr().out
     assert PASSPHRASE not in out and psk not in out
+    check_export(json.loads(out))
     data = json.loads(out)["wlan"]
     (wlan0,) = data["interfaces"]
     assert (wlan0["name"], wlan0["backend"], wlan0["connected"], wlan0["mac"],
@@ -122,8 +124,9 @@ def test_export_has_no_secret_unless_asked(tmp_path: Path, wifi: Callable[..., i
             data["profiles"]] == [("home-wpa2", "WPA2", True, False),
                                   ("office-sae", "WPA2/WPA3", False, False)]
     assert cli.main(["--root", str(root), "--export", "wlan", "--include-secrets"]) == 0
-    secrets = {p["ssid"]: p["secret"] for p in json.loads(capsys.readouterr().out)["wlan"][
-        "profiles"]}
+    with_secrets = json.loads(capsys.readouterr().out)
+    check_export(with_secrets)
+    secrets = {p["ssid"]: p["secret"] for p in with_secrets["wlan"]["profiles"]}
     assert secrets == {"home-wpa2": {"psk": psk}, "office-sae": {"passphrase": PASSPHRASE}}
     assert cli.main(["--root", str(root), "--export", "wlan", "--format", "prometheus"]) == 0
     metrics = capsys.readouterr().out

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.schema import check_export
 from tests.unit.zfs.conftest import LAB, VM, FakeZfs, read
 
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
@@ -75,6 +76,7 @@ def test_without_the_module(fake_zfs: FakeZfs) -> None:
     assert exported.returncode == 0 and "zfs" not in json.loads(exported.stdout)
     named = zsn(fake_zfs, "--export", "zfs")
     assert named.returncode == 0
+    check_export(json.loads(named.stdout))
     section = json.loads(named.stdout)["zfs"]
     assert section["available"] is False and "not loaded" in section["reason"]
     assert "errors" not in section
@@ -193,6 +195,7 @@ def test_export_section(fake_zfs: FakeZfs) -> None:
     export_fakes(fake_zfs)
     result = zsn(fake_zfs, "--export", "zfs")
     assert result.returncode == 0, result.stderr
+    check_export(json.loads(result.stdout))
     section = json.loads(result.stdout)["zfs"]
     assert section["available"] is True and section["version"] == "2.1.11-1+deb12u1"
     full = section["pools"][0]
@@ -233,16 +236,18 @@ def test_prometheus_metrics_parse(fake_zfs: FakeZfs) -> None:
     result = zsn(fake_zfs, "--export", "zfs", "--format", "prometheus")
     assert result.returncode == 0, result.stderr
     families = {f.name: f for f in text_string_to_metric_families(result.stdout)}
-    health = {(s.labels["pool"], s.labels["state"]): s.value
-              for s in families["zsn_zfs_pool_health"].samples}
-    assert health[("full", "ONLINE")] == 1 and health[("full", "DEGRADED")] == 0
+    state = {(s.labels["pool"], s.labels["state"]): s.value
+             for s in families["zsn_zfs_pool_state"].samples}
+    assert state[("full", "online")] == 1 and state[("full", "degraded")] == 0
+    assert {s.labels["pool"]: s.value for s in families["zfs_pool_health"].samples}["full"] == 0
     writes = {s.labels["vdev"]: s.value
               for s in families["zsn_zfs_vdev_write_ops_per_second"].samples}
     assert writes["full"] == 3015 and writes["/run/vdev/b"] == 274
-    errors = families["zsn_zfs_vdev_errors"].samples
+    errors = families["zsn_zfs_vdev_errors"].samples  # the parser drops "_total"
     assert {s.labels["type"] for s in errors} == {"read", "write", "checksum"}
     assert families["zsn_zfs_scan_active"].samples[0].value == 0
-    assert families["zsn_export_errors"].samples[-1].labels == {"section": "zfs"}
+    success = families["zsn_collector_success"].samples
+    assert [(s.labels, s.value) for s in success] == [({"collector": "zfs"}, 1)]
 
 
 def test_export_of_something_unreadable_is_exit_2(fake_zfs: FakeZfs) -> None:

@@ -1,0 +1,242 @@
+"""`zsn serve --web-config`: the exporter-toolkit file read as Prometheus' exporters read
+it (checked against promtool's own validator), TLS, basic auth with bcrypt, changes
+taken at once, and what is refused rather than weakened."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import bcrypt
+import pytest
+
+from tests.lab.pki import Pki, make_pki
+from tests.lab.serving import running
+from tests.needs import needs_tools
+from zsn.errors import ZsnError
+from zsn.system.host import Host
+from zsn.webconfig import WebConfig, duration_seconds
+
+PASSWORD = "correct horse"
+# Cost 4 keeps the suite fast; the server treats every cost alike.
+HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
+
+
+@pytest.fixture(scope="module")
+def pki() -> Pki:
+    return make_pki(server_names=["127.0.0.1", "localhost"], client_names=["scraper.lab"])
+
+
+def write_tls(directory: Path, pki: Pki) -> None:
+    (directory / "zsn.crt").write_text(pki.server_cert)
+    (directory / "zsn.key").write_text(pki.server_key)
+    (directory / "ca.crt").write_text(pki.ca_cert)
+    (directory / "client.crt").write_text(pki.client_cert)
+    (directory / "client.key").write_text(pki.client_key)
+
+
+def config(directory: Path, text: str) -> Path:
+    path = directory / "web.yml"
+    path.write_text(text)
+    return path
+
+
+VALID = f"""
+tls_server_config:
+  cert_file: zsn.crt
+  key_file: zsn.key
+  min_version: TLS12
+http_server_config:
+  headers:
+    X-Content-Type-Options: nosniff
+    X-Frame-Options: deny
+basic_auth_users:
+  prometheus: "{HASH}"
+"""
+
+INVALID = {
+    "unknown key": "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+                   "  colour: blue\n",
+    "header not allowed": "http_server_config:\n  headers:\n    Server: zsn\n",
+    "header value": "http_server_config:\n  headers:\n    X-Frame-Options: always\n",
+    "client auth type": "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+                        "  client_auth_type: Sometimes\n",
+    "CA without client auth": "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+                              "  client_ca_file: ca.crt\n",
+    "key without cert": "tls_server_config:\n  key_file: zsn.key\n",
+    "TLS version": "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+                   "  min_version: TLS99\n",
+    "missing cert file": "tls_server_config:\n  cert_file: nope.crt\n  key_file: zsn.key\n",
+    "cipher": "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+              "  cipher_suites: [TLS_RSA_WITH_NOTHING]\n",
+}
+
+
+def test_zsn_and_promtool_agree_on_what_a_web_config_is(tmp_path: Path, pki: Pki) -> None:
+    needs_tools("promtool")
+    write_tls(tmp_path, pki)
+
+    def promtool_accepts(path: Path) -> bool:
+        result = subprocess.run(["promtool", "check", "web-config", str(path)],
+                                capture_output=True, text=True, timeout=60, check=False)
+        return result.returncode == 0
+
+    path = config(tmp_path, VALID)
+    assert promtool_accepts(path)
+    WebConfig.load(Host(), str(path))
+    for case, text in INVALID.items():
+        path = config(tmp_path, text)
+        assert not promtool_accepts(path), case
+        with pytest.raises(ZsnError):
+            WebConfig.load(Host(), str(path))
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+     "  client_auth_type: RequireAnyClientCert\n  client_ca_file: ca.crt\n",
+     "never asks for a client certificate it does not verify"),
+    ("tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+     "  curve_preferences: [X25519, CurveP256]\n", "one NIST curve"),
+    ("basic_auth_users:\n  prometheus: secret\n", "is not a bcrypt hash"),
+])
+def test_what_python_cannot_honour_is_refused_not_weakened(
+        tmp_path: Path, pki: Pki, text: str, reason: str) -> None:
+    write_tls(tmp_path, pki)
+    with pytest.raises(ZsnError, match=reason):
+        WebConfig.load(Host(), str(config(tmp_path, text)))
+
+
+def test_go_durations() -> None:
+    assert duration_seconds("1m30s", "x") == 90
+    assert duration_seconds("250ms", "x") == 0.25
+    assert duration_seconds(0, "x") == 0
+    for bad in ("1 s", "s", "1d", "", 5):
+        with pytest.raises(ZsnError):
+            duration_seconds(bad, "x")
+
+
+def https(port: int, path: str = "/metrics", *, user: str | None = "prometheus",
+          password: str = PASSWORD, ca: str, cert: tuple[Path, Path] | None = None
+          ) -> tuple[int, dict[str, str], str]:
+    context = ssl.create_default_context(cadata=ca)
+    if cert is not None:
+        context.load_cert_chain(str(cert[0]), str(cert[1]))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=20)
+    headers = {}
+    if user is not None:
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    try:
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read().decode()
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def served(fake_sections: dict[str, ModuleType], tmp_path: Path, pki: Pki
+           ) -> Iterator[tuple[int, Path]]:
+    fake_sections["slow"].release.set()
+    write_tls(tmp_path, pki)
+    path = config(tmp_path, VALID)
+    with running(tmp_path, "--web-config", "/web.yml", "steady") as server:
+        yield server.port, path
+
+
+def test_tls_and_basic_auth(served: tuple[int, Path], pki: Pki) -> None:
+    port, _ = served
+    status, headers, body = https(port, ca=pki.ca_cert)
+    assert status == 200 and "zsn_steady_value" in body
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["X-Frame-Options"] == "deny"
+    for user, password in (("prometheus", "wrong"), ("nobody", PASSWORD), (None, "")):
+        status, headers, body = https(port, user=user, password=password, ca=pki.ca_cert)
+        assert status == 401, (user, password)
+        assert headers["WWW-Authenticate"] == "Basic"
+        assert "zsn_" not in body
+    # plain HTTP to the TLS port: no answer but the end of the connection
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        with contextlib.suppress(ConnectionResetError):
+            assert b"zsn_" not in sock.recv(65536)
+
+
+def test_a_changed_config_takes_effect_at_once(served: tuple[int, Path], pki: Pki) -> None:
+    port, path = served
+    assert https(port, ca=pki.ca_cert)[0] == 200
+    other = bcrypt.hashpw(b"new password", bcrypt.gensalt(4)).decode()
+    path.write_text(VALID.replace(HASH, other) + "\n")
+    assert https(port, ca=pki.ca_cert)[0] == 401
+    assert https(port, password="new password", ca=pki.ca_cert)[0] == 200
+    # broken: nothing is served with the old settings (no TLS handshake either)
+    path.write_text(VALID + "colour: blue\n")
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        https(port, password="new password", ca=pki.ca_cert)
+    path.write_text(VALID)
+    assert https(port, ca=pki.ca_cert)[0] == 200
+
+
+def test_client_certificates_and_their_names(fake_sections: dict[str, ModuleType],
+                                             tmp_path: Path, pki: Pki) -> None:
+    write_tls(tmp_path, pki)
+    client = (tmp_path / "client.crt", tmp_path / "client.key")
+    path = config(tmp_path, "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
+                  "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+                  "  client_allowed_sans: [scraper.lab]\n")
+    WebConfig.load(Host(), str(path)).require_remote_safe()  # verified clients suffice
+    with running(tmp_path, "--web-config", "/web.yml", "steady") as server:
+        assert https(server.port, user=None, ca=pki.ca_cert, cert=client)[0] == 200
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            https(server.port, user=None, ca=pki.ca_cert)
+        path.write_text(path.read_text().replace("scraper.lab", "other.lab"))
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError, http.client.HTTPException)):
+            https(server.port, user=None, ca=pki.ca_cert, cert=client)
+
+
+def test_the_rate_limit(fake_sections: dict[str, ModuleType], tmp_path: Path,
+                        pki: Pki) -> None:
+    config(tmp_path, "rate_limit:\n  interval: 1h\n  burst: 2\n")
+    with running(tmp_path, "--web-config", "/web.yml", "steady") as server:
+        statuses = [server.get("/metrics")[0] for _ in range(4)]
+    assert statuses == [200, 200, 429, 429]
+
+
+def test_beyond_loopback_needs_tls_and_client_authentication(tmp_path: Path, pki: Pki) -> None:
+    write_tls(tmp_path, pki)
+    no_tls = config(tmp_path, f'basic_auth_users:\n  prometheus: "{HASH}"\n')
+    with pytest.raises(ZsnError, match="needs TLS"):
+        WebConfig.load(Host(), str(no_tls)).require_remote_safe()
+    no_auth = config(tmp_path, "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n")
+    with pytest.raises(ZsnError, match="needs client authentication"):
+        WebConfig.load(Host(), str(no_auth)).require_remote_safe()
+    WebConfig.load(Host(), str(config(tmp_path, VALID))).require_remote_safe()
+
+
+def test_checks_are_cached_and_unknown_users_cost_the_same(tmp_path: Path, pki: Pki) -> None:
+    """bcrypt runs once per (user, hash, password); an unknown user is checked against a
+    hash too, so timing does not tell which users exist."""
+    slow_hash = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(12)).decode()
+    path = config(tmp_path, f'basic_auth_users:\n  prometheus: "{slow_hash}"\n')
+    web = WebConfig.load(Host(), str(path))
+    settings = web.current()
+
+    def timed(user: str, password: str) -> tuple[bool, float]:
+        header = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        started = time.perf_counter()
+        return web.check_basic(settings, header), time.perf_counter() - started
+
+    ok, first = timed("prometheus", PASSWORD)
+    again_ok, again = timed("prometheus", PASSWORD)
+    assert ok and again_ok and again < first / 10
+    unknown_ok, unknown = timed("nobody", PASSWORD)
+    assert not unknown_ok and unknown > first / 20  # a bcrypt check was made
+    assert not web.check_basic(settings, "Basic !!!") and not web.check_basic(settings, None)
