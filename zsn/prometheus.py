@@ -27,7 +27,10 @@ class MetricFamily:
 def _escape_label(value: str) -> str:
     # Label values are names from outside (pools, links, SSIDs): a scrape read in a
     # terminal (curl) must not carry their controls, so they are shown as `safe` does.
-    return safe(value).replace("\\", "\\\\").replace('"', '\\"')
+    value = safe(value)
+    if "\\" not in value and '"' not in value:
+        return value  # nearly every value: two scans in C, no copy
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(value: str) -> str:
@@ -35,6 +38,8 @@ def _escape_help(value: str) -> str:
 
 
 def _number(value: float | int) -> str:
+    if type(value) is int:  # the common case first (bool is an int subclass: below)
+        return str(value)
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
@@ -47,17 +52,26 @@ def _number(value: float | int) -> str:
 
 
 def render(families: Iterable[MetricFamily]) -> str:
-    """Each family once, with HELP and TYPE; empty families are left out."""
+    """Each family once, with HELP and TYPE; empty families are left out.
+
+    A labels mapping shared by several families (a peer's, in each of its metrics) is
+    rendered once: the text is kept by the mapping's identity for this call (the
+    mappings all live until it returns)."""
     out: list[str] = []
+    rendered: dict[int, str] = {}
     for family in families:
         if not family.samples:
             continue
-        out.append(f"# HELP {family.name} {_escape_help(family.help)}")
-        out.append(f"# TYPE {family.name} {family.kind}")
+        name = family.name
+        out.append(f"# HELP {name} {_escape_help(family.help)}")
+        out.append(f"# TYPE {name} {family.kind}")
         for labels, value in family.samples:
             if labels:
-                text = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels.items())
-                out.append(f"{family.name}{{{text}}} {_number(value)}")
+                text = rendered.get(id(labels))
+                if text is None:
+                    text = rendered[id(labels)] = ",".join(
+                        f'{k}="{_escape_label(v)}"' for k, v in labels.items())
+                out.append(f"{name}{{{text}}} {_number(value)}")
             else:
-                out.append(f"{family.name} {_number(value)}")
+                out.append(f"{name} {_number(value)}")
     return "\n".join(out) + "\n" if out else ""
