@@ -25,6 +25,7 @@ DEBIAN_PACKAGES=(
     netplan.io                         # links: persisted netplan files checked by `netplan generate`
     prometheus                         # zsn serve: a real Prometheus scrapes it; promtool checks
                                        # web configs, alert rules and metrics text
+    ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a
