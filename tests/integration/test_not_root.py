@@ -47,6 +47,12 @@ def _fill(parser: argparse.ArgumentParser) -> list[list[str]]:
                 words += [action.option_strings[0], sample]
         elif action.nargs not in ("*", "?"):
             words.append(sample)
+    for group in parser._mutually_exclusive_groups:
+        if group.required:  # one of them must be given: the first, as a user would
+            first = group._group_actions[0]
+            words.append(first.option_strings[0])
+            if first.nargs != 0:
+                words.append(PROBE)
     if not subcommands:
         return [words]
     return [[*words, name, *rest] for name, sub in subcommands.items() for rest in _fill(sub)]
