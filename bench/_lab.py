@@ -54,18 +54,28 @@ def require(tools: Sequence[str]) -> None:
         sys.exit("bench: " + "; ".join(problems))
 
 
-def isolate() -> None:
-    """Re-run this script in private mount and network namespaces (see module doc)."""
+def isolate(extra: Sequence[str] = ()) -> None:
+    """Re-run this script in private mount and network namespaces (see module doc);
+    `extra` folders get a private tmpfs too (a mount point this creates on the
+    machine, e.g. /var/lib/zsn, is removed again at exit)."""
     if os.environ.get(ISOLATED_ENV) != "1":
         env = dict(os.environ, **{ISOLATED_ENV: "1"})
         argv = ["unshare", "--mount", "--net", "--propagation", "private",
                 sys.executable, *sys.argv]
         os.execvpe("unshare", argv, env)
-    for directory in PRIVATE_DIRS:
-        os.makedirs(directory, exist_ok=True)
+    for directory in (*PRIVATE_DIRS, *extra):
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+            atexit.register(_remove_mount_point, directory)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "zsn-bench", directory],
                        check=True)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+
+def _remove_mount_point(directory: str) -> None:
+    subprocess.run(["umount", directory], check=False, capture_output=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
 
 
 def repo_env() -> dict[str, str]:

@@ -25,6 +25,22 @@ def lab() -> Iterator[Lab]:  # noqa: F821 - imported lazily below
         built.close()
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what does not run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Labs that need minutes of real time start now and run beside the suite
+    (`tests.lab.background`); their tests go last."""
+    from tests.lab import background
+
+    if not config.option.collectonly:
+        background.start(items)
+
+
+def pytest_sessionfinish() -> None:
+    from tests.lab import background
+
+    background.stop_all()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The kernel lab's boots with their times (kept out of pytest's captured output)."""
     from tests.lab.kernel import BOOTS

@@ -365,10 +365,17 @@ class HistoryStore:
                        [(name, peer) for peer, name in names])
 
     def put_live(self, db: sqlite3.Connection, rows: Iterable[LiveRow]) -> None:
-        db.executemany("INSERT OR REPLACE INTO live VALUES "
-                       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       [(*row[:12], int(row.connected), row.since, row.last_seen)
-                        for row in rows])
+        # An upsert changes the row in place (INSERT OR REPLACE deletes and inserts).
+        db.executemany(
+            "INSERT INTO live VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (peer) DO UPDATE SET instance = excluded.instance, "
+            "sampled_at = excluded.sampled_at, rx = excluded.rx, tx = excluded.tx, "
+            "total_rx = excluded.total_rx, total_tx = excluded.total_tx, "
+            "hour = excluded.hour, hour_rx = excluded.hour_rx, hour_tx = excluded.hour_tx, "
+            "handshake = excluded.handshake, endpoint = excluded.endpoint, "
+            "connected = excluded.connected, since = excluded.since, "
+            "last_seen = excluded.last_seen",
+            [(*row[:12], int(row.connected), row.since, row.last_seen) for row in rows])
 
     def close_hours(self, db: sqlite3.Connection, closed: Iterable[tuple[int, HourAmounts]]
                     ) -> None:
@@ -408,12 +415,12 @@ def _live_row(values: tuple[object, ...]) -> LiveRow:
 
 
 def _put_hour(data: bytes, slot: int, rx: int, tx: int) -> bytes:
-    """`data` (a period's codes) with hour `slot` added: appended in the usual case,
-    hours skipped before it as zeros."""
-    values = decode_amounts(data)
-    count = len(values) // 2
+    """`data` (a period's codes, 4 bytes an hour) with hour `slot` added: appended in
+    the usual case, hours skipped before it as zeros."""
+    count = len(data) // 4
     if slot >= count:
         return data + bytes(4 * (slot - count)) + encode_amount(rx) + encode_amount(tx)
+    values = decode_amounts(data)
     values[2 * slot] += rx
     values[2 * slot + 1] += tx
     return b"".join(encode_amount(value) for value in values)

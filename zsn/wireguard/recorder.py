@@ -102,10 +102,14 @@ def advance(row: LiveRow | None, peer: PeerState, instance: str, now: int) -> St
         events.append(Event(handshake, "connect", peer.endpoint, None))
     elif connected and peer.endpoint and row.endpoint and peer.endpoint != row.endpoint:
         events.append(Event(now, "endpoint", peer.endpoint, None))
+    endpoint = peer.endpoint or row.endpoint
+    if not (rx or tx or events or closed or restarted) and row.peer and \
+            (handshake, endpoint, connected, last_seen) == \
+            (row.handshake, row.endpoint, row.connected, row.last_seen):
+        return Step(row, (), None)  # an idle peer: its record stays as it is, unwritten
     new = LiveRow(row.peer, instance, now, peer.rx_bytes, peer.tx_bytes, row.total_rx + rx,
-                  row.total_tx + tx, hour, hour_rx, hour_tx, handshake,
-                  peer.endpoint or row.endpoint, connected, since if connected else None,
-                  last_seen)
+                  row.total_tx + tx, hour, hour_rx, hour_tx, handshake, endpoint, connected,
+                  since if connected else None, last_seen)
     return Step(new, tuple(events), closed)
 
 
