@@ -479,3 +479,30 @@ def test_the_timer_units_are_valid_systemd_units(tmp_path: Path) -> None:
                              str(tmp_path / "zsn-history.service")],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_zsn_serves_per_poll_hook_records_and_takes_expired_peers_off(host: Host) -> None:
+    from zsn.domains import domain, load
+    from zsn.wireguard.expiry import format_stored
+
+    hook = load(domain("wireguard").on_poll)
+    for number, instance in ((0, "run1"), (1, "run1"), (2, "run2"), (3, "run2")):
+        hook(host, snapshot(*step(number), instance))
+    from zsn.wireguard import recorder
+
+    recorder._LONG_RUNNING.pop(host).close()  # what zsn serve's exit would leave
+    assert totals(host) == (214708 + 3560, 214620 + 3532)
+    # An expiry the read found due: the peer is disabled in its config.
+    config = host.root / "etc/wireguard/zcaphs1.conf"
+    config.parent.mkdir(parents=True, mode=0o700)
+    peer, at = step(3)
+    config.write_text("[Interface]\nPrivateKey = 0EERySwwME/UXHGdbYYo2lZbGszSZV83hLjwWXQQYEI=\n"
+                      f"ListenPort = 51931\n\n# phone\n[Peer]\n# Expires = "
+                      f"{format_stored(int(at) - 60)}\nPublicKey = {CLIENT}\n"
+                      "AllowedIPs = 10.78.0.2/32\n")
+    expiring = snapshot(peer, at, "run2")
+    interface = expiring.interfaces[0]._replace(expiries={CLIENT: int(at) - 60})
+    hook(host, expiring._replace(interfaces=(interface,)))
+    recorder._LONG_RUNNING.pop(host).close()
+    assert "#[disabled] [Peer]" in config.read_text()
+    assert "expire" in [kind for kind, _ in events(host)]

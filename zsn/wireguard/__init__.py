@@ -17,4 +17,5 @@ DOMAIN = Domain(
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",
     live="zsn.wireguard.live:read_wireguard",
+    on_poll="zsn.wireguard.recorder:on_poll",
 )

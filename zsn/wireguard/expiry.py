@@ -39,6 +39,7 @@ from zsn.wireguard.config import (
 
 if TYPE_CHECKING:
     from zsn.plan import Plan
+    from zsn.wireguard.model import WireGuardSnapshot
 
 WARN_BEFORE = 7 * 86400
 """Lint warns of a peer expiring within this long."""
@@ -242,8 +243,14 @@ def enforce(host: Host, expired: list[Expired],
     return problems
 
 
-def due_in_snapshot(interfaces: list[tuple[str, dict[str, int]]], names: dict[str, str],
-                    now: float) -> list[Expired]:
-    """The expired peers of a live read: (interface, its expiries) pairs."""
-    return [Expired(interface, names.get(key) or key, key, at)
-            for interface, found in interfaces for key, at in found.items() if at <= now]
+def due_in_snapshot(snapshot: WireGuardSnapshot) -> list[Expired]:
+    """The peers of a live read whose expiry has come (the configs were read with it)."""
+    clock = snapshot.taken_at or time.time()
+    found: list[Expired] = []
+    for interface in snapshot.interfaces:
+        if not any(at <= clock for at in interface.expiries.values()):
+            continue
+        names = {peer.public_key: peer.name for peer in interface.peers if peer.name}
+        found += [Expired(interface.name, names.get(key) or key, key, at)
+                  for key, at in interface.expiries.items() if at <= clock]
+    return found

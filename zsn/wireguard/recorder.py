@@ -34,7 +34,7 @@ from typing import NamedTuple
 from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.wireguard import hooks
-from zsn.wireguard.expiry import Expired, describe, due, enforce
+from zsn.wireguard.expiry import Expired, describe, due, due_in_snapshot, enforce
 from zsn.wireguard.history import Event, HistoryStore, HourAmounts, LiveRow, PeerKey
 from zsn.wireguard.model import (
     CONNECTED_WITHIN,
@@ -162,6 +162,8 @@ class Recorder:
         """Why history is not recorded now, if it is not."""
         self._extra_events: list[tuple[PeerKey, Event]] = []
         self._stored_names: dict[PeerKey, str | None] | None = None
+        self.failures_told: set[str] = set()
+        """Problems already reported (an expired peer that cannot be disabled)."""
 
     # -- public ----------------------------------------------------------------------
     def record(self, snapshot: WireGuardSnapshot, *, flush: bool = False) -> WireGuardSnapshot:
@@ -319,7 +321,28 @@ def take_off_expired(host: Host, recorder: Recorder, expired: list[Expired],
              "and taken off the interface")
 
     for problem in enforce(host, expired, done):
-        failed(problem)
+        if problem not in recorder.failures_told:  # once, not at every poll
+            recorder.failures_told.add(problem)
+            failed(problem)
+
+
+_LONG_RUNNING: dict[Host, Recorder] = {}
+
+
+def on_poll(host: Host, snapshot: WireGuardSnapshot) -> None:
+    """The domain's per-poll hook (`zsn serve` calls it after each reading): take
+    expired peers off and record the reading; what goes wrong is logged."""
+    import logging
+
+    log = logging.getLogger("zsn.history")
+    recorder = _LONG_RUNNING.get(host)
+    if recorder is None:
+        recorder = _LONG_RUNNING[host] = Recorder(host, report=log.warning)
+    take_off_expired(host, recorder, due_in_snapshot(snapshot), log.info, log.warning)
+    before = recorder.note
+    recorder.record(snapshot)
+    if recorder.note != before and recorder.note is not None:
+        log.warning("%s", recorder.note)
 
 
 def record_once(host: Host, snapshot: WireGuardSnapshot, report: Callable[[str], None],

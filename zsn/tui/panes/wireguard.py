@@ -30,7 +30,6 @@ from zsn.wireguard.model import (
 )
 
 if TYPE_CHECKING:
-    from zsn.wireguard.expiry import Expired
     from zsn.wireguard.live import LiveCache
     from zsn.wireguard.recorder import Recorder
 
@@ -162,28 +161,14 @@ in the config after them, by name). `enter` on a peer shows all of it.
 
             self._live_cache = LiveCache()
         snapshot = read_wireguard(self.host, self._live_cache)
-        if self._recorder is None:
-            from zsn.wireguard.recorder import Recorder
-
-            self._recorder = Recorder(self.host, report=self._report_from_thread)
-        expired = self._expired(snapshot)
-        if expired:
-            from zsn.wireguard.recorder import take_off_expired
-
-            take_off_expired(self.host, self._recorder, expired, self._tell_from_thread,
-                             self._report_from_thread)
-        return record_history(self._recorder, snapshot)
-
-    @staticmethod
-    def _expired(snapshot: WireGuardSnapshot) -> list[Expired]:
-        clock = snapshot.taken_at or now()
-        if not any(at <= clock for i in snapshot.interfaces for at in i.expiries.values()):
-            return []
         from zsn.wireguard.expiry import due_in_snapshot
+        from zsn.wireguard.recorder import Recorder, take_off_expired
 
-        names = {p.public_key: p.name for i in snapshot.interfaces for p in i.peers if p.name}
-        return due_in_snapshot([(i.name, dict(i.expiries)) for i in snapshot.interfaces],
-                               names, clock)
+        if self._recorder is None:
+            self._recorder = Recorder(self.host, report=self._report_from_thread)
+        take_off_expired(self.host, self._recorder, due_in_snapshot(snapshot),
+                         self._tell_from_thread, self._report_from_thread)
+        return record_history(self._recorder, snapshot)
 
     def _tell_from_thread(self, message: str) -> None:
         self.app.call_from_thread(self.notify, message, timeout=10)
