@@ -208,3 +208,39 @@ def test_textfile_mistakes_are_refused(tmp_path: Path, args: list[str], status: 
     result = zsn(*argv)
     assert result.returncode == status
     assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_wireguard_peers_as_prometheus_wireguard_exporter_writes_them() -> None:
+    """The anchor's own /metrics (captured), against zsn's for the same interface: every
+    line of its three families is the same, label order and escaping included, so a
+    dashboard or alert made for it works on zsn unchanged."""
+    from zsn.wireguard.live import LiveCache
+
+    captured = Path(__file__).parent.parent / "fixtures" / "wireguard" / \
+        "prometheus_wireguard_exporter"
+    names = LiveCache().for_config(captured / "zbncap.conf")
+    interfaces: dict[str, dict[str, object]] = {}
+    for line in (captured / "wg-show-all-dump.txt").read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) == 5:  # the interface's own line
+            interfaces[fields[0]] = {"name": fields[0], "implementation": "userspace",
+                                     "public_key": fields[2], "listen_port": int(fields[3]),
+                                     "peers": []}
+            continue
+        name, key, _psk, _endpoint, allowed, handshake, rx, tx, keepalive = fields
+        peers = interfaces[name]["peers"]
+        assert isinstance(peers, list)
+        peers.append({"public_key": key, "name": names.get(key),
+                      "allowed_ips": [] if allowed == "(none)" else allowed.split(","),
+                      "latest_handshake": int(handshake) or None, "rx_bytes": int(rx),
+                      "tx_bytes": int(tx),
+                      "persistent_keepalive": None if keepalive == "off" else int(keepalive)})
+    ours = render(wireguard_metrics({"interfaces": list(interfaces.values())})).splitlines()
+    theirs = (captured / "metrics-3.6.6.prom").read_text().splitlines()
+    for family in ("wireguard_sent_bytes_total", "wireguard_received_bytes_total",
+                   "wireguard_latest_handshake_seconds"):
+        mine = {line for line in ours if line.split("{")[0] == family
+                or line.startswith((f"# TYPE {family} ", f"# HELP {family} "))}
+        anchor = {line for line in theirs if line.split("{")[0] == family
+                  or line.startswith((f"# TYPE {family} ", f"# HELP {family} "))}
+        assert len(anchor) == 8 and mine == anchor, family
