@@ -43,6 +43,8 @@ class Scraped:
     ns: str
     directory: Path
     ca: Path
+    config: Path
+    """The WireGuard server's config (its private key must never be served)."""
 
 
 def in_namespace(ns: str, code: str, timeout: float = 30) -> Any:
@@ -116,7 +118,7 @@ def scraped(wg_pair: WgPair, tmp_path: Path) -> Iterator[Scraped]:
     try:
         wait_for(lambda: _up(ns), 60, "Prometheus to scrape zsn: "
                  f"{(tmp_path / 'zsn.log').read_text()[-800:]}")
-        yield Scraped(ns, tmp_path, tmp_path / "ca.crt")
+        yield Scraped(ns, tmp_path, tmp_path / "ca.crt", wg_pair.config_path)
     finally:
         stop_process(prometheus)
         stop_process(zsn)
@@ -190,6 +192,10 @@ def refuses_a_wrong_password_and_no_tls(scraped: Scraped) -> None:
     assert found["zsn"]["health"] == "up"
     body = in_namespace(scraped.ns, _fetch_code("/export.json", scraped, PASSWORD))
     check_export(json.loads(body))
+    # never a secret: the server's private key is in its config, not in the answer
+    private = next(line.split(" = ", 1)[1] for line in scraped.config.read_text().splitlines()
+                   if line.startswith("PrivateKey"))
+    assert "private_key" not in body and private not in body
     assert in_namespace(scraped.ns, _fetch_code("/metrics", scraped, "nope")) == 401
 
 
