@@ -43,6 +43,34 @@ LAB_PACKAGES=(
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
 )
+# The config corpus (tests/corpus) compares zsn's reading of interfaces files with each
+# ifupdown implementation's own ifquery. The three packages conflict, so each is unpacked
+# (not installed) into its own folder; tests/lab/dialects.py runs them from there.
+DIALECT_PACKAGES=(ifupdown ifupdown2 ifupdown-ng)
+DIALECTS_DIR=${ZSN_DIALECTS_DIR:-/var/cache/zsn-lab/dialects}
+
+unpack_dialects() {
+    local package version target debs
+    for package in "${DIALECT_PACKAGES[@]}"; do
+        version=$(apt-cache policy "$package" | awk '/Candidate:/ { print $2 }')
+        target="$DIALECTS_DIR/$package"
+        [ -n "$version" ] && [ "$(cat "$target/VERSION" 2>/dev/null)" = "$version" ] && continue
+        debs=$(mktemp -d)
+        (cd "$debs" && apt-get download -qq "$package=$version" >/dev/null 2>&1) \
+            || { apt_quiet update; (cd "$debs" && apt-get download -qq "$package=$version"); }
+        rm -rf "$target"
+        mkdir -p "$target"
+        dpkg-deb -x "$debs"/*.deb "$target/root"
+        if [ "$package" = ifupdown2 ]; then
+            # ifupdown2 finds its config next to its package when /etc has none.
+            mv "$target/root/usr/share/ifupdown2" "$target/ifupdown2"
+            cp -r "$target/root/etc" "$target/ifupdown2/etc"
+        fi
+        echo "$version" > "$target/VERSION"
+        rm -rf "$debs"
+    done
+}
+
 # virtme-ng (`vng`) boots the kernel. It is a host tool, not a zsn dependency: it gets
 # a venv of its own, shared by every checkout (tests/lab/kernel.py looks there).
 VIRTME_NG_VERSION=1.42
@@ -121,6 +149,7 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         lab_kernel_with_zfs >/dev/null \
             || echo "kernel lab: no /boot/vmlinuz-*-amd64 has updates/dkms/zfs.ko" >&2
     fi
+    unpack_dialects
     if ! vng_installed; then
         echo "installing virtme-ng $VIRTME_NG_VERSION into $LAB_VENV"
         rm -rf "$LAB_VENV"

@@ -110,3 +110,83 @@ def test_member_with_its_own_addresses_is_warned_about(tmp_path: Path) -> None:
     plan = IFUPDOWN.plan(host, [Upsert(LinkConfig("bond0", "bond", ("eth1",)))],
                          IFUPDOWN.read(host))
     assert any("'iface eth1 inet dhcp'" in warning for warning in plan.warnings)
+
+
+# -- dialects: the installed implementation decides ------------------------------------
+CORPUS = LINK_FIXTURES.parent / "corpus" / "ifupdown"
+
+
+def installed(tmp_path: Path, corpus_file: str, marker: str, package: str = "",
+              version: str = "") -> Host:
+    (tmp_path / "etc/network").mkdir(parents=True)
+    (tmp_path / "etc/network/interfaces").write_text((CORPUS / corpus_file).read_text())
+    (tmp_path / marker).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / marker).touch()
+    if package:
+        (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+        (tmp_path / "var/lib/dpkg/status").write_text(
+            f"Package: {package}\nStatus: install ok installed\nVersion: {version}\n")
+    return Host(tmp_path)
+
+
+def test_ifupdown2_bonds_without_inet_method_are_read(tmp_path: Path) -> None:
+    """Proxmox's ifupdown2 takes 'iface bond0' with bond-slaves and no family: those
+    bonds were dropped without a word."""
+    host = installed(tmp_path, "ifupdown2/bond.eni", "usr/share/ifupdown2/__init__.py")
+    persisted = IFUPDOWN.read(host)
+    assert persisted.dialect == "ifupdown2"
+    assert persisted.configs["bond1"] == LinkConfig(
+        "bond1", "bond", ("swp_BB_",), mode="active-backup", miimon=255,
+        xmit_hash_policy="layer3+4")
+    assert sorted(persisted.configs) == ["bond0", "bond1", "bond2", "bond3", "bond5", "bond6"]
+
+
+def test_ifupdown_ng_bond_and_bridge_by_use_and_requires(tmp_path: Path) -> None:
+    host = installed(tmp_path, "ifupdown-ng/bonded-bridge.interfaces",
+                     "etc/network/ifupdown-ng.conf")
+    configs = IFUPDOWN.read(host).configs
+    # ifupdown-ng's bond executor enslaves bond-members only; a bridge's requires are its
+    # ports (lifecycle.c): bond0 has no member, br0 has bond0.
+    assert configs["bond0"] == LinkConfig("bond0", "bond", (), mode="802.3ad",
+                                          xmit_hash_policy="layer2+3")
+    assert configs["br0"] == LinkConfig("br0", "bridge", ("bond0",), stp=False)
+
+
+def test_debian_ifupdown_refuses_a_stanza_without_method_and_zsn_says_so(
+        tmp_path: Path) -> None:
+    host = installed(tmp_path, "ifupdown2/bond.eni", "lib/ifupdown/settle-dad.sh")
+    persisted = IFUPDOWN.read(host)
+    first = next(u for u in persisted.unread if u.kind == "ifupdown-refuses")
+    assert first.describe() == (
+        "/etc/network/interfaces:9: 'iface mgmt': an unknown or no address family, and no "
+        "inherits; Debian's ifupdown refuses the whole file")
+
+
+@pytest.mark.parametrize(("corpus_file", "marker", "stanza"), [
+    ("debian-ifupdown/testcase.17", "lib/ifupdown/settle-dad.sh",
+     "auto zsnb0\niface zsnb0 inet manual\n    bond-slaves eth5 eth6\n"),
+    ("debian-ifupdown/testcase.17", "usr/share/ifupdown2/__init__.py",
+     "auto zsnb0\niface zsnb0\n    bond-slaves eth5 eth6\n"),
+    ("debian-ifupdown/testcase.17", "etc/network/ifupdown-ng.conf",
+     "auto zsnb0\niface zsnb0\n    use bond\n    bond-members eth5 eth6\n"),
+])
+def test_new_stanzas_are_written_in_the_installed_dialect(
+        tmp_path: Path, corpus_file: str, marker: str, stanza: str) -> None:
+    host = installed(tmp_path, corpus_file, marker)
+    plan = IFUPDOWN.plan(host, [Upsert(LinkConfig("zsnb0", "bond", ("eth5", "eth6"),
+                                                  mode="802.3ad"))], IFUPDOWN.read(host))
+    [edit] = plan.edits
+    assert stanza in edit.new_text
+    assert edit.new_text.startswith((CORPUS / corpus_file).read_text())
+
+
+def test_ifupdown_ng_before_0_12_stops_at_a_source_pattern(tmp_path: Path) -> None:
+    """Debian 12's ifupdown-ng 0.11.4 opens 'source /etc/network/interfaces.d/*' as one
+    file name and, failing, reads nothing (checked with its ifquery)."""
+    host = installed(tmp_path, "debian-ifupdown/testcase.17", "etc/network/ifupdown-ng.conf",
+                     "ifupdown-ng", "0.11.4~rc1-1+b2")
+    interfaces = host.path("/etc/network/interfaces")
+    interfaces.write_text(DEBIAN + interfaces.read_text())
+    [unread] = IFUPDOWN.read(host).unread
+    assert unread.kind == "ifupdown-refuses" and unread.line == 3
+    assert "expands no wildcards" in unread.message

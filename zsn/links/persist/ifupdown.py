@@ -1,18 +1,38 @@
-"""ifupdown: ``/etc/network/interfaces`` and the files its ``source`` and
-``source-directory`` lines pull in.
+"""ifupdown: ``/etc/network/interfaces`` and what it sources, read in the dialect of the
+implementation installed: Debian's ifupdown, ifupdown2 (Proxmox's default) or
+ifupdown-ng. The three read the same file differently:
 
-A stanza is ``iface NAME FAMILY METHOD`` followed by option lines up to the next
-stanza keyword; ``auto``/``allow-*`` lines bring links up at boot. Bonds use
-ifenslave's options (``bond-slaves``, ``bond-mode``, ``bond-miimon`` ...), bridges
-bridge-utils' (``bridge_ports``, ``bridge_stp``); a VLAN named ``PARENT.ID`` needs
-nothing more (ifupdown knows it natively), ``vlanID`` needs ``vlan-raw-device``
-(package vlan). ``-`` and ``_`` are the same in option names (ifupdown execute.c).
-New stanzas go into ``/etc/network/interfaces.d/zsn-NAME`` when that folder is
-sourced, else at the end of ``/etc/network/interfaces``.
+- **ifupdown** (0.8, config.c): stanzas start at ``iface``, ``mapping``, ``auto``,
+  ``allow-*``, ``source``, ``source-directory``, ``no-auto-down``, ``no-scripts``,
+  ``rename``; ``iface NAME FAMILY METHOD [inherits OTHER]`` needs a family and a method
+  it knows, or it refuses the whole file; ``source`` patterns and
+  ``source-directory`` folders are relative to the file's folder, and the folder's
+  names must match ``[A-Za-z0-9_-]+``; ``-`` and ``_`` are the same in option names.
+  Bonds come from ifenslave (``bond-slaves``, ``bond-master`` on members), bridges
+  from bridge-utils (``bridge_ports``), a VLAN is ``PARENT.ID`` or ``vlanID`` with
+  ``vlan-raw-device``.
+- **ifupdown2** (networkinterfaces.py): ``iface NAME`` needs no family; no
+  ``source-directory`` (it refuses the line); ``source`` globs from ``/``; a file with
+  ``%`` goes through mako templates; ``-`` replaces ``_`` in option names. Bonds take
+  ``bond-slaves``, bridges ``bridge-ports`` (or ``glob``/``regex`` expressions), a VLAN
+  any name with ``vlan-raw-device`` and ``vlan-id``, or ``PARENT.ID``.
+- **ifupdown-ng** (libifupdown/interface-file.c): stanzas of the same name merge;
+  ``auto NAME`` makes NAME the stanza later lines go to; ``use EXECUTOR``, ``requires``,
+  ``inherits``, ``template``; ifupdown2's and ifupdown's names are mapped to its own
+  (``bond-slaves`` is ``bond-members``); a bridge's ``requires`` are its ports; a VLAN
+  is ``PARENT.ID``, ``vlanID`` with ``vlan-raw-device``, or any name with both
+  ``vlan-raw-device`` and ``vlan-id``.
+
+What zsn cannot read as the installed implementation does (a template, a mapping
+script, a range of names, a port glob, an option given twice with different values)
+is reported with its file and line. New stanzas are written in the installed
+dialect, into ``/etc/network/interfaces.d/zsn-NAME`` when that folder is sourced,
+else at the end of ``/etc/network/interfaces``.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
@@ -26,6 +46,7 @@ from zsn.links.persist import (
     Persisted,
     PersistPlan,
     Remove,
+    Unread,
     Upsert,
     file_edits,
     in_order,
@@ -35,36 +56,75 @@ from zsn.system.host import Host
 
 MAIN = IFUPDOWN_MAIN
 DROP_IN = "/etc/network/interfaces.d"
-STANZA_WORDS = ("iface", "mapping", "auto", "source", "source-directory", "rename",
-                "no-auto-down", "no-scripts")
-_SOURCE_DIRECTORY_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 MAX_FILES = 200
+CLASSIC, IFUPDOWN2, NG = "ifupdown", "ifupdown2", "ifupdown-ng"
+DIALECT_MARKERS = (
+    (IFUPDOWN2, ("/usr/share/ifupdown2", "/etc/network/ifupdown2/ifupdown2.conf")),
+    (NG, ("/etc/network/ifupdown-ng.conf", "/usr/libexec/ifupdown-ng", "/sbin/ifupdown")),
+    (CLASSIC, ("/lib/ifupdown", "/usr/lib/ifupdown", "/sbin/ifup")),
+)
+"""Files each implementation installs, in the order zsn looks for them."""
+CLASSIC_KEYWORDS = ("iface", "mapping", "auto", "source", "no-auto-down", "no-scripts",
+                    "rename")
+CLASSIC_METHODS = {
+    "inet": {"loopback", "static", "manual", "dhcp", "bootp", "tunnel", "ppp", "wvdial",
+             "ipv4ll"},
+    "inet6": {"auto", "loopback", "static", "manual", "dhcp", "tunnel", "v4tunnel", "6to4"},
+    "ipx": {"static", "dynamic"}, "can": {"static"}, "link": {"none"}, "meta": {"none"},
+}
+"""Families and methods of Debian's ifupdown 0.8 on Linux (inet.defn, inet6.defn, ...)."""
+IFUPDOWN2_KEYWORDS = ("source", "auto", "iface", "vlan")
+IFUPDOWN2_METHODS = {"static", "manual", "loopback", "dhcp", "dhcp6", "ppp", "tunnel"}
+NG_KEYWORDS = ("address", "auto", "defaults", "dhcp-hostname", "gateway", "hostname",
+               "iface", "inherit", "interface", "source", "source-directory", "template",
+               "use")
+NG_REMAP = {"bond-slaves": "bond-members", "bond-ad-sys-priority": "bond-ad-actor-sys-prio",
+            "pointopoint": "point-to-point", "vrf": "vrf-member", "mode": "tunnel-mode"}
+"""ifupdown-ng's rewrites of other dialects' option names, those zsn's keys meet."""
+SINGLE_VALUED = ("mtu", "bond-mode", "bond-miimon", "bond-xmit-hash-policy",
+                 "bond-lacp-rate", "bridge-stp", "vlan-raw-device", "vlan-id",
+                 "bond-slaves", "bond-members", "bridge-ports")
+_SOURCE_DIRECTORY_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+_RANGE = re.compile(r"\[\d+-\d+\]")
+_LACP_RATES = {"0": "slow", "1": "fast"}
+
+
+def dialect_of(host: Host) -> tuple[str, str]:
+    """The installed implementation (and how zsn knows); Debian's ifupdown when none is
+    found (its syntax is the one the other two read as well)."""
+    for dialect, markers in DIALECT_MARKERS:
+        for marker in markers:
+            if files.exists(host.path(marker)):
+                return dialect, f"{marker} is installed"
+    return CLASSIC, "no implementation found installed: Debian's ifupdown syntax"
+
+
+DPKG_STATUS = "/var/lib/dpkg/status"
+APK_INSTALLED = "/lib/apk/db/installed"
+
+
+def package_version(host: Host, package: str) -> tuple[int, ...] | None:
+    """The installed version of `package` (dpkg's status, or Alpine's apk database), as
+    numbers: ``0.11.4~rc1-1+b2`` is (0, 11, 4). None when neither knows it."""
+    for database, name_field, version_field in ((DPKG_STATUS, "Package: ", "Version: "),
+                                                (APK_INSTALLED, "P:", "V:")):
+        path = host.path(database)
+        if not files.exists(path):
+            continue
+        for record in files.read_tracked(path).text.split("\n\n"):
+            lines = record.splitlines()
+            if f"{name_field}{package}" not in lines:
+                continue
+            version = next((line[len(version_field):] for line in lines
+                            if line.startswith(version_field)), "")
+            numbers = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", version)
+            if numbers:
+                return tuple(int(part) for part in numbers.group(1).split("."))
+    return None
 
 
 def _key(option: str) -> str:
     return option.replace("_", "-")
-
-
-def _starts_stanza(word: str) -> bool:
-    return word in STANZA_WORDS or word.startswith("allow-")
-
-
-@dataclass
-class Stanza:
-    name: str
-    family: str
-    method: str
-    start: int
-    end: int
-    """Line after its last option line (exclusive)."""
-    options: list[tuple[int, str, str]] = field(default_factory=list)
-    """(line, option as written, value)."""
-
-    def get(self, option: str) -> str | None:
-        for _line, name, value in self.options:
-            if _key(name) == _key(option):
-                return value
-        return None
 
 
 @dataclass
@@ -78,118 +138,504 @@ class InterfacesFile:
     def text(self) -> str:
         return "".join(self.lines)
 
-    def stanzas(self) -> list[Stanza]:
-        found: list[Stanza] = []
-        current: Stanza | None = None
-        for number, line in enumerate(self.lines):
-            words = line.split()
-            if not words or words[0].startswith("#"):
-                continue
-            if _starts_stanza(words[0]):
-                current = None
-                if words[0] == "iface" and len(words) >= 4:
-                    current = Stanza(words[1], words[2], words[3], number, number + 1)
-                    found.append(current)
-                continue
-            if current is not None:
-                current.options.append((number, words[0], " ".join(words[1:])))
-                current.end = number + 1
-        return found
 
-    def sources(self) -> list[tuple[str, str]]:
-        """(keyword, pattern) of every source/source-directory line."""
+@dataclass
+class Stanza:
+    """An ``iface`` stanza: its header line and option lines in one file."""
+
+    name: str
+    file: InterfacesFile
+    start: int
+    end: int
+    """Line after its last option line (exclusive)."""
+    family: str | None
+    method: str | None
+    options: list[tuple[int, str, str]] = field(default_factory=list)
+    """(line, option as written, value)."""
+
+    def get(self, option: str) -> str | None:
+        for _line, name, value in self.options:
+            if _key(name) == _key(option):
+                return value
+        return None
+
+
+@dataclass
+class Iface:
+    """An interface as the dialect sees it: its stanzas merged."""
+
+    name: str
+    stanzas: list[Stanza] = field(default_factory=list)
+    options: list[tuple[str, str, Stanza | None, int]] = field(default_factory=list)
+    """(option key in the dialect's spelling, value, stanza, line) in reading order; the
+    stanza is None for what a template or parent gave."""
+    auto: bool = False
+    template: bool = False
+
+    def values(self, key: str) -> list[tuple[str, Stanza | None, int]]:
+        return [(value, stanza, line) for name, value, stanza, line in self.options
+                if _key(name) == _key(key)]
+
+    def get(self, key: str) -> str | None:
+        found = self.values(key)
+        return found[-1][0] if found else None
+
+    @property
+    def uses(self) -> set[str]:
+        return {value for value, _stanza, _line in self.values("use")}
+
+
+@dataclass
+class Reading:
+    """A dialect's reading of the files: the interfaces and what zsn could not read."""
+
+    dialect: str
+    files: list[InterfacesFile] = field(default_factory=list)
+    ifaces: dict[str, Iface] = field(default_factory=dict)
+    unread: list[Unread] = field(default_factory=list)
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    """(source or source-directory, absolute pattern) of the main file's lines."""
+
+    def reads(self, path: str) -> bool:
+        """Whether a file at `path` would be read (through the main file's sources)."""
+        for keyword, pattern in self.sources:
+            if keyword == "source" and fnmatch.fnmatchcase(path, pattern):
+                return True
+            folder, name = posixpath.split(path)
+            if keyword == "source-directory" and fnmatch.fnmatchcase(folder, pattern) and (
+                    self.dialect != CLASSIC or _SOURCE_DIRECTORY_NAME.fullmatch(name)):
+                return True
+        return False
+
+    def report(self, file: InterfacesFile, line: int | None, message: str, kind: str,
+               blocking: bool = True, names: tuple[str, ...] = ()) -> None:
+        self.unread.append(Unread(file.path, line, message, kind, blocking, names))
+
+
+# -- reading the files --------------------------------------------------------------------
+def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
+    """(first line, text) with backslash continuations joined."""
+    found: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(lines):
+        text = line.rstrip("\n")
+        if pending is not None:
+            text = pending[1] + " " + text.strip()
+            number = pending[0]
+        if text.endswith("\\"):
+            pending = (number, text[:-1].rstrip())
+            continue
+        pending = None
+        found.append((number, text))
+    if pending is not None:
+        found.append(pending)
+    return found
+
+
+def _expand(host: Host, pattern: str) -> list[str]:
+    """System paths matching `pattern` (absolute, wildcards in any component), sorted."""
+    parts = [part for part in posixpath.normpath(pattern).split("/") if part]
+    paths = ["/"]
+    for part in parts:
         found = []
-        for line in self.lines:
-            words = line.split()
-            if len(words) >= 2 and words[0] in ("source", "source-directory"):
-                found.append((words[0], words[1]))
-        return found
+        for base in paths:
+            if any(char in part for char in "*?["):
+                for match in files.list_files(host.path(base), part):
+                    found.append(posixpath.join(base, match.name))
+            else:
+                found.append(posixpath.join(base, part))
+        paths = found
+    return sorted(paths)
 
 
-def read_files(host: Host) -> list[InterfacesFile]:
-    """/etc/network/interfaces and everything it sources (recursively), in reading order.
+class _Reader:
+    def __init__(self, host: Host, dialect: str):
+        self.host = host
+        self.reading = Reading(dialect)
+        self.seen: set[str] = set()
+        self.auto_executors = dialect == NG and _ng_setting(host, "auto_executor_selection")
+        self.implicit_templates = dialect == NG and _ng_setting(
+            host, "implicit_template_conversion")
+        version = package_version(host, "ifupdown-ng") if dialect == NG else None
+        self.literal_source = version is not None and version < (0, 12)
+        """ifupdown-ng before 0.12 takes a source line as one path (no wildcards) and
+        stops reading when it cannot open it."""
 
-    Source patterns are data: normalised so ``..`` cannot climb out of the root, and
-    a wildcard is expanded in the last component only (``interfaces.d/*``)."""
-    found: list[InterfacesFile] = []
-    seen: set[str] = set()
-
-    def visit(system_path: str) -> None:
-        if system_path in seen or len(found) >= MAX_FILES:
-            return
-        seen.add(system_path)
-        path = host.path(system_path)
+    def visit(self, system_path: str) -> InterfacesFile | None:
+        if system_path in self.seen or len(self.reading.files) >= MAX_FILES:
+            return None
+        self.seen.add(system_path)
+        path = self.host.path(system_path)
         if not files.exists(path) or path.is_dir():
-            return
+            return None
         snapshot = files.read_tracked(path)
         entry = InterfacesFile(system_path, snapshot, snapshot.text.splitlines(keepends=True))
         if entry.lines and not entry.lines[-1].endswith("\n"):
             entry.lines[-1] += "\n"
-        found.append(entry)
-        base = posixpath.dirname(system_path)
-        for keyword, pattern in entry.sources():
-            absolute = posixpath.normpath(posixpath.join(base, pattern))
-            if keyword == "source":
-                folder, name = posixpath.split(absolute)
-                for match in files.list_files(host.path(folder), name):
-                    visit(posixpath.join(folder, match.name))
-            else:
-                for child in files.list_files(host.path(absolute)):
-                    if _SOURCE_DIRECTORY_NAME.fullmatch(child.name):
-                        visit(posixpath.join(absolute, child.name))
+        self.reading.files.append(entry)
+        return entry
 
-    visit(MAIN)
-    return found
+    def source(self, entry: InterfacesFile, line: int, keyword: str, pattern: str) -> None:
+        dialect = self.reading.dialect
+        if "$" in pattern or "`" in pattern or pattern.startswith("~"):
+            self.reading.report(entry, line + 1, f"{keyword} {pattern}: an expansion zsn does "
+                                "not evaluate", "source-expansion")
+            return
+        base = posixpath.dirname(entry.path) if dialect == CLASSIC else "/"
+        absolute = posixpath.normpath(posixpath.join(base, pattern))
+        if entry.path == MAIN:
+            self.reading.sources.append((keyword, absolute))
+        if keyword == "source" and self.literal_source:
+            if not files.exists(self.host.path(absolute)):
+                self.reading.report(entry, line + 1, f"source {pattern}: ifupdown-ng before "
+                                    "0.12 expands no wildcards and cannot open it, so it "
+                                    "stops reading the configuration", "ifupdown-refuses")
+                return
+            self.read(absolute)
+            return
+        if keyword == "source":
+            for path in _expand(self.host, absolute):
+                self.read(path)
+            return
+        for folder in _expand(self.host, absolute):
+            for child in files.list_files(self.host.path(folder)):
+                if dialect == CLASSIC and not _SOURCE_DIRECTORY_NAME.fullmatch(child.name):
+                    continue
+                if child.is_file():
+                    self.read(posixpath.join(folder, child.name))
+
+    def read(self, system_path: str) -> None:
+        entry = self.visit(system_path)
+        if entry is None:
+            return
+        {CLASSIC: self._classic, IFUPDOWN2: self._ifupdown2, NG: self._ng}[
+            self.reading.dialect](entry)
+
+    def iface(self, name: str) -> Iface:
+        return self.reading.ifaces.setdefault(name, Iface(name))
+
+    # -- Debian's ifupdown ---------------------------------------------------------------
+    def _classic(self, entry: InterfacesFile) -> None:
+        current: Stanza | None = None
+        mapping = False
+        for number, text in _logical_lines(entry.lines):
+            words = text.split()
+            if not words or words[0].startswith("#"):
+                continue
+            keyword = words[0]
+            if keyword in CLASSIC_KEYWORDS or keyword.startswith(("allow-", "source-dir")):
+                current, mapping = None, keyword == "mapping"
+                if keyword == "iface":
+                    current = self._classic_iface(entry, number, words)
+                elif keyword == "source" or keyword.startswith("source-dir"):
+                    self.source(entry, number, "source" if keyword == "source"
+                                else "source-directory", " ".join(words[1:]))
+                elif keyword == "auto":
+                    for name in words[1:]:
+                        self.iface(name).auto = True
+                elif mapping:
+                    self.reading.report(entry, number + 1, f"mapping {' '.join(words[1:])}: "
+                                        "zsn does not run mapping scripts", "mapping",
+                                        blocking=False)
+                continue
+            if mapping and keyword in ("script", "map"):
+                continue
+            if current is None:
+                self.reading.report(entry, number + 1, f"misplaced option {keyword!r}: "
+                                    "ifupdown refuses the file", "ifupdown-refuses")
+                continue
+            value = " ".join(words[1:])
+            if not value:
+                self.reading.report(entry, number + 1, f"option {keyword!r} with an empty "
+                                    "value: ifupdown refuses the file", "ifupdown-refuses")
+                continue
+            current.options.append((number, keyword, value))
+            current.end = number + 1
+            self.iface(current.name).options.append((keyword, value, current, number))
+
+    def _classic_iface(self, entry: InterfacesFile, number: int, words: list[str]
+                       ) -> Stanza | None:
+        """config.c's reading of an iface line: a known family and method, or an
+        ``inherits`` keyword; the parent (of the same family, when one is given) must be
+        defined before; anything else and ifupdown refuses the whole file."""
+        def refuse(reason: str) -> None:
+            self.reading.report(entry, number + 1, f"'{' '.join(words)}': {reason}; Debian's "
+                                "ifupdown refuses the whole file", "ifupdown-refuses")
+
+        if len(words) < 2:
+            refuse("no interface name")
+            return None
+        name, rest = words[1], words[2:]
+        family = method = inherits = None
+        keyword = False
+        if rest and rest[0] in CLASSIC_METHODS:
+            family, rest = rest[0], rest[1:]
+            if rest and rest[0] in CLASSIC_METHODS[family]:
+                method, rest = rest[0], rest[1:]
+            elif rest and rest[0] == "inherits":
+                keyword = True
+        elif rest and rest[0] == "inherits":
+            keyword = True
+        if family is None and not keyword:
+            refuse("an unknown or no address family, and no inherits")
+            return None
+        if method is None and not keyword:
+            refuse("an unknown or no method, and no inherits")
+            return None
+        if not keyword and rest and rest[0] == "inherits":
+            keyword = True
+        if keyword:
+            if len(rest) < 2:
+                refuse("'inherits' without a parameter")
+                return None
+            inherits = rest[1]
+        stanza = Stanza(name, entry, number, number + 1, family, method)
+        iface = self.iface(name)
+        if inherits is not None:
+            parent = next((s for other in [self.reading.ifaces.get(inherits)] if other
+                           for s in other.stanzas if family is None or s.family == family),
+                          None)
+            if parent is None:
+                refuse(f"inherits {inherits}, which is not defined before it")
+                return None
+            stanza.family, stanza.method = family or parent.family, method or parent.method
+            inherited = self.reading.ifaces[inherits]
+            iface.options.extend((k, v, None, line) for k, v, s, line in inherited.options
+                                 if s is parent or (s is None and parent in inherited.stanzas))
+        iface.stanzas.append(stanza)
+        return stanza
+
+    # -- ifupdown2 -----------------------------------------------------------------------
+    def _ifupdown2(self, entry: InterfacesFile) -> None:
+        text = entry.text
+        if "%" in text and re.search(r"^\s*%|\$\{|<%", text, re.MULTILINE):
+            self.reading.report(entry, None, "a mako template (ifupdown2 renders it before "
+                                "reading it): zsn does not", "template")
+            return
+        current: Stanza | None = None
+        for number, line in _logical_lines(entry.lines):
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            keyword = words[0]
+            if keyword in IFUPDOWN2_KEYWORDS or keyword.split("-")[0] == "allow":
+                current = None
+                if keyword in ("iface", "vlan"):
+                    current = self._ifupdown2_iface(entry, number, words)
+                elif keyword == "source" and len(words) > 1:
+                    self.source(entry, number, "source", words[1])
+                elif keyword == "auto":
+                    for name in words[1:]:
+                        self.iface(name).auto = True
+                continue
+            if keyword == "source-directory":
+                self.reading.report(entry, number + 1, "ifupdown2 does not read "
+                                    "source-directory (it skips the line)",
+                                    "ifupdown2-ignores", blocking=False)
+                continue
+            if current is None:
+                self.reading.report(entry, number + 1, f"{keyword!r} outside any stanza: "
+                                    "ifupdown2 skips it", "ifupdown2-ignores", blocking=False)
+                continue
+            value = " ".join(words[1:]).replace("$IFACE", current.name)
+            current.options.append((number, keyword, value))
+            current.end = number + 1
+            self.iface(current.name).options.append((_key(keyword), value, current, number))
+
+    def _ifupdown2_iface(self, entry: InterfacesFile, number: int, words: list[str]
+                         ) -> Stanza | None:
+        if len(words) < 2:
+            self.reading.report(entry, number + 1, f"{words[0]} without a name: ifupdown2 "
+                                "stops reading (an internal error)", "ifupdown-refuses")
+            return None
+        name = words[1].split(":")[0]
+        if _RANGE.search(name):
+            self.reading.report(entry, number + 1, f"{words[1]} is a range of interfaces: zsn "
+                                "does not expand ranges", "range", blocking=False)
+            return None
+        family = words[2] if len(words) > 2 else None
+        method = words[3] if len(words) > 3 else None
+        if method is not None and method not in IFUPDOWN2_METHODS:
+            self.reading.report(entry, number + 1, f"method {method!r}: ifupdown2 does not "
+                                "know it (it reports an error and goes on)",
+                                "ifupdown2-ignores", blocking=False)
+        stanza = Stanza(name, entry, number, number + 1, family, method)
+        self.iface(name).stanzas.append(stanza)
+        return stanza
+
+    # -- ifupdown-ng ---------------------------------------------------------------------
+    def _ng(self, entry: InterfacesFile) -> None:
+        current: Iface | None = None
+        stanza: Stanza | None = None
+        for number, line in _logical_lines(entry.lines):
+            words = line.split()
+            if not words or not words[0][:1].isalpha():
+                continue
+            keyword = words[0]
+            if keyword in ("iface", "interface", "template", "defaults"):
+                name = "defaults" if keyword == "defaults" else (words[1] if len(words) > 1
+                                                                 else "")
+                if not name:
+                    continue
+                current = self.iface(name)
+                current.template = keyword in ("template", "defaults")
+                stanza = Stanza(name, entry, number, number + 1, None, None)
+                current.stanzas.append(stanza)
+                for word in words[2:]:
+                    if word in ("dhcp", "ppp"):
+                        current.options.append(("use", word, stanza, number))
+                if "inherits" in words[:-1]:
+                    self._ng_inherit(entry, number, current, words[words.index("inherits") + 1])
+                continue
+            if keyword == "auto":
+                if len(words) > 1:
+                    current = self.iface(words[1])
+                    current.auto = True
+                    stanza = None
+                continue
+            if keyword in ("source", "source-directory"):
+                if len(words) > 1:
+                    self.source(entry, number, keyword, words[1])
+                continue
+            if current is None:
+                continue
+            if keyword == "inherit" and len(words) > 1:
+                self._ng_inherit(entry, number, current, words[1])
+                continue
+            key = NG_REMAP.get(keyword, keyword)
+            value = " ".join(words[1:])
+            if keyword == "hostname":
+                key = "dhcp-hostname"
+            if stanza is not None and stanza.name == current.name:
+                stanza.options.append((number, keyword, value))
+                stanza.end = number + 1
+            current.options.append((key, value, stanza, number))
+            if self.auto_executors and "-" in key and key.split("-")[0] not in current.uses:
+                # "bond-mode" means "use bond" (ifupdown-ng's auto_executor_selection).
+                current.options.append(("use", key.split("-")[0], stanza, number))
+
+    def _ng_inherit(self, entry: InterfacesFile, number: int, iface: Iface, parent: str
+                    ) -> None:
+        other = self.reading.ifaces.get(parent)
+        if other is None:
+            self.reading.report(entry, number + 1, f"{iface.name} inherits {parent}, which is "
+                                "not defined before it", "ifupdown-ng-ignores",
+                                blocking=False, names=(iface.name,))
+            return
+        if self.implicit_templates:
+            other.template = True  # what is inherited from is a template, not a link
+        iface.options.extend((k, v, None, line) for k, v, _s, line in other.options)
 
 
-def drop_in_sourced(main: InterfacesFile) -> bool:
-    """Whether /etc/network/interfaces reads /etc/network/interfaces.d/ (any name)."""
-    for keyword, pattern in main.sources():
-        if keyword == "source-directory" and pattern.rstrip("/") in (DROP_IN, "interfaces.d"):
-            return True
-        if keyword == "source" and pattern in (f"{DROP_IN}/*", "interfaces.d/*"):
-            return True
-    return False
+def _ng_setting(host: Host, name: str, default: bool = True) -> bool:
+    """A boolean of /etc/network/ifupdown-ng.conf (``name = 1``)."""
+    path = host.path("/etc/network/ifupdown-ng.conf")
+    if not files.exists(path):
+        return default
+    for line in files.read_tracked(path).text.splitlines():
+        key, equals, value = line.partition("=")
+        if equals and key.strip() == name:
+            return value.strip() not in ("0", "false", "no")
+    return default
 
 
+def read(host: Host, dialect: str) -> Reading:
+    """The interfaces file and everything it sources, read as `dialect` reads it."""
+    reader = _Reader(host, dialect)
+    reader.read(MAIN)
+    _check_repeats(reader.reading)
+    return reader.reading
+
+
+def _check_repeats(reading: Reading) -> None:
+    for iface in reading.ifaces.values():
+        for key in SINGLE_VALUED:
+            values = iface.values(key)
+            if len({value for value, _stanza, _line in values}) > 1:
+                _value, stanza, line = values[-1]
+                where = stanza.file if stanza is not None else reading.files[0]
+                reading.report(where, line + 1, f"{iface.name} sets {key} more than once "
+                               f"({', '.join(v for v, _s, _l in values)}): the three ifupdown "
+                               "implementations do not agree on which wins", "repeated-option",
+                               names=(iface.name,))
+
+
+# -- what the interfaces are --------------------------------------------------------------
 def _words(value: str | None) -> tuple[str, ...]:
     if not value or value in ("none", "all"):
         return ()
     return tuple(value.split())
 
 
-def stanza_config(stanza: Stanza, path: str) -> LinkConfig | None:
-    """A bond, bridge or VLAN from its stanza (None for anything else)."""
-    mtu_text = stanza.get("mtu")
-    mtu = int(mtu_text) if mtu_text and mtu_text.isdigit() else None
-    if any(_key(name).startswith("bond-") and _key(name) != "bond-master"
-           for _line, name, _value in stanza.options):
-        mode_text = stanza.get("bond-mode")
+def _number(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def iface_config(iface: Iface, reading: Reading) -> LinkConfig | None:
+    """A bond, bridge or VLAN as the dialect makes it (None for anything else)."""
+    dialect = reading.dialect
+    source = (iface.stanzas[0].file.path if iface.stanzas else "")
+    mtu = _number(iface.get("mtu"))
+    keys = {_key(name) for name, _v, _s, _l in iface.options}
+    bond = ("bond" in iface.uses or "bond-members" in keys) if dialect == NG else any(
+        key.startswith("bond-") and key != "bond-master" for key in keys)
+    if bond:
+        mode_text = iface.get("bond-mode")
         mode = bonding.name_of(bonding.MODES, int(mode_text)) if mode_text and \
             mode_text.isdigit() else mode_text
-        miimon_text = stanza.get("bond-miimon")
+        members = iface.get("bond-members" if dialect == NG else "bond-slaves")
+        lacp = iface.get("bond-lacp-rate")
         return LinkConfig(
-            name=stanza.name, kind="bond", members=_words(stanza.get("bond-slaves")),
-            mtu=mtu, mode=mode,
-            miimon=int(miimon_text) if miimon_text and miimon_text.isdigit() else None,
-            xmit_hash_policy=stanza.get("bond-xmit-hash-policy"),
-            lacp_rate=stanza.get("bond-lacp-rate"), source=path)
-    if stanza.get("bridge-ports") is not None:
-        stp = stanza.get("bridge-stp")
-        return LinkConfig(name=stanza.name, kind="bridge",
-                          members=_words(stanza.get("bridge-ports")), mtu=mtu,
-                          stp=stp in ("on", "yes") if stp else False, source=path)
-    raw = stanza.get("vlan-raw-device")
-    dotted = re.fullmatch(r"(.+)\.(\d{1,4})", stanza.name)
-    numbered = re.fullmatch(r"vlan(\d{1,4})", stanza.name)
-    if dotted and raw is None:
-        return LinkConfig(name=stanza.name, kind="vlan", parent=dotted.group(1),
-                          vlan_id=int(dotted.group(2)), mtu=mtu, source=path)
-    if raw is not None and (dotted or numbered):
-        number = (dotted or numbered).group(2 if dotted else 1)  # type: ignore[union-attr]
-        return LinkConfig(name=stanza.name, kind="vlan", parent=raw, vlan_id=int(number),
-                          mtu=mtu, source=path)
-    return None
+            name=iface.name, kind="bond", members=_words(members), mtu=mtu, mode=mode,
+            miimon=_number(iface.get("bond-miimon")),
+            xmit_hash_policy=iface.get("bond-xmit-hash-policy"),
+            lacp_rate=_LACP_RATES.get(lacp, lacp) if lacp else None, source=source)
+    bridge_ports = iface.get("bridge-ports")
+    if bridge_ports is not None or (dialect == NG and "bridge" in iface.uses):
+        if dialect == NG and bridge_ports is None:
+            bridge_ports = iface.get("requires")
+        if bridge_ports and bridge_ports.split()[0] in ("glob", "regex"):
+            _value, stanza, line = iface.values("bridge-ports")[-1]
+            reading.report(stanza.file if stanza else reading.files[0], line + 1,
+                           f"bridge-ports {bridge_ports}: zsn does not expand port "
+                           "expressions", "port-expression", names=(iface.name,))
+            return None
+        stp = iface.get("bridge-stp")
+        return LinkConfig(name=iface.name, kind="bridge", members=_words(bridge_ports),
+                          mtu=mtu, stp=stp.lower() in ("on", "yes", "1") if stp else False,
+                          source=source)
+    return _vlan(iface, dialect, mtu, source)
+
+
+def _vlan(iface: Iface, dialect: str, mtu: int | None, source: str) -> LinkConfig | None:
+    raw = iface.get("vlan-raw-device")
+    vlan_id = _number(iface.get("vlan-id"))
+    dotted = re.fullmatch(r"(.+)\.(\d{1,4})", iface.name)
+    numbered = re.fullmatch(r"vlan(\d{1,4})", iface.name)
+    parent: str | None = None
+    number: int | None = None
+    if dialect == CLASSIC:
+        if dotted and raw is None:
+            parent, number = dotted.group(1), int(dotted.group(2))
+        elif raw is not None and (dotted or numbered):
+            parent = raw
+            number = int((dotted or numbered).group(2 if dotted else 1))  # type: ignore[union-attr]
+    elif dialect == NG:
+        if numbered and raw is not None:
+            parent, number = raw, int(numbered.group(1))
+        elif dotted and not iface.name.startswith("vlan"):
+            parent, number = dotted.group(1), int(dotted.group(2))
+        elif raw is not None and vlan_id is not None:
+            parent, number = raw, vlan_id
+    else:  # ifupdown2: vlan-id and vlan-raw-device, else the dotted name
+        if raw is not None and vlan_id is not None:
+            parent, number = raw, vlan_id
+        elif dotted:
+            parent, number = raw or dotted.group(1), int(dotted.group(2))
+    if parent is None or number is None or number > 4094:
+        return None
+    return LinkConfig(name=iface.name, kind="vlan", parent=parent, vlan_id=number, mtu=mtu,
+                      source=source)
 
 
 class IfupdownBackend(FileBackend):
@@ -197,52 +643,69 @@ class IfupdownBackend(FileBackend):
 
     @staticmethod
     def _collect(host: Host, persisted: Persisted) -> None:
+        dialect, _reason = dialect_of(host)
+        persisted.dialect = dialect
+        reading = read(host, dialect)
         masters: dict[str, list[str]] = {}
-        for entry in read_files(host):
-            for stanza in entry.stanzas():
-                config = stanza_config(stanza, entry.path)
-                if config is not None and config.name not in persisted.configs:
-                    persisted.configs[config.name] = config
-                master = stanza.get("bond-master")
-                if master:
-                    masters.setdefault(master, []).append(stanza.name)
+        for iface in reading.ifaces.values():
+            if iface.template or not iface.stanzas:
+                continue
+            config = iface_config(iface, reading)
+            if config is not None:
+                persisted.configs[config.name] = config
+            master = iface.get("bond-master")
+            if master and dialect == CLASSIC:
+                masters.setdefault(master, []).append(iface.name)
         for master, members in masters.items():
             config = persisted.configs.get(master)
             if config is not None and config.kind == "bond":
                 extra = tuple(m for m in members if m not in config.members)
                 persisted.configs[master] = replace(config, members=config.members + extra)
+        persisted.unread.extend(reading.unread)
 
     def plan(self, host: Host, changes: list[Upsert | Remove],
              current: Persisted) -> PersistPlan:
         plan = PersistPlan(self.name)
-        entries = read_files(host)
+        dialect, reason = dialect_of(host)
+        reading = read(host, dialect)
+        entries = reading.files
         if not entries:
             raise ZsnError(f"{MAIN} cannot be read")
+        writer = _Writer(reading)
         created: list[InterfacesFile] = []
-        for change, old, config in in_order(changes, current):
+        for change, _old, config in in_order(changes, current):
             if isinstance(change, Remove) or config is None:
-                self._remove(entries + created, change.name)
+                writer.remove(entries + created, change.name)
                 continue
-            self._check_name(config)
-            where = self._stanza(entries + created, config.name)
+            where = writer.stanza(entries + created, config.name)
             if where is None:
-                created.extend(self._add(entries, config))
+                writer.check_name(config)
+                created.extend(writer.add(entries, config))
             else:
-                self._update(where[0], where[1], config, change.fields, old)
+                writer.update(where, config, change.fields)
             if config.kind == "bond":
-                self._warn_members(entries + created, config, plan)
+                writer.warn_members(entries + created, config, plan)
         plan.edits = file_edits(host, entries + created)
+        plan.notes.append(f"written for {dialect} ({reason})")
         kinds = {c.config.kind for c in changes if isinstance(c, Upsert)}
-        packages = [p for k, p in (("bond", "ifenslave"), ("bridge", "bridge-utils"))
-                    if k in kinds]
-        if packages:
-            plan.notes.append(f"ifupdown needs the package(s) {', '.join(packages)} for these "
-                              "options; 'ifup NAME' applies a new stanza")
+        if dialect == CLASSIC:
+            packages = [p for k, p in (("bond", "ifenslave"), ("bridge", "bridge-utils"))
+                        if k in kinds]
+            if packages:
+                plan.notes.append(f"ifupdown needs the package(s) {', '.join(packages)} for "
+                                  "these options; 'ifup NAME' applies a new stanza")
         return plan
 
-    @staticmethod
-    def _check_name(config: LinkConfig) -> None:
-        if config.kind != "vlan":
+
+class _Writer:
+    """Edits in the installed dialect's syntax, keeping every other byte."""
+
+    def __init__(self, reading: Reading):
+        self.reading = reading
+        self.dialect = reading.dialect
+
+    def check_name(self, config: LinkConfig) -> None:
+        if config.kind != "vlan" or self.dialect != CLASSIC:
             return
         if config.name == f"{config.parent}.{config.vlan_id}" or \
                 config.name == f"vlan{config.vlan_id}":
@@ -251,54 +714,57 @@ class IfupdownBackend(FileBackend):
                               f"{config.parent}.{config.vlan_id}, not {config.name}")
 
     @staticmethod
-    def _stanza(entries: list[InterfacesFile], name: str) -> tuple[InterfacesFile,
-                                                                   Stanza] | None:
-        for entry in entries:
-            if entry.removed:
-                continue
-            for stanza in entry.stanzas():
-                if stanza.name == name and stanza.family == "inet":
-                    return entry, stanza
-        for entry in entries:
-            for stanza in entry.stanzas():
-                if stanza.name == name and not entry.removed:
-                    return entry, stanza
-        return None
+    def stanza(entries: list[InterfacesFile], name: str) -> Stanza | None:
+        """The stanza to edit: the interface's last one (inet first for ifupdown)."""
+        found = [s for e in entries if not e.removed for s in _stanzas(e) if s.name == name]
+        inet = [s for s in found if s.family == "inet"]
+        return (inet or found)[-1] if found else None
 
-    @staticmethod
-    def _options(config: LinkConfig) -> list[tuple[str, str | None]]:
+    def options(self, config: LinkConfig) -> list[tuple[str, str | None]]:
         """Option lines for `config` in the order zsn writes them (None: remove)."""
         options: list[tuple[str, str | None]] = []
         if config.kind == "bond":
-            options.append(("bond-slaves", " ".join(config.members) or "none"))
+            members = " ".join(config.members) or "none"
+            if self.dialect == NG:
+                options.append(("use", "bond"))
+                options.append(("bond-members", members))
+            else:
+                options.append(("bond-slaves", members))
             options.append(("bond-mode", config.mode))
             options.append(("bond-miimon", str(config.miimon if config.miimon is not None
                                                else bonding.DEFAULT_MIIMON)))
             options.append(("bond-xmit-hash-policy", config.xmit_hash_policy))
             options.append(("bond-lacp-rate", config.lacp_rate))
         elif config.kind == "bridge":
-            options.append(("bridge_ports", " ".join(config.members) or "none"))
-            options.append(("bridge_stp", "on" if config.stp else "off"))
+            if self.dialect == NG:
+                options.append(("use", "bridge"))
+            spelling = "bridge_" if self.dialect == CLASSIC else "bridge-"
+            options.append((f"{spelling}ports", " ".join(config.members) or "none"))
+            options.append((f"{spelling}stp", "on" if config.stp else "off"))
         elif config.name != f"{config.parent}.{config.vlan_id}":
             options.append(("vlan-raw-device", config.parent))
+            if not re.fullmatch(rf"vlan{config.vlan_id}", config.name):
+                options.append(("vlan-id", str(config.vlan_id)))
         options.append(("mtu", str(config.mtu) if config.mtu is not None else None))
         return options
 
     _FIELD_OPTIONS = {
-        "members": ("bond-slaves", "bridge-ports"), "mode": ("bond-mode",),
+        "members": ("bond-slaves", "bond-members", "bridge-ports"), "mode": ("bond-mode",),
         "miimon": ("bond-miimon",), "xmit_hash_policy": ("bond-xmit-hash-policy",),
         "lacp_rate": ("bond-lacp-rate",), "stp": ("bridge-stp",), "mtu": ("mtu",),
-        "parent": ("vlan-raw-device",),
+        "parent": ("vlan-raw-device",), "vlan_id": ("vlan-id",),
     }
 
-    def _add(self, entries: list[InterfacesFile], config: LinkConfig) -> list[InterfacesFile]:
-        lines = [f"auto {config.name}\n", f"iface {config.name} inet manual\n"]
-        lines += [f"    {key} {value}\n" for key, value in self._options(config)
+    def add(self, entries: list[InterfacesFile], config: LinkConfig) -> list[InterfacesFile]:
+        header = f"iface {config.name} inet manual\n" if self.dialect == CLASSIC else \
+            f"iface {config.name}\n"
+        lines = [f"auto {config.name}\n", header]
+        lines += [f"    {key} {value}\n" for key, value in self.options(config)
                   if value is not None]
         main = entries[0]
-        if drop_in_sourced(main):
-            file_name = "zsn-" + config.name.replace(".", "_")
-            path = f"{DROP_IN}/{file_name}"
+        file_name = "zsn-" + config.name.replace(".", "_")
+        path = f"{DROP_IN}/{file_name}"
+        if self.reading.reads(path):
             existing = next((e for e in entries if e.path == path), None)
             if existing is not None and existing.snapshot is not None:
                 raise ValidationError(f"{path} exists but defines no {config.name}; "
@@ -309,50 +775,54 @@ class IfupdownBackend(FileBackend):
         main.lines.extend(lines)
         return []
 
-    def _update(self, entry: InterfacesFile, stanza: Stanza, config: LinkConfig,
-                fields: frozenset[str], old: LinkConfig | None) -> None:
+    def update(self, stanza: Stanza, config: LinkConfig, fields: frozenset[str]) -> None:
+        entry = stanza.file
         wanted = {_key(option) for name in fields for option in self._FIELD_OPTIONS.get(name, ())}
         indent = "    "
         if stanza.options:
             first = entry.lines[stanza.options[0][0]]
             indent = first[:len(first) - len(first.lstrip())] or indent
         insert_at = stanza.end
-        for key, value in self._options(config):
+        for key, value in self.options(config):
             if _key(key) not in wanted:
                 continue
-            present = [(line, name) for line, name, _v in stanza.options
-                       if _key(name) == _key(key)]
+            aliases = {_key(key)} | ({"bond-slaves", "bond-members"}
+                                     if _key(key) in ("bond-slaves", "bond-members") else set())
+            present = [(line, name, now) for line, name, now in stanza.options
+                       if _key(name) in aliases]
             if present:
-                line, written = present[0]
+                line, written, now = present[0]
                 if value is None:
                     entry.lines[line] = ""
-                else:
+                elif now != value:
                     old_line = entry.lines[line]
                     keep = old_line[:len(old_line) - len(old_line.lstrip())]
                     entry.lines[line] = f"{keep}{written} {value}\n"
-                for extra, _name in present[1:]:
+                for extra, _name, _now in present[1:]:
                     entry.lines[extra] = ""
             elif value is not None:
                 entry.lines.insert(insert_at, f"{indent}{key} {value}\n")
                 insert_at += 1
-                stanza = next(s for s in entry.stanzas() if s.start == stanza.start)
+                stanza = next(s for s in _stanzas(entry) if s.start == stanza.start)
         entry.lines = [line for line in entry.lines if line != ""]
 
-    def _warn_members(self, entries: list[InterfacesFile], config: LinkConfig,
-                      plan: PersistPlan) -> None:
+    def warn_members(self, entries: list[InterfacesFile], config: LinkConfig,
+                     plan: PersistPlan) -> None:
         for member in config.members:
-            where = self._stanza(entries, member)
-            if where is not None and where[1].method in ("dhcp", "static"):
+            where = self.stanza(entries, member)
+            if where is not None and where.method in ("dhcp", "static"):
                 plan.warnings.append(
-                    f"{where[0].path} gives member {member} its own addresses "
-                    f"('iface {member} inet {where[1].method}'): change it to 'inet manual'")
+                    f"{where.file.path} gives member {member} its own addresses "
+                    f"('iface {member} {where.family} {where.method}'): change it to "
+                    "'inet manual'")
 
-    def _remove(self, entries: list[InterfacesFile], name: str) -> None:
+    @staticmethod
+    def remove(entries: list[InterfacesFile], name: str) -> None:
         for entry in entries:
             if entry.removed:
                 continue
             kill: set[int] = set()
-            for stanza in entry.stanzas():
+            for stanza in _stanzas(entry):
                 if stanza.name == name:
                     kill.update(range(stanza.start, stanza.end))
             for number, line in enumerate(entry.lines):
@@ -370,6 +840,29 @@ class IfupdownBackend(FileBackend):
             if entry.path.startswith(f"{DROP_IN}/zsn-") and not any(
                     line.strip() and not line.lstrip().startswith("#") for line in entry.lines):
                 entry.removed = True
+
+
+def _stanzas(entry: InterfacesFile) -> list[Stanza]:
+    """The iface stanzas of one file as written (for editing)."""
+    found: list[Stanza] = []
+    current: Stanza | None = None
+    for number, line in enumerate(entry.lines):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if words[0] in (*CLASSIC_KEYWORDS, "template", "defaults", "interface", "vlan") or \
+                words[0].startswith(("allow-", "source")):
+            current = None
+            if words[0] in ("iface", "template", "interface", "vlan") and len(words) > 1:
+                current = Stanza(words[1], entry, number, number + 1,
+                                 words[2] if len(words) > 2 else None,
+                                 words[3] if len(words) > 3 else None)
+                found.append(current)
+            continue
+        if current is not None:
+            current.options.append((number, words[0], " ".join(words[1:])))
+            current.end = number + 1
+    return found
 
 
 IFUPDOWN = IfupdownBackend()
