@@ -10,7 +10,7 @@ from typing import Any
 from zsn.errors import ZsnError
 from zsn.every import Every
 from zsn.links.live import BondDetails, LinkMonitor, read_links, with_rates
-from zsn.links.model import Interface, LinksSnapshot
+from zsn.links.model import BondState, Interface, LinksSnapshot, member_role
 from zsn.links.persist import Persisted, detect_owner, read_persistent
 from zsn.lint import count_by_severity
 from zsn.prometheus import MetricFamily
@@ -55,7 +55,8 @@ def interface_to_dict(interface: Interface, snapshot: LinksSnapshot, details: Bo
         "mac": interface.mac, "addresses": list(interface.addresses),
         "master": interface.master, "parent": interface.parent, "vlan_id": interface.vlan_id,
         "peer": interface.peer, "speed_mbps": interface.speed_mbps, "duplex": interface.duplex,
-        "members": [_member(m, details.bonds.get(interface.name)) for m in members],
+        "members": [_member(m, details.bonds.get(interface.name), interface.bond)
+                    for m in members],
         "bond": None, "bridge": None,
         "counters": dict(zip(COUNTER_FIELDS, counters, strict=True)) if counters else None,
         "rates": None if rates is None else {
@@ -78,12 +79,13 @@ def interface_to_dict(interface: Interface, snapshot: LinksSnapshot, details: Bo
     return data
 
 
-def _member(member: Interface, proc: Any) -> dict[str, Any]:
+def _member(member: Interface, proc: Any, bond: BondState | None) -> dict[str, Any]:
     state = member.member
     data: dict[str, Any] = {"name": member.name, "state": member.state_text,
                             "port_state": member.port_state}
     if state is not None:
-        data.update(mii_status=state.mii_status, role=state.state,
+        data.update(mii_status=state.mii_status, role=member_role(state, bond),
+                    slave_state=state.state,
                     link_failure_count=state.link_failure_count,
                     aggregator_id=state.aggregator_id, permanent_mac=state.permanent_mac)
         slave = next((s for s in proc.slaves if s.name == member.name), None) if proc else None

@@ -92,6 +92,8 @@ def test_json_carries_stack_members_counters_and_rates(exported: dict) -> None: 
     assert ad0["bond"]["mode"] == "802.3ad" and ad0["bond"]["lacp_partner"] is True
     members = {m["name"]: m for m in ad0["members"]}
     assert members["eth3x"]["mii_status"] == "up" and members["eth3x"]["role"] == "active"
+    ab0 = {m["name"]: m for m in links["ab0"]["members"]}
+    assert (ab0["eth7x"]["role"], ab0["eth7x"]["slave_state"]) == ("backup", "backup")
     assert members["eth3x"]["partner_mac"] == ad0["bond"]["partner_mac"]
     assert links["rr0.10"]["parent"] == "rr0" and links["rr0.10"]["vlan_id"] == 10
     assert links["br0"]["bridge"] == {"stp": True}
