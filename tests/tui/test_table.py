@@ -309,3 +309,26 @@ async def test_the_footer_shows_esc_first_while_a_kept_filter_hides_rows() -> No
         await pilot.press("escape")
         await pilot.pause()
         assert "escape" not in bar.shown_keys
+
+
+async def test_rate_columns_keep_their_width_and_place_as_values_change() -> None:
+    """A rate going from '-' to '1023.9 KiB/s' moves no column: the width is the widest
+    rate's, declared by the column, not this refresh's value."""
+    from zsn.format import human_rate
+    from zsn.view import rate_columns
+
+    columns = (Column("name", "Link", 1), *rate_columns(2), Column("mtu", "MTU", 3))
+
+    def rows(rate: float | None) -> list[Row]:
+        shown = human_rate(rate) if rate is not None else "-"
+        return [Row("eth0", ("eth0", shown, shown, "1500"), data=(None, rate, rate))]
+
+    app = TableApp(rows(None), columns)
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        before = table._current_layout()
+        for rate in (0.0, 1023.9 * 1024, 118e6, None):
+            table.update(rows(rate))
+            await pilot.pause()
+            assert table._current_layout() == before
