@@ -5,6 +5,7 @@ screen shows and what the app would write to a terminal."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -15,19 +16,26 @@ from textual.css.query import NoMatches
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import cell_text
 
+WAIT_SECONDS = 60.0
+"""How long a test waits for what a user would see before calling it broken. A bound
+for a hang, not a speed goal: on a machine busy with other work (two cores, a CI
+runner) a first read can take seconds, and a test must not fail for that."""
+
 
 async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "condition",
-                     seconds: float = 10.0) -> None:
+                     seconds: float = WAIT_SECONDS) -> None:
     """Until `predicate()` is true; a widget it asks for that is not there yet (a pane
     is made when its tab is first shown) counts as not yet."""
-    for _ in range(int(seconds / 0.02)):
+    deadline = time.monotonic() + seconds
+    while True:
         try:
             if predicate():
                 return
         except NoMatches:
             pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {seconds:g} s")
         await pilot.pause(0.02)
-    raise AssertionError(f"{what}: not reached within {seconds:g} s")
 
 
 async def wait_for_rows(pilot: Any, table: str = "#wg-peers") -> None:

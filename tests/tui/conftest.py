@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
 
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
@@ -58,3 +62,28 @@ def root(tmp_path: Path) -> Path:
     shutil.copyfile(FIXTURES / "zcapwg1.conf", directory / "zcapwg1.conf")
     os.chmod(directory / "zcapwg1.conf", 0o600)
     return tmp_path
+
+
+SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture
+def snap_compare(snap_compare: SnapCompare) -> SnapCompare:
+    """pytest-textual-snapshot's, with every text cursor steady when the picture is
+    taken: a cursor blinks every 0.5 s, so on a busy machine a picture taken a little
+    later than usual would show it off."""
+
+    def compare(app: Any, *args: Any,
+                run_before: Callable[[Pilot[Any]], Awaitable[None] | None] | None = None,
+                **kwargs: Any) -> bool:
+        async def steady(pilot: Pilot[Any]) -> None:
+            done = run_before(pilot) if run_before is not None else None
+            if done is not None:
+                await done
+            for field in pilot.app.screen.query(Input):
+                field.cursor_blink = False  # shown, not blinking
+            await pilot.pause()
+
+        return snap_compare(app, *args, run_before=steady, **kwargs)
+
+    return compare

@@ -300,10 +300,17 @@ async def test_the_palette_lists_each_command_once(app: ZsnApp) -> None:
         await wait_for_rows(pilot)
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
-        await pilot.pause(0.5)
-        options = app.screen.query_one(OptionList)
-        titles = [str(options.get_option_at_index(i).prompt).split("\n")[0]
-                  for i in range(options.option_count)]
+
+        def titles_shown() -> list[str]:
+            options = app.screen.query_one(OptionList)
+            return [str(options.get_option_at_index(i).prompt).split("\n")[0]
+                    for i in range(options.option_count)]
+
+        # The palette lists commands as its worker gathers them.
+        await wait_until(pilot, lambda: "Quit" in titles_shown(), "the commands listed")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        titles = titles_shown()
     assert len(titles) == len(set(titles)), titles
     assert [t for t in titles if "quit" in t.lower()] == ["Quit"]
     assert [t for t in titles if "refresh" in t.lower()] == ["Refresh"]
@@ -335,7 +342,8 @@ async def test_one_notification_per_openvpn_import(tmp_path: Path,
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
         await pilot.press("y")
         await wait_until(pilot, (root / "etc/openvpn/client/office.conf").exists, "the import")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: shown, "the Done")
+        await pilot.pause(0.3)  # no second notice follows
     assert shown == ["Done: import office.ovpn as openvpn-client@office.service"]
 
 

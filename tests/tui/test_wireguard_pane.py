@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.pilot import row_texts, wait_for_rows
+from tests.pilot import row_texts, wait_for_rows, wait_until
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.help import HelpScreen
@@ -77,15 +77,28 @@ async def test_question_mark_shows_help_with_pane_keys(fixed_app: ZsnApp) -> Non
         assert not isinstance(fixed_app.screen, HelpScreen)
 
 
+def _highlighted(app: ZsnApp) -> str | None:
+    """The command palette's highlighted command, once its search has run."""
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    if not isinstance(app.screen, CommandPalette):
+        return None
+    options = app.screen.query_one(OptionList)
+    if options.highlighted is None:
+        return None
+    return str(options.get_option_at_index(options.highlighted).prompt).split("\n")[0]
+
+
 async def test_palette_switches_theme(fixed_app: ZsnApp) -> None:
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"Theme: zsn-16")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: _highlighted(fixed_app) == "Theme: zsn-16",
+                         "the theme found")
         await pilot.press("enter")
-        await pilot.pause()
-        assert fixed_app.theme == "zsn-16"
+        await wait_until(pilot, lambda: fixed_app.theme == "zsn-16", "the theme switched")
 
 
 async def test_q_quits(fixed_app: ZsnApp) -> None:
@@ -108,10 +121,10 @@ async def test_unknown_theme_falls_back_with_a_notification(tmp_path: Path) -> N
 async def test_no_interfaces_says_how_to_start_one(tmp_path: Path) -> None:
     app = ZsnApp(Host(tmp_path), refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.5)
         status = app.query_one(".pane-status")
+        await wait_until(pilot, lambda: "No WireGuard interfaces" in str(status.render()),
+                         "the empty state")
         assert status.display
-        assert "No WireGuard interfaces" in str(status.render())
 
 
 async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> None:

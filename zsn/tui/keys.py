@@ -30,10 +30,13 @@ from textual.app import App, ScreenStackError
 from textual.dom import DOMNode
 from textual.message_pump import MessagePump
 
-KEY_SECONDS = 1.0
-"""At most this long waiting for one key's effects before the next key goes."""
-SCREEN_SECONDS = 2.0
-"""At most this long waiting for a screen a key opened to be mounted."""
+KEY_SECONDS = 5.0
+"""At most this long waiting for one key's effects before the next key goes: a bound
+for effects that never finish, not a speed goal. A key's effects finish in
+milliseconds on an idle machine, but over a second on a busy one (two cores, other
+work), and a watchdog firing then would send the next key ahead of them."""
+SCREEN_SECONDS = 5.0
+"""At most this long waiting for a screen a key opened to be mounted (same reason)."""
 SCREEN_POLL_SECONDS = 0.005
 
 

@@ -186,6 +186,9 @@ class LivePane(Vertical):
         """A forced read was asked for during a read: it runs when that one ends."""
         self._timer: Timer | None = None
         self._last_poll = 0.0
+        """When the last read started (0: none yet)."""
+        self._hidden = False
+        """Hidden since it was made: showing it again reads at once."""
         self.snapshot_count = 0
         """Snapshots shown so far (tests wait on it)."""
         self.first_read: FirstRead | None = None
@@ -400,25 +403,35 @@ class LivePane(Vertical):
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
         self._timer = self.set_interval(self.refresh_seconds, self.poll)
-        self._last_poll = time.monotonic()  # counts as the read on_show would start
         first = self.first_read
         if first is not None and first.ready():
             self.first_read = None
             snapshot = first.take(0)
             if snapshot is not None:  # shown before the first frame is drawn
+                self._last_poll = time.monotonic()  # as fresh as a read started now
                 self.show(snapshot)
                 self.snapshot_count += 1
                 self.state_changed()
                 return
         # Once the first frame is drawn: the read's thread (imports, netlink) would
         # otherwise take turns with it for the interpreter.
-        self.call_after_refresh(self.poll)
+        self.call_after_refresh(self._first_poll)
+
+    def _first_poll(self) -> None:
+        # Not when `on_show` started one already; not while hidden (on_show reads then).
+        if not self._last_poll:
+            self.poll()
 
     def on_show(self) -> None:
-        # A pane shown again after polling paused while hidden reads at once,
-        # rather than at the next tick (not twice when it is shown as it is made).
-        if time.monotonic() - self._last_poll > SHOWN_AGAIN_SECONDS:
+        # Shown for the first time: read unless a read was started (or its rows came
+        # with the app). Shown again after polling paused while it was hidden: read at
+        # once rather than at the next tick, unless the last read is fresh.
+        if not self._last_poll or (self._hidden and time.monotonic() - self._last_poll
+                                   > SHOWN_AGAIN_SECONDS):
             self.poll()
+
+    def on_hide(self) -> None:
+        self._hidden = True
 
     def _is_shown(self) -> bool:
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
