@@ -100,7 +100,7 @@ def shown_labels(app: ZsnApp) -> list[str]:
 async def select(pilot: Any, name: str) -> None:
     """Highlight `name`'s row and wait until the details box is about it."""
     pilot.app.query_one(TABLE, LiveTable).move_cursor(key=name)
-    await wait_until(pilot, lambda: str(pilot.app.query_one("#links-details").render())
+    await wait_until(pilot, lambda: pilot.app.query_one("#links-details", DetailsBox).text
                      .startswith(f"{name}:"), f"{name}'s details")
 
 
