@@ -12,7 +12,7 @@ DOMAIN = Domain(
                      "peer add|remove|show|disable|enable|rename|routes|log|expire IFACE NAME ..."),
         CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint, "
                      "record history", "zsn.wireguard.cli:wg",
-                     "wg create|up|down|endpoint|clients|link|gateway|lint|record ..."),
+                     "wg create|up|down|endpoint|clients|link|gateway|lint|record|import ..."),
     ),
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",

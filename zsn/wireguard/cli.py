@@ -107,6 +107,22 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
     gateway.add_argument("interface")
     gateway.add_argument("--egress", help="outgoing interface (default: the default route's)")
     add_dry_run(gateway)
+    imports = wgs.add_parser("import", help="take over a PiVPN, wg-easy or plain wg-quick "
+                             "setup (keys, addresses and names kept: no client needs a new "
+                             "config)")
+    imports.add_argument("source", choices=["pivpn", "wg-easy", "wg-quick"])
+    imports.add_argument("path", nargs="?", metavar="PATH",
+                         help="where the source keeps its data (default: pivpn "
+                              "/etc/pivpn/wireguard, wg-easy /etc/wireguard (wg-easy.db or "
+                              "wg0.json), wg-quick /etc/wireguard)")
+    imports.add_argument("--interface", metavar="NAME",
+                         help="the interface name here (default: the source's)")
+    imports.add_argument("--endpoint", metavar="HOST[:PORT]",
+                         help="what clients connect to (wg-easy v14 keeps it in WG_HOST)")
+    imports.add_argument("--env", dest="env_file", metavar="FILE",
+                         help="wg-easy v14: its container's environment (docker env file or "
+                              ".env with WG_HOST, WG_PORT, WG_DEFAULT_DNS ...)")
+    add_dry_run(imports)
     wgs.add_parser("record", help="read every interface once and record its peers' history "
                    "(what the zsn-history timer runs where neither the TUI nor zsn serve do)")
     check = wgs.add_parser("lint", help="check the configs; exit 1 when there are errors")
@@ -164,6 +180,11 @@ def _wg_plan(host: Host, args: argparse.Namespace) -> Plan:
         return routing.plan_client_to_client(host, args.interface)
     if args.action == "link":
         return routing.plan_link_interfaces(host, args.interface, args.other)
+    if args.action == "import":
+        from zsn.wireguard.imports import plan_import
+
+        return plan_import(host, args.source, args.path, interface=args.interface,
+                           endpoint=args.endpoint, env_file=args.env_file)
     return routing.plan_gateway(host, args.interface, args.egress)
 
 
