@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,16 +20,59 @@ class FileChangedError(ZsnError):
 
 
 class AccessDeniedError(ZsnError):
-    """The system refused zsn a file or folder (not root?): what was read is not all
-    there is, so a report must say so instead of looking complete."""
+    """The system refused zsn a file, a folder, a socket or a request (not root?): what
+    was read is not all there is, so a report must say so instead of looking complete.
+    Callers test for it by class, never by the message's words."""
 
 
-class NetlinkAccessError(ZsnError):
+class NetlinkError(ZsnError):
     """A netlink request failed; the message says why in plain words."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        """The kernel's errno (``errno.ENODEV`` ...); None when there was no answer in
+        time, too much of one, or no socket to ask on."""
+
+
+class NetlinkAccessDeniedError(NetlinkError, AccessDeniedError):
+    """EPERM or EACCES: the request needs root (CAP_NET_ADMIN)."""
+
+
+_NETLINK_REASONS = {
+    errno.EPERM: "operation not permitted (needs root / CAP_NET_ADMIN)",
+    errno.EACCES: "permission denied (needs root / CAP_NET_ADMIN)",
+    errno.ENODEV: "no such network device",
+    errno.ENOENT: "no such object",
+    errno.EEXIST: "already exists",
+    errno.EBUSY: "device or resource busy",
+    errno.EINVAL: "invalid argument",
+    errno.EOPNOTSUPP: "not supported by this kernel (module not loaded?)",
+    errno.EAFNOSUPPORT: "address family not supported by this kernel",
+    errno.EADDRNOTAVAIL: "address not available",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ERANGE: "value out of range for this device (an MTU above what it or its "
+                  "parent allows?)",
+    errno.ENOTCONN: "not connected",
+    errno.ENOSPC: "no space left (too many devices of this kind?)",
+    errno.EADDRINUSE: "address already in use",
+}
+
+
+def netlink_error(what: str, code: int, detail: str | None = None) -> NetlinkError:
+    """The error for errno `code` answering the request `what`, in plain words
+    (`detail`, e.g. an OSError's strerror, for a code without words of its own)."""
+    reason = _NETLINK_REASONS.get(code) or detail or f"error {code}"
+    kind = NetlinkAccessDeniedError if code in (errno.EPERM, errno.EACCES) else NetlinkError
+    return kind(f"{what}: {reason}", code)
 
 
 class SocketError(ZsnError):
     """A control socket (UAPI, management) could not be reached or answered badly."""
+
+
+class SocketAccessDeniedError(SocketError, AccessDeniedError):
+    """The control socket is root's (or its daemon's user's) only."""
 
 
 class ValidationError(ZsnError):

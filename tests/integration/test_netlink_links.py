@@ -82,3 +82,49 @@ def test_a_dump_over_several_datagrams_is_read_whole(lab: Lab) -> None:
     ours, theirs = _read_both(namespace)
     assert len(ours) == 301
     assert ours == theirs
+
+
+ERRORS = """
+import errno, json, os
+from zsn.errors import AccessDeniedError, NetlinkError
+from zsn.system import netlink, rtnetlink
+
+def outcome(change):
+    try:
+        change()
+    except NetlinkError as exc:
+        return [exc.code, isinstance(exc, AccessDeniedError), str(exc)]
+    return None
+
+found = {
+    "missing": outcome(lambda: netlink.set_link("zsnnosuch0", state="up")),
+    "exists": outcome(lambda: netlink.create_link(os.environ["TAKEN"], "bridge")),
+    "range": outcome(lambda: netlink.set_link(os.environ["TAKEN"], mtu=70000)),
+}
+os.setuid(65534)  # nobody: changes are refused, reads still work
+found["denied"] = outcome(lambda: netlink.set_link(os.environ["TAKEN"], state="down"))
+found["read"] = len(rtnetlink.read_links())
+print(json.dumps(found))
+"""
+
+
+def test_netlink_errors_keep_their_errno(lab: Lab) -> None:
+    """Callers decide by the kernel's errno (`NetlinkError.code`) or by class
+    (`AccessDeniedError` for EPERM/EACCES), never by the message's words."""
+    import errno
+
+    namespace = lab.namespace("le")
+    bridge = lab.name("eb")
+    run(["ip", "-n", namespace, "link", "add", bridge, "type", "bridge"])
+    result = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c", ERRORS],
+                            capture_output=True, text=True, timeout=120, check=True,
+                            env={"TAKEN": bridge, "PATH": "/usr/bin:/bin",
+                                 "PYTHONPATH": ":".join(sys.path)})
+    found = json.loads(result.stdout)
+    assert found["missing"][:2] == [errno.ENODEV, False]
+    assert found["missing"][2] == "zsnnosuch0: no such network device"
+    assert found["exists"][:2] == [errno.EEXIST, False]
+    assert found["range"][0] in (errno.EINVAL, errno.ERANGE) and not found["range"][1]
+    assert found["denied"][:2] == [errno.EPERM, True]
+    assert "needs root" in found["denied"][2]
+    assert found["read"] >= 2  # lo and the bridge

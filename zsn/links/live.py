@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zsn.errors import NetlinkAccessError, ZsnError
+from zsn.errors import NetlinkError, ZsnError
 from zsn.links import bonding
 from zsn.links.model import BondState, Interface, LinksSnapshot, MemberState, Rates
 from zsn.rates import CounterRates
@@ -125,8 +125,8 @@ def read_bond_details(interfaces: tuple[Interface, ...],
                 continue  # removed since the dump
             bonds[interface.name] = bonding.parse_proc_bonding(
                 files.read_text(path, PROC_BONDING_CAP), str(path))
-        except ZsnError as exc:
-            errors.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
+        except ZsnError as exc:  # names the file (files' errors, ParseError's source)
+            errors.append(str(exc))
     return BondDetails(bonds, tuple(errors))
 
 
@@ -182,7 +182,7 @@ def read_structure() -> Structure:
     errors: list[str] = []
     try:
         addresses = addresses_by_index(rtnetlink.read_addresses())
-    except NetlinkAccessError as exc:
+    except NetlinkError as exc:
         addresses = {}
         errors.append(str(exc))
     interfaces = build_interfaces(records, addresses)

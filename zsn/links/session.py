@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from zsn.errors import NetlinkAccessError
+from zsn.errors import NetlinkError
 from zsn.links.model import Interface, lower_stack
 from zsn.system import rtnetlink
 
@@ -63,7 +63,7 @@ def find_session(interfaces: tuple[Interface, ...],
     carriers: list[str] = []
     try:
         route_index = rtnetlink.route_interface(client)
-    except NetlinkAccessError:
+    except NetlinkError:
         route_index = None
     if route_index is not None and route_index in by_index:
         carriers.append(by_index[route_index])

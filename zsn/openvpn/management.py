@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from zsn.errors import ParseError, SocketError, ZsnError
+from zsn.errors import ParseError, SocketAccessDeniedError, SocketError, ZsnError
 from zsn.system.files import read_text
 from zsn.system.limits import Deadline, MiB
 from zsn.system.sockets import BoundedReader, ReplyTimeout
@@ -185,7 +185,8 @@ def _connect(endpoint: Endpoint, timeout: float) -> socket.socket:
         sock.close()
         reason = next((text for kind, text in _CONNECT_ERRORS if isinstance(exc, kind)),
                       f"cannot connect ({exc.strerror})")
-        raise SocketError(f"{where}: {reason}") from exc
+        kind = SocketAccessDeniedError if isinstance(exc, PermissionError) else SocketError
+        raise kind(f"{where}: {reason}") from exc
     return sock
 
 

@@ -22,26 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from zsn.errors import NetlinkAccessError
-
-_PLAIN_REASONS = {
-    errno.EPERM: "operation not permitted (needs root / CAP_NET_ADMIN)",
-    errno.EACCES: "permission denied (needs root / CAP_NET_ADMIN)",
-    errno.ENODEV: "no such network device",
-    errno.ENOENT: "no such object",
-    errno.EEXIST: "already exists",
-    errno.EBUSY: "device or resource busy",
-    errno.EINVAL: "invalid argument",
-    errno.EOPNOTSUPP: "not supported by this kernel (module not loaded?)",
-    errno.EAFNOSUPPORT: "address family not supported by this kernel",
-    errno.EADDRNOTAVAIL: "address not available",
-    errno.ENETUNREACH: "network unreachable",
-    errno.ERANGE: "value out of range for this device (an MTU above what it or its "
-                  "parent allows?)",
-    errno.ENOTCONN: "not connected",
-    errno.ENOSPC: "no space left (too many devices of this kind?)",
-    errno.EADDRINUSE: "address already in use",
-}
+from zsn.errors import NetlinkError, netlink_error
+from zsn.system import rtnetlink
 
 
 def _lean_pyroute2() -> None:
@@ -82,24 +64,20 @@ def pyroute2_module(name: str) -> Any:
     return importlib.import_module(f"pyroute2.{name}")
 
 
-def plain_netlink_reason(code: int) -> str:
-    """A user-facing reason for a netlink errno."""
-    return _PLAIN_REASONS.get(code, f"error {code}")
-
-
 @contextmanager
 def translate_netlink_errors(what: str) -> Iterator[None]:
-    """Turn pyroute2's `NetlinkError` (and socket failures) into `NetlinkAccessError`."""
-    netlink_error = pyroute2_module("netlink.exceptions").NetlinkError
+    """Turn pyroute2's `NetlinkError` (and socket failures) into zsn's `NetlinkError`,
+    with the errno kept (`zsn.errors.netlink_error`)."""
+    pyroute2_error = pyroute2_module("netlink.exceptions").NetlinkError
 
     try:
         yield
-    except netlink_error as exc:
-        raise NetlinkAccessError(f"{what}: {plain_netlink_reason(exc.code)}") from exc
-    except PermissionError as exc:
-        raise NetlinkAccessError(f"{what}: {plain_netlink_reason(errno.EPERM)}") from exc
+    except pyroute2_error as exc:
+        raise netlink_error(what, exc.code) from exc
     except OSError as exc:
-        raise NetlinkAccessError(f"{what}: {exc.strerror or exc}") from exc
+        if exc.errno is None:
+            raise NetlinkError(f"{what}: {exc}") from exc
+        raise netlink_error(what, exc.errno, exc.strerror) from exc
 
 
 @contextmanager
@@ -130,8 +108,6 @@ class Link:
 
 def list_links() -> dict[str, Link]:
     """Every link in the current network namespace, by name, with its addresses."""
-    from zsn.system import rtnetlink  # here: it imports this module (its error words)
-
     records = rtnetlink.read_links()
     by_index: dict[int, list[str]] = {}
     for address in rtnetlink.read_addresses():
@@ -146,10 +122,10 @@ def list_links() -> dict[str, Link]:
 
 
 def link_index(ipr: Any, name: str) -> int:
-    """The ifindex of `name` on an open `IPRoute`; `NetlinkAccessError` when missing."""
+    """The ifindex of `name` on an open `IPRoute`; `NetlinkError` (ENODEV) when missing."""
     found = ipr.link_lookup(ifname=name)
     if not found:
-        raise NetlinkAccessError(f"{name}: {plain_netlink_reason(errno.ENODEV)}")
+        raise netlink_error(name, errno.ENODEV)
     return int(found[0])
 
 

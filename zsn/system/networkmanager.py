@@ -48,9 +48,12 @@ def managed_devices(host: Host, names: Iterable[str]) -> dict[str, bool] | None:
         return None
     from zsn.system.dbus import BusError, run_sync
 
+    running: list[bool] = []  # set once NetworkManager is known to run
+
     async def ask(bus: SystemBus) -> dict[str, bool] | None:
         if not await bus.name_has_owner(NM):
             return None
+        running.append(True)
         found: dict[str, bool] = {}
         for name in wanted:
             path = await device_path(bus, name)
@@ -63,7 +66,7 @@ def managed_devices(host: Host, names: Iterable[str]) -> dict[str, bool] | None:
     try:
         return run_sync(host, ask, timeout=TIMEOUT)
     except BusError as exc:
-        if "NetworkManager device" in str(exc):
+        if running:
             # It runs, but would not say whether it manages a device: writing config
             # files could then go behind its back.
             raise BusError(f"NetworkManager runs but {exc}", exc.name) from exc

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from zsn.errors import NetlinkAccessError, ParseError
+from zsn.errors import NetlinkError, ParseError
 from zsn.system import rtnetlink
 from zsn.system.rtnetlink import NLMSG_ERROR, attributes, mac_text, messages, unsigned
 
@@ -128,7 +128,7 @@ def family_id(name: str = "nl80211") -> int:
         for attribute, start, end in attributes(data, a + _GENL.size, b):
             if attribute == CTRL_ATTR_FAMILY_ID and end - start >= 2:
                 return int(_U16.unpack_from(data, start)[0])
-    raise NetlinkAccessError(f"the kernel has no {name} netlink family (no Wi-Fi support)")
+    raise NetlinkError(f"the kernel has no {name} netlink family (no Wi-Fi support)")
 
 
 def dump_scan_raw(family: int, ifindex: int) -> list[bytes]:

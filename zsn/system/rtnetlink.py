@@ -10,13 +10,12 @@ only the attributes zsn shows, from the kernel's stable ABI (linux/if_link.h,
 linux/rtnetlink.h, linux/if_addr.h); tests check it against pyroute2's own decoding
 of the same captured bytes.
 
-Every dump has a deadline and a size cap; errors become `NetlinkAccessError` in plain
+Every dump has a deadline and a size cap; errors become `NetlinkError` in plain
 words. Decoders take raw bytes, so they are tested on real captured dumps.
 """
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 import socket
 import struct
@@ -25,9 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
-from zsn.errors import NetlinkAccessError, ParseError
+from zsn.errors import NetlinkError, ParseError, netlink_error
 from zsn.system.limits import ByteBudget, Deadline, MiB
-from zsn.system.netlink import plain_netlink_reason
 
 T = TypeVar("T")
 
@@ -533,7 +531,8 @@ def exchange(kind: int, body: bytes, what: str, *, dump: bool = True,
              protocol: int = socket.NETLINK_ROUTE) -> list[bytes]:
     """Send one request and return the raw replies (until NLMSG_DONE for a dump).
 
-    A netlink error reply (e.g. ENODEV) raises `NetlinkAccessError` naming `what`.
+    A netlink error reply (e.g. ENODEV) raises `NetlinkError` naming `what`, with the
+    errno as its `code`.
     `protocol`: NETLINK_ROUTE, or NETLINK_GENERIC for `zsn.system.nl80211`.
     """
     flags = NLM_F_REQUEST | (NLM_F_DUMP if dump else 0)
@@ -542,7 +541,7 @@ def exchange(kind: int, body: bytes, what: str, *, dump: bool = True,
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
                              protocol)
     except OSError as exc:
-        raise NetlinkAccessError(f"{what}: {exc.strerror or exc}") from exc
+        raise _socket_error(what, exc) from exc
     chunks: list[bytes] = []
     limit = Deadline(deadline)
     budget = ByteBudget(cap)
@@ -551,21 +550,25 @@ def exchange(kind: int, body: bytes, what: str, *, dump: bool = True,
         sock.bind((0, 0))
         sock.send(_request(kind, flags, body, sequence))
         while True:
-            sock.settimeout(limit.check(what, NetlinkAccessError))
+            sock.settimeout(limit.check(what, NetlinkError))
             data = sock.recv(1 << 20)
-            budget.take(len(data), what, NetlinkAccessError)
+            budget.take(len(data), what, NetlinkError)
             finished = _check_chunk(data, sequence, what, dump)
             chunks.append(data)
             if finished:
                 return chunks
     except TimeoutError as exc:
-        raise NetlinkAccessError(f"{what}: no complete answer within {deadline:g} s") from exc
-    except PermissionError as exc:
-        raise NetlinkAccessError(f"{what}: {plain_netlink_reason(errno.EPERM)}") from exc
+        raise NetlinkError(f"{what}: no complete answer within {deadline:g} s") from exc
     except OSError as exc:
-        raise NetlinkAccessError(f"{what}: {exc.strerror or exc}") from exc
+        raise _socket_error(what, exc) from exc
     finally:
         sock.close()
+
+
+def _socket_error(what: str, exc: OSError) -> NetlinkError:
+    if exc.errno is None:
+        return NetlinkError(f"{what}: {exc}")
+    return netlink_error(what, exc.errno, exc.strerror)
 
 
 def _check_chunk(data: bytes, sequence: int, what: str, dump: bool) -> bool:
@@ -582,7 +585,7 @@ def _check_chunk(data: bytes, sequence: int, what: str, dump: bool) -> bool:
             elif kind == NLMSG_ERROR:
                 code = -int(_S32.unpack_from(data, offset + _HEADER.size)[0])
                 if code:
-                    raise NetlinkAccessError(f"{what}: {plain_netlink_reason(code)}")
+                    raise netlink_error(what, code)
                 finished = True  # an acknowledgement
             elif not dump and not flags & NLM_F_MULTI:
                 finished = True

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from zsn.errors import SocketError
+from zsn.errors import SocketAccessDeniedError, SocketError
 from zsn.system.host import Host
 
 CONTROL_DIR = "/run/wpa_supplicant"
@@ -85,7 +85,8 @@ class WpaControl:
                               f"({self.path} is a stale socket)") from None
         except PermissionError:
             self._close(sock)
-            raise SocketError(f"{self.path}: permission denied (root needed?)") from None
+            raise SocketAccessDeniedError(
+                f"{self.path}: permission denied (root needed?)") from None
         except OSError as exc:
             self._close(sock)
             raise SocketError(f"{self.path}: {exc.strerror or exc}") from None

@@ -91,14 +91,13 @@ def check_network(text: str, what: str = "subnet") -> IPNetwork:
     """A network in CIDR form, e.g. ``192.168.50.0/24`` (no host bits)."""
     _refuse_scope(text, what)
     try:
-        return ipaddress.ip_network(text.strip(), strict=True)
-    except ValueError as exc:
-        if "has host bits set" in str(exc):
-            fixed = ipaddress.ip_network(text.strip(), strict=False)
-            raise ValidationError(f"{what} {text!r} has host bits set; did you mean {fixed}?")\
-                from None
+        network = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
         raise ValidationError(f"{what} {text!r} is not a CIDR network (e.g. 10.1.0.0/24)")\
             from None
+    if ipaddress.ip_interface(text.strip()).ip != network.network_address:
+        raise ValidationError(f"{what} {text!r} has host bits set; did you mean {network}?")
+    return network
 
 
 def check_ip(text: str, what: str = "address") -> IPAddress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from zsn.errors import NetlinkAccessError, ZsnError
+from zsn.errors import NetlinkError, ZsnError
 from zsn.every import Every
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
@@ -29,7 +29,7 @@ def present(host: Host) -> bool:
 
         try:
             return any(link.kind == "wireguard" for link in list_links().values())
-        except NetlinkAccessError:  # no netlink here just means "not present"
+        except NetlinkError:  # no netlink here just means "not present"
             return False
     return False
 

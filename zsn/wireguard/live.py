@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-from zsn.errors import NetlinkAccessError, ParseError, SocketError, ZsnError
+from zsn.errors import AccessDeniedError, NetlinkError, ParseError, SocketError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
@@ -153,7 +153,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         if host.is_live:
             try:
                 links = list_links()
-            except NetlinkAccessError as exc:
+            except NetlinkError as exc:
                 errors.append(str(exc))
         errors.extend(socket_errors)
         kernel_names = sorted(name for name, link in links.items() if link.kind == "wireguard")
@@ -164,9 +164,9 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             device: DeviceState | None = None
             try:
                 device = kernel.get_device(name, cache.for_config(path))
-            except NetlinkAccessError as exc:
+            except NetlinkError as exc:
                 errors.append(str(exc))
-                permission_denied |= "root" in str(exc)
+                permission_denied |= isinstance(exc, AccessDeniedError)
             if device is not None:
                 device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             link = links.get(name)
@@ -185,7 +185,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
                 device = uapi.read_device(request, names, cache.peers_of(name))
             except (SocketError, ParseError) as exc:
                 errors.append(f"{name}: {exc}")
-                permission_denied |= "permission denied" in str(exc)
+                permission_denied |= isinstance(exc, AccessDeniedError)
             if device is not None:
                 device = device._replace(peers=cache.in_config_order(name, path, device.peers))
             link = links.get(name)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from zsn.errors import ParseError, SocketError
+from zsn.errors import ParseError, SocketAccessDeniedError, SocketError
 from zsn.format import excerpt
 from zsn.system.host import Host
 from zsn.system.limits import Deadline, MiB
@@ -46,7 +46,7 @@ def socket_paths(host: Host) -> dict[str, Path]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except PermissionError as exc:
-            raise SocketError(f"{path}: permission denied (root needed)") from exc
+            raise SocketAccessDeniedError(f"{path}: permission denied (root needed)") from exc
         for entry in entries:
             if entry.name.endswith(".sock"):
                 found.setdefault(entry.name[: -len(".sock")], Path(entry.path))
@@ -81,7 +81,7 @@ class Exchange:
                 raise SocketError(f"{path}: nobody listening (userspace daemon stopped?)") \
                     from exc
             except PermissionError as exc:
-                raise SocketError(f"{path}: permission denied (root needed)") from exc
+                raise SocketAccessDeniedError(f"{path}: permission denied (root needed)") from exc
             except TimeoutError as exc:
                 raise SocketError(f"{path}: no answer within {timeout:g} s") from exc
             except OSError as exc:

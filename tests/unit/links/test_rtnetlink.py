@@ -3,9 +3,13 @@ against iproute2's JSON of the same moment and against pyroute2's own decoding."
 
 from __future__ import annotations
 
+import errno
 import struct
 
+import pytest
+
 from tests.unit.links.conftest import captured_bytes, ip_json
+from zsn.errors import AccessDeniedError, NetlinkAccessDeniedError, NetlinkError
 from zsn.system import rtnetlink
 from zsn.system.netlink import pyroute2_module
 
@@ -111,3 +115,23 @@ def test_counters_dump_gives_each_link_its_stats64() -> None:
         assert sample.tx_packets <= theirs[index]["tx"]["packets"]
     loopback = counters[1]
     assert loopback == rtnetlink.Counters(0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def _error_reply(sequence: int, code: int) -> bytes:
+    """The kernel's NLMSG_ERROR answer (struct nlmsgerr: -errno, then the request's
+    header), as linux/netlink.h lays it out."""
+    request = struct.pack("=IHHII", 16, rtnetlink.RTM_GETLINK, 0x301, sequence, 0)
+    body = struct.pack("=i", -code) + request
+    return struct.pack("=IHHII", 16 + len(body), rtnetlink.NLMSG_ERROR, 0, sequence, 0) + body
+
+
+def test_an_error_reply_keeps_its_errno_and_says_it_in_words() -> None:
+    with pytest.raises(NetlinkError) as missing:
+        rtnetlink._check_chunk(_error_reply(7, errno.ENODEV), 7, "reading eth9", dump=False)
+    assert missing.value.code == errno.ENODEV
+    assert not isinstance(missing.value, AccessDeniedError)
+    assert str(missing.value) == "reading eth9: no such network device"
+    with pytest.raises(NetlinkAccessDeniedError) as denied:
+        rtnetlink._check_chunk(_error_reply(7, errno.EPERM), 7, "reading eth9", dump=False)
+    assert denied.value.code == errno.EPERM and isinstance(denied.value, AccessDeniedError)
+    assert rtnetlink._check_chunk(_error_reply(7, 0), 7, "ack", dump=False)  # an ack

@@ -1,0 +1,49 @@
+"""The shape of the code, checked: what the import contracts (`.importlinter`) and the
+type checker cannot say."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import zsn
+
+PACKAGE = Path(zsn.__file__).parent
+
+
+def _modules() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _reads_text_of(node: ast.AST, names: set[str]) -> bool:
+    """Whether `node` is ``str(exc)`` (or ``exc.args``) of a caught exception."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "str" and len(node.args) == 1:
+        argument = node.args[0]
+        return isinstance(argument, ast.Name) and argument.id in names
+    return isinstance(node, ast.Attribute) and node.attr == "args" \
+        and isinstance(node.value, ast.Name) and node.value.id in names
+
+
+def test_no_caller_decides_by_an_errors_words() -> None:
+    """An error's message is for people: code decides by its class or its code
+    (`NetlinkError.code`, `AccessDeniedError`), never by ``"root" in str(exc)``."""
+    found = []
+    for path, tree in _modules():
+        for handler in (n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)):
+            if handler.name is None:
+                continue
+            caught = {handler.name}
+            for node in ast.walk(handler):
+                tested = []
+                if isinstance(node, ast.Compare) and any(
+                        isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+                    tested = [node.left, *node.comparators]
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in ("startswith", "endswith", "find", "count"):
+                    tested = [node.func.value]
+                if any(_reads_text_of(each, caught) for each in tested):
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, found
