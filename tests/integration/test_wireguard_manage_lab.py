@@ -293,6 +293,10 @@ def test_disable_takes_the_peer_off_the_live_interface_and_enable_brings_it_back
     finally:
         mlab.zsn("srv", "peer", "enable", mlab.iface("w0"), "bob")
     assert bob in _device_keys(mlab, "w0")
+    # The server forgot bob's session and has no endpoint for him (a client's endpoint is
+    # learnt, not configured), so bob must handshake again: WireGuard does so when its
+    # data gets no answer for KEEPALIVE_TIMEOUT + REKEY_TIMEOUT (15 s), plus jitter.
+    wait_for(lambda: mlab.ping_ok("c2", SERVER_TUNNEL["w0"]), 30, "client2 handshaking again")
     _reaches_without_loss(mlab, "c1", "10.61.0.3", "client1 reaching client2 again")
 
 

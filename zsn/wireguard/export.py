@@ -8,6 +8,7 @@ from typing import Any
 from zsn.errors import NetlinkError, ZsnError
 from zsn.every import Every
 from zsn.prometheus import MetricFamily
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
 from zsn.wireguard.config import WIREGUARD_DIR
@@ -107,7 +108,7 @@ def _add_history(host: Host, snapshot: WireGuardSnapshot,
     events) from the store, when there is one; the export never writes it."""
     from zsn.wireguard.history import STORE_PATH, HistoryStore
 
-    if not host.path(STORE_PATH).exists():
+    if not files.exists(host.path(STORE_PATH)):
         return
     from zsn.wireguard.history import PeerKey
     from zsn.wireguard.peerlog import bulk_reports, report_dict

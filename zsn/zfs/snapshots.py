@@ -100,10 +100,11 @@ def read(run: Runner, zfs: str, dataset: str | None = None,
         validate_dataset_name(dataset)
     result = run(list_argv(zfs, dataset, recursive))
     if not result.ok:
-        reason = result.first_error_line()
-        if dataset is not None and "dataset does not exist" in reason:
+        from zsn.zfs.live import explain_failure
+
+        if dataset is not None and "dataset does not exist" in result.first_error_line():
             raise ValidationError(f"no filesystem or volume named {dataset!r}")
-        raise ZsnError(f"zfs list failed: {reason}")
+        raise ZsnError(explain_failure(result))
     return parse(result.stdout)
 
 
