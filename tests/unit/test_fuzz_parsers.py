@@ -583,7 +583,7 @@ def test_fuzz_netplan_yaml_edit() -> None:
 
 
 def test_fuzz_network_config_files() -> None:
-    from zsn.links.persist.ifupdown import InterfacesFile
+    from zsn.links.persist.ifupdown import DIALECT_MARKERS, parse
     from zsn.links.persist.netctl import Profile, profile_config
     from zsn.links.persist.networkd import parse_timespan_ms
     from zsn.links.persist.unitfile import UnitFile
@@ -602,11 +602,12 @@ def test_fuzz_network_config_files() -> None:
         if unit is not None:
             assert unit.text == text
             unit.values("Network", "VLAN")
-        stanzas = InterfacesFile("/etc/network/interfaces", None, text.splitlines(True))
-        only_typed_errors(stanzas.stanzas)
-        assert stanzas.text == text
-        profile = Profile("/etc/netctl/x", None, text.splitlines(True))
-        only_typed_errors(lambda: profile_config(profile))
+        for dialect, _markers in DIALECT_MARKERS:
+            reading = only_typed_errors(lambda dialect=dialect: parse(text, dialect))
+            assert reading is None or reading.files[0].text == text
+        profile = only_typed_errors(lambda: Profile.parsed("/etc/netctl/x", None, text))
+        if profile is not None:
+            only_typed_errors(lambda: profile_config(profile))
         for part in parts:
             only_typed_errors(lambda part=part: parse_timespan_ms(part))  # type: ignore[misc]
 

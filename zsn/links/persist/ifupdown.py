@@ -547,6 +547,21 @@ def read(host: Host, dialect: str) -> Reading:
     return reader.reading
 
 
+def parse(text: str, dialect: str, path: str = MAIN) -> Reading:
+    """One file's text read as `dialect` reads it, its source lines not followed (what
+    the fuzz tests drive)."""
+    reader = _Reader(Host(), dialect)
+    reader.source = lambda *_args: None  # type: ignore[method-assign]
+    entry = InterfacesFile(path, None, text.splitlines(keepends=True))
+    reader.reading.files.append(entry)
+    {CLASSIC: reader._classic, IFUPDOWN2: reader._ifupdown2, NG: reader._ng}[dialect](entry)
+    _check_repeats(reader.reading)
+    for iface in reader.reading.ifaces.values():
+        if iface.stanzas:
+            iface_config(iface, reader.reading)
+    return reader.reading
+
+
 def _check_repeats(reading: Reading) -> None:
     for iface in reading.ifaces.values():
         for key in SINGLE_VALUED:
