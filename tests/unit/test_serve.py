@@ -279,3 +279,22 @@ def test_serve_never_imports_textual_or_rich(tmp_path: Path) -> None:
     assert "LEAKED []" in result.stdout
     assert "/export.json" in result.stdout
 
+
+
+@pytest.mark.parametrize(("text", "address", "loopback"), [
+    ("127.0.0.1:9586", ("127.0.0.1", 9586), True),
+    ("[::1]:9586", ("::1", 9586), True),
+    ("localhost:9586", ("localhost", 9586), True),
+    (":9586", ("", 9586), False),
+    ("0.0.0.0:9586", ("0.0.0.0", 9586), False),
+    ("[::]:9586", ("::", 9586), False),
+])
+def test_listen_addresses(text: str, address: tuple[str, int], loopback: bool) -> None:
+    assert serve.parse_listen(text) == address
+    assert serve.is_loopback(address[0]) is loopback
+
+
+@pytest.mark.parametrize("text", ["9586", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000"])
+def test_listen_mistakes(text: str) -> None:
+    with pytest.raises(serve.ZsnError, match="expected ADDRESS:PORT"):
+        serve.parse_listen(text)
