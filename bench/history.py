@@ -1,8 +1,8 @@
 """The peer history's costs: a poll's write for 5,000 peers, a year's size, the TUI idle.
 
-Run as root from the repository root:
+Run as root from the repository root, with zsn's environment (psutil):
 
-    python3 bench/history.py [--rounds 15] [--peers 5000] [--idle-seconds 20]
+    .venv/bin/python bench/history.py [--rounds 15] [--peers 5000] [--idle-seconds 20]
 
 1. **Write per poll** (goal: printed). A wireguard-go interface with 5,000 peers (as
    the other benchmarks build it, in a private namespace); its live read is recorded
@@ -54,16 +54,28 @@ def written_bytes() -> int:
     raise RuntimeError("no wchar in /proc/self/io")
 
 
-def moved(snapshot: WireGuardSnapshot, minute: int, count: int) -> WireGuardSnapshot:
-    """The snapshot a minute later with `count` peers' counters grown."""
-    [interface] = snapshot.interfaces
-    rng = random.Random(minute)
-    peers = tuple(
-        peer._replace(rx_bytes=peer.rx_bytes + minute * 90_000 + rng.randrange(1000),
-                      tx_bytes=peer.tx_bytes + minute * 40_000 + rng.randrange(1000))
-        if index < count else peer for index, peer in enumerate(interface.peers))
-    return snapshot._replace(interfaces=(interface._replace(peers=peers),),
-                             taken_at=snapshot.taken_at + 60 * minute)
+class Traffic:
+    """Every peer's counters as they grow poll after poll (a peer that does not move
+    keeps its counters: one that went back would be a restart)."""
+
+    def __init__(self, snapshot: WireGuardSnapshot) -> None:
+        self.snapshot = snapshot
+        [interface] = snapshot.interfaces
+        self.counters = [(peer.rx_bytes, peer.tx_bytes) for peer in interface.peers]
+        self.rng = random.Random(3)
+
+    def poll(self, minute: int, moving: int) -> WireGuardSnapshot:
+        """The snapshot `minute` minutes on, the first `moving` peers having sent and
+        received a minute's worth (a few hundred KB) since the last poll."""
+        for index in range(moving):
+            rx, tx = self.counters[index]
+            self.counters[index] = (rx + 90_000 + self.rng.randrange(9000),
+                                    tx + 40_000 + self.rng.randrange(4000))
+        [interface] = self.snapshot.interfaces
+        peers = tuple(peer._replace(rx_bytes=rx, tx_bytes=tx)
+                      for peer, (rx, tx) in zip(interface.peers, self.counters, strict=True))
+        return self.snapshot._replace(interfaces=(interface._replace(peers=peers),),
+                                      taken_at=self.snapshot.taken_at + 60 * minute)
 
 
 def store_size(store: Path) -> int:
@@ -89,13 +101,13 @@ def bench_writes(rounds: int, count: int) -> None:
           f"{(time.perf_counter() - started) * 1000:.1f} ms, "
           f"{(written_bytes() - before) / 1024:.0f} KiB written")
     minute = 0
+    traffic = Traffic(snapshot)
     cases = {f"all {count} peers moved": count, "50 peers moved": 50, "no peer moved": 0}
     figures: dict[str, list[tuple[float, int, int]]] = {label: [] for label in cases}
     for _round in range(rounds):
         for label, moving in cases.items():
             minute += 1
-            sample = moved(snapshot, minute if moving else minute - 1, moving)
-            sample = sample._replace(taken_at=snapshot.taken_at + 60 * minute)
+            sample = traffic.poll(minute, moving)
             size, before = store_size(store), written_bytes()
             started = time.perf_counter()
             recorder.record(sample, flush=True)

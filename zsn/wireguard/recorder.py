@@ -162,6 +162,8 @@ class Recorder:
         """Why history is not recorded now, if it is not."""
         self._extra_events: list[tuple[PeerKey, Event]] = []
         self._stored_names: dict[PeerKey, str | None] | None = None
+        self._seen: dict[PeerKey, PeerState] = {}
+        """The reading each peer's record was last advanced with."""
         self.failures_told: set[str] = set()
         """Problems already reported (an expired peer that cannot be disabled)."""
 
@@ -218,6 +220,7 @@ class Recorder:
         self._dirty.clear()
         self._closed.clear()
         self._stored_names = None
+        self._seen.clear()
 
     def _record(self, store: HistoryStore, settings: hooks.HistorySettings,
                 snapshot: WireGuardSnapshot, flush: bool) -> None:
@@ -270,12 +273,19 @@ class Recorder:
                 unread.add(interface.name)  # another namespace's, or not readable now
                 continue
             instance = f"{self._boot}:{interface.instance}"
+            seen = self._seen
             for peer in interface.peers:
                 key = PeerKey(interface.name, peer.public_key)
                 row = state.get(key)
+                if row is not None and not row.connected and row.peer \
+                        and seen.get(key) is peer and row.instance == instance:
+                    # The very same reading as last time (the live cache reuses an
+                    # unchanged peer) of a peer with no session: nothing can change.
+                    continue
                 if row is not None and row.sampled_at > now:
                     continue  # another recorder already wrote a newer sample
                 steps[key] = advance(row, peer, instance, now)
+                seen[key] = peer
                 self._names[key] = peer.name
         if not snapshot.errors and not snapshot.read_only_reason:
             for key, row in state.items():
