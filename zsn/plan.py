@@ -110,17 +110,18 @@ class FileEdit:
         if self.private_dir or self.new_dir:
             missing = []
             directory = self.path.parent
-            while not directory.exists():
+            while not files.exists(directory):
                 missing.append(directory)
                 directory = directory.parent
             for created in reversed(missing):
                 if self.private_dir:
                     files.ensure_private_dir(created)
                 else:
-                    created.mkdir(mode=0o755)
+                    files.make_dir(created, 0o755)
                 self._created_dirs.append(created)
         backup = files.backup_path(files.write_target(self.path))
-        self._old_backup = backup.read_bytes() if backup.exists() else None
+        self._old_backup = files.read_bytes(backup, files.MAX_FILE_BYTES) \
+            if files.exists(backup) else None
         if self.remove:
             if self.previous is None:
                 raise ZsnError(f"{self.path}: removing a file zsn did not read")
@@ -138,9 +139,9 @@ class FileEdit:
             return
         written = files.read_tracked(self.path)
         if self.previous is None:
-            self.path.unlink()
+            files.remove(files.write_target(self.path))
             for created in reversed(self._created_dirs):
-                created.rmdir()
+                files.remove_folder(created)
             return
         files.write_atomic(self.path, self.previous.text, previous=written,
                            mode=self.previous.mode, backup=False)
@@ -149,7 +150,7 @@ class FileEdit:
     def _restore_backup(self) -> None:
         backup = files.backup_path(files.write_target(self.path))
         if self._old_backup is None:
-            backup.unlink(missing_ok=True)
+            files.remove(backup, missing_ok=True)
         else:  # the backup holds the same secrets: atomic, its mode kept
             files.write_atomic(backup, self._old_backup, previous=files.read_tracked(backup),
                                backup=False)

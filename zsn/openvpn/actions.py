@@ -32,7 +32,15 @@ from zsn.openvpn.connections import (
 )
 from zsn.openvpn.effects import ReadConfig, advice, analyze
 from zsn.plan import FileEdit, LiveStep, Plan, Step
-from zsn.system.files import PRIVATE_FILE_MODE, read_text, read_tracked
+from zsn.system.files import (
+    PRIVATE_FILE_MODE,
+    exists,
+    is_dir,
+    is_file,
+    list_files,
+    read_text,
+    read_tracked,
+)
 from zsn.system.host import Host
 
 if TYPE_CHECKING:  # D-Bus loads only when a unit is controlled, not for lint or export
@@ -127,7 +135,7 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     try:
         current = read_tracked(hook_path)
     except ZsnError:
-        if hook_path.exists():
+        if exists(hook_path):
             raise
         edits.append(FileEdit(hook_path, None, script, HOOK_MODE, shown_in_full=False))
     else:
@@ -204,20 +212,20 @@ def unit_service_settings(host: Host, unit: str) -> dict[str, str]:
     read from the unit file and its drop-ins under the host's root."""
     template = re.sub(r"@[^.]*\.", "@.", unit)
     names = [template, unit] if template != unit else [unit]
-    files: list[Path] = []
+    found: list[Path] = []
     for name in names:
         for directory in _UNIT_DIRS:
             candidate = host.path(Path(directory, name))
-            if candidate.is_file():
-                files.append(candidate)
+            if is_file(candidate):
+                found.append(candidate)
                 break
     for name in names:
         for directory in reversed(_UNIT_DIRS):
             dropins = host.path(Path(directory, name + ".d"))
-            if dropins.is_dir():
-                files.extend(sorted(dropins.glob("*.conf")))
+            if is_dir(dropins):
+                found.extend(list_files(dropins, "*.conf"))
     settings: dict[str, str] = {}
-    for path in files:
+    for path in found:
         parser = configparser.ConfigParser(strict=False, interpolation=None,
                                            allow_no_value=True, delimiters=("=",))
         try:
@@ -258,10 +266,10 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
                               "profiles", field="file")
     target_file = ConfigFile("client", name, config_path("client", name))
     target = host.path(target_file.path)
-    if target.exists():
+    if exists(target):
         raise ValidationError(f"{target_file.path} already exists; choose another name",
                               field="name")
-    if not target.parent.is_dir():
+    if not is_dir(target.parent):
         raise ValidationError(f"{target_file.path.parent} does not exist (is openvpn installed?)")
     warnings = [
         f"'{d.name} {d.arg}' refers to a file next to the profile: copy it to "
@@ -296,7 +304,7 @@ def _read_beside(host: Host, source: Path, working_dir: Path) -> ReadConfig:
     def read(path: Path) -> OvpnConfig:
         local = source.parent / path.relative_to(working_dir) \
             if path.is_relative_to(working_dir) else host.path(path)
-        if not local.exists():
+        if not exists(local):
             raise FileNotFoundError(path)
         return parse(read_tracked(local).text, str(local))
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from zsn.errors import ZsnError
 from zsn.openvpn import management
 from zsn.openvpn.config import Directive, OvpnConfig, parse
-from zsn.system.files import list_files, read_tracked
+from zsn.system.files import exists, is_file, list_files, read_tracked
 from zsn.system.host import Host
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def discover(host: Host) -> list[ConfigFile]:
     for kind, (folder, _unit, _sock) in KINDS.items():
         directory = host.path(Path(CONFIG_DIR, folder))
         for path in list_files(directory, "*.conf"):
-            if path.is_file():
+            if is_file(path):
                 found.append(ConfigFile(kind, path.stem, config_path(kind, path.stem)))
     return found
 
@@ -204,7 +204,7 @@ def connections(host: Host, *, with_units: bool = True,
 
 def _unit_states(host: Host, names: list[str]) -> dict[str, UnitState | ZsnError]:
     socket = host.system_bus_socket
-    if socket is not None and not socket.exists():
+    if socket is not None and not exists(socket):
         # Said before loading the D-Bus library: a host without systemd (a
         # container, a --root tree) should not pay for it.
         missing = ZsnError(f"system bus {socket}: socket not found (is systemd running?)")

@@ -11,13 +11,14 @@ from zsn.openvpn.lint import SUBJECT
 from zsn.openvpn.live import read_openvpn
 from zsn.openvpn.management import STATES
 from zsn.prometheus import MetricFamily
+from zsn.system import files
 from zsn.system.host import Host
 
 ACTIVE_STATES = ("active", "reloading", "inactive", "failed", "activating", "deactivating")
 
 
 def present(host: Host) -> bool:
-    return host.path(CONFIG_DIR).is_dir()
+    return files.is_dir(host.path(CONFIG_DIR))
 
 
 def connection_to_dict(conn: Connection) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from zsn.openvpn.config import (
 )
 from zsn.openvpn.connections import CONFIG_DIR, ConfigFile, discover, load, summarize
 from zsn.openvpn.effects import Effects, ReadConfig, advice, analyze
-from zsn.system.files import is_world_readable, read_tracked
+from zsn.system.files import exists, is_world_readable, read_tracked
 from zsn.system.host import Host
 
 FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12",
@@ -46,7 +46,7 @@ def read_config(host: Host) -> ReadConfig:
     """Reads an included config at a system path under `host`'s root."""
 
     def read(path: Path) -> OvpnConfig:
-        if not host.path(path).exists():
+        if not exists(host.path(path)):
             raise FileNotFoundError(path)
         return parse(read_tracked(host.path(path)).text, str(path))
 
@@ -84,7 +84,7 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             continue
         path = host.path(where / directive.arg)
         shown = where / directive.arg
-        if not path.exists():
+        if not exists(path):
             add("OVPN002", "error", f"'{directive.name}' file {shown} does not exist",
                 f"copy the file to {shown} or inline it as <{directive.name}>")
         elif directive.name in SECRET_OPTIONS and is_world_readable(path):

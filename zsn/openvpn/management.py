@@ -16,6 +16,7 @@ from pathlib import Path
 
 from zsn.errors import ParseError, SocketAccessDeniedError, SocketError, ZsnError
 from zsn.system.files import read_text
+from zsn.system.host import confine
 from zsn.system.limits import Deadline, MiB
 from zsn.system.sockets import BoundedReader, ReplyTimeout
 
@@ -172,7 +173,7 @@ def _connect(endpoint: Endpoint, timeout: float) -> socket.socket:
     where = endpoint.describe()
     if endpoint.unix_path is not None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        address: str | tuple[str, int] = str(endpoint.unix_path)
+        address: str | tuple[str, int] = str(confine(endpoint.unix_path))  # inside --root
     else:
         assert endpoint.tcp_host is not None and endpoint.tcp_port is not None
         family = socket.AF_INET6 if ":" in endpoint.tcp_host else socket.AF_INET

@@ -7,11 +7,16 @@ A write is refused when the file changed on disk since zsn read it.
 
 Temporary files are ``.NAME.zsn-PID-RANDOM.tmp``, created 0600 whatever the umask;
 one left by a zsn that was killed is removed by the next write in its directory.
+
+Every function here takes paths as `Host.path` names them and resolves them with
+`zsn.system.host.confine` first: under ``--root`` nothing here reads, lists, writes
+or removes anything outside the root, whatever links the tree holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import os
 import re
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from zsn.errors import AccessDeniedError, FileChangedError, ValidationError, ZsnError
+from zsn.system.host import confine, root_of
 from zsn.system.limits import MiB, describe_size
 
 BACKUP_SUFFIX = ".zsn-bak"
@@ -60,31 +66,9 @@ def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
 
     Only a regular file of at most `max_bytes` is read: a FIFO or a device in its
     place (a hostile or broken tree) is refused at once instead of blocking or
-    streaming forever.
+    streaming forever. The same goes for sysfs and procfs files (regular files there).
     """
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; no effect on files.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError as exc:
-        raise ZsnError(f"{path}: no such file") from exc
-    except PermissionError as exc:
-        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
-    except IsADirectoryError as exc:
-        raise ZsnError(f"{path}: is a directory") from exc
-    except OSError as exc:
-        raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ZsnError(f"{path}: is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ZsnError(f"{path}: not a regular file; zsn reads configs only from files")
-        try:
-            data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    if len(data) > max_bytes:
-        raise ZsnError(f"{path}: larger than {describe_size(max_bytes)}; not read")
+    data, st = _read_regular(path, max_bytes)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -97,12 +81,58 @@ def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     return read_tracked(path, max_bytes).text
 
 
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file (a binary cache, a process's command line), with
+    `read_tracked`'s checks and errors."""
+    return _read_regular(path, max_bytes)[0]
+
+
+def _read_regular(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    # Plain os calls: a file object costs more than reading a sysfs attribute or a kstat.
+    real = confine(path)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; no effect on files.
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | _no_new_link(real, path))
+    except FileNotFoundError as exc:
+        raise ZsnError(_missing(path, real)) from exc
+    except PermissionError as exc:
+        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
+    except IsADirectoryError as exc:
+        raise ZsnError(f"{path}: is a directory") from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ZsnError(f"{path}: became a symbolic link while zsn read it") from exc
+        raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ZsnError(f"{path}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ZsnError(f"{path}: not a regular file; zsn reads configs only from files")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            try:
+                chunk = os.read(fd, max_bytes + 1 - size)
+            except OSError as exc:
+                raise ZsnError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise ZsnError(f"{path}: larger than {describe_size(max_bytes)}; not read")
+    return b"".join(chunks), st
+
+
 def list_files(directory: Path, pattern: str = "*") -> list[Path]:
     """The entries of `directory` whose names match `pattern`, sorted; none when it does
     not exist. Unlike ``Path.glob``, a folder zsn may not read is an error, not empty:
     a report that found nothing must mean there was nothing."""
     try:
-        with os.scandir(directory) as entries:
+        with os.scandir(confine(directory)) as entries:
             names = sorted(entry.name for entry in entries if fnmatch.fnmatchcase(entry.name,
                                                                                  pattern))
     except (FileNotFoundError, NotADirectoryError):
@@ -114,10 +144,21 @@ def list_files(directory: Path, pattern: str = "*") -> list[Path]:
     return [directory / name for name in names]
 
 
+def walk(directory: Path) -> list[Path]:
+    """Every file and folder below `directory`, sorted, named under `directory` as it
+    is spelled; links are listed, never followed (under a root: inside it)."""
+    real = confine(directory)
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(real, followlinks=False):
+        relative = Path(folder).relative_to(real)
+        found.extend(directory / relative / name for name in [*dirs, *names])
+    return sorted(found)
+
+
 def exists(path: Path) -> bool:
     """Whether `path` exists; a ZsnError naming it when zsn may not even look."""
     try:
-        os.stat(path)
+        os.stat(confine(path))
     except (FileNotFoundError, NotADirectoryError):
         return False
     except PermissionError as exc:
@@ -133,9 +174,131 @@ def describe_os_error(exc: OSError) -> str:
     return f"{where}{exc.strerror or exc}"
 
 
+def is_dir(path: Path) -> bool:
+    """Whether `path` is a folder (a link to one counts; under a root, inside it)."""
+    try:
+        return stat.S_ISDIR(os.stat(confine(path)).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError as exc:
+        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
+
+
+def lexists(path: Path) -> bool:
+    """Whether `path` exists or is a link, even one that leads nowhere."""
+    return os.path.lexists(confine(path.parent) / path.name)
+
+
+def is_link(path: Path) -> bool:
+    """Whether `path` itself is a symbolic link (the folders above it resolved)."""
+    return os.path.islink(confine(path.parent) / path.name)
+
+
+def _missing(path: Path, real: Path) -> str:
+    """Why there is nothing at `path`: a link that leads nowhere inside the root is
+    named as such (the tree may well hold its target outside: never read)."""
+    if real != path and os.path.lexists(confine(path.parent) / path.name):
+        return (f"{path}: a symbolic link to {read_link(path)}, which is not in the tree "
+                f"(under --root links are followed inside it only)")
+    return f"{path}: no such file"
+
+
+def _no_new_link(real: Path, path: Path) -> int:
+    """``O_NOFOLLOW`` for a path `confine` resolved (under a root): a link found there
+    now was put there since, and is not followed; 0 on the live system."""
+    return os.O_NOFOLLOW if real is not path else 0
+
+
+def is_file(path: Path) -> bool:
+    """Whether `path` is a regular file (a link to one counts; under a root, inside it)."""
+    try:
+        return stat.S_ISREG(os.stat(confine(path)).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError as exc:
+        raise AccessDeniedError(f"{path}: permission denied (root needed?)") from exc
+
+
+def status(path: Path) -> os.stat_result:
+    """`os.stat` of what `path` names (under a root, inside it)."""
+    return os.stat(confine(path))
+
+
+def read_link(path: Path) -> str:
+    """The target of the symbolic link `path`, as it is written in the link."""
+    return os.readlink(confine(path.parent) / path.name)
+
+
+def make_dirs(path: Path) -> None:
+    """Create the folder `path` and any missing parents (inside the root)."""
+    confine(path).mkdir(parents=True, exist_ok=True)
+
+
+def make_dir(path: Path, mode: int) -> None:
+    """Create the one folder `path` (its parent exists), inside the root."""
+    (confine(path.parent) / path.name).mkdir(mode=mode)
+
+
+def remove_folder(path: Path) -> None:
+    """Remove the empty folder `path` (a link in its place is not followed)."""
+    os.rmdir(confine(path.parent) / path.name)
+
+
+def make_link(target: str, link: Path) -> None:
+    """Create the symbolic link `link` (inside the root) pointing at `target`."""
+    os.symlink(target, confine(link.parent) / link.name)
+
+
+def remove(path: Path, *, missing_ok: bool = False) -> None:
+    """Remove the file `path` names (the entry itself: a link is removed, not followed)."""
+    try:
+        os.unlink(confine(path.parent) / path.name)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def remove_link(link: Path) -> None:
+    """Remove the symbolic link `link` itself, never what it points at."""
+    named = confine(link.parent) / link.name
+    if not os.path.islink(named):
+        raise FileChangedError(f"{link}: is no longer a symbolic link; not removed")
+    os.unlink(named)
+
+
+def rename(source: Path, target: Path) -> None:
+    """`os.replace` of `source` by name onto `target` (both inside the root)."""
+    os.replace(confine(source.parent) / source.name, confine(target.parent) / target.name)
+
+
+def set_mode(path: Path, mode: int) -> None:
+    """chmod what `path` names (under a root, inside it; never through a new link)."""
+    real = confine(path)
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | _no_new_link(real, path))
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def write_setting(path: Path, text: str) -> None:
+    """Write `text` to a kernel setting (``/proc/sys/...``): an existing regular file,
+    opened without creating or truncating anything else."""
+    real = confine(path)
+    fd = os.open(real, os.O_WRONLY | os.O_CLOEXEC | os.O_NONBLOCK | _no_new_link(real, path))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ZsnError(f"{path}: not a regular file; not written")
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def write_target(path: Path) -> Path:
     """The file an edit of `path` writes: its target when `path` is a symbolic link
-    (resolved as reading it does), else `path` itself."""
+    (resolved as reading it does: inside the root under ``--root``), else `path`."""
+    if root_of(path) is not None:
+        return confine(path)
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
@@ -156,9 +319,9 @@ def check_private_dirs(directory: Path, base: Path) -> list[str]:
     current = base
     for part in relative.parts:
         current = current / part
-        if not os.path.islink(current):
+        if not is_link(current):
             continue
-        target = Path(os.path.realpath(current))
+        target = write_target(current)
         try:
             st = os.stat(target)
         except OSError:
@@ -181,6 +344,7 @@ def backup_path(path: Path) -> Path:
 
 def ensure_private_dir(path: Path) -> None:
     """Create `path` (and parents) and make it 0700: it holds private keys."""
+    path = confine(path)
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     os.chmod(path, PRIVATE_DIR_MODE)
 
@@ -202,10 +366,11 @@ def write_atomic(
     link stays a link, the backup goes next to the target); see `write_target`.
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
-    if previous is None and os.path.islink(path):
+    named = confine(path.parent) / path.name
+    if previous is None and os.path.islink(named):
         # A new file is created where it is named, never wherever a link points.
         raise FileChangedError(f"{path}: is a symbolic link; not creating a file through it")
-    path = write_target(path)
+    path = write_target(named)
     directory = path.parent
     if not directory.is_dir():
         raise ZsnError(f"{directory}: directory does not exist")
@@ -302,6 +467,7 @@ def _running(pid: int) -> bool:
 def remove_with_backup(path: Path, *, previous: FileSnapshot) -> None:
     """Delete `path`, keeping what it held as ``<name>.zsn-bak`` (same mode); refused
     when the file changed since `previous` was read."""
+    path = confine(path.parent) / path.name
     try:
         current = os.stat(path)
     except FileNotFoundError as exc:
@@ -342,6 +508,8 @@ def _write_replace(
 def move(source: Path, target: Path) -> None:
     """Rename `source` to `target` (same filesystem), never over an existing file, and
     make the rename durable."""
+    source = confine(source.parent) / source.name
+    target = confine(target.parent) / target.name
     if os.path.lexists(target):
         raise FileChangedError(f"{target}: already exists; not moving {source.name} over it")
     os.rename(source, target)
@@ -358,6 +526,6 @@ def _fsync_dir(directory: Path) -> None:
 
 def is_world_readable(path: Path) -> bool:
     try:
-        return bool(os.stat(path).st_mode & stat.S_IROTH)
+        return bool(os.stat(confine(path)).st_mode & stat.S_IROTH)
     except OSError:
         return False

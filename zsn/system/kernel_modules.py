@@ -12,6 +12,9 @@ import os
 import re
 from pathlib import Path
 
+from zsn.errors import ZsnError
+from zsn.system import files
+
 MODULES_DIR = Path("/lib/modules")
 SYSFS_MODULES = Path("/sys/module")
 _INDEX_CAP = 8 * 1024 * 1024  # modules.dep is about 0.5 MB on a Debian kernel
@@ -24,7 +27,7 @@ def module_available(name: str, *, release: str | None = None,
     `name` as modprobe takes it; ``-`` and ``_`` are the same, as they are to modprobe.
     """
     canonical = name.replace("-", "_")
-    if (sysfs / canonical).is_dir():
+    if files.is_dir(sysfs / canonical):
         return True
     stem = "[-_]".join(re.escape(part) for part in re.split(r"[-_]", name))
     # A path as modules.dep ("kernel/.../NAME.ko: deps") and modules.builtin write it,
@@ -33,9 +36,8 @@ def module_available(name: str, *, release: str | None = None,
     directory = modules_dir / (release or os.uname().release)
     for index in ("modules.builtin", "modules.dep"):
         try:
-            with open(directory / index, encoding="utf-8", errors="replace") as file:
-                text = file.read(_INDEX_CAP)
-        except OSError:
+            text = files.read_bytes(directory / index, _INDEX_CAP).decode(errors="replace")
+        except (ZsnError, OSError):
             continue
         if pattern.search(text):
             return True

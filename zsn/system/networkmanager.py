@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from zsn.system import files
 from zsn.system.host import Host
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def managed_devices(host: Host, names: Iterable[str]) -> dict[str, bool] | None:
     Raises `BusError` when it runs but a device query fails."""
     wanted = list(dict.fromkeys(names))
     socket_path = host.system_bus_socket
-    if socket_path is not None and not socket_path.exists():
+    if socket_path is not None and not files.exists(socket_path):
         return None
     from zsn.system.dbus import BusError, run_sync
 

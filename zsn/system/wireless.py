@@ -9,33 +9,37 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zsn.errors import ZsnError
+from zsn.system import files
 from zsn.system.host import Host
 
 NET_CLASS = "/sys/class/net"
 RFKILL_CLASS = "/sys/class/rfkill"
+ATTRIBUTE_CAP = 4096
+"""A sysfs attribute is at most a page."""
 
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text().strip()
-    except OSError:
+        return files.read_text(path, ATTRIBUTE_CAP).strip()
+    except (ZsnError, OSError):
         return None
 
 
 def interface_exists(host: Host, name: str) -> bool:
-    return host.path(NET_CLASS).joinpath(name).exists()
+    return files.exists(host.path(NET_CLASS) / name)
 
 
 def is_wireless(host: Host, name: str) -> bool:
     base = host.path(NET_CLASS) / name
-    return (base / "phy80211").exists() or (base / "wireless").is_dir()
+    return files.exists(base / "phy80211") or files.is_dir(base / "wireless")
 
 
 def wireless_interfaces(host: Host) -> list[str]:
     """Names of the wireless interfaces, sorted."""
     try:
-        names = [entry.name for entry in host.path(NET_CLASS).iterdir()]
-    except OSError:
+        names = [entry.name for entry in files.list_files(host.path(NET_CLASS))]
+    except (ZsnError, OSError):
         return []
     return sorted(name for name in names if is_wireless(host, name))
 
@@ -57,8 +61,8 @@ def mac_of(host: Host, name: str) -> str | None:
 def rfkill_state(host: Host, phy: str) -> tuple[bool, bool] | None:
     """(soft, hard) blocked for the radio `phy`; None when it has no rfkill switch."""
     try:
-        switches = sorted(host.path(RFKILL_CLASS).iterdir())
-    except OSError:
+        switches = files.list_files(host.path(RFKILL_CLASS))
+    except (ZsnError, OSError):
         return None
     for switch in switches:
         if _read(switch / "name") != phy:

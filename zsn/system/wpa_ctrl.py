@@ -23,8 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from zsn.errors import SocketAccessDeniedError, SocketError
-from zsn.system.host import Host
+from zsn.errors import SocketAccessDeniedError, SocketError, ZsnError
+from zsn.system import files
+from zsn.system.host import Host, confine
 
 CONTROL_DIR = "/run/wpa_supplicant"
 DEFAULT_TIMEOUT = 5.0
@@ -74,7 +75,7 @@ class WpaControl:
         sock.setblocking(False)
         try:
             sock.bind(str(self._dir / f"c{os.getpid()}-{next(_counter)}"))
-            sock.connect(str(self.path))
+            sock.connect(str(confine(self.path)))  # inside --root
         except FileNotFoundError:
             self._close(sock)
             raise SocketError(f"wpa_supplicant is not running on {self.interface} "
@@ -190,14 +191,14 @@ def supplicant_configs(host: Host) -> dict[str, str]:
     if not host.is_live:
         return {}
     found: dict[str, str] = {}
-    for entry in Path("/proc").iterdir():
+    for entry in files.list_files(Path("/proc")):
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "comm").read_text().strip() != "wpa_supplicant":
+            if files.read_text(entry / "comm", 64).strip() != "wpa_supplicant":
                 continue
-            args = (entry / "cmdline").read_bytes()[:65536].decode(errors="replace")
-        except OSError:
+            args = files.read_bytes(entry / "cmdline", 65536).decode(errors="replace")
+        except (ZsnError, OSError):
             continue
         interface = config = None
         words = args.split("\0")

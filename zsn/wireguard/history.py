@@ -24,6 +24,7 @@ traffic; hours with no traffic at the end of a period take no room
 from __future__ import annotations
 
 import os
+import posixpath
 import sqlite3
 import stat
 import struct
@@ -177,7 +178,9 @@ class HourAmounts(NamedTuple):
 
 
 def store_path(host: Host) -> Path:
-    return host.path(STORE_PATH)
+    """Where the store is: under --root, its folders' links followed inside the tree
+    (the store itself must not be a link: `HistoryStore` refuses one)."""
+    return host.resolve(posixpath.dirname(STORE_PATH)) / posixpath.basename(STORE_PATH)
 
 
 class HistoryStore:

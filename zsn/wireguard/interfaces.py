@@ -42,7 +42,7 @@ def plan_create_interface(host: Host, name: str, addresses: list[str], listen_po
     with about_input("interface"):
         addressing.check_interface_name(name)
         path = config_path(host, name)
-        if path.exists():
+        if files.exists(path):
             raise ValidationError(f"{path} already exists; zsn adopts it as it is")
     with about_input("address"):
         if not addresses:
@@ -108,9 +108,9 @@ def kernel_has_wireguard() -> bool:
 def systemd_runs(host: Host) -> bool:
     """Whether systemd is the running init: sd_booted()'s test, or, for a tree under
     --root whose /run is private (a container), systemd answering on its bus."""
-    if host.path("/run/systemd/system").is_dir():
+    if files.is_dir(host.path("/run/systemd/system")):
         return True
-    if not host.path("/run/dbus/system_bus_socket").exists():
+    if not files.exists(host.path("/run/dbus/system_bus_socket")):
         return False
     from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, run_sync
 
@@ -145,7 +145,7 @@ def _wg_quick(host: Host, action: str, name: str) -> None:
 def plan_up(host: Host, name: str) -> Plan:
     addressing.check_interface_name(name)
     path = config_path(host, name)
-    if not path.exists():
+    if not files.exists(path):
         raise ValidationError(f"no interface {name!r}: {path} does not exist")
     if find_device(host, name) is not None:
         raise ValidationError(f"{name} is already up")
@@ -170,7 +170,7 @@ def plan_up(host: Host, name: str) -> Plan:
 
 def plan_down(host: Host, name: str) -> Plan:
     addressing.check_interface_name(name)
-    if not config_path(host, name).exists():
+    if not files.exists(config_path(host, name)):
         raise ValidationError(f"no interface {name!r}: {config_path(host, name)} does not exist")
     plan = Plan(f"bring {name} down")
     if systemd_runs(host):

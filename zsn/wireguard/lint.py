@@ -9,7 +9,6 @@ built, not when lint runs: `zsn --export` lints every config.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from functools import partial
@@ -61,7 +60,7 @@ def lint(host: Host) -> list[Finding]:
     """Every finding for the WireGuard configs of `host`."""
     directory = host.path(WIREGUARD_DIR)
     findings: list[Finding] = []
-    if not directory.is_dir():
+    if not files.is_dir(directory):
         return findings
     paths = files.list_files(directory, "*.conf")
     names = {path.stem for path in paths}
@@ -390,15 +389,16 @@ def _plan_forwarding(host: Host, versions: set[int]) -> Plan:
 
 def _permission_findings(host: Host, directory: Path) -> list[Finding]:
     found: list[Finding] = []
-    for path in [directory, *sorted(directory.rglob("*"))]:
-        if path.is_symlink() or path.name.endswith(".tmp"):
+    for path in [directory, *files.walk(directory)]:
+        if files.is_link(path) or path.name.endswith(".tmp"):
             continue
         try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except OSError:
+            mode = stat.S_IMODE(files.status(path).st_mode)
+            is_dir = files.is_dir(path)
+        except (OSError, ZsnError):
             continue
-        wanted = files.PRIVATE_DIR_MODE if path.is_dir() else files.PRIVATE_FILE_MODE
-        secret = path.is_dir() or path.suffix in (".conf", ".key", ".psk") or \
+        wanted = files.PRIVATE_DIR_MODE if is_dir else files.PRIVATE_FILE_MODE
+        secret = is_dir or path.suffix in (".conf", ".key", ".psk") or \
             path.name.endswith(files.BACKUP_SUFFIX)
         if secret and mode & stat.S_IROTH:
             found.append(Finding(
@@ -413,8 +413,8 @@ def _plan_chmod(path: Path, wanted: int, current: int) -> Plan:
     from zsn.plan import LiveStep, Plan
 
     return Plan(f"chmod {wanted:o} {path}", [LiveStep(f"chmod {wanted:04o} {path}",
-                                                      partial(os.chmod, path, wanted),
-                                                      partial(os.chmod, path, current))])
+                                                      partial(files.set_mode, path, wanted),
+                                                      partial(files.set_mode, path, current))])
 
 
 def _keepalive_findings(path: Path, config: WgConfig) -> list[Finding]:

@@ -9,7 +9,6 @@ hand-written config are shown as they are.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from types import MappingProxyType
@@ -73,8 +72,8 @@ class LiveCache:
 
     def _config_peers(self, path: Path) -> _ConfigPeers:
         try:
-            st = os.stat(path)
-        except OSError:
+            st = files.status(path)
+        except (OSError, ZsnError):
             self._cache.pop(path, None)
             return _ConfigPeers({}, {}, {})
         signature = (st.st_mtime_ns, st.st_size)
@@ -207,11 +206,19 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
     )
 
 
+def _readable_name(path: Path) -> bool:
+    """Whether `path` exists; False when zsn may not even look (not root)."""
+    try:
+        return files.exists(path)
+    except ZsnError:
+        return False
+
+
 def _socket_instance(path: Path) -> str:
     """A userspace device's run: its UAPI socket is made anew each time it starts."""
     try:
-        st = os.stat(path)
-    except OSError:
+        st = files.status(path)
+    except (OSError, ZsnError):
         return ""
     return f"uapi:{st.st_ino}:{st.st_ctime_ns}"
 
@@ -248,7 +255,7 @@ def _interface(
         listen_port=device.listen_port if device else None,
         fwmark=device.fwmark if device else None,
         addresses=_configured_addresses(link),
-        config_path=str(path) if os.path.exists(path) else None,  # False when unreadable
+        config_path=str(path) if _readable_name(path) else None,
         peers=device.peers if device else (),
         in_namespace=in_namespace,
         instance=instance,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import os
 import re
 import time
 from collections.abc import Callable
@@ -285,7 +284,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
             hint: tuple[str | Action, ...] = (
                 " (its client config: ", Action("show_client",
                                                 f"zsn peer show {server.name} {name}"), ")"
-            ) if client_path.exists() else ()
+            ) if files.exists(client_path) else ()
             raise ValidationError(Phrase(f"{server.name} already has a peer named {name!r}",
                                          *hint))
     link_notes = files.check_private_dirs(client_path.parent, host.path(WIREGUARD_DIR))
@@ -368,7 +367,7 @@ def _interrupted_add(server: ServerConfig, client_path: Path,
     killed in between, it leaves a client config whose key no peer has. The next add
     of that name replaces it rather than refusing forever.
     """
-    if not os.path.lexists(client_path):
+    if not files.lexists(client_path):
         return None
     refusal = ValidationError(f"{client_path} already exists; remove it or pick another name")
     try:
@@ -376,7 +375,7 @@ def _interrupted_add(server: ServerConfig, client_path: Path,
         client = parse(snapshot.text, str(client_path))
     except ZsnError:
         raise refusal from None
-    if os.path.islink(client_path) or client.interface is None:
+    if files.is_link(client_path) or client.interface is None:
         raise refusal
     private = client.interface.get("PrivateKey")
     if private:
@@ -429,11 +428,11 @@ def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
     edited.remove_peer(peer)
     plan = Plan(f"remove peer {name} from {server.name}")
     plan.steps.append(server.edit(edited))
-    if client_path is not None and client_path.exists():
+    if client_path is not None and files.exists(client_path):
         kept = files.backup_path(client_path)
         plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
-                                   lambda: client_path.replace(kept),
-                                   lambda: kept.replace(client_path)))
+                                   lambda: files.rename(client_path, kept),
+                                   lambda: files.rename(kept, client_path)))
     device = server.live()
     if device is not None and not peer.disabled:
         plan.steps.append(_live_step_remove(device, live_settings, f"remove peer {name}"))
@@ -516,8 +515,8 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
         new_client = client_config_path(host, server.name, new_name)
     old_client = _client_file(host, server.name, peer)
     plan = Plan(f"rename peer {name} to {new_name} on {server.name}")
-    if old_client is not None and os.path.lexists(old_client):
-        if os.path.lexists(new_client):
+    if old_client is not None and files.lexists(old_client):
+        if files.lexists(new_client):
             raise ValidationError(f"{new_client} already exists", field="new_name")
         snapshot = files.read_tracked(old_client)
         renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
@@ -528,7 +527,7 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
         plan.steps.append(LiveStep(f"move {old_client} to {new_client.name}",
                                    partial(files.move, old_client, new_client),
                                    partial(files.move, new_client, old_client)))
-    elif os.path.lexists(new_client):
+    elif files.lexists(new_client):
         _adopt_moved_client(plan, server, peer, new_client, new_name)
     edited.rename_peer(peer, new_name)
     plan.steps.append(server.edit(edited))
@@ -612,7 +611,7 @@ def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
     """The client config zsn wrote for a peer (the private key lives only there)."""
     addressing.check_interface_name(interface)
     peer = None
-    if config_path(host, interface).exists():
+    if files.exists(config_path(host, interface)):
         config = ServerConfig.load(host, interface).config
         peer = config.find_peer(name)
         if peer is not None and not peer.name:
@@ -628,7 +627,7 @@ def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
             f"peer {name[:8]}… is not in {interface}.conf (it is on the running interface "
             "only): zsn has no client config for it")
     path = client_config_path(host, interface, name)
-    if not path.exists():
+    if not files.exists(path):
         raise ValidationError(
             f"no client config for {name!r} on {interface} ({path}): zsn only has the "
             "configs it generated; the private key of a peer added by hand is on the client"

@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from zsn.errors import ZsnError
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import hooks
 from zsn.wireguard.expiry import Expired, describe, due, due_in_snapshot, enforce
@@ -130,8 +131,8 @@ def session_of(row: LiveRow) -> PeerSession:
 def boot_id() -> str:
     """This boot's id: an interface's ifindex or socket repeats after a reboot."""
     try:
-        return BOOT_ID_PATH.read_text().strip()[:36]
-    except OSError:
+        return files.read_text(BOOT_ID_PATH, 64).strip()[:36]
+    except (OSError, ZsnError):
         return ""
 
 
@@ -172,7 +173,7 @@ class Recorder:
         """Record `snapshot`; `flush` writes now (a one-shot process before it exits)."""
         try:
             settings = self._current_settings()
-            if not settings.enabled or not self.host.path("/var/lib").is_dir():
+            if not settings.enabled or not files.is_dir(self.host.path("/var/lib")):
                 # Off by choice, or a tree that keeps no state (--root of configs only).
                 self.note = None
                 self.close()

@@ -38,13 +38,13 @@ def _proc_path(host: Host, key: str) -> Path:
 def forwarding_enabled(host: Host, version: int) -> bool | None:
     """Whether the kernel forwards IPv4/IPv6 now (``None`` when it cannot be read)."""
     try:
-        return _proc_path(host, FORWARDING_KEYS[version]).read_text().strip() == "1"
-    except OSError:
+        return files.read_text(_proc_path(host, FORWARDING_KEYS[version]), 64).strip() == "1"
+    except (OSError, ZsnError):
         return None
 
 
 def _write_sysctl(path: Path, value: str) -> None:
-    path.write_text(value + "\n")
+    files.write_setting(path, value + "\n")
 
 
 def forwarding_steps(host: Host, versions: set[int]) -> tuple[list[FileEdit | LiveStep],
@@ -73,7 +73,7 @@ def forwarding_steps(host: Host, versions: set[int]) -> tuple[list[FileEdit | Li
 
 def _sysctl_file_edit(host: Host, versions: set[int]) -> list[FileEdit]:
     path = host.path(SYSCTL_FILE)
-    snapshot = files.read_tracked(path) if path.exists() else None
+    snapshot = files.read_tracked(path) if files.exists(path) else None
     text = snapshot.text if snapshot else "# Written by zsn: WireGuard routing needs forwarding\n"
     lines = text.splitlines()
     missing = [FORWARDING_KEYS[version] for version in sorted(versions)
@@ -81,7 +81,7 @@ def _sysctl_file_edit(host: Host, versions: set[int]) -> list[FileEdit]:
                           for line in lines)]
     if not missing:
         return []
-    if not path.parent.is_dir():
+    if not files.is_dir(path.parent):
         raise ValidationError(f"{path.parent} does not exist; cannot make forwarding "
                               "persistent")
     lines.extend(f"{key} = 1" for key in missing)
@@ -150,7 +150,7 @@ def _client_config_edits(host: Host, interface: str, networks: list[str]) -> lis
     """Add `networks` to AllowedIPs of every client config zsn wrote for `interface`."""
     directory = host.path(f"{WIREGUARD_DIR}/clients/{interface}")
     edits: list[FileEdit] = []
-    if not directory.is_dir():
+    if not files.is_dir(directory):
         return edits
     files.check_private_dirs(directory, host.path(WIREGUARD_DIR))
     for path in files.list_files(directory, "*.conf"):

@@ -33,7 +33,7 @@ RESOLVER_PROGRAMS = ("/usr/sbin/resolvconf", "/sbin/resolvconf", "/usr/bin/resol
 
 def has_resolver(host: Host) -> bool:
     """Whether wg-quick can apply ``DNS =`` here (it runs resolvconf or resolvectl)."""
-    return any(host.path(p).exists() for p in RESOLVER_PROGRAMS)
+    return any(files.exists(host.path(p)) for p in RESOLVER_PROGRAMS)
 
 
 @dataclass
@@ -50,7 +50,7 @@ class ServerConfig:
     def load(cls, host: Host, name: str) -> ServerConfig:
         addressing.check_interface_name(name)
         path = config_path(host, name)
-        if not path.exists():
+        if not files.exists(path):
             raise ValidationError(f"no interface {name!r}: {path} does not exist")
         snapshot = files.read_tracked(path)
         return cls(host, name, path, snapshot, parse_shared(snapshot.text, str(path)))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from zsn.errors import ParseError, SocketAccessDeniedError, SocketError
 from zsn.format import excerpt
-from zsn.system.host import Host
+from zsn.system.host import Host, confine
 from zsn.system.limits import Deadline, MiB
 from zsn.system.sockets import BoundedReader
 from zsn.wireguard.keys import hex_to_base64
@@ -42,7 +42,7 @@ def socket_paths(host: Host) -> dict[str, Path]:
     for directory in SOCKET_DIRS:
         path = host.path(directory)
         try:
-            entries = sorted(os.scandir(path), key=lambda e: e.name)
+            entries = sorted(os.scandir(confine(path)), key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except PermissionError as exc:
@@ -74,7 +74,7 @@ class Exchange:
         try:
             self._sock.settimeout(timeout)
             try:
-                self._sock.connect(os.fspath(path))
+                self._sock.connect(os.fspath(confine(path)))  # inside --root
             except FileNotFoundError as exc:
                 raise SocketError(f"{path}: socket is gone (interface removed?)") from exc
             except ConnectionRefusedError as exc:

@@ -9,7 +9,6 @@ and never into a step's description, a note or an error message.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TypeVar
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan, Step
-from zsn.system import wireless
+from zsn.system import files, wireless
 from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
 from zsn.system.files import PRIVATE_FILE_MODE, backup_path, is_world_readable, read_tracked
 from zsn.system.host import Host
@@ -245,8 +244,8 @@ def iwd_configures_addresses(host: Host) -> bool:
 
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        parser.read_string(host.path(IWD_MAIN_CONF).read_text(), IWD_MAIN_CONF)
-    except (OSError, configparser.Error, UnicodeDecodeError):
+        parser.read_string(files.read_text(host.path(IWD_MAIN_CONF)), IWD_MAIN_CONF)
+    except (ZsnError, OSError, configparser.Error):
         return False
     value = parser.get("General", "EnableNetworkConfiguration", fallback="false")
     return value.strip().lower() in ("true", "yes", "1")
@@ -296,7 +295,7 @@ def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInte
                                      passphrase, target.hidden)
         path = netctl.profile_dir(host) / profile_name
         previous = read_tracked(path) if existing else None
-        if previous is None and path.exists():
+        if previous is None and files.exists(path):
             raise ValidationError(f"/etc/netctl/{profile_name} exists but is not a profile "
                                   f"for {display(target.ssid)} on {interface.name}")
         steps.append(FileEdit(path, previous, text, PRIVATE_FILE_MODE))
@@ -444,9 +443,9 @@ def _move_aside(host: Host, path: Path) -> LiveStep:
 
     def run() -> None:
         read_tracked(path)  # refuses a directory or unreadable file before moving
-        os.replace(path, backup)
+        files.rename(path, backup)
 
-    return LiveStep(f"move {shown} to {backup.name}", run, lambda: os.replace(backup, path))
+    return LiveStep(f"move {shown} to {backup.name}", run, lambda: files.rename(backup, path))
 
 
 def plan_autoconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
@@ -503,21 +502,21 @@ def netctl_enable_steps(host: Host, profile_name: str, enabled: bool) -> list[St
         text = netctl.dropin_text(profile)
 
         def make_dir() -> None:
-            dropin.parent.mkdir(parents=True, exist_ok=True)
+            files.make_dirs(dropin.parent)
 
         steps.append(LiveStep(f"create {netctl.SYSTEMD_CONF_DIR}/{unit}.d/", make_dir))
-        previous = read_tracked(dropin) if dropin.exists() else None
+        previous = read_tracked(dropin) if files.exists(dropin) else None
         steps.append(FileEdit(dropin, previous, text))
         steps.append(LiveStep(
             f"link {netctl.WANTS_DIR}/{unit} -> {netctl.TEMPLATE_UNIT}",
-            lambda: _symlink(link), lambda: link.unlink(missing_ok=True)))
+            lambda: _symlink(link), lambda: files.remove_link(link)))
     else:
-        if link.is_symlink() or link.exists():
-            target = os.readlink(link) if link.is_symlink() else netctl.TEMPLATE_UNIT
+        if files.lexists(link):
+            target = files.read_link(link) if files.is_link(link) else netctl.TEMPLATE_UNIT
             steps.append(LiveStep(f"remove {netctl.WANTS_DIR}/{unit}",
-                                  lambda: link.unlink(),
-                                  lambda: os.symlink(target, link)))
-        if dropin.exists():
+                                  lambda: files.remove_link(link),
+                                  lambda: files.make_link(target, link)))
+        if files.exists(dropin):
             steps.append(_move_aside(host, dropin))
     if systemd_reachable(host):
         steps.append(LiveStep("systemd: reload unit files (over D-Bus)",
@@ -529,7 +528,7 @@ def systemd_reachable(host: Host) -> bool:
     """Whether a system bus (so, presumably, systemd) runs for this root. ``netctl enable``
     reloads only on a booted systemd; offline edits under --root are read at boot."""
     socket_path = host.system_bus_socket
-    return socket_path is None or socket_path.exists()
+    return socket_path is None or files.exists(socket_path)
 
 
 def _boot_note(host: Host) -> list[str]:
@@ -539,10 +538,10 @@ def _boot_note(host: Host) -> list[str]:
 
 
 def _symlink(link: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
+    files.make_dirs(link.parent)
+    if files.lexists(link):
         raise ZsnError(f"{link} already exists")
-    os.symlink(netctl.TEMPLATE_UNIT, link)
+    files.make_link(netctl.TEMPLATE_UNIT, link)
 
 
 def _reload(host: Host) -> None:
@@ -566,7 +565,7 @@ def scan(host: Host, interface: WlanInterface) -> None:
              timeout=IWD_SCAN_TIMEOUT)
         return
     path = control_socket(host, interface.name)
-    if interface.backend in ("wpa_supplicant", "netctl") and path.exists():
+    if interface.backend in ("wpa_supplicant", "netctl") and files.exists(path):
         async def act() -> None:
             async with WpaMonitor(path, interface=interface.name) as monitor, \
                     WpaControl(path, interface=interface.name) as ctrl:

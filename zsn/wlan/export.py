@@ -11,7 +11,7 @@ from typing import Any
 from zsn.errors import ZsnError
 from zsn.lint import count_by_severity
 from zsn.prometheus import MetricFamily
-from zsn.system import wireless
+from zsn.system import files, wireless
 from zsn.system.host import Host
 from zsn.wlan import iwd, netctl
 from zsn.wlan.lint import SUBJECT
@@ -21,7 +21,7 @@ from zsn.wlan.ssid import display
 
 def present(host: Host) -> bool:
     return bool(wireless.wireless_interfaces(host)) or netctl.installed(host) \
-        or host.path(iwd.PROFILE_DIR).is_dir()
+        or files.is_dir(host.path(iwd.PROFILE_DIR))
 
 
 def _ssid(ssid: bytes | None) -> str | None:

@@ -7,7 +7,6 @@ known networks of a `WlanSnapshot`, netctl profiles, wpa_supplicant's config fil
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from zsn.errors import ZsnError
 from zsn.lint import Finding, Severity
 from zsn.plan import LiveStep, Plan
+from zsn.system import files
 from zsn.system.files import is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.wireless import interface_exists, is_wireless
@@ -42,10 +42,10 @@ WPA_CONFIG_GLOBS = ("/etc/wpa_supplicant/*.conf", "/etc/wpa_supplicant.conf")
 def _chmod_plan(host: Host, system_path: str) -> Callable[[], Plan]:
     def build() -> Plan:
         path = host.path(system_path)
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        mode = stat.S_IMODE(files.status(path).st_mode)
         return Plan(f"make {system_path} readable by root only", [LiveStep(
             f"chmod 600 {system_path} (was {mode:04o})",
-            lambda: os.chmod(path, 0o600), lambda: os.chmod(path, mode))])
+            lambda: files.set_mode(path, 0o600), lambda: files.set_mode(path, mode))])
     return build
 
 
@@ -159,10 +159,10 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Prof
                     "prints (64 hex digits, no quotes)", shown, block.lines.get("psk"))
 
     iwd_dir = host.path(iwd.PROFILE_DIR)
-    if iwd_dir.is_dir():
+    if files.is_dir(iwd_dir):
         try:
-            entries = sorted(iwd_dir.iterdir())
-        except OSError:
+            entries = files.list_files(iwd_dir)
+        except (ZsnError, OSError):
             entries = []
         for entry in entries:
             if entry.suffix in (".psk", ".8021x") and is_world_readable(entry):
@@ -180,11 +180,9 @@ def _wpa_configs(host: Host, snapshot: WlanSnapshot) -> list[Path]:
             found[host.path(each.config_path)] = None
     for pattern in WPA_CONFIG_GLOBS:
         directory, _, glob = pattern.rpartition("/")
-        base = host.path(directory)
-        if base.is_dir():
-            for match in sorted(base.glob(glob)):
-                found[match] = None
-    return [path for path in found if path.is_file()]
+        for match in files.list_files(host.path(directory), glob):
+            found[match] = None
+    return [path for path in found if files.is_file(path)]
 
 
 def _shell_word(text: str) -> str:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from zsn.errors import ZsnError
-from zsn.system import nl80211, wireless
+from zsn.system import files, nl80211, wireless
 from zsn.system.dbus import SYSTEMD, SystemBus, Systemd
 from zsn.system.host import Host
 from zsn.system.iwd import IWD
@@ -50,7 +50,7 @@ class _BusSide:
 
 def _has_bus(host: Host) -> bool:
     socket_path = host.system_bus_socket
-    return socket_path is None or socket_path.exists()
+    return socket_path is None or files.exists(socket_path)
 
 
 async def _unit_enabled(bus: SystemBus, unit: str) -> bool | None:
@@ -90,7 +90,7 @@ async def _read_bus(host: Host, names: list[str]) -> _BusSide:
 async def _read_wpa(host: Host, name: str) -> wpa.WpaState | str | None:
     """The supplicant's state, an error message, or None when it does not run here."""
     path = control_socket(host, name)
-    if not path.exists():
+    if not files.exists(path):
         return None
     try:
         async with WpaControl(path, timeout=READ_TIMEOUT, interface=name) as ctrl:
@@ -111,10 +111,10 @@ def _addresses(host: Host) -> dict[str, tuple[str, ...]]:
 
 def start_hint(host: Host, name: str) -> str:
     """How to get a Wi-Fi daemon going on `name` when none runs."""
-    if any(host.path(binary).exists() for binary in IWD_BINARIES):
+    if any(files.exists(host.path(binary)) for binary in IWD_BINARIES):
         return (f"no Wi-Fi daemon manages {name}: start iwd ('systemctl enable --now iwd'), "
                 "then refresh")
-    if any(host.path(binary).exists() for binary in WPA_BINARIES):
+    if any(files.exists(host.path(binary)) for binary in WPA_BINARIES):
         return (f"no Wi-Fi daemon manages {name}: start wpa_supplicant "
                 f"('systemctl enable --now wpa_supplicant@{name}'; its config "
                 f"/etc/wpa_supplicant/wpa_supplicant-{name}.conf needs "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zsn.bash import Assignment, parse_assignments, quote
 from zsn.errors import AccessDeniedError, ParseError, ValidationError, ZsnError
+from zsn.system import files
 from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
 from zsn.wlan.model import KnownNetwork, Security
@@ -116,7 +117,7 @@ def profile_dir(host: Host) -> Path:
 
 def installed(host: Host) -> bool:
     """netctl looks installed (its profile directory exists)."""
-    return profile_dir(host).is_dir()
+    return files.is_dir(profile_dir(host))
 
 
 def parse_profile(name: str, text: str) -> Profile:
@@ -140,7 +141,7 @@ def read_profiles(host: Host) -> tuple[list[Profile], list[BrokenProfile]]:
     profiles: list[Profile] = []
     problems: list[BrokenProfile] = []
     for entry in list_files(directory):
-        if entry.name in _SUBDIRS or entry.name.startswith(".") or not entry.is_file() \
+        if entry.name in _SUBDIRS or entry.name.startswith(".") or not files.is_file(entry) \
                 or entry.name.endswith(_BAD_SUFFIXES):
             continue
         system_path = Path(PROFILE_DIR) / entry.name
@@ -187,7 +188,7 @@ def dropin_path(host: Host, profile: str) -> Path:
 
 
 def is_enabled(host: Host, profile: str) -> bool:
-    return enabled_link(host, profile).is_symlink() or enabled_link(host, profile).exists()
+    return files.lexists(enabled_link(host, profile))
 
 
 def dropin_text(profile: Profile) -> str:
@@ -288,4 +289,4 @@ def known_network(host: Host, profile: Profile) -> KnownNetwork | None:
 
 def started_supplicant(host: Host, interface: str) -> bool:
     """netctl started the wpa_supplicant on `interface` (for one of its profiles)."""
-    return host.path(RUN_STATE).joinpath(f"wpa_supplicant-{interface}.conf").exists()
+    return files.exists(host.path(RUN_STATE) / f"wpa_supplicant-{interface}.conf")

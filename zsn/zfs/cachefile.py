@@ -17,13 +17,12 @@ ends each list. Every length is checked against the data, so a damaged file is a
 
 from __future__ import annotations
 
-import os
-import stat
 import struct
 from dataclasses import dataclass
 from typing import Any
 
-from zsn.errors import ParseError, ZsnError
+from zsn.errors import ParseError
+from zsn.system import files
 from zsn.system.host import Host
 
 PATH = "/etc/zfs/zpool.cache"
@@ -203,14 +202,6 @@ def read(host: Host) -> list[TopVdev]:
     file (no pool imported with the default cache file). A file that cannot be read or
     understood is a `ZsnError` saying so."""
     path = host.path(PATH)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+    if not files.exists(path):
         return []
-    except OSError as exc:
-        raise ZsnError(f"{PATH}: cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ZsnError(f"{PATH}: not a regular file")
-        data = handle.read(MAX_SIZE + 1)
-    return top_vdevs(unpack(data))
+    return top_vdevs(unpack(files.read_bytes(path, MAX_SIZE)))

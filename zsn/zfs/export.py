@@ -9,13 +9,14 @@ understood). I/O rates of pools and vdevs are averages since each pool was impor
 
 from __future__ import annotations
 
-import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zsn.errors import ZsnError
 from zsn.every import Every
 from zsn.prometheus import MetricFamily
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everything
 
@@ -87,14 +88,10 @@ KSTAT_MAX_BYTES = 1 << 16
 """An objset kstat is ~300 bytes; more is not one."""
 
 
-def _read_kstat(path: str) -> str:
-    """One kstat, bounded; plain os calls (a file object per kstat cost more than the
-    read itself, with one kstat per dataset). Bytes that are not UTF-8 stay visible."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        return os.read(fd, KSTAT_MAX_BYTES).decode(errors="replace")
-    finally:
-        os.close(fd)
+def _read_kstat(path: Path) -> str:
+    """One kstat, bounded, a regular file (`files.read_bytes`: plain os calls, one
+    kstat per dataset). Bytes that are not UTF-8 stay visible."""
+    return files.read_bytes(path, KSTAT_MAX_BYTES).decode(errors="replace")
 
 
 def dataset_counters(host: Host, pools: list[str]) -> dict[str, dict[str, int]]:
@@ -106,15 +103,13 @@ def dataset_counters(host: Host, pools: list[str]) -> dict[str, dict[str, int]]:
     found: dict[str, dict[str, int]] = {}
     for pool in pools:
         try:
-            entries = list(os.scandir(host.path(f"{KSTAT_DIR}/{pool}")))
-        except OSError:
+            entries = files.list_files(host.path(f"{KSTAT_DIR}/{pool}"), "objset-*")
+        except (OSError, ZsnError):
             continue
         for entry in entries:
-            if not entry.name.startswith("objset-"):
-                continue
             try:
-                table = kstat.parse_table(_read_kstat(entry.path))
-            except OSError:
+                table = kstat.parse_table(_read_kstat(entry))
+            except (OSError, ZsnError):
                 continue
             name = table.get("dataset_name")
             numbers = {key: table.get(source, "") for key, source in (

@@ -13,12 +13,12 @@ the caller, which hands its output in.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from zsn.errors import ParseError, ZsnError
+from zsn.system import files
 from zsn.system.host import Host
+from zsn.system.limits import MiB
 from zsn.zfs import cachefile, kstat
 from zsn.zfs.model import Pool
 from zsn.zfs.units import is_number
@@ -86,46 +86,45 @@ class Facts:
     notes: tuple[str, ...] = ()
 
 
+FACT_CAP = 4 * MiB
+"""/proc/cpuinfo of a many-core machine is a few hundred KiB."""
+
+
 def _read(host: Host, path: str) -> str | None:
     try:
-        return host.path(path).read_text()
-    except (OSError, UnicodeDecodeError):
+        return files.read_text(host.path(path), FACT_CAP)
+    except (OSError, ZsnError):
         return None
 
 
 def _resolve(host: Host, path: str) -> str | None:
-    """The kernel name behind a /dev path (following udev's relative symlinks)."""
+    """The kernel name behind a /dev path (udev's symlinks followed inside the root)."""
     if not path.startswith("/dev/"):
         return None
-    current = host.path(path)
-    for _ in range(16):
-        if not current.is_symlink():
-            break
-        target = os.readlink(current)
-        current = (host.path(target) if target.startswith("/")
-                   else current.parent / target)
-        current = Path(os.path.normpath(current))
-    name = current.name
-    return name if host.path(f"/sys/class/block/{name}").exists() else None
+    try:
+        name = host.resolve(path).name
+        return name if files.exists(host.path(f"/sys/class/block/{name}")) else None
+    except (OSError, ZsnError):
+        return None
 
 
 def _disk_of(host: Host, name: str) -> str:
     """The whole disk a partition is on (sda1 -> sda); a disk is its own."""
-    if host.path(f"/sys/block/{name}").exists():
-        return name
     try:
-        for disk in os.scandir(host.path("/sys/block")):
-            if host.path(f"/sys/block/{disk.name}/{name}").is_dir():
+        if files.exists(host.path(f"/sys/block/{name}")):
+            return name
+        for disk in files.list_files(host.path("/sys/block")):
+            if files.is_dir(disk / name):
                 return disk.name
-    except OSError:
+    except (OSError, ZsnError):
         pass
     return name
 
 
 def _slaves(host: Host, name: str) -> list[str]:
     try:
-        return sorted(entry.name for entry in os.scandir(host.path(f"/sys/block/{name}/slaves")))
-    except OSError:
+        return [entry.name for entry in files.list_files(host.path(f"/sys/block/{name}/slaves"))]
+    except (OSError, ZsnError):
         return []
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zsn.errors import CommandError, ParseError, ZsnError
-from zsn.system import commands
+from zsn.system import commands, files
 from zsn.system.host import Host
 
 if TYPE_CHECKING:
@@ -39,6 +39,8 @@ SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 """Where Debian installs zpool and zfs: not on a normal user's PATH."""
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 MODULE_DIR = "/sys/module/zfs"
+SYSFS_CAP = 4096
+"""A sysfs attribute or a kstat's one-word state is at most a page."""
 COMMAND_TIMEOUT = 15.0
 MODULE_NOT_LOADED = ("the ZFS kernel module is not loaded (load it as root with "
                      "'modprobe zfs'; Debian: apt install zfs-dkms)")
@@ -71,14 +73,14 @@ def require_program(name: str) -> str:
 
 
 def module_loaded(host: Host) -> bool:
-    return host.path(MODULE_DIR).is_dir() or host.path(KSTAT_DIR).is_dir()
+    return files.is_dir(host.path(MODULE_DIR)) or files.is_dir(host.path(KSTAT_DIR))
 
 
 def kernel_version(host: Host) -> str | None:
     """The loaded module's version (``2.1.11-1+deb12u1``), read from sysfs: no command."""
     try:
-        return host.path(f"{MODULE_DIR}/version").read_text().strip() or None
-    except OSError:
+        return files.read_text(host.path(f"{MODULE_DIR}/version"), SYSFS_CAP).strip() or None
+    except (OSError, ZsnError):
         return None
 
 
@@ -97,16 +99,14 @@ def kstat_states(host: Host) -> dict[str, str]:
     """Pool -> state from ``/proc/spl/kstat/zfs/POOL/state`` (lock-free, one word)."""
     states: dict[str, str] = {}
     try:
-        entries = sorted(os.scandir(host.path(KSTAT_DIR)), key=lambda e: e.name)
-    except OSError:
+        entries = files.list_files(host.path(KSTAT_DIR))
+    except (OSError, ZsnError):
         return states
     for entry in entries:
-        if not entry.is_dir():
-            continue
         try:
-            with open(os.path.join(entry.path, "state")) as state:
-                states[entry.name] = state.read().strip()
-        except OSError:
+            if files.is_dir(entry):
+                states[entry.name] = files.read_text(entry / "state", SYSFS_CAP).strip()
+        except (OSError, ZsnError):
             continue
     return states
 
@@ -323,15 +323,14 @@ def crypt_devices(host: Host) -> list[str]:
     """The machine's dm-crypt devices (sysfs: a ``CRYPT-`` dm uuid), so that `dmsetup
     table` runs only where there is a cipher to read."""
     try:
-        names = sorted(entry.name for entry in os.scandir(host.path("/sys/block"))
-                       if entry.name.startswith("dm-"))
-    except OSError:
+        names = [entry.name for entry in files.list_files(host.path("/sys/block"), "dm-*")]
+    except (OSError, ZsnError):
         return []
     found = []
     for name in names:
         try:
-            uuid = host.path(f"/sys/block/{name}/dm/uuid").read_text()
-        except OSError:
+            uuid = files.read_text(host.path(f"/sys/block/{name}/dm/uuid"), SYSFS_CAP)
+        except (OSError, ZsnError):
             continue
         if uuid.startswith("CRYPT-"):
             found.append(name)

@@ -266,7 +266,7 @@ class _Reader:
             return None
         self.seen.add(system_path)
         path = self.host.path(system_path)
-        if not files.exists(path) or path.is_dir():
+        if not files.exists(path) or files.is_dir(path):
             return None
         snapshot = files.read_tracked(path)
         entry = InterfacesFile(system_path, snapshot, snapshot.text.splitlines(keepends=True))

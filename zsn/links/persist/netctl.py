@@ -110,7 +110,7 @@ def read_profiles(host: Host, persisted: Persisted | None = None) -> list[Profil
     reported in `persisted` (blocking when it looks like a bond, VLAN or bridge)."""
     found = []
     for path in files.list_files(host.path(DIRECTORY)):
-        if path.name in _SUBDIRECTORIES or path.name.startswith(".") or path.is_dir() or \
+        if path.name in _SUBDIRECTORIES or path.name.startswith(".") or files.is_dir(path) or \
                 path.name.endswith(_NOT_PROFILES):
             continue
         system_path = f"{DIRECTORY}/{path.name}"

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 
+from zsn.errors import ZsnError
 from zsn.format import short_key
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.tui.panes.base import GoneRows
 from zsn.tui.widgets.safe import SafeStatic
@@ -119,7 +121,10 @@ class WireGuardActions:
         from zsn.wireguard import onboarding
 
         directory = self.host.path(onboarding.WIREGUARD_DIR)
-        return sorted(p.stem for p in directory.glob("*.conf")) if directory.is_dir() else []
+        try:
+            return [path.stem for path in files.list_files(directory, "*.conf")]
+        except ZsnError:
+            return []
 
     def _interface_name(self) -> str | None:
         interface = self.selected_interface()
