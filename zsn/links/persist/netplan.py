@@ -5,13 +5,13 @@ rest merge in lexical order of their names, later ones amending earlier ones
 (netplan doc/netplan-generate.md). zsn edits only files under ``/etc/netplan``:
 a definition is changed where it is defined, a new one goes into the file that
 defines its members or parent, else the only file there, else ``90-zsn.yaml``.
-Before a plan is shown, the edited tree is checked with ``netplan generate
---root-dir`` in a scratch copy (there is no ``netplan validate``).
+Before a plan is shown, the edited tree is checked as ``netplan generate`` checks
+it, in a scratch copy and without its side effects (`validate`).
 """
 
 from __future__ import annotations
 
-import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,11 +28,13 @@ from zsn.links.persist import (
     Remove,
     Upsert,
     in_order,
+    netplan_check,
 )
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
 from zsn.system import commands, files
 from zsn.system.host import Host
+from zsn.terminal import one_line
 
 DIRS = NETPLAN_DIRS
 EDITABLE = "/etc/netplan"
@@ -277,32 +279,33 @@ def from_config(config: LinkConfig, only: frozenset[str] | None) -> dict[str, An
 
 
 def validate(host: Host, edits: list[FileEdit]) -> list[str]:
-    """Run ``netplan generate --root-dir`` on a scratch copy with `edits` applied.
+    """Check the tree with `edits` applied as ``netplan generate`` would
+    (`zsn.links.persist.netplan_check`), on a scratch copy in a private folder zsn
+    makes: the files netplan reads, each read through the path rule and written
+    there as a regular file, so the copy holds no link and nothing from outside the
+    tree; the check runs nothing on the host and writes only into the copy.
 
-    Refuses (`ValidationError`) when netplan does; returns a warning when netplan is
-    not installed here, so the files could not be checked."""
-    if shutil.which("netplan") is None:
-        return ["netplan is not installed here: the files were not checked with "
-                "'netplan generate'"]
+    Refuses (`ValidationError`) when netplan does; returns a warning when netplan's
+    library is not installed here, so the files could not be checked."""
+    texts = {found.path: found.snapshot.text for found in netplan_files(host)
+             if found.snapshot is not None}
+    for edit in edits:
+        texts["/" + str(edit.path.relative_to(host.root))] = edit.new_text
     with tempfile.TemporaryDirectory(prefix="zsn-netplan-") as scratch:
         root = Path(scratch)
-        for directory in DIRS:
-            source = host.path(directory)
-            if source.is_dir():
-                target = root / directory.lstrip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(source, target, symlinks=True)
-        for edit in edits:
-            relative = edit.path.relative_to(host.root)
-            target = root / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(edit.new_text)
-            target.chmod(0o600)
+        for system_path, text in texts.items():
+            target = root / system_path.lstrip("/")
+            files.make_dirs(target.parent)
+            files.write_atomic(target, text, previous=None, mode=files.PRIVATE_FILE_MODE,
+                               backup=False)
         try:
-            result = commands.run(["netplan", "generate", "--root-dir", str(root)],
-                                  timeout=NETPLAN_TIMEOUT, check=False)
+            result = commands.run([sys.executable, "-m", "zsn.links.persist.netplan_check",
+                                   str(root)], timeout=NETPLAN_TIMEOUT, check=False)
         except CommandError as exc:
-            return [f"netplan generate could not run: {exc}"]
+            return [f"netplan's check could not run: {exc}"]
+        if result.returncode == netplan_check.EXIT_NO_LIBRARY:
+            return ["netplan is not installed here: the files were not checked as "
+                    "'netplan generate' would check them"]
         if not result.ok:
             raise ValidationError("netplan generate refuses the result: "
                                   + netplan_error(result.stderr or result.stdout, str(root)))
@@ -311,14 +314,15 @@ def validate(host: Host, edits: list[FileEdit]) -> list[str]:
 
 def netplan_error(output: str, scratch: str) -> str:
     """The line of netplan's output that says what is wrong (``FILE:LINE:COL: Error
-    ...``), with the scratch directory taken out of its paths."""
+    ...``), with the scratch directory taken out of its paths: one line, escaped
+    (`zsn.terminal.one_line`), quoting only what the scratch copy held."""
     lines = [line.replace(scratch, "").strip() for line in output.splitlines()]
     for line in lines:
         if "Error" in line or "error" in line:
-            return line
+            return one_line(line)
     useful = [line for line in lines if line and "WARNING" not in line
               and not line.startswith("See the ")]
-    return useful[0] if useful else "exit status 1"
+    return one_line(useful[0]) if useful else "exit status 1"
 
 
 NETPLAN = NetplanBackend()
