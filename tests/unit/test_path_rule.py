@@ -38,7 +38,7 @@ def test_an_absolute_link_is_taken_relative_to_the_root(tree: tuple[Host, Path])
     host.path("/etc/config").symlink_to(outside)  # the host's path: not there in a chroot
     host.path("/etc/alias").symlink_to("/etc/shadow")
     assert files.read_text(host.path("/etc/alias")) == "in the tree\n"
-    with pytest.raises(ZsnError, match="no such file"):
+    with pytest.raises(ZsnError, match="/etc/config: a symbolic link to .*not in the tree"):
         files.read_text(host.path("/etc/config"))
     assert host.resolve("/etc/alias") == host.path("/etc/shadow")
 
@@ -161,8 +161,14 @@ ALLOWED = {
     "zsn/wlan/secrets.py": "a passphrase file the user names (process substitution welcome)",
     "zsn/system/wpa_ctrl.py:tempdir": "zsn's own private folder for its reply socket",
     "zsn/system/namespaces.py": "the live system's namespace identities (no --root)",
+    "zsn/webconfig.py": "the exporter's web config and TLS files, named by the admin on "
+                        "its command line (not the tree), and zsn's own temporary folder",
     "zsn/wireguard/history.py": "SQLite's own file, where `store_path` resolved it inside "
                                 "the root (a link in its place refused)",
+}
+FROM_MARKER = {
+    "zsn/system/networkd_sandbox.py": ("# -- inside the namespaces",
+                                       "networkd's private mounts, in its own namespace"),
 }
 _RAW = re.compile(
     r"\.(exists|is_dir|is_file|is_symlink|iterdir|read_text|read_bytes|lstat|stat|rglob)\(\)"
@@ -177,6 +183,8 @@ _RAW = re.compile(
 def _allowed(relative: str, line: str) -> bool:
     if relative in ALLOWED or "confine(" in line:  # resolved by the rule already
         return True
+    if "os.X_OK" in line:  # a program zsn runs, looked up as shutil.which does
+        return True
     if relative == "zsn/openvpn/actions.py" and "resources.files" in line:
         return True
     return relative == "zsn/system/wpa_ctrl.py" and "self._dir" in line
@@ -186,7 +194,11 @@ def test_every_file_access_goes_through_the_path_rule() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = str(path.relative_to(PACKAGE.parent))
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        lines = path.read_text().splitlines()
+        marker = FROM_MARKER.get(relative, ("", ""))[0]
+        last = next((i for i, line in enumerate(lines) if marker and line.startswith(marker)),
+                    len(lines))
+        for number, line in enumerate(lines[:last], start=1):
             code = line.split("#", 1)[0]
             if _RAW.search(code) and not _allowed(relative, code):
                 found.append(f"{relative}:{number}: {line.strip()}")

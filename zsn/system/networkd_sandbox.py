@@ -76,22 +76,24 @@ def copy_tree(host: Host, scratch: Path) -> None:
     copied = 0
     for folder in DIRS:
         source = host.path(folder)
-        if not source.is_dir():
+        if not files.is_dir(source):
             continue
-        for path in sorted(source.rglob("*")):
+        for path in files.walk(source):  # through the path rule: the tree's own files
             relative = path.relative_to(source)
             if len(relative.parts) > 2:
                 continue  # NAME and NAME.d/DROPIN only
             target = scratch / folder.lstrip("/") / relative
-            if path.is_symlink() and os.readlink(path) == "/dev/null":
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to("/dev/null")
-            elif path.is_file() and path.suffix in (".netdev", ".network", ".link", ".conf"):
+            if files.is_link(path) and files.read_link(path) == "/dev/null":
+                files.make_dirs(target.parent)
+                files.make_link("/dev/null", target)
+            elif files.is_file(path) and path.suffix in (".netdev", ".network", ".link",
+                                                         ".conf"):
                 copied += 1
                 if copied > MAX_FILES:
                     raise ZsnError(f"more than {MAX_FILES} files under {folder}")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(files.read_tracked(path).text)
+                files.make_dirs(target.parent)
+                files.write_atomic(target, files.read_tracked(path).text, previous=None,
+                                   backup=False)
 
 
 def parse_log(lines: list[str]) -> list[Complaint]:

@@ -27,14 +27,13 @@ for networkd before systemd v254 (systemd issue #31984).
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from zsn.errors import ValidationError
+from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETWORKD_DIR,
@@ -185,10 +184,10 @@ def _masks(host: Host, system_path: str) -> bool:
     """An empty file or a link to /dev/null: networkd reads that name as nothing."""
     path = host.path(system_path)
     try:
-        if os.path.islink(path) and os.readlink(path) == "/dev/null":
+        if files.is_link(path) and files.read_link(path) == "/dev/null":
             return True
-        info = os.stat(path)
-    except OSError:
+        info = files.status(path)
+    except (OSError, ZsnError):
         return False
     return stat.S_ISCHR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_size == 0)
 
