@@ -4,17 +4,25 @@ PyYAML's composer gives every node its position in the text; an edit replaces th
 lines (or, for inline values, the characters) of one node and nothing else, so
 comments, blank lines, quoting and the order of everything untouched stay as they
 were. New keys take the indentation of their siblings.
+
+Text is not meaning: an anchor shared through aliases (``eth1: &e {...}`` and
+``eth2: *e``), a merge key (``<<: *base``) or a flow collection can make an edit of
+one place change another, or land in the wrong block. So every edit is checked as
+data: the document read back after it must equal the document read before with just
+the intended change made. Anything else refuses the edit (`UnsafeEdit`), naming the
+line of the construct that made the difference.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
 
 import yaml
 
-from zsn.errors import ParseError
+from zsn.errors import ParseError, ValidationError
 
 Path = tuple[str, ...]
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-/]*")
@@ -88,6 +96,70 @@ def _refuse_duplicate_keys(node: yaml.Node | None, source: str) -> None:
             pending.extend(current.value)
 
 
+class UnsafeEdit(ValidationError):
+    """An edit whose text would not mean what was asked (see the module docstring)."""
+
+
+def _plain(value: Any) -> Any:
+    """`value` as YAML reads it back: tuples are lists."""
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _with_set(data: Any, path: Path, value: Any) -> Any:
+    """`data` with ``path`` holding `value`, as `YamlDocument.set` means it (mappings
+    made on the way, a mapping merged key by key)."""
+    if not path:
+        if isinstance(value, dict) and isinstance(data, dict):
+            merged = dict(data)
+            for key, item in value.items():
+                merged[key] = _with_set(merged.get(key), (), item)
+            return merged
+        return _plain(value)
+    result = dict(data) if isinstance(data, dict) else {}
+    result[path[0]] = _with_set(result.get(path[0]), path[1:], value)
+    return result
+
+
+def _with_deleted(data: Any, path: Path, keep: int) -> Any:
+    """`data` without ``path``, mappings it leaves empty dropped down to `keep` levels,
+    as `YamlDocument.delete` means it."""
+    result = copy.deepcopy(data)
+    parents = [result]
+    for key in path[:-1]:
+        parents.append(parents[-1][key])
+    level = len(path) - 1
+    while level > keep and len(parents[level]) == 1:
+        level -= 1
+    del parents[level][path[level]]
+    return result
+
+
+def _indirections(text: str) -> list[tuple[int, str]]:
+    """Where the text shares or merges nodes, or writes a collection inline: (line,
+    what), in order."""
+    found: list[tuple[int, str]] = []
+    try:
+        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return found
+    for event in events:
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        anchor = getattr(event, "anchor", None)
+        if isinstance(event, yaml.AliasEvent):
+            found.append((line, f"an alias (*{anchor})"))
+        elif anchor:
+            found.append((line, f"an anchor (&{anchor})"))
+        elif isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.implicit[0]:
+            found.append((line, "a merge key (<<)"))
+        elif isinstance(event, yaml.CollectionStartEvent) and event.flow_style:
+            found.append((line, "a collection written inline"))
+    return found
+
+
 def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
@@ -135,9 +207,33 @@ class YamlDocument:
                 return key_node, value_node
         return None
 
+    def _check_meaning(self, before_text: str, expected: Any, what: str) -> None:
+        """Refuse (`UnsafeEdit`, text restored) an edit whose result does not read back
+        as `expected`: the document before it with only the intended change."""
+        try:
+            if _load(self.text) == expected:
+                return
+        except yaml.YAMLError:
+            pass  # e.g. an alias whose anchor went: not what was asked either
+        after_text, self.text = self.text, before_text
+        places = _indirections(before_text) or _indirections(after_text)
+        line, construct = places[0] if places else (None, "the file's layout")
+        where = f"{self.source}:{line}: " if line else f"{self.source}: "
+        raise UnsafeEdit(f"{where}{what} would change more of the file's meaning than "
+                         f"asked, because of {construct}; zsn does not edit this file "
+                         "(rewrite that part without anchors, aliases or merge keys, or "
+                         "edit it by hand)")
+
     # -- set -----------------------------------------------------------------------
     def set(self, path: Path, value: Any) -> None:
-        """Make ``path`` hold `value` (creating the mappings on the way)."""
+        """Make ``path`` hold `value` (creating the mappings on the way); refused when
+        the text would then mean more than that (`UnsafeEdit`)."""
+        before_text = self.text
+        expected = _with_set(_load(before_text), path, value)
+        self._set(path, value)
+        self._check_meaning(before_text, expected, f"setting {'.'.join(path)}")
+
+    def _set(self, path: Path, value: Any) -> None:
         root = self._root()
         if root is None or _is_null(root):
             nested: Any = value
@@ -205,7 +301,7 @@ class YamlDocument:
         if isinstance(value, dict):
             # Only leaves are replaced whole; a mapping is merged key by key.
             for sub_key, sub_value in value.items():
-                self.set(self._path_of(key) + (sub_key,), sub_value)
+                self._set(self._path_of(key) + (sub_key,), sub_value)
             return
         if isinstance(old, yaml.ScalarNode) and not _is_null(old) or \
                 getattr(old, "flow_style", False):
@@ -248,7 +344,16 @@ class YamlDocument:
     # -- delete --------------------------------------------------------------------
     def delete(self, path: Path, keep: int = 1) -> bool:
         """Remove ``path``; a mapping left empty goes too, up to `keep` levels (so
-        ``network:`` stays). Returns False when there was nothing to remove."""
+        ``network:`` stays). Returns False when there was nothing to remove; refused
+        when the text would then mean more than that (`UnsafeEdit`)."""
+        before_text = self.text
+        if not self._delete(path, keep):
+            return False
+        self._check_meaning(before_text, _with_deleted(_load(before_text), path, keep),
+                            f"removing {'.'.join(path)}")
+        return True
+
+    def _delete(self, path: Path, keep: int) -> bool:
         parents: list[tuple[yaml.Node, yaml.Node]] = []
         node = self._root()
         for step in path:
