@@ -11,6 +11,13 @@ down), accepts any number of connections and serves each in a thread:
 - ``lines``: accepts, then sends an endless stream of short ``>LOG:`` lines (what
   OpenVPN's management interface sends in real time, which a client skips).
 
+And datagram sockets as a wpa_supplicant control interface that lies or hangs:
+
+- ``wpa-silent``: takes every command, answers none;
+- ``wpa-endless``: answers like wpa_supplicant (replies shaped as the captures in
+  tests/fixtures/wlan), but ``BSS NEXT-N`` always has one more access point, each
+  reply a little late yet well within any per-request limit.
+
 Run as ``python -m tests.lab.hostile MODE PATH``; tests use `hostile_socket`.
 """
 
@@ -26,7 +33,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-MODES = ("trickle", "flood", "lines")
+MODES = ("trickle", "flood", "lines", "wpa-silent", "wpa-endless")
+WPA_REPLY_DELAY = 0.2
+"""Seconds a ``wpa-endless`` daemon takes per reply."""
 _REPO = Path(__file__).resolve().parents[2]
 
 
@@ -53,7 +62,45 @@ def _serve_one(conn: socket.socket, talk: Callable[[socket.socket], None]) -> No
         talk(conn)
 
 
+def _wpa_reply(command: str) -> bytes | None:
+    """What the endless daemon answers: a disconnected station with one more BSS
+    after every one (the BSS entries shaped like wpa_cli-bss.home-wpa2.txt)."""
+    if command == "STATUS":
+        return b"wpa_state=DISCONNECTED\naddress=02:00:00:00:00:00\n"
+    if command.startswith("BSS "):
+        word = command.split()[1]
+        number = 0 if word == "FIRST" else int(word.removeprefix("NEXT-")) + 1
+        return (f"id={number}\nbssid=02:00:00:{number >> 16 & 255:02x}:{number >> 8 & 255:02x}:"
+                f"{number & 255:02x}\nfreq=2412\nlevel=-40\nflags=[ESS]\n"
+                f"ssid=endless-{number}\n").encode()
+    if command.startswith("LIST_NETWORKS"):
+        return b"network id / ssid / bssid / flags\n"
+    if command in ("ATTACH", "DETACH", "SCAN"):
+        return b"OK\n"
+    return b"FAIL\n"
+
+
+def serve_wpa(mode: str, path: str) -> None:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    server.bind(path + ".new")
+    os.rename(path + ".new", path)
+    while True:
+        data, sender = server.recvfrom(65536)
+        if mode == "wpa-silent" or not sender:
+            continue
+        reply = _wpa_reply(data.decode(errors="replace").strip())
+        if reply is not None:
+            time.sleep(WPA_REPLY_DELAY)
+            with contextlib.suppress(OSError):
+                server.sendto(reply, sender)
+
+
 def serve(mode: str, path: str) -> None:
+    if mode.startswith("wpa-"):
+        serve_wpa(mode, path)
+        return
     talk = {"trickle": _trickle, "flood": _flood, "lines": _lines}[mode]
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):

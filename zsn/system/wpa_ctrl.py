@@ -5,7 +5,10 @@ answers each command with one datagram to the sender's address, so a client bind
 a socket of its own first (wpa_ctrl uses ``/tmp/wpa_ctrl_PID-N``; zsn a private
 directory it removes again). A second socket sends ``ATTACH`` and then receives
 ``<N>CTRL-EVENT-...`` events; on the command socket no event interleaves with
-replies. Every exchange has a deadline and every datagram a size cap.
+replies. Every datagram has a size cap, every request a deadline (`timeout`) and the
+whole conversation one more (`conversation`, from opening the socket): a daemon that
+answers each request just in time, with an endless chain of ``BSS NEXT`` replies,
+is stopped there too.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from typing import TypeVar
 from zsn.errors import SocketAccessDeniedError, SocketError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host, confine
+from zsn.system.limits import Deadline
 
 CONTROL_DIR = "/run/wpa_supplicant"
 DEFAULT_TIMEOUT = 5.0
+CONVERSATION_TIMEOUT = 60.0
+"""The longest a conversation may take: a connect waits up to 30 s for the daemon's
+events, then saves the config (10 s)."""
 MAX_DATAGRAM = 65536
 """Receive size: wpa_supplicant's replies are at most a few KiB; a datagram that
 fills this is cut (recv drops the rest), never read unbounded."""
@@ -60,14 +67,18 @@ class WpaControl:
     """``async with WpaControl(path) as ctrl: reply = await ctrl.request("STATUS")``."""
 
     def __init__(self, path: Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 interface: str | None = None) -> None:
+                 interface: str | None = None,
+                 conversation: float = CONVERSATION_TIMEOUT) -> None:
         self.path = path
         self.timeout = timeout
         self.interface = interface or path.name
+        self.conversation = conversation
+        self._deadline = Deadline(conversation)
         self._sock: socket.socket | None = None
         self._dir: Path | None = None
 
     async def __aenter__(self) -> WpaControl:
+        self._deadline = Deadline(self.conversation)
         self._dir = Path(tempfile.mkdtemp(prefix="zsn-wpa-"))
         # The daemon replies to this socket: let it reach the directory.
         os.chmod(self._dir, 0o711)
@@ -112,12 +123,21 @@ class WpaControl:
             raise SocketError("control socket is not open")
         return self._sock
 
+    @property
+    def _conversation_name(self) -> str:
+        return f"wpa_supplicant on {self.interface} (the whole conversation)"
+
+    def _wait(self, timeout: float | None) -> float:
+        """Seconds the next wait may take: the request's, within the conversation's."""
+        self._deadline.check(self._conversation_name, SocketError)
+        return min(self.timeout if timeout is None else timeout, self._deadline.remaining())
+
     async def send(self, command: Command | str) -> None:
         command = Command.plain(command) if isinstance(command, str) else command
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.sock_sendall(self.sock, command.text.encode()),
-                                   self.timeout)
+                                   self._wait(None))
         except TimeoutError:
             raise SocketError(f"wpa_supplicant on {self.interface}: '{command.shown}' not "
                               f"accepted within {self.timeout:g} s") from None
@@ -130,7 +150,7 @@ class WpaControl:
     async def receive(self, timeout: float | None = None) -> str:
         """The next datagram, within `timeout` (default: the client's)."""
         loop = asyncio.get_running_loop()
-        wait = self.timeout if timeout is None else timeout
+        wait = self._wait(timeout)
         try:
             data = await asyncio.wait_for(loop.sock_recv(self.sock, MAX_DATAGRAM), wait)
         except TimeoutError:  # an OSError too: the caller says what timed out
@@ -149,6 +169,7 @@ class WpaControl:
         try:
             return await self.receive(timeout)
         except TimeoutError:
+            self._deadline.check(self._conversation_name, SocketError)
             wait = self.timeout if timeout is None else timeout
             raise SocketError(f"wpa_supplicant on {self.interface}: no answer to "
                               f"'{command.shown}' within {wait:g} s") from None
@@ -176,7 +197,7 @@ class WpaMonitor(WpaControl):
         """Datagrams until the loop time `deadline`; then the iteration just ends."""
         loop = asyncio.get_running_loop()
         while True:
-            remaining = deadline - loop.time()
+            remaining = min(deadline - loop.time(), self._deadline.remaining())
             if remaining <= 0:
                 return
             try:

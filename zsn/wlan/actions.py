@@ -106,6 +106,10 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
         security = known.security
     elif hidden:
         security = "WPA2" if passphrase is not None else "open"
+    elif interface.errors:
+        # The daemon failed: that is its error, not the network's absence.
+        raise ZsnError(f"{interface.name}: its Wi-Fi daemon could not be read: "
+                       f"{interface.errors[0]}")
     else:
         raise ValidationError(f"{name} is not in range of {interface.name} (scan again: "
                               f"zsn wifi scan {interface.name}; for a hidden network add "
@@ -388,6 +392,9 @@ def _iwd_station(host: Host, name: str) -> str:
 def known_by_ssid(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
                   ) -> list[KnownNetwork]:
     found = [net for net in snapshot.networks_of(interface) if net.ssid == ssid]
+    if not found and interface.errors:
+        raise ZsnError(f"{interface.name}: its Wi-Fi daemon could not be read: "
+                       f"{interface.errors[0]}")
     if not found:
         names = ", ".join(net.title for net in snapshot.networks_of(interface)) or "none"
         raise ValidationError(f"{BACKEND_TITLES.get(interface.backend or '', '?')} on "

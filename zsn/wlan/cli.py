@@ -13,7 +13,7 @@ import shutil
 import sys
 
 from zsn.errors import ValidationError
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
+from zsn.headless import EXIT_ERROR, EXIT_OK, add_dry_run, apply_or_show
 from zsn.lint import print_findings
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
@@ -149,9 +149,11 @@ def _list(snapshot: WlanSnapshot, as_json: bool) -> int:
                          BACKEND_TITLES[net.backend], net.security or "?", auto,
                          net.interface or "all"))
         _table(rows)
-    for error in snapshot.errors:
+    failed = [*snapshot.errors, *(f"{each.name}: {error}" for each in snapshot.interfaces
+                                  for error in each.errors)]
+    for error in failed:
         print(f"zsn wifi: {error}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_ERROR if failed else EXIT_OK  # what is listed is not all there is
 
 
 def _print_scan(interface: WlanInterface, as_json: bool) -> int:

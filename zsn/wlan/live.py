@@ -36,6 +36,9 @@ from zsn.wlan.model import (
 )
 
 READ_TIMEOUT = 5.0
+READ_CONVERSATION = 10.0
+"""A whole read of a Wi-Fi daemon (wpa_supplicant: status, the walk of every access
+point, the known networks) ends within this."""
 IWD_BINARIES = ("/usr/libexec/iwd", "/usr/lib/iwd/iwd")
 WPA_BINARIES = ("/usr/sbin/wpa_supplicant", "/sbin/wpa_supplicant")
 
@@ -93,7 +96,8 @@ async def _read_wpa(host: Host, name: str) -> wpa.WpaState | str | None:
     if not files.exists(path):
         return None
     try:
-        async with WpaControl(path, timeout=READ_TIMEOUT, interface=name) as ctrl:
+        async with WpaControl(path, timeout=READ_TIMEOUT, interface=name,
+                              conversation=READ_CONVERSATION) as ctrl:
             return await wpa.read_state(ctrl, name)
     except ZsnError as exc:
         return str(exc)
