@@ -95,12 +95,11 @@ def root_of(path: Path) -> Path | None:
     """The root other than ``/`` that `path` lies under (the innermost, for roots
     inside roots); None for a path of the live system."""
     text = os.fspath(path)
-    found = None
-    for root in _ROOTS:
-        if (text == root or text.startswith(root + "/")) and (found is None
-                                                              or len(root) > len(found)):
-            found = root
-    return Path(found) if found is not None else None
+    while text:  # from the path itself up: the innermost root first
+        if text in _ROOTS:
+            return Path(text)
+        text = text.rpartition("/")[0]
+    return None
 
 
 def confine(path: Path) -> Path:
