@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
-import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
@@ -141,7 +139,7 @@ def _plan_interface(host: Host, plan: Plan, one: Imported) -> None:
     target = config_path(host, one.interface)
     if not one.in_place:
         _plan_file(plan, target, one.config_text, f"{one.interface}'s config")
-    elif target.exists() and files.read_text(target) != one.config_text:
+    elif files.exists(target) and files.read_text(target) != one.config_text:
         plan.steps.append(FileEdit(target, files.read_tracked(target), one.config_text,
                                    mode=files.PRIVATE_FILE_MODE))
     for peer in one.peers:
@@ -156,8 +154,8 @@ def _plan_interface(host: Host, plan: Plan, one: Imported) -> None:
 
 
 def _plan_file(plan: Plan, path: Path, text: str, what: str) -> None:
-    if os.path.lexists(path):
-        if os.path.islink(path) or files.read_text(path) != text:
+    if files.lexists(path):
+        if files.is_link(path) or files.read_text(path) != text:
             raise ValidationError(f"{path} exists and differs from the imported {what}: "
                                   "move it away or import under another name (--interface)")
         return
@@ -186,15 +184,16 @@ def read_setup_vars(text: str, source: str) -> dict[str, str]:
 
 
 def read_pivpn(host: Host, folder: Path) -> Imported:
-    setup_path = folder / "setupVars.conf" if folder.is_dir() or not folder.exists() else folder
-    if not setup_path.exists():
+    setup_path = folder / "setupVars.conf" if files.is_dir(folder) or not files.exists(
+        folder) else folder
+    if not files.exists(setup_path):
         raise ValidationError(f"{setup_path}: no PiVPN here (its setupVars.conf is missing)")
     values = read_setup_vars(files.read_text(setup_path), str(setup_path))
     if values.get("VPN", "wireguard") != "wireguard":
         raise ValidationError(f"{setup_path}: a PiVPN {values['VPN']} install, not WireGuard")
     interface = values.get("pivpnDEV", "wg0")
     server_path = config_path(host, interface)
-    if not server_path.exists():
+    if not files.exists(server_path):
         raise ValidationError(f"{server_path}: PiVPN's server config is missing")
     text = files.read_text(server_path)
     config = parse(text, str(server_path))
@@ -206,7 +205,8 @@ def read_pivpn(host: Host, folder: Path) -> Imported:
         key = peer.get("PublicKey") or ""
         client_text = None
         client_path = configs_dir / f"{peer.name}.conf" if peer.name else None
-        if client_path is not None and "/" not in (peer.name or "") and client_path.exists():
+        if client_path is not None and "/" not in (peer.name or "") and files.exists(
+                client_path):
             client_text = files.read_text(client_path)
             if _client_public_key(client_text, str(client_path)) != key:
                 imported.notes.append(f"{client_path}: its private key is not {peer.name}'s; "
@@ -226,7 +226,7 @@ def read_pivpn(host: Host, folder: Path) -> Imported:
 def _pivpn_clients(host: Host, imported: Imported) -> dict[str, str]:
     """clients.txt: ``NAME PUBKEY CREATED IP`` (v4+; older ones have no key), by key."""
     path = host.path(f"{WIREGUARD_DIR}/configs/clients.txt")
-    if not path.exists():
+    if not files.exists(path):
         imported.notes.append(f"{path} is missing: names come from {imported.interface}.conf")
         return {}
     found: dict[str, str] = {}
@@ -264,15 +264,15 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 def read_wg_easy(where: Path, env: dict[str, str], endpoint: str | None) -> Imported:
-    if where.is_dir():
+    if files.is_dir(where):
         for name in ("wg-easy.db", "wg0.json"):
-            if (where / name).exists():
+            if files.exists(where / name):
                 where = where / name
                 break
         else:
             raise ValidationError(f"{where}: no wg-easy data here (wg-easy.db for v15, "
                                   "wg0.json for v14)")
-    if not where.exists():
+    if not files.exists(where):
         raise ValidationError(f"{where}: no such file")
     if where.suffix == ".db":
         return _read_wg_easy_v15(where, endpoint)
@@ -360,8 +360,10 @@ def _read_wg_easy_v15(path: Path, endpoint: str | None) -> Imported:
     with tempfile.TemporaryDirectory(prefix="zsn-import-") as scratch:
         # A copy, with its write-ahead log: the source is never opened for writing.
         for part in (path, path.with_name(path.name + "-wal")):
-            if part.exists():
-                shutil.copyfile(part, Path(scratch) / part.name)
+            if files.exists(part):
+                files.write_atomic(Path(scratch) / part.name,
+                                   files.read_bytes(part, files.MAX_FILE_BYTES),
+                                   previous=None, backup=False)
         db = sqlite3.connect(f"file:{Path(scratch) / path.name}?mode=ro", uri=True)
         db.row_factory = sqlite3.Row
         try:
@@ -477,11 +479,11 @@ def _server_config(origin: str, interface_lines: list[str], peers: list[Imported
 
 
 def read_wg_quick(host: Host, folder: Path) -> list[Imported]:
-    if not folder.is_dir():
+    if not files.is_dir(folder):
         raise ValidationError(f"{folder}: not a folder of wg-quick configs")
     parsed: dict[str, tuple[str, WgConfig]] = {}
     for path in files.list_files(folder, "*.conf"):
-        if not path.is_file():
+        if not files.is_file(path):
             continue
         text = files.read_text(path)
         parsed[path.stem] = (text, parse(text, str(path)))  # a line it cannot read: refused

@@ -301,7 +301,7 @@ class _Reader:
             for child in files.list_files(self.host.path(folder)):
                 if dialect == CLASSIC and not _SOURCE_DIRECTORY_NAME.fullmatch(child.name):
                     continue
-                if child.is_file():
+                if files.is_file(child):
                     self.read(posixpath.join(folder, child.name))
 
     def read(self, system_path: str) -> None:
