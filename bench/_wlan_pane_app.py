@@ -78,7 +78,7 @@ def main() -> None:
 
     import zsn.tui.panes.wlan as pane
 
-    pane.read_wlan = read  # type: ignore[assignment]
+    pane.read_with_findings = read  # type: ignore[assignment]
     from zsn.tui.app import ZsnApp
 
     class BenchApp(ZsnApp):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 from zsn import __version__
 from zsn.domains import CommandGroup, command_groups, domains, load
 from zsn.errors import ZsnError
+from zsn.headless import interval_seconds
 from zsn.terminal import message_line, safe_output
 
 if TYPE_CHECKING:
@@ -162,17 +163,6 @@ def _run_command(group: CommandGroup, args: list[str]) -> int:
     faces = load(group.module)
     parser = group_parser(group, faces)
     return run_group(faces, parser.parse_args(args), f"zsn {group.name}", parser)
-
-
-def interval_seconds(text: str) -> float:
-    """An argparse type for refresh and sample intervals: 0.1 to 3600 seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.1 <= value <= 3600:
-        raise argparse.ArgumentTypeError("must be between 0.1 and 3600 seconds")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

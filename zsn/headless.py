@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
-from zsn.plan import Plan
-from zsn.system.files import describe_os_error
 from zsn.system.host import Host
 from zsn.terminal import message_line
+
+if TYPE_CHECKING:  # the command line imports this module to start anything: keep it light
+    from zsn.plan import Plan
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -98,6 +99,8 @@ def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,
         print(f"{prog}: error: {message_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:  # e.g. a folder only root may look into: one line, no traceback
+        from zsn.system.files import describe_os_error
+
         print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_ERROR
 
@@ -116,3 +119,14 @@ def _option_for(parser: argparse.ArgumentParser, args: argparse.Namespace,
         elif action.dest == field and action.option_strings:
             return max(action.option_strings, key=len)
     return None
+
+
+def interval_seconds(text: str) -> float:
+    """An argparse type for refresh and sample intervals: 0.1 to 3600 seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0.1 and 3600 seconds")
+    return value

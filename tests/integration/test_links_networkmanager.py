@@ -15,7 +15,7 @@ import pytest
 from tests.lab.dbus import private_system_bus
 from tests.lab.netns import stop_process
 from zsn.links import actions
-from zsn.links.persist import detect_owner
+from zsn.links.persist.owner import detect_owner
 from zsn.system.host import Host
 from zsn.system.networkmanager import managed_devices
 

@@ -305,7 +305,7 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
         try:
             host = Host()
             wait_for(lambda: IWD_STATION in [
-                each.name for each in read_wlan(host, findings=False).interfaces
+                each.name for each in read_wlan(host).interfaces
                 if each.backend == "iwd"], 30, "iwd's station")
             yield host
         finally:
@@ -328,13 +328,13 @@ def test_iwd_scan_sees_every_access_point(wifi: WifiLab, iwd: Host) -> None:
 
 
 def _iwd_link(host: Host) -> tuple[str, bytes | None]:
-    interface = read_wlan(host, findings=False).interface(IWD_STATION)
+    interface = read_wlan(host).interface(IWD_STATION)
     assert interface is not None
     return interface.link.state, interface.link.ssid
 
 
 def test_iwd_connects_through_zsns_agent_and_pings(wifi: WifiLab, iwd: Host) -> None:
-    snapshot = read_wlan(iwd, findings=False)
+    snapshot = read_wlan(iwd)
     interface = actions.resolve_interface(iwd, snapshot, IWD_STATION)
     plan = actions.plan_connect(iwd, snapshot, interface, b"home-wpa2", Passphrase(HOME),
                                 hidden=False)

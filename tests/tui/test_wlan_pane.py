@@ -104,7 +104,7 @@ def fixed_root() -> Iterator[Path]:
 @pytest.fixture
 def wlan_app(monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> ZsnApp:
     snapshot = fixed_snapshot()
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: snapshot)
     return ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
 
 
@@ -314,7 +314,7 @@ async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPat
                                       "use 'nmcli device wifi connect SSID --ask ifname "
                                       "wlp3s0'")
     snapshot = WlanSnapshot((managed,), (), 1.0)
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: snapshot)
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -332,7 +332,7 @@ async def test_rows_follow_the_signal_order_and_the_cursor_its_network(
         monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
     first = fixed_snapshot()
     current = {"snapshot": first}
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: current["snapshot"])
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: current["snapshot"])
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
@@ -359,7 +359,7 @@ async def test_connect_without_a_highlighted_network_says_so(
     snapshot = fixed_snapshot()
     wlan0 = dataclasses.replace(snapshot.interfaces[0], scan=())
     empty = dataclasses.replace(snapshot, interfaces=(wlan0,), networks=())
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: empty)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: empty)
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -393,7 +393,7 @@ def iwd_app(monkeypatch: pytest.MonkeyPatch, root: Path, step: str) -> ZsnApp:
 
     station = iwd_station(step)
     snapshot = WlanSnapshot((station,), state_of(iwd_replies(step)).networks, 100.0)
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_wlan", lambda host: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: snapshot)
     return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
 
 

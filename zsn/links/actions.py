@@ -22,16 +22,8 @@ from zsn.errors import SessionLinkError, ValidationError, about_input
 from zsn.links import bonding, validate
 from zsn.links.live import read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot, dependents
-from zsn.links.persist import (
-    LinkConfig,
-    Persisted,
-    Remove,
-    Upsert,
-    config_of,
-    detect_owner,
-    plan_persist,
-    read_persistent,
-)
+from zsn.links.persist import LinkConfig, Persisted, Remove, Upsert, config_of
+from zsn.links.persist.owner import detect_owner, plan_persist, read_persistent
 from zsn.links.session import SshSession, find_session
 from zsn.plan import LiveStep, Plan
 from zsn.system import netlink, rtnetlink

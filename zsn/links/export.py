@@ -11,7 +11,8 @@ from zsn.errors import ZsnError
 from zsn.every import Every
 from zsn.links.live import BondDetails, LinkMonitor, read_links, with_rates
 from zsn.links.model import BondState, Interface, LinksSnapshot, member_role
-from zsn.links.persist import Persisted, detect_owner, read_persistent
+from zsn.links.persist import Persisted
+from zsn.links.persist.owner import detect_owner, read_persistent
 from zsn.lint import count_by_severity
 from zsn.prometheus import MetricFamily
 from zsn.system.host import Host

@@ -14,14 +14,8 @@ from zsn.errors import ZsnError
 from zsn.links import bonding
 from zsn.links.live import BondDetails, LinkMonitor, read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot
-from zsn.links.persist import (
-    LinkConfig,
-    Owner,
-    Persisted,
-    config_of,
-    detect_owner,
-    read_persistent,
-)
+from zsn.links.persist import LinkConfig, Owner, Persisted, config_of
+from zsn.links.persist.owner import detect_owner, read_persistent
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host

@@ -75,13 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "lint":
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
-    snapshot = read_wlan(host, findings=False)
+    snapshot = read_wlan(host)
     if args.action == "list":
         return _list(snapshot, args.json)
     if args.action == "scan":
         interface = actions.resolve_interface(host, snapshot, args.iface)
         actions.scan(host, interface)
-        fresh = read_wlan(host, findings=False).interface(interface.name) or interface
+        fresh = read_wlan(host).interface(interface.name) or interface
         return _print_scan(fresh, args.json)
     interface = actions.resolve_interface(host, snapshot, getattr(args, "iface", None))
     if args.action == "disconnect":

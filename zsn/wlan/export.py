@@ -14,7 +14,7 @@ from zsn.prometheus import MetricFamily
 from zsn.system import files, wireless
 from zsn.system.host import Host
 from zsn.wlan import iwd, netctl
-from zsn.wlan.lint import SUBJECT
+from zsn.wlan.lint import SUBJECT, read_with_findings
 from zsn.wlan.model import BACKENDS, KnownNetwork, ScanEntry, WlanInterface, signal_percent
 from zsn.wlan.ssid import display
 
@@ -80,9 +80,7 @@ def _secret(host: Host, net: KnownNetwork, interfaces: list[WlanInterface]
 
 
 def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
-    from zsn.wlan.live import read_wlan
-
-    snapshot = read_wlan(host)
+    snapshot = read_with_findings(host)
     profiles = []
     for net in snapshot.networks:
         data = profile_to_dict(net)

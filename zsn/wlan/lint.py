@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from zsn.errors import ZsnError
@@ -19,6 +20,7 @@ from zsn.system.files import is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.wireless import interface_exists, is_wireless
 from zsn.wlan import iwd, netctl
+from zsn.wlan.live import read_wlan
 from zsn.wlan.model import BACKEND_TITLES, WlanSnapshot
 from zsn.wlan.ssid import display
 from zsn.wlan.wpa_config import parse_wpa_config
@@ -49,8 +51,10 @@ def _chmod_plan(host: Host, system_path: str) -> Callable[[], Plan]:
     return build
 
 
-def lint_snapshot(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Profile],
-                  problems: list[netctl.BrokenProfile]) -> list[Finding]:
+def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
+    """The advice on `snapshot` and on the config files behind it (netctl profiles,
+    wpa_supplicant's config, iwd's network files) under `host`."""
+    profiles, problems = netctl.read_profiles(host)
     findings: list[Finding] = []
 
     def add(rule: str, severity: Severity, subject: str | None, message: str, fix: str,
@@ -192,6 +196,10 @@ def _shell_word(text: str) -> str:
 
 
 def lint(host: Host) -> list[Finding]:
-    from zsn.wlan.live import read_wlan
+    return lint_snapshot(host, read_wlan(host))
 
-    return list(read_wlan(host).findings)
+
+def read_with_findings(host: Host) -> WlanSnapshot:
+    """What the pane and the export show: `read_wlan`'s snapshot with its advice."""
+    snapshot = read_wlan(host)
+    return replace(snapshot, findings=tuple(lint_snapshot(host, snapshot)))

@@ -1,6 +1,7 @@
 """One snapshot of the machine's Wi-Fi: interfaces, their backend and link, scan results,
-known networks of every backend, and lint findings. The pane, the export and the
-headless commands all read through `read_wlan`.
+known networks of every backend. The pane, the export and the headless commands all
+read through `read_wlan` (the pane and the export with the advice on it:
+`zsn.wlan.lint.read_with_findings`).
 
 Backends are detected per interface in this order: NetworkManager managing the
 device (read only), iwd (``net.connman.iwd`` on the system bus has a device of
@@ -154,14 +155,14 @@ async def _gather(host: Host, names: list[str]) -> tuple[_BusSide, dict[str, obj
     return await bus_task, dict(zip(names, states, strict=True))
 
 
-def read_wlan(host: Host, *, findings: bool = True) -> WlanSnapshot:
+def read_wlan(host: Host) -> WlanSnapshot:
     names = wireless.wireless_interfaces(host)
     bus_side, wpa_states = asyncio.run(_gather(host, names))
     if bus_side.iwd is not None:  # iwd may see devices sysfs under this root does not show
         names = sorted(set(names) | set(bus_side.iwd.devices))
     addresses = _addresses(host)
     configs = supplicant_configs(host)
-    profiles, profile_problems = netctl.read_profiles(host)
+    profiles, _problems = netctl.read_profiles(host)
     networks: list[KnownNetwork] = list(bus_side.iwd.networks) if bus_side.iwd else []
     errors = list(bus_side.errors)
     interfaces: list[WlanInterface] = []
@@ -177,14 +178,7 @@ def read_wlan(host: Host, *, findings: bool = True) -> WlanSnapshot:
                       for each in interfaces)
         networks.append(replace(known, current=current))
     errors += [f"{each.name}: {message}" for each in interfaces for message in each.errors]
-    snapshot = WlanSnapshot(tuple(interfaces), tuple(networks), time.monotonic(),
-                            tuple(errors))
-    if findings:
-        from zsn.wlan.lint import lint_snapshot
-
-        snapshot = replace(snapshot, findings=tuple(
-            lint_snapshot(host, snapshot, profiles, profile_problems)))
-    return snapshot
+    return WlanSnapshot(tuple(interfaces), tuple(networks), time.monotonic(), tuple(errors))
 
 
 def _interface(host: Host, name: str, bus_side: _BusSide, wpa_state: object,

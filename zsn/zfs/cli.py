@@ -14,10 +14,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from zsn.cli import interval_seconds
 from zsn.errors import ValidationError, ZsnError
 from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
+from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, interval_seconds
 from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream

@@ -14,8 +14,8 @@ from typing import Any
 from zsn.errors import ParseError
 from zsn.format import excerpt, human_bytes
 from zsn.zfs import units
-from zsn.zfs.live import DATASET_COLUMNS, POOL_COLUMNS
 from zsn.zfs.model import Dataset
+from zsn.zfs.names import DATASET_COLUMNS, POOL_COLUMNS
 from zsn.zfs.units import is_number
 
 DEFAULT_POOL_COLUMNS = ("name", "size", "allocated", "free", "checkpoint", "expandsize",

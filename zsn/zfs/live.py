@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from zsn.errors import CommandError, ParseError, ZsnError
 from zsn.system import commands, files
 from zsn.system.host import Host
+from zsn.zfs.names import DATASET_COLUMNS, POOL_COLUMNS
 
 if TYPE_CHECKING:
     from zsn.zfs.facts import Facts
     from zsn.zfs.model import Pool, ZfsSnapshot
-    from zsn.zfs.snapshots import Snapshot
 
 ENV = {"LC_ALL": "C"}
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -46,14 +46,6 @@ MODULE_NOT_LOADED = ("the ZFS kernel module is not loaded (load it as root with 
                      "'modprobe zfs'; Debian: apt install zfs-dkms)")
 NOT_INSTALLED = "{program} is not installed (Debian: apt install zfsutils-linux)"
 NEED_ROOT = "zsn is not root: scrubs, property changes and clearing errors need root"
-POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
-                "dedupratio", "health", "ashift")
-"""What zsn asks `zpool list -o` for."""
-DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
-                   "recordsize", "compression", "atime", "relatime", "xattr",
-                   "mountpoint", "creation", "zsn:use")
-"""What zsn asks `zfs list -o` for (``zsn:use`` is zsn's user property): the pane's and
-the export's columns and every property the advisor reads, in the one listing."""
 
 
 def find_program(name: str) -> str | None:
@@ -137,21 +129,6 @@ def run_zfs_command(argv: Sequence[str], *, timeout: float | None = None,
 
 def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv)
-
-
-def read_dataset(dataset: str) -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
-    """A dataset in full for the pane's dataset box: (property, value, source) as
-    `zfs get -Hp all` lists them, and its own snapshots, oldest first."""
-    from zsn.zfs import snapshots
-    from zsn.zfs.listing import parse_properties
-
-    zfs = find_program("zfs")
-    if zfs is None:
-        raise ZsnError(NOT_INSTALLED.format(program="zfs"))
-    result = run_zfs_command([zfs, "get", "-Hp", "all", dataset])
-    if not result.ok:
-        raise ZsnError(explain_failure(result))
-    return parse_properties(result.stdout), snapshots.read(run_zfs_command, zfs, dataset)
 
 
 class SideBySide:

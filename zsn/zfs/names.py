@@ -1,4 +1,5 @@
-"""Pool and dataset names, checked the way OpenZFS checks them (zfs_namecheck.c).
+"""Pool and dataset names, checked the way OpenZFS checks them (zfs_namecheck.c), and
+the names of the properties zsn lists.
 
 A name is refused with the specific rule it breaks before any command sees it.
 Names always start with a letter, so one can never be taken for an option.
@@ -13,6 +14,14 @@ from zsn.errors import ValidationError
 VALID_CHARACTERS = "letters, digits, '_', '-', '.', ':' and space"
 _VALID_RE = re.compile(r"[A-Za-z0-9_.: -]+")
 _INVALID_CHARACTER_RE = re.compile(r"[^A-Za-z0-9_.: -]")
+POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
+                "dedupratio", "health", "ashift")
+"""What zsn asks `zpool list -o` for."""
+DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
+                   "recordsize", "compression", "atime", "relatime", "xattr",
+                   "mountpoint", "creation", "zsn:use")
+"""What zsn asks `zfs list -o` for (``zsn:use`` is zsn's user property): the pane's and
+the export's columns and every property the advisor reads, in the one listing."""
 MAX_NAME = 255
 """ZFS_MAX_DATASET_NAME_LEN is 256 with the terminating NUL."""
 MAX_POOL_NAME = 239

@@ -18,7 +18,14 @@ from zsn.plan import LiveStep, Plan
 from zsn.system import commands
 from zsn.system.host import Host
 from zsn.zfs import units
-from zsn.zfs.listing import parse_text_rows
+from zsn.zfs.listing import parse_properties, parse_text_rows
+from zsn.zfs.live import (
+    NOT_INSTALLED,
+    explain_failure,
+    find_program,
+    require_program,
+    run_zfs_command,
+)
 from zsn.zfs.names import validate_dataset_name, validate_snapshot_name
 
 COLUMNS = ("name", "guid", "createtxg", "creation", "used", "referenced", "userrefs")
@@ -112,8 +119,6 @@ def read(run: Runner, zfs: str, dataset: str | None = None,
 def plan_snapshot(host: Host, spec: str, recursive: bool = False) -> Plan:
     """``zfs snapshot [-r] DATASET@NAME``, refused when the dataset is missing or the
     snapshot exists already (on the dataset or, with `recursive`, a descendant)."""
-    from zsn.zfs.live import require_program, run_zfs_command
-
     dataset, name = validate_snapshot_name(spec)
     zfs = require_program("zfs")
     existing = read(run_zfs_command, zfs, dataset, recursive)
@@ -130,3 +135,15 @@ def plan_snapshot(host: Host, spec: str, recursive: bool = False) -> Plan:
     plan.notes.append("a snapshot takes no space at first; it keeps the blocks that later "
                       "writes replace")
     return plan
+
+
+def read_dataset(dataset: str) -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
+    """A dataset in full for the pane's dataset box: (property, value, source) as
+    `zfs get -Hp all` lists them, and its own snapshots, oldest first."""
+    zfs = find_program("zfs")
+    if zfs is None:
+        raise ZsnError(NOT_INSTALLED.format(program="zfs"))
+    result = run_zfs_command([zfs, "get", "-Hp", "all", dataset])
+    if not result.ok:
+        raise ZsnError(explain_failure(result))
+    return parse_properties(result.stdout), read(run_zfs_command, zfs, dataset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zsn.links.persist import detect_owner, read_persistent
+from zsn.links.persist.owner import detect_owner, read_persistent
 from zsn.system.host import Host
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.errors import ValidationError
-from zsn.links.persist import LinkConfig, Remove, Upsert, detect_owner
+from zsn.links.persist import LinkConfig, Remove, Upsert
 from zsn.links.persist.ifupdown import IFUPDOWN
+from zsn.links.persist.owner import detect_owner
 from zsn.system.host import Host
 
 DEBIAN = (LINK_FIXTURES / "ifupdown/interfaces.debian").read_text()

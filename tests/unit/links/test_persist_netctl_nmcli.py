@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.links.conftest import LINK_FIXTURES
-from zsn.links.persist import LinkConfig, Owner, Remove, Upsert, detect_owner, nmcli
+from zsn.links.persist import LinkConfig, Owner, Remove, Upsert, nmcli
 from zsn.links.persist.netctl import NETCTL
+from zsn.links.persist.owner import detect_owner
 
 EXAMPLES = LINK_FIXTURES / "netctl"
 
@@ -139,7 +140,7 @@ def test_an_edit_keeps_the_lines_it_does_not_need(tmp_path: Path) -> None:
 
 def test_a_profile_that_needs_bash_is_reported_not_guessed(tmp_path: Path) -> None:
     from zsn.errors import ZsnError
-    from zsn.links.persist import plan_persist
+    from zsn.links.persist.owner import plan_persist
     from zsn.system.host import Host
 
     host = Host(netctl_root(tmp_path))

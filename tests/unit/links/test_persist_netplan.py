@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from tests.needs import needs_tools
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.errors import ValidationError
-from zsn.links.persist import LinkConfig, Remove, Upsert, detect_owner
+from zsn.links.persist import LinkConfig, Remove, Upsert
 from zsn.links.persist.netplan import NETPLAN
+from zsn.links.persist.owner import detect_owner
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.system.host import Host
 

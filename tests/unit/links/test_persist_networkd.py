@@ -10,8 +10,9 @@ import pytest
 
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.errors import ValidationError
-from zsn.links.persist import LinkConfig, Remove, Upsert, detect_owner
+from zsn.links.persist import LinkConfig, Remove, Upsert
 from zsn.links.persist.networkd import NETWORKD, parse_timespan_ms
+from zsn.links.persist.owner import detect_owner
 from zsn.links.persist.unitfile import UnitFile
 from zsn.system.host import Host
 

@@ -91,7 +91,7 @@ def test_snapshot_findings() -> None:
             KnownNetwork(b"old", "wpa_supplicant", "3", "WEP", False, interface="wlan1"),
         ),
         taken_at=0.0)
-    findings = lint_snapshot(Host(Path("/nonexistent-root")), snapshot, [], [])
+    findings = lint_snapshot(Host(Path("/nonexistent-root")), snapshot)
     assert _ids(findings) == ["WLAN001", "WLAN004", "WLAN005", "WLAN006", "WLAN007",
                               "WLAN008"]
     by_id = {f.id: f for f in findings}

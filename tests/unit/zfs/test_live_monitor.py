@@ -80,7 +80,8 @@ def test_the_export_starts_its_commands_before_loading_the_parsers() -> None:
     code = ("import sys, zsn.zfs.export\n"
             "print(sorted(m for m in sys.modules if m.startswith('zsn.zfs.')))")
     result = commands.run([sys.executable, "-c", code], env={"PYTHONPATH": str(REPO)})
-    assert result.stdout.split() == ["['zsn.zfs.export',", "'zsn.zfs.live']"]
+    # names: the property names to ask for (and name checks), a few regular expressions
+    assert result.stdout.split() == ["['zsn.zfs.export',", "'zsn.zfs.live',", "'zsn.zfs.names']"]
 
 
 def test_started_reads_finish_with_the_same_snapshot(fake_zfs: FakeZfs) -> None:

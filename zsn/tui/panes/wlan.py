@@ -16,7 +16,7 @@ from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Column, Row, row_of
 from zsn.wlan import actions
-from zsn.wlan.live import read_wlan
+from zsn.wlan.lint import read_with_findings
 from zsn.wlan.model import KnownNetwork, ScanEntry, WlanInterface, WlanSnapshot, needs_passphrase
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display
@@ -99,7 +99,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
 
     # -- data ----------------------------------------------------------------------
     def fetch(self) -> WlanSnapshot:
-        return read_wlan(self.host)
+        return read_with_findings(self.host)
 
     def show(self, snapshot: WlanSnapshot) -> None:
         self._snapshot = snapshot

@@ -31,9 +31,10 @@ from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import row_of
 from zsn.zfs import actions, view
-from zsn.zfs.live import ZfsReader, find_program, read_dataset
+from zsn.zfs.live import ZfsReader, find_program
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
+from zsn.zfs.snapshots import read_dataset
 
 
 def now() -> float:
