@@ -17,12 +17,12 @@ DEBIAN_PACKAGES=(
     systemd-container debootstrap      # a real systemd in a container for D-Bus tests
     zbar-tools                         # decodes rendered QR codes
     tmux                               # terminal-level checks
-    strace                             # kills zsn at each write step (crash-safety tests)
+    strace                             # kills zsn at each write step; traces every --dry-run
     util-linux                         # unshare, mount, setpriv: private /run/wireguard, non-root runs
     wpasupplicant dbus                 # WLAN: wpa_supplicant (wired driver), wpa_passphrase,
                                        # a private dbus-daemon for the iwd agent tests
                                        # and for links' NetworkManager stand-in
-    netplan.io                         # links: persisted netplan files checked by `netplan generate`
+    netplan.io                         # links: netplan files checked with libnetplan
     prometheus                         # zsn serve: a real Prometheus scrapes it; promtool checks
                                        # web configs, alert rules and metrics text
     ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module

@@ -1,0 +1,156 @@
+"""Every ``--dry-run`` of every command group, against one --root tree that has
+something for each to plan: the tree, the command lines, and a driver that runs them
+all in one process (``python -m tests.lab.dry_runs COMMANDS.json``), so a trace of
+that process (strace) covers them all. Before each command the driver asks
+``access("/@@zsn-dry-run-N")``, which marks in the trace where command N starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+MARK = "/@@zsn-dry-run-"
+
+NETPLAN = """\
+network:
+  version: 2
+  renderer: networkd
+  ethernets:
+    eth1: {}
+    eth2: {}
+    eth3: {}
+  bonds:
+    bond0:
+      interfaces: [eth1]
+      parameters:
+        mode: active-backup
+"""
+# A peer as `zsn peer disable` leaves it (its key from manpage-server-multipeer.conf).
+DISABLED_PEER = ("\n#[disabled] [Peer]\n#[disabled] # Name = dave\n"
+                 "#[disabled] PublicKey = GtL7fZc/bLnqZldpVofMCD6hDjrK28SsdLxevJ+qtKU=\n"
+                 "#[disabled] AllowedIPs = 10.77.0.9/32\n")
+OPENVPN_CLIENT = "client\ndev tun\nproto udp\nremote vpn.example.org 1194\nnobind\n"
+NETCTL_PROFILE = ("Description='home'\nInterface=wlan0\nConnection=wireless\n"
+                  "Security=wpa\nESSID=home-wpa2\nIP=dhcp\n"
+                  "Key=\\\"1f3c9e4a8b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e\n")
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def build_tree(base: Path) -> tuple[Path, Path]:
+    """A root with a WireGuard server, an OpenVPN client, a netctl Wi-Fi profile on a
+    wireless interface, a netplan config and (fake programs on PATH) ZFS pools; and
+    the folder of those programs."""
+    root = base / "root"
+    wireguard = root / "etc/wireguard"
+    wireguard.mkdir(parents=True, mode=0o700)
+    _write(wireguard / "wg0.conf", (FIXTURES / "wireguard/zcapwg1.conf").read_text()
+           + DISABLED_PEER, 0o600)
+    (root / "etc/sysctl.d").mkdir(parents=True)
+    _write(root / "srv/old-wireguard/wg0.conf",
+           (FIXTURES / "wireguard/notes-server-wg0.conf").read_text(), 0o600)
+    _write(wireguard / "wg1.conf", "[Interface]\nAddress = 10.78.0.1/24\nListenPort = 51902\n"
+           "PrivateKey = 0EERySwwME/UXHGdbYYo2lZbGszSZV83hLjwWXQQYEI=\n", 0o600)
+    _write(root / "etc/openvpn/client/office.conf", OPENVPN_CLIENT, 0o600)
+    _write(root / "etc/netplan/01-netcfg.yaml", NETPLAN, 0o600)
+    for key, value in (("phy80211/name", "phy0"), ("address", "02:00:00:00:00:00")):
+        _write(root / "sys/class/net/wlan0" / key, value + "\n")
+    for key, value in (("type", "wlan"), ("name", "phy0"), ("soft", "0"), ("hard", "0")):
+        _write(root / "sys/class/rfkill/rfkill0" / key, value + "\n")
+    _write(root / "etc/netctl/wlan0-home-wpa2", NETCTL_PROFILE, 0o600)
+    (root / "etc/systemd/system").mkdir(parents=True)
+    _write(root / "sys/module/zfs/version", "2.1.11-1+deb12u1\n")
+    (root / "proc/spl/kstat/zfs").mkdir(parents=True)
+    passphrase = _write(base / "passphrase", "correct horse battery\n", 0o600)
+    assert passphrase.exists()
+    return root, _fake_zfs(base)
+
+
+def _fake_zfs(base: Path) -> Path:
+    from tests.unit.zfs.conftest import FAKE, LAB, read
+
+    programs = base / "bin"
+    programs.mkdir()
+    for name in ("zpool", "zfs", "dmsetup"):
+        program = programs / name
+        program.write_text(FAKE.format(python=sys.executable, name=name))
+        program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    answers = {
+        "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,dedupratio,health,"
+        "ashift": {"stdout": read(LAB / "zpool-list-Hp-o.txt")},
+        "zpool status -p -P": {"stdout": read(LAB / "zpool-status-p-P.all-classes.txt")},
+        # zfs-get-Hp-o.txt's "full compression off default", in the columns asked for.
+        "zfs get -Hp -r -t filesystem,volume -o name,value,source compression full":
+            {"stdout": "full\toff\tdefault\n"},
+        # A pool without snapshots: zfs lists nothing.
+        "zfs list -Hp -t snapshot -o name,guid,createtxg,creation,used,referenced,userrefs "
+        "-s createtxg full": {"stdout": ""},
+    }
+    (base / "answers.json").write_text(json.dumps(answers))
+    return programs
+
+
+def commands(base: Path, root: Path) -> list[list[str]]:
+    """One command line per dry run, each expected to show a plan."""
+    passphrase = str(base / "passphrase")
+    groups = {
+        "peer": [["add", "wg0", "carol", "--endpoint", "vpn.example.org"],
+                 ["remove", "wg0", "alice-laptop"], ["disable", "wg0", "bob-site"],
+                 ["enable", "wg0", "dave"], ["rename", "wg0", "bob-site", "bob-office"],
+                 ["expire", "wg0", "bob-site", "--in", "30d"],
+                 ["routes", "wg0", "bob-site", "10.99.0.0/16", "10.98.0.0/16"]],
+        "wg": [["create", "wg9", "--address", "10.9.0.1/24", "--port", "51999"],
+               ["up", "wg0"], ["down", "wg0"], ["clients", "wg0"],
+               ["endpoint", "wg0", "vpn.example.org"], ["link", "wg0", "wg1"],
+               ["gateway", "wg0", "--egress", "eth0"],
+               ["import", "wg-quick", "/srv/old-wireguard", "--interface", "wg5"]],
+        "vpn": [["start", "office"], ["stop", "office"], ["restart", "office"],
+                ["enable", "office"], ["disable", "office"], ["hook", "install", "office"],
+                ["import", str(base / "import/home.ovpn")], ["management", "office"]],
+        "zfs": [["scrub", "full"], ["set", "full", "compression=lz4"],
+                ["clear", "full", "/run/vdev/a"], ["snapshot", "full@before"]],
+        "wifi": [["connect", "home-wpa2", "--passphrase-file", passphrase, "--hidden"],
+                 ["disconnect"], ["forget", "home-wpa2"], ["autoconnect", "home-wpa2", "on"]],
+        "link": [["create", "bond", "bond1", "--mode", "802.3ad", "--members", "eth2,eth3",
+                  "--config-only"],
+                 ["create", "vlan", "eth1.10", "--parent", "eth1", "--id", "10",
+                  "--config-only"],
+                 ["create", "bridge", "br0", "--ports", "eth3", "--config-only"],
+                 ["set", "bond0", "--mtu", "9000", "--config-only"],
+                 ["add-member", "bond0", "eth2", "--config-only"],
+                 ["remove-member", "bond0", "eth1", "--config-only"],
+                 ["delete", "bond0", "--config-only"], ["persist", "bond0"]],
+    }
+    _write(base / "import/home.ovpn", OPENVPN_CLIENT)
+    return [["--root", str(root), group, *argv, "--dry-run"]
+            for group, lines in groups.items() for argv in lines]
+
+
+def main(path: str) -> None:
+    from zsn import cli
+
+    codes = []
+    for number, argv in enumerate(json.loads(Path(path).read_text())):
+        os.access(f"{MARK}{number}", os.F_OK)
+        try:
+            code = cli.main(argv)
+        except SystemExit as exited:
+            code = exited.code if isinstance(exited.code, int) else 1
+        codes.append(code)
+        sys.stderr.write(f"@@exit {number} {code}\n")
+        sys.stderr.flush()
+    sys.stdout.write("@@codes " + json.dumps(codes) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
