@@ -29,6 +29,12 @@ run prints its own. A new parser adds its strategy and its entry here.
   GET_SCAN dump with bytes overwritten, and information elements (the captured
   access points' with bytes changed, or noise): typed errors only, and every element
   list gives a security zsn knows.
+- The peer history (`zsn.wireguard.hooks.parse`: history.toml; the store's hour
+  codes `zsn.wireguard.history.decode_amounts`, any bytes: typed errors or numbers,
+  and encoded amounts read back within 1/2048), the import readers' text formats
+  (PiVPN's setupVars.conf, docker env files, wg-easy v14's wg0.json) and expiry
+  times (`zsn.wireguard.expiry`): typed errors only; an accepted setupVars line reads
+  back the same.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
   captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
   the config formats zsn edits keep every byte they do not change: netplan YAML
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -80,6 +87,10 @@ EXAMPLES = {
     "/proc/net/bonding": 1000,
     "netplan YAML edit": 500,
     "network config files": 1000,
+    "history settings": 1000,
+    "history amounts": 1000,
+    "import sources": 1000,
+    "expiry times": 1000,
 }
 
 
@@ -633,3 +644,80 @@ def test_fuzz_zfs_pool_cache_file() -> None:
             only_typed_errors(lambda: cachefile.top_vdevs(found))
 
     fuzz("ZFS pool cache file", st.tuples(edits, cut, st.integers(0, 64)), check)
+
+
+_toml_noise = st.one_of(
+    st.text(max_size=80),
+    st.builds(lambda key, value: f"{key} = {value}\n",
+              st.sampled_from(["enabled", "on_connect", "on_disconnect", "on_conect"]),
+              st.sampled_from(["true", "false", "yes", '["/bin/x"]', '["x", "y"]', '"a"',
+                               "[]", '[1, "/a"]', '["/a", ""]'])))
+
+
+def test_fuzz_history_settings() -> None:
+    from zsn.wireguard import hooks
+
+    def check(text: str) -> None:
+        loaded = only_typed_errors(lambda: hooks.parse(text, Path("/etc/zsn/history.toml")))
+        if loaded is not None:
+            for argv in loaded.hooks.values():
+                assert argv and argv[0].startswith("/")
+
+    fuzz("history settings", _toml_noise, check)
+
+
+def test_fuzz_history_amounts() -> None:
+    from zsn.wireguard.history import decode_amounts, encode_amount
+
+    def check(value: tuple[bytes, int]) -> None:
+        data, amount = value
+        if len(data) % 2 == 0:
+            assert all(number >= 0 for number in decode_amounts(data))
+            _accepted[0] += 1
+        [back] = decode_amounts(encode_amount(amount))
+        assert abs(back - min(amount, 2047 << 36)) <= max(amount, 1) / 2048
+
+    fuzz("history amounts", st.tuples(st.binary(max_size=64),
+                                      st.integers(0, 2**70)), check)
+
+
+def test_fuzz_import_sources() -> None:
+    from zsn.wireguard import imports
+
+    def check(text: str) -> None:
+        found = only_typed_errors(lambda: imports.read_setup_vars(text, "setupVars.conf"))
+        if found is not None:
+            again = imports.read_setup_vars(
+                "".join(f"{key}={value}\n" for key, value in found.items()), "again")
+            assert again == found
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "wg0.json"
+            path.write_text(text)
+            only_typed_errors(lambda: imports.read_env_file(path))
+            only_typed_errors(lambda: imports.read_wg_easy(path, {}, "vpn.example.com"))
+
+    fuzz("import sources", st.one_of(
+        _noise, _json_value.map(json.dumps),
+        st.lists(st.sampled_from(["pivpnDEV=wg0", 'pivpnHOST="a b"', "VPN=wireguard",
+                                  "x", "# c", "A='q'", "B=\"", "=1"]),
+                 max_size=6).map("\n".join)), check)
+
+
+def test_fuzz_expiry_times() -> None:
+    from zsn.wireguard import expiry
+
+    def check(text: str) -> None:
+        for at in (only_typed_errors(lambda: expiry.parse_when(text, None, 1_800_000_000)),
+                   only_typed_errors(lambda: expiry.parse_when(None, text, 1_800_000_000))):
+            if at is not None:  # what was accepted is written and read back
+                assert expiry.parse_stored(expiry.format_stored(at)) == at
+        stored = expiry.parse_stored(text)
+        if stored is not None:
+            _accepted[0] += 1
+
+    fuzz("expiry times", st.one_of(
+        st.text(max_size=30),
+        st.sampled_from(["2030-01-01", "2030-01-01T10:00Z", "30d", "1d12h", "0d", "99999w",
+                         "99999999999d", "2030-13-01", "2030-01-01T25:00",
+                         "2030-01-01T10:00:00+01:00"])),
+        check)

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from zsn.wireguard.model import WireGuardSnapshot
 
 WARN_BEFORE = 7 * 86400
+MAX_AHEAD = 100 * 366 * 86400
+"""The furthest expiry zsn sets: further is --never."""
 """Lint warns of a peer expiring within this long."""
 _DURATION_RE = re.compile(r"(\d+)\s*([wdhms])", re.IGNORECASE)
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -107,6 +109,9 @@ def parse_when(at: str | None, within: str | None, now: float) -> int:
         seconds = sum(int(count) * _UNITS[unit.lower()] for count, unit in parts)
         if seconds <= 0:
             raise ValidationError("the duration must be more than 0", field="within")
+        if seconds > MAX_AHEAD:
+            raise ValidationError(f"{within!r} is more than 100 years: use --never",
+                                  field="within")
         return int(now) + seconds
     assert at is not None
     text = at.strip()
@@ -120,6 +125,8 @@ def parse_when(at: str | None, within: str | None, now: float) -> int:
     if moment.tzinfo is None:
         moment = moment.astimezone()  # local time, as the admin typed it
     when = int(moment.timestamp())
+    if when > now + MAX_AHEAD:
+        raise ValidationError(f"{at} is more than 100 years ahead: use --never", field="at")
     if when <= now:
         raise ValidationError(f"{at} is in the past: to take the peer off now use "
                               "zsn peer disable", field="at")
