@@ -30,6 +30,7 @@ from zsn import __version__
 from zsn.domains import domain, domains, load
 from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
+from zsn.system import files
 from zsn.system.files import describe_os_error
 from zsn.system.host import Host
 
@@ -73,7 +74,7 @@ def collect(host: Host, requested: list[str], *, include_secrets: bool = False,
         chosen = [name for name in sections() if _provider(name).present(host)]
     document: dict[str, Any] = {
         "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
-        "host": {"hostname": host.hostname(), "time": int(time.time())},
+        "host": {"hostname": files.read_hostname(host), "time": int(time.time())},
     }
     readers: dict[str, Callable[[], Any]] = {}
     for name in chosen:

@@ -44,6 +44,7 @@ from zsn.domains import domains
 from zsn.errors import ZsnError
 from zsn.export import SCHEMA_VERSION, collector_families
 from zsn.prometheus import render
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.terminal import safe
 
@@ -216,7 +217,7 @@ class Exporter:
         collectors = self.chosen(query)
         document: dict[str, Any] = {
             "zsn": {"version": __version__, "schema": SCHEMA_VERSION},
-            "host": {"hostname": self.host.hostname(), "time": int(time.time())},
+            "host": {"hostname": files.read_hostname(self.host), "time": int(time.time())},
         }
         for collector, reading in await self.readings(collectors, deadline):
             if reading is None:

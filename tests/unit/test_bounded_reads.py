@@ -165,4 +165,4 @@ def test_a_fifo_or_a_huge_file_in_place_of_a_config_is_refused_at_once(tmp_path:
 
 
 def host_name(root: Path) -> str:
-    return Host(root).hostname()
+    return files.read_hostname(Host(root))

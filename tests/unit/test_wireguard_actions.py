@@ -15,7 +15,7 @@ from zsn.cli import main as cli_main
 from zsn.errors import ValidationError
 from zsn.plan import ApplyError, FileEdit, LiveStep
 from zsn.system.host import Host
-from zsn.wireguard import interfaces, lint, onboarding, routing, settings
+from zsn.wireguard import actions, interfaces, lint, onboarding, routing, settings
 from zsn.wireguard.config import parse
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "wireguard"
@@ -89,9 +89,9 @@ def test_the_first_endpoint_typed_for_an_adopted_interface_is_remembered(
 def test_a_freed_address_is_reused_but_a_disabled_peer_keeps_its_own(host: Host) -> None:
     _add(host, "alice")
     _add(host, "bob")
-    onboarding.plan_disable_peer(host, "wg0", "alice").apply()
+    actions.plan_disable_peer(host, "wg0", "alice").apply()
     assert "10.66.0.4/32" in _add(host, "carol").text
-    onboarding.plan_remove_peer(host, "wg0", "bob").apply()
+    actions.plan_remove_peer(host, "wg0", "bob").apply()
     assert "10.66.0.3/32" in _add(host, "dave").text
 
 
@@ -140,16 +140,16 @@ def test_bad_input_is_refused_and_nothing_changes(host: Host, fields: dict[str, 
 
 
 BAD_CHANGES = [
-    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "bob"),
+    (lambda h: actions.plan_rename_peer(h, "wg0", "alice", "bob"),
      "wg0 already has a peer named 'bob'"),
-    (lambda h: onboarding.plan_rename_peer(h, "wg0", "alice", "a/b"), "not allowed"),
-    (lambda h: onboarding.plan_rename_peer(h, "wg0", "nobody", "x"), "no peer named 'nobody'"),
-    (lambda h: onboarding.plan_remove_peer(h, "wg0", "nobody"), "no peer named 'nobody'"),
-    (lambda h: onboarding.plan_disable_peer(h, "wg9", "alice"), "no interface 'wg9'"),
-    (lambda h: onboarding.plan_enable_peer(h, "wg0", "alice"), "is not disabled"),
-    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["300.1.1.0/24"]),
+    (lambda h: actions.plan_rename_peer(h, "wg0", "alice", "a/b"), "not allowed"),
+    (lambda h: actions.plan_rename_peer(h, "wg0", "nobody", "x"), "no peer named 'nobody'"),
+    (lambda h: actions.plan_remove_peer(h, "wg0", "nobody"), "no peer named 'nobody'"),
+    (lambda h: actions.plan_disable_peer(h, "wg9", "alice"), "no interface 'wg9'"),
+    (lambda h: actions.plan_enable_peer(h, "wg0", "alice"), "is not disabled"),
+    (lambda h: actions.plan_set_routed_subnets(h, "wg0", "alice", ["300.1.1.0/24"]),
      "not a CIDR network"),
-    (lambda h: onboarding.plan_set_routed_subnets(h, "wg0", "alice", ["10.66.0.0/16"]),
+    (lambda h: actions.plan_set_routed_subnets(h, "wg0", "alice", ["10.66.0.0/16"]),
      "overlaps the VPN subnet"),
     (lambda h: routing.plan_gateway(h, "wg0", "eth0;reboot"), "may only use"),
     (lambda h: routing.plan_gateway(h, "wg0", "wg0"), "cannot be the WireGuard interface"),
@@ -230,7 +230,7 @@ def test_a_failing_step_undoes_everything_before_it(host: Host) -> None:
 
 def test_rename_moves_the_client_config_and_renames_it_inside(host: Host) -> None:
     before = _add(host, "alice")
-    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    plan = actions.plan_rename_peer(host, "wg0", "alice", "alice-phone")
     shown = plan.describe()
     assert "-# alice: client of wg0, written by zsn" in shown
     assert "+# alice-phone: client of wg0, written by zsn" in shown
@@ -249,7 +249,7 @@ def test_rename_moves_the_client_config_and_renames_it_inside(host: Host) -> Non
 def test_a_rename_that_fails_at_the_server_config_leaves_the_client_config_as_it_was(
         host: Host) -> None:
     _add(host, "alice")
-    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    plan = actions.plan_rename_peer(host, "wg0", "alice", "alice-phone")
     server = host.path("/etc/wireguard/wg0.conf")
     server.write_text(server.read_text() + "\n")  # changed since the plan read it
     before = _tree(host.root)
@@ -261,10 +261,10 @@ def test_a_rename_that_fails_at_the_server_config_leaves_the_client_config_as_it
 def test_a_rename_killed_after_moving_the_client_config_is_finished_by_running_it_again(
         host: Host) -> None:
     _add(host, "alice")
-    plan = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    plan = actions.plan_rename_peer(host, "wg0", "alice", "alice-phone")
     for step in plan.steps[:-1]:  # killed before the server config (the commit)
         step.apply()
-    again = onboarding.plan_rename_peer(host, "wg0", "alice", "alice-phone")
+    again = actions.plan_rename_peer(host, "wg0", "alice", "alice-phone")
     assert any("interrupted" in note for note in again.notes)
     again.apply()
     client = onboarding.show_client_config(host, "wg0", "alice-phone")
@@ -274,10 +274,10 @@ def test_a_rename_killed_after_moving_the_client_config_is_finished_by_running_i
 
 def test_routed_subnets_behind_a_peer(host: Host) -> None:
     _add(host, "site")
-    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
+    actions.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
     peer = parse(host.path("/etc/wireguard/wg0.conf").read_text()).require_peer("site")
     assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.50.0/24"]
-    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.60.0/24"]).apply()
+    actions.plan_set_routed_subnets(host, "wg0", "site", ["192.168.60.0/24"]).apply()
     peer = parse(host.path("/etc/wireguard/wg0.conf").read_text()).require_peer("site")
     assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "fd66::2/128", "192.168.60.0/24"]
 
@@ -287,7 +287,7 @@ def test_subnets_behind_a_hand_edited_peer_keep_what_zsn_cannot_read(host: Host)
     path = host.path("/etc/wireguard/wg0.conf")
     path.write_text(path.read_text().replace("AllowedIPs = 10.66.0.2/32",
                                              "AllowedIPs = 10.66.0.2/32, bogus"))
-    onboarding.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
+    actions.plan_set_routed_subnets(host, "wg0", "site", ["192.168.50.0/24"]).apply()
     peer = parse(path.read_text()).require_peer("site")
     assert peer.get_all("AllowedIPs") == ["10.66.0.2/32", "bogus", "fd66::2/128",
                                           "192.168.50.0/24"]

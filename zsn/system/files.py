@@ -20,13 +20,14 @@ import errno
 import fnmatch
 import os
 import re
+import socket
 import stat
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from zsn.errors import AccessDeniedError, FileChangedError, ValidationError, ZsnError
-from zsn.system.host import confine, root_of
+from zsn.system.host import Host, confine, root_of
 from zsn.system.limits import MiB, describe_size
 
 BACKUP_SUFFIX = ".zsn-bak"
@@ -79,6 +80,16 @@ def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
 def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The text of a regular file, with `read_tracked`'s checks and errors."""
     return read_tracked(path, max_bytes).text
+
+
+def read_hostname(host: Host) -> str:
+    """The host's name: this machine's, or what ``/etc/hostname`` says under a root."""
+    if host.is_live:
+        return socket.gethostname()
+    try:
+        return read_text(host.path("/etc/hostname"), 4096).strip() or "localhost"
+    except ZsnError:
+        return "localhost"
 
 
 def read_bytes(path: Path, max_bytes: int) -> bytes:

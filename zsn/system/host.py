@@ -14,7 +14,6 @@ On the live system (``/``) the kernel resolves paths itself, exactly so.
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from pathlib import Path
 from typing import NamedTuple
@@ -63,16 +62,6 @@ class Host(NamedTuple):
     def resolve(self, system_path: str | os.PathLike[str]) -> Path:
         """Where `system_path` really is: every link on the way followed inside the root."""
         return confine(self.path(system_path))
-
-    def hostname(self) -> str:
-        if self.is_live:
-            return socket.gethostname()
-        from zsn.system.files import read_text
-
-        try:
-            return read_text(self.path("/etc/hostname"), 4096).strip() or "localhost"
-        except ZsnError:
-            return "localhost"
 
     @property
     def system_bus_socket(self) -> Path | None:

@@ -17,8 +17,9 @@ from zsn.plan import Plan
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
 from zsn.terminal import safe, write_styled
-from zsn.wireguard import interfaces, lint, onboarding, routing
+from zsn.wireguard import actions, interfaces, lint, onboarding, routing
 from zsn.wireguard.qr import qr_payload
+from zsn.wireguard.server import DEFAULT_KEEPALIVE
 
 
 def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +34,7 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--ip", dest="address",
                      help="the client's address (default: next free in the subnet)")
     add.add_argument("--dns", nargs="*", default=[], metavar="D", help="DNS servers")
-    add.add_argument("--keepalive", type=int, default=onboarding.DEFAULT_KEEPALIVE, metavar="S",
+    add.add_argument("--keepalive", type=int, default=DEFAULT_KEEPALIVE, metavar="S",
                      help="PersistentKeepalive seconds, 0 for none (default 25)")
     add.add_argument("--no-psk", action="store_true", help="no preshared key")
     add.add_argument("--endpoint", help="server HOST[:PORT] (default: the one stored)")
@@ -148,21 +149,21 @@ def _peer_plan(host: Host, args: argparse.Namespace) -> Plan:
             list(args.dns), args.keepalive or None, not args.no_psk, args.endpoint,
             list(args.routed_subnets), args.public_key)
         return onboarding.plan_add_peer(host, request)[0]
-    builders = {"remove": onboarding.plan_remove_peer,
-                "disable": onboarding.plan_disable_peer,
-                "enable": onboarding.plan_enable_peer}
+    builders = {"remove": actions.plan_remove_peer,
+                "disable": actions.plan_disable_peer,
+                "enable": actions.plan_enable_peer}
     if args.action in builders:
         return builders[args.action](host, args.interface, args.name)
     if args.action == "rename":
-        return onboarding.plan_rename_peer(host, args.interface, args.name, args.new_name)
+        return actions.plan_rename_peer(host, args.interface, args.name, args.new_name)
     if args.action == "expire":
         import time
 
         from zsn.wireguard import expiry
 
         at = None if args.never else expiry.parse_when(args.at, args.within, time.time())
-        return expiry.plan_expire(host, args.interface, args.name, at)
-    return onboarding.plan_set_routed_subnets(host, args.interface, args.name,
+        return actions.plan_expire(host, args.interface, args.name, at)
+    return actions.plan_set_routed_subnets(host, args.interface, args.name,
                                               list(args.subnets))
 
 

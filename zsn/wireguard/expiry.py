@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,7 +37,6 @@ from zsn.wireguard.config import (
 )
 
 if TYPE_CHECKING:
-    from zsn.plan import Plan
     from zsn.wireguard.model import WireGuardSnapshot
 
 WARN_BEFORE = 7 * 86400
@@ -160,31 +158,6 @@ def expiries(config: WgConfig) -> dict[str, int]:
     return found
 
 
-def plan_expire(host: Host, interface: str, name: str, at: int | None) -> Plan:
-    """The plan of ``zsn peer expire``: the expiry line, nothing live (the peer is
-    taken off when the time comes)."""
-    from zsn.plan import Plan
-    from zsn.wireguard.onboarding import ServerConfig, usable_peer
-
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    peer = usable_peer(edited, name)
-    set_expiry(edited, peer, at)
-    if at is None:
-        title = f"peer {name} on {server.name} never expires"
-    else:
-        title = f"peer {name} on {server.name} expires {describe(at)}"
-    plan = Plan(title, [server.edit(edited)])
-    if peer.disabled:
-        enable = "zsn peer enable" if at is None or at > time.time() else ""
-        plan.notes.append(f"{name} is disabled; {enable} {server.name} {name} brings it back"
-                          if enable else f"{name} is disabled")
-    else:
-        plan.notes.append("whichever zsn runs (the TUI, zsn serve, or the zsn-history timer) "
-                          "disables the peer within a minute of that time")
-    return plan
-
-
 def check_not_expired(config: WgConfig, peer: Section, interface: str, now: float) -> None:
     """`peer enable` refuses an expired peer, naming when it expired."""
     expiry = peer_expiry(config, peer)
@@ -222,32 +195,6 @@ def due(host: Host, interfaces: list[str] | None, now: float) -> list[Expired]:
                 assert peer is not None
                 found.append(Expired(Path(path).stem, peer.name or key, key, at))
     return found
-
-
-def enforce(host: Host, expired: list[Expired],
-            done: Callable[[Expired], None]) -> list[str]:
-    """Disable each expired peer (file and live interface); `done` is told of each.
-    Returns what could not be done (another zsn may have done it first: not an error)."""
-    from zsn.wireguard.onboarding import plan_disable_peer
-
-    problems: list[str] = []
-    for peer in expired:
-        try:
-            plan_disable_peer(host, peer.interface, peer.public_key).apply()
-        except ZsnError as exc:
-            try:
-                config = parse_shared(files.read_text(config_path(host, peer.interface)),
-                                      str(config_path(host, peer.interface)))
-                still = config.find_peer(peer.public_key)
-            except ZsnError:
-                still = None
-            if still is None or still.disabled:
-                continue  # taken off meanwhile (another zsn, an admin)
-            problems.append(f"expired peer {peer.name} on {peer.interface} could not be "
-                            f"disabled: {exc}")
-            continue
-        done(peer)
-    return problems
 
 
 def due_in_snapshot(snapshot: WireGuardSnapshot) -> list[Expired]:

@@ -129,7 +129,7 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
 
 
 def _plan_interface(host: Host, plan: Plan, one: Imported) -> None:
-    from zsn.wireguard.onboarding import client_config_path
+    from zsn.wireguard.server import client_config_path
 
     try:
         parse(one.config_text, f"{one.interface}.conf")

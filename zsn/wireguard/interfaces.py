@@ -17,10 +17,9 @@ from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import commands, files, kernel_modules
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import parse
+from zsn.wireguard.config import WIREGUARD_DIR, config_path, parse
 from zsn.wireguard.device import find_device
 from zsn.wireguard.keys import KeyPair
-from zsn.wireguard.onboarding import WIREGUARD_DIR, config_path
 
 USERSPACE_IMPLEMENTATION = "wireguard-go"
 WG_QUICK_TIMEOUT = 30.0

@@ -1,34 +1,32 @@
-"""Peers on a server interface: add, remove, disable, enable, rename, show, routed subnets.
+"""Adding a peer (onboarding): the request the form and ``zsn peer add`` make, the
+defaults the form pre-fills, the plan and the client config, and showing it again.
 
-Each action is a `Plan`: the server config edit (only the peer's lines change),
-the client config written 0600 under ``/etc/wireguard/clients/<iface>/``, and the
-live change on the running interface (UAPI or netlink, never a restart). The TUI
-form and ``zsn peer ...`` both build their plans here.
+The plan writes the client config 0600 under ``/etc/wireguard/clients/<iface>/``,
+then edits the server config (the commit), then adds the peer to the running
+interface (UAPI or netlink, never a restart). Later changes to a peer are
+`zsn.wireguard.actions`'.
 """
 
 from __future__ import annotations
 
 import enum
-import ipaddress
-import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError, about_input
-from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.plan import FileEdit, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
-
-# The "X as X" imports are re-exports: defined with the config reader (lint and the
-# live read load them without the plan builders), found here by the TUI, CLI, routing.
-from zsn.wireguard.config import WIREGUARD_DIR as WIREGUARD_DIR
-from zsn.wireguard.config import Section, WgConfig, check_peer_name, parse
-from zsn.wireguard.config import config_path as config_path
-from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, remove_route
+from zsn.wireguard.actions import (
+    check_routed_free,
+    down_note,
+    live_step_add,
+    outside_subnet,
+    route_steps,
+)
+from zsn.wireguard.config import WIREGUARD_DIR, check_peer_name, config_path, parse
+from zsn.wireguard.device import LiveDevice, PeerSettings
 from zsn.wireguard.keys import (
     KeyPair,
     check_key,
@@ -36,9 +34,13 @@ from zsn.wireguard.keys import (
     is_valid_key,
     public_key_from_private,
 )
-from zsn.wireguard.server import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
-from zsn.wireguard.server import ServerConfig as ServerConfig
-from zsn.wireguard.server import has_resolver as has_resolver
+from zsn.wireguard.server import (
+    DEFAULT_KEEPALIVE,
+    ServerConfig,
+    client_config_path,
+    has_resolver,
+    refuse_unusable_name,
+)
 from zsn.wording import Action, Phrase
 
 
@@ -56,41 +58,6 @@ PROFILE_LABELS = {
     Profile.SUBNET: "whole VPN subnet (client-to-client)",
     Profile.ALL: "all traffic (gateway)",
 }
-
-
-def client_config_path(host: Host, interface: str, name: str) -> Path:
-    """Where zsn keeps a peer's client config: both names are checked here, where they
-    become a path, whether typed or read from a file."""
-    addressing.check_interface_name(interface)
-    check_peer_name(name)
-    return host.path(f"{WIREGUARD_DIR}/clients/{interface}/{name}.conf")
-
-
-def usable_peer(config: WgConfig, name_or_key: str) -> Section:
-    """The peer `name_or_key` names, refused when the name in its comment is a path
-    or otherwise unusable (names read from files are data, never paths)."""
-    peer = config.require_peer(name_or_key)
-    _refuse_unusable_name(config, peer)
-    return peer
-
-
-def _refuse_unusable_name(config: WgConfig, peer: Section) -> None:
-    problem = peer.name_problem
-    if problem is not None:
-        where = f" of {config.source}" if config.source else ""
-        line = f" at line {peer.name_line + 1}" if peer.name_line is not None else ""
-        interface = Path(config.source).stem if config.source else "IFACE"
-        rename = Action("rename_peer", f"zsn peer rename {interface} "
-                                       f"{peer.get('PublicKey') or 'KEY'} NEWNAME")
-        raise ValidationError(Phrase(
-            f"peer name {peer.name!r}{line}{where} {problem}: zsn does not act on it; "
-            "rename the peer (", rename, ") or fix the comment"))
-
-
-def _client_file(host: Host, interface: str, peer: Section) -> Path | None:
-    """The peer's client config zsn wrote, when its name is one zsn could have given."""
-    name = peer.client_file_name
-    return client_config_path(host, interface, name) if name is not None else None
 
 
 @dataclass
@@ -216,53 +183,6 @@ def render_client_config(
     return "\n".join(lines) + "\n"
 
 
-def _live_step_add(device: LiveDevice, peer: PeerSettings, what: str) -> LiveStep:
-    return LiveStep(
-        f"{what} on running {device.name} ({device.implementation}, no restart)",
-        lambda: device.add_peer(peer),
-        lambda: device.remove_peer(peer.public_key),
-    )
-
-
-def _live_step_remove(device: LiveDevice, peer: PeerSettings, what: str) -> LiveStep:
-    return LiveStep(
-        f"{what} on running {device.name} ({device.implementation}, no restart)",
-        lambda: device.remove_peer(peer.public_key),
-        lambda: device.add_peer(peer),
-    )
-
-
-def _route_steps(device: LiveDevice, networks: list[str], add: bool) -> list[LiveStep]:
-    steps: list[LiveStep] = []
-    for network in networks:
-        put = partial(add_route, device.name, network)
-        drop = partial(remove_route, device.name, network)
-        if add:
-            steps.append(LiveStep(f"route {network} dev {device.name}", put, drop))
-        else:
-            steps.append(LiveStep(f"remove route {network} dev {device.name}", drop, put))
-    return steps
-
-
-def _down_note(server: ServerConfig) -> str:
-    return f"{server.name} is not running: the change takes effect when it comes up"
-
-
-def _outside_subnet(server: ServerConfig, networks: list[str]) -> list[str]:
-    """The networks the interface's own subnet route does not already cover."""
-    own = [a.network for a in addressing.interface_addresses(server.config)]
-    result = []
-    for text in networks:
-        try:
-            network = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            continue  # a hand-edited item zsn cannot route (lint's business, not a crash)
-        if not any(network.version == o.version and network.subnet_of(o)  # type: ignore[arg-type]
-                   for o in own):
-            result.append(text)
-    return result
-
-
 def _live_only_peers(server: ServerConfig, device: LiveDevice | None
                      ) -> list[tuple[str, tuple[str, ...]]]:
     """Peers on the running interface that are not in its config (added with `wg set`
@@ -307,7 +227,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         endpoint, typed_endpoint = _resolve_endpoint(server, request.endpoint)
     with about_input("routed_subnets"):
         routed = addressing.check_allowed_networks(request.routed_subnets)
-        _check_routed_free(server.config, routed, None)
+        check_routed_free(server.config, routed, None)
 
     if request.public_key:
         with about_input("public_key"):
@@ -347,10 +267,10 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     _remember_endpoint(plan, server, typed_endpoint)
     if device is not None:
         peer = PeerSettings(public_key, psk, tuple(server_allowed))
-        plan.steps.append(_live_step_add(device, peer, f"add peer {name}"))
-        plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
+        plan.steps.append(live_step_add(device, peer, f"add peer {name}"))
+        plan.steps.extend(route_steps(device, outside_subnet(server, routed), add=True))
     else:
-        plan.notes.append(_down_note(server))
+        plan.notes.append(down_note(server))
     if dns and not has_resolver(host):
         plan.notes.append("the client config sets DNS: the client needs resolvconf or "
                           "resolvectl, or wg-quick will not bring it up")
@@ -390,223 +310,6 @@ def _interrupted_add(server: ServerConfig, client_path: Path,
     return snapshot
 
 
-def _check_routed_free(config: WgConfig, routed: list[str], owner: Section | None) -> None:
-    own = addressing.interface_addresses(config)
-    for text in routed:
-        network = ipaddress.ip_network(text)
-        for addr in own:
-            if addr.version == network.version and network.overlaps(addr.network):
-                raise ValidationError(f"routed subnet {network} overlaps the VPN subnet "
-                                      f"{addr.network}")
-        for peer in config.all_peers:
-            if peer is owner:
-                continue
-            for taken in addressing.peer_networks(peer):
-                if taken.version == network.version and network.overlaps(taken):
-                    raise ValidationError(f"routed subnet {network} overlaps {taken} of "
-                                          f"{peer.label}")
-
-
-def _settings_of(peer: Section) -> PeerSettings:
-    key = peer.get("PublicKey")
-    if not key:
-        raise ValidationError(f"{peer.label} has no PublicKey")
-    keepalive = peer.get("PersistentKeepalive")
-    return PeerSettings(
-        key, peer.get("PresharedKey"), tuple(peer.get_all("AllowedIPs")),
-        int(keepalive) if keepalive and keepalive.isdigit() and int(keepalive) else None,
-        peer.get("Endpoint"),
-    )
-
-
-def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    peer = usable_peer(edited, name)
-    live_settings = _settings_of(peer)
-    client_path = _client_file(host, server.name, peer)
-    edited.remove_peer(peer)
-    plan = Plan(f"remove peer {name} from {server.name}")
-    plan.steps.append(server.edit(edited))
-    if client_path is not None and files.exists(client_path):
-        kept = files.backup_path(client_path)
-        plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
-                                   lambda: files.rename(client_path, kept),
-                                   lambda: files.rename(kept, client_path)))
-    device = server.live()
-    if device is not None and not peer.disabled:
-        plan.steps.append(_live_step_remove(device, live_settings, f"remove peer {name}"))
-        plan.steps.extend(_route_steps(
-            device, _outside_subnet(server, list(live_settings.allowed_ips)), add=False))
-    elif device is None:
-        plan.notes.append(_down_note(server))
-    return plan
-
-
-def _file_and_live(server: ServerConfig, edited: WgConfig, title: str,
-                   live: Callable[[LiveDevice], LiveStep]) -> Plan:
-    """A plan editing the server config, then changing the running interface if it is up."""
-    plan = Plan(title, [server.edit(edited)])
-    device = server.live()
-    if device is None:
-        plan.notes.append(_down_note(server))
-    else:
-        plan.steps.append(live(device))
-    return plan
-
-
-def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
-    """Comment the peer's block out (``#[disabled]``) and take it off the live interface."""
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    peer = usable_peer(edited, name)
-    live_settings = _settings_of(peer)
-    edited.disable_peer(peer)
-    return _file_and_live(
-        server, edited, f"disable peer {name} on {server.name} (kept in the file)",
-        lambda device: _live_step_remove(device, live_settings, f"remove peer {name}"))
-
-
-def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
-    from zsn.wireguard.expiry import check_not_expired
-
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    peer = usable_peer(edited, name)
-    check_not_expired(edited, peer, server.name, time.time())
-    edited.enable_peer(peer)
-    enabled = edited.require_peer(name)
-    live_settings = _settings_of(enabled)
-    _check_enable_free(edited, enabled)
-    return _file_and_live(
-        server, edited, f"enable peer {name} on {server.name}",
-        lambda device: _live_step_add(device, live_settings, f"add peer {name}"))
-
-
-def _check_enable_free(config: WgConfig, peer: Section) -> None:
-    mine = addressing.peer_networks(peer)
-    for other in config.peers:
-        if other is peer:
-            continue
-        for taken in addressing.peer_networks(other):
-            for network in mine:
-                if network.version == taken.version and network.overlaps(taken):
-                    raise ValidationError(f"cannot enable {peer.label}: {network} overlaps "
-                                          f"{taken} of {other.label}")
-
-
-def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Plan:
-    """Rename a peer: its name comment in the server config, and the client config zsn
-    wrote for it, which moves to the new name with the new name in its first line.
-
-    The server config is edited last: it is the commit. A rename killed before it
-    leaves the client config moved (or not) and the peer under its old name; the
-    same rename run again finds the moved file by the peer's key and goes on.
-    """
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    # Renaming is how a peer named like a path gets a usable name: allowed, and
-    # the old name is never turned into a file path.
-    peer = edited.require_peer(name)
-    with about_input("new_name"):
-        new_name = check_peer_name(new_name.strip(addressing.BLANKS))
-        if edited.find_peer(new_name) is not None:
-            raise ValidationError(f"{server.name} already has a peer named {new_name!r}")
-        new_client = client_config_path(host, server.name, new_name)
-    old_client = _client_file(host, server.name, peer)
-    plan = Plan(f"rename peer {name} to {new_name} on {server.name}")
-    if old_client is not None and files.lexists(old_client):
-        if files.lexists(new_client):
-            raise ValidationError(f"{new_client} already exists", field="new_name")
-        snapshot = files.read_tracked(old_client)
-        renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
-        if renamed != snapshot.text:
-            # No .zsn-bak: it would stay behind under the old name; undo restores the text.
-            plan.steps.append(FileEdit(old_client, snapshot, renamed,
-                                       mode=files.PRIVATE_FILE_MODE, backup=False))
-        plan.steps.append(LiveStep(f"move {old_client} to {new_client.name}",
-                                   partial(files.move, old_client, new_client),
-                                   partial(files.move, new_client, old_client)))
-    elif files.lexists(new_client):
-        _adopt_moved_client(plan, server, peer, new_client, new_name)
-    edited.rename_peer(peer, new_name)
-    plan.steps.append(server.edit(edited))
-    return plan
-
-
-_CLIENT_COMMENT_RE = re.compile(r"# (?P<name>[^:\n]*): client of (?P<interface>\S+), "
-                                r"written by zsn(?P<end>\r?\n|\Z)")
-
-
-def _client_comment_renamed(text: str, interface: str, new_name: str) -> str:
-    """`text` with the name in zsn's first line (``# NAME: client of IFACE, written by
-    zsn``) replaced; anything else, and a first line someone rewrote, stays as it is."""
-    first = _CLIENT_COMMENT_RE.match(text)
-    if first is None or first.group("interface") != interface:
-        return text
-    return f"# {new_name}: client of {interface}, written by zsn{first.group('end')}" \
-        + text[first.end():]
-
-
-def _adopt_moved_client(plan: Plan, server: ServerConfig, peer: Section, client: Path,
-                        new_name: str) -> None:
-    """A client config already under the new name: the one of this peer when a rename
-    was interrupted after moving it (its key is the peer's), else in the way."""
-    snapshot = files.read_tracked(client)
-    try:
-        private = parse(snapshot.text, str(client)).interface
-        key = public_key_from_private(private.get("PrivateKey") or "") if private else None
-    except ZsnError:
-        key = None
-    if key is None or key != peer.get("PublicKey"):
-        raise ValidationError(f"{client} already exists", field="new_name")
-    renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
-    if renamed != snapshot.text:
-        plan.steps.append(FileEdit(client, snapshot, renamed, mode=files.PRIVATE_FILE_MODE,
-                                   backup=False))
-    plan.notes.append(f"{client} is this peer's client config, moved by a rename that was "
-                      "interrupted: kept")
-
-
-def plan_set_routed_subnets(host: Host, interface: str, name: str,
-                            subnets: list[str]) -> Plan:
-    """Set the networks behind a peer (site-to-site): its server-side AllowedIPs and routes."""
-    server = ServerConfig.load(host, interface)
-    edited = server.edited()
-    peer = usable_peer(edited, name)
-    routed = addressing.check_allowed_networks(subnets)
-    _check_routed_free(edited, routed, peer)
-    before = _settings_of(peer)
-    host_routes = [n for n in before.allowed_ips
-                   if not _outside_subnet(server, [n]) or _is_host(n)]
-    old_routed = [n for n in before.allowed_ips if n not in host_routes]
-    edited.remove_list_items(peer, "AllowedIPs", old_routed)
-    peer = edited.require_peer(name)
-    edited.add_list_items(peer, "AllowedIPs", routed)
-    after = _settings_of(edited.require_peer(name))
-    plan = Plan(f"set subnets behind {name} on {server.name}: {', '.join(routed) or 'none'}")
-    plan.steps.append(server.edit(edited))
-    device = server.live()
-    if device is not None and not peer.disabled:
-        plan.steps.append(LiveStep(
-            f"set allowed IPs of {name} on running {device.name}",
-            lambda: device.add_peer(after), lambda: device.add_peer(before)))
-        plan.steps.extend(_route_steps(device, [n for n in old_routed if n not in routed],
-                                       add=False))
-        plan.steps.extend(_route_steps(device, _outside_subnet(server, routed), add=True))
-    elif device is None:
-        plan.notes.append(_down_note(server))
-    return plan
-
-
-def _is_host(network: str) -> bool:
-    try:
-        parsed = ipaddress.ip_network(network, strict=False)
-    except ValueError:
-        return False
-    return parsed.prefixlen == parsed.max_prefixlen
-
-
 def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
     """The client config zsn wrote for a peer (the private key lives only there)."""
     addressing.check_interface_name(interface)
@@ -620,7 +323,7 @@ def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
                 "block): zsn keeps a client config, named after the peer, only for the peers "
                 "it added; this one's private key is on its device")
         if peer is not None:
-            _refuse_unusable_name(config, peer)
+            refuse_unusable_name(config, peer)
             name = peer.name or name  # found by its key: the file has its name
     if peer is None and is_valid_key(name):
         raise ValidationError(

@@ -35,7 +35,8 @@ from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import hooks
-from zsn.wireguard.expiry import Expired, describe, due, due_in_snapshot, enforce
+from zsn.wireguard.actions import enforce
+from zsn.wireguard.expiry import Expired, describe, due, due_in_snapshot
 from zsn.wireguard.history import Event, HistoryStore, HourAmounts, LiveRow, PeerKey
 from zsn.wireguard.model import (
     CONNECTED_WITHIN,

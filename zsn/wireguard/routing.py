@@ -21,9 +21,9 @@ from zsn.system import commands, files
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import parse
+from zsn.wireguard.config import WIREGUARD_DIR, parse
 from zsn.wireguard.device import default_route_device
-from zsn.wireguard.onboarding import WIREGUARD_DIR, ServerConfig
+from zsn.wireguard.server import ServerConfig
 from zsn.wording import Action, Phrase
 
 SYSCTL_FILE = "/etc/sysctl.d/99-zsn-wireguard.conf"

@@ -1,9 +1,10 @@
 """A server interface's wg-quick config on this host, read to lint it or to edit it
 into a plan (`zsn.wireguard.config.config_path` says where it is).
 
-Kept apart from the plan builders (`zsn.wireguard.onboarding`, `zsn.wireguard.routing`)
-so that lint and `zsn --export` read configs without loading what changes them (plans,
-live devices, commands).
+Also the rules for a peer's name where it becomes a path (its client config) or is
+acted on. Kept apart from the plan builders (`zsn.wireguard.actions`,
+`zsn.wireguard.onboarding`, `zsn.wireguard.routing`) so that lint and `zsn --export`
+read configs without loading what changes them (plans, live devices, commands).
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from zsn.errors import ValidationError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing
-from zsn.wireguard.config import WgConfig, config_path, parse_shared
+from zsn.wireguard.config import (
+    WIREGUARD_DIR,
+    Section,
+    WgConfig,
+    check_peer_name,
+    config_path,
+    parse_shared,
+)
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.refusals import port_problem
+from zsn.wording import Action, Phrase
 
 if TYPE_CHECKING:
     from zsn.plan import FileEdit
@@ -97,3 +106,38 @@ class ServerConfig:
         from zsn.wireguard.device import find_device  # netlink and UAPI: only when asked
 
         return find_device(self.host, self.name)
+
+
+def client_config_path(host: Host, interface: str, name: str) -> Path:
+    """Where zsn keeps a peer's client config: both names are checked here, where they
+    become a path, whether typed or read from a file."""
+    addressing.check_interface_name(interface)
+    check_peer_name(name)
+    return host.path(f"{WIREGUARD_DIR}/clients/{interface}/{name}.conf")
+
+
+def usable_peer(config: WgConfig, name_or_key: str) -> Section:
+    """The peer `name_or_key` names, refused when the name in its comment is a path
+    or otherwise unusable (names read from files are data, never paths)."""
+    peer = config.require_peer(name_or_key)
+    refuse_unusable_name(config, peer)
+    return peer
+
+
+def refuse_unusable_name(config: WgConfig, peer: Section) -> None:
+    problem = peer.name_problem
+    if problem is not None:
+        where = f" of {config.source}" if config.source else ""
+        line = f" at line {peer.name_line + 1}" if peer.name_line is not None else ""
+        interface = Path(config.source).stem if config.source else "IFACE"
+        rename = Action("rename_peer", f"zsn peer rename {interface} "
+                                       f"{peer.get('PublicKey') or 'KEY'} NEWNAME")
+        raise ValidationError(Phrase(
+            f"peer name {peer.name!r}{line}{where} {problem}: zsn does not act on it; "
+            "rename the peer (", rename, ") or fix the comment"))
+
+
+def client_file(host: Host, interface: str, peer: Section) -> Path | None:
+    """The peer's client config zsn wrote, when its name is one zsn could have given."""
+    name = peer.client_file_name
+    return client_config_path(host, interface, name) if name is not None else None

@@ -118,9 +118,9 @@ class WireGuardActions:
         self.refresh_findings()
 
     def config_interfaces(self) -> list[str]:
-        from zsn.wireguard import onboarding
+        from zsn.wireguard.config import WIREGUARD_DIR
 
-        directory = self.host.path(onboarding.WIREGUARD_DIR)
+        directory = self.host.path(WIREGUARD_DIR)
         try:
             return [path.stem for path in files.list_files(directory, "*.conf")]
         except ZsnError:
@@ -178,38 +178,38 @@ class WireGuardActions:
                             lambda client: self._show_client(client, []))
 
     def action_remove_peer(self) -> None:
-        from zsn.wireguard import onboarding
+        from zsn.wireguard import actions
 
         ref = self._peer_ref()
         if ref is not None:
-            self.run_plan(lambda: onboarding.plan_remove_peer(self.host, *ref))
+            self.run_plan(lambda: actions.plan_remove_peer(self.host, *ref))
 
     def action_disable_peer(self) -> None:
-        from zsn.wireguard import onboarding
+        from zsn.wireguard import actions
 
         ref = self._peer_ref()
         if ref is not None:
-            self.run_plan(lambda: onboarding.plan_disable_peer(self.host, *ref))
+            self.run_plan(lambda: actions.plan_disable_peer(self.host, *ref))
 
     def action_enable_peer(self) -> None:
         from zsn.system import files
         from zsn.tui.screens.ask import ChooseScreen
-        from zsn.wireguard import onboarding
-        from zsn.wireguard.config import parse
+        from zsn.wireguard import actions
+        from zsn.wireguard.config import config_path, parse
 
         interface = self._interface_name()
         if interface is None:
             return
 
         def disabled_peers() -> list[tuple[str, str]]:
-            path = onboarding.config_path(self.host, interface)
+            path = config_path(self.host, interface)
             config = parse(files.read_tracked(path).text, str(path))
             return [(p.name or p.get("PublicKey") or "", p.name or p.get("PublicKey") or "")
                     for p in config.all_peers if p.disabled]
 
         def chosen(name: str | None) -> None:
             if name:
-                self.run_plan(lambda: onboarding.plan_enable_peer(self.host, interface, name))
+                self.run_plan(lambda: actions.plan_enable_peer(self.host, interface, name))
 
         def show(choices: list[tuple[str, str]]) -> None:
             if not choices:
@@ -221,7 +221,7 @@ class WireGuardActions:
 
     def action_rename_peer(self) -> None:
         from zsn.tui.screens.ask import AskScreen
-        from zsn.wireguard import onboarding
+        from zsn.wireguard import actions
 
         ref = self._peer_ref()
         peer = self.selected_peer()
@@ -230,12 +230,12 @@ class WireGuardActions:
         shown = peer.name or short_key(peer.public_key, 12)
         self.app.push_screen(AskScreen(
             f"Rename {shown}", "New name:", peer.name or "",
-            lambda new_name: onboarding.plan_rename_peer(self.host, *ref, new_name),
+            lambda new_name: actions.plan_rename_peer(self.host, *ref, new_name),
             field="new_name"), self.show_plan)
 
     def action_routed_subnets(self) -> None:
         from zsn.tui.screens.ask import AskScreen
-        from zsn.wireguard import onboarding
+        from zsn.wireguard import actions
 
         ref = self._peer_ref()
         peer = self.selected_peer()
@@ -245,7 +245,7 @@ class WireGuardActions:
 
         def build(text: str) -> Plan:
             subnets = [s.strip() for s in text.replace(",", " ").split() if s.strip()]
-            return onboarding.plan_set_routed_subnets(self.host, *ref, subnets)
+            return actions.plan_set_routed_subnets(self.host, *ref, subnets)
 
         self.app.push_screen(AskScreen(f"Subnets behind {peer.name or short_key(ref[1], 12)}",
                                        "Networks routed to this peer (site-to-site), "

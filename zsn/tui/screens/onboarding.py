@@ -21,7 +21,6 @@ from zsn.system.host import Host
 from zsn.tui.screens.form import FormField, FormScreen, Values
 from zsn.wireguard.addressing import check_keepalive
 from zsn.wireguard.onboarding import (
-    DEFAULT_KEEPALIVE,
     PROFILE_LABELS,
     ClientConfig,
     PeerRequest,
@@ -29,6 +28,7 @@ from zsn.wireguard.onboarding import (
     onboarding_defaults,
     plan_add_peer,
 )
+from zsn.wireguard.server import DEFAULT_KEEPALIVE
 
 Result = tuple[Plan, ClientConfig]
 
