@@ -172,5 +172,7 @@ echo "== ruff"
 .venv/bin/ruff check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== import contracts"
+.venv/bin/lint-imports
 echo "== pytest"
 exec .venv/bin/python -m pytest -ra "$@"

@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from zsn.errors import ZsnError
+from zsn.errors import SessionLinkError, ZsnError
 from zsn.system import files
 
 # Values that must never reach a diff, a log or a notification: WireGuard key lines
@@ -246,3 +247,18 @@ class Plan:
                                  [s.description for s in done], undone, stuck) from exc
             done.append(step)
         return [step.description for step in done]
+
+
+SessionPlan = Callable[[str | None], Plan]
+"""Builds a plan that may touch the SSH session's link: called with None first, and
+with the link once the user has named it (`LivePane.ask_session_link`)."""
+
+
+class Planned(NamedTuple):
+    """What a form's build made in its worker thread (the pane base's `plan_in_dialog`):
+    a plan, or the question about the SSH session's link to ask once the form closed."""
+
+    build: SessionPlan
+    """How to plan again, with the session's link named."""
+    outcome: Plan | SessionLinkError
+    """The plan, or the question to ask once the form is closed."""

@@ -47,3 +47,51 @@ def test_no_caller_decides_by_an_errors_words() -> None:
                 if any(_reads_text_of(each, caught) for each in tested):
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert not found, found
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of more than one module: the import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_anywhere() -> None:
+    """No two modules need each other, even through an import inside a function (the
+    contracts' acyclic_siblings sees siblings only, not a package and its modules)."""
+    import grimp
+
+    imports = grimp.build_graph("zsn", exclude_type_checking_imports=True)
+    graph = {module: set(imports.find_modules_directly_imported_by(module))
+             for module in imports.modules}
+    assert _strongly_connected(graph) == []
+    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]]

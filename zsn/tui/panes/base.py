@@ -67,12 +67,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
 
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
+from zsn.plan import Planned, SessionPlan
 from zsn.system.host import Host
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
@@ -92,20 +93,6 @@ SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
 """How long a source an action removes may vanish without a notice."""
-
-SessionPlan = Callable[[str | None], "Plan"]
-"""Builds a plan that may touch the SSH session's link: called with None first, and
-with the link once the user has named it (`LivePane.ask_session_link`)."""
-
-
-class Planned(NamedTuple):
-    """What a form's build made in its worker thread (`LivePane.plan_in_dialog`)."""
-
-    build: SessionPlan
-    """How to plan again, with the session's link named."""
-    outcome: Plan | SessionLinkError
-    """The plan, or the question to ask once the form is closed."""
-
 
 class GoneRows:
     """Keeps rows whose source vanished, greyed as ``gone``, where they were.

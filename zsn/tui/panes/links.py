@@ -22,8 +22,8 @@ from zsn.links.lint import LinksView, LinkWatch
 from zsn.links.model import Interface
 from zsn.links.text import describe
 from zsn.lint import Finding
-from zsn.plan import LiveStep, Plan
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, Planned, SessionPlan
+from zsn.plan import LiveStep, Plan, Planned, SessionPlan
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable

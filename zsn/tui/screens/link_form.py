@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from textual.widgets import Input
 
-from zsn.tui.panes.base import Planned
+from zsn.plan import Planned
 from zsn.tui.screens.form import FormField, FormScreen, Values
 
 FORMS: dict[str, tuple[tuple[str, str, str], ...]] = {
