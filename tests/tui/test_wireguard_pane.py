@@ -256,7 +256,7 @@ async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: Zsn
 
 
 async def test_headers_and_values_are_never_cut_at_80x24_or_120x40(fixed_app: ZsnApp) -> None:
-    from zsn.tui.panes.wireguard import INTERFACE_COLUMNS, PEER_COLUMNS
+    from zsn.wireguard.view import INTERFACE_COLUMNS, PEER_COLUMNS
 
     for size in ((80, 24), (120, 40)):
         app = ZsnApp(fixed_app.host, theme="zsn-night", refresh=3600)

@@ -1,0 +1,204 @@
+"""What the WireGuard pane shows, as plain data: its two tables' columns and rows.
+
+No Textual here: these are the `zsn.view.Row`s the pane's `LiveTable`s draw, tested
+without a terminal. ``Row.data`` is the `InterfaceState` for an interface row, and
+``(peer, rx_rate, tx_rate)`` for a peer row (the rates order their columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from zsn.format import human_bytes, human_duration, human_rate, short_key
+from zsn.rates import RateTracker
+from zsn.view import Cell, CellValue, Column, Row, rate_columns, row_of
+from zsn.wireguard.model import (
+    InterfaceState,
+    PeerSession,
+    PeerState,
+    WireGuardSnapshot,
+    handshake_state,
+)
+
+Rates = tuple[float | None, float | None]
+"""Bytes per second received and sent since the last reading (None: not known yet)."""
+NO_RATES: Rates = (None, None)
+
+
+def _handshake_order(row: Row) -> float:
+    peer: PeerState = row.data[0]
+    return float(peer.latest_handshake or 0)
+
+
+INTERFACE_COLUMNS = (
+    Column("name", "Interface", 1, short_label="Iface",
+           help="the device; `(other netns)`: its wireguard-go socket is in the shared "
+                "/var/run/wireguard but the device lives in another network namespace"),
+    Column("type", "Type", 4, help="`kernel` module or `userspace` (wireguard-go, boringtun)"),
+    Column("port", "Port", 3, align="right", help="UDP listen port"),
+    Column("peers", "Peers", 2, align="right", help="number of peers"),
+    Column("addresses", "Addresses", 5, short_label="Addr",
+           help="the interface's addresses (`+N`: more, shown when wider)"),
+    Column("key", "Public key", 6, short_label="Key", truncate=True, min_width=9,
+           help="the interface's public key (as much as fits)"),
+)
+PEER_COLUMNS = (
+    Column("name", "Peer", 1, truncate=True,
+           help="the comment above the peer's `[Peer]` block in /etc/wireguard/IFACE.conf "
+                "(`# name`, `# Name = name`), else the start of its public key"),
+    Column("handshake", "Handshake", 2, min_width=6, sort_key=_handshake_order,
+           help="time since the latest handshake; `never` = none yet; `stale` (red) = older "
+                "than 180 s, the peer has no working session"),
+    Column("session", "Session", 3, min_width=5,
+           help="from the history: `up 2h 05m` connected for that long (a handshake within "
+                "270 s); `3d 02h ago` last heard from then; `-` not seen since history began"),
+    *rate_columns(3),
+    Column("allowed", "Allowed IPs", 4, short_label="IPs",
+           help="networks routed to the peer (`+N`: more, shown when wider)"),
+    Column("endpoint", "Endpoint", 5, help="the address the peer last connected from"),
+    Column("expires", "Expires", 6, help="`in 5d 02h` (yellow within 7 days): when the peer "
+                                          "is disabled (`zsn peer expire`); `-` never"),
+    Column("rx", "Received", 6, short_label="Recv", align="right",
+           sort_key=lambda row: row.data[0].rx_bytes, help="total received since it came up"),
+    Column("tx", "Sent", 6, align="right", sort_key=lambda row: row.data[0].tx_bytes,
+           help="total sent since it came up"),
+    Column("key", "Key", 7, truncate=True, min_width=9,
+           help="the peer's public key (as much as fits; `enter` shows all of it)"),
+)
+
+NEVER = Cell("never", "warn")
+WEEK = 7 * 86400
+
+
+def listed(items: tuple[str, ...]) -> CellValue:
+    """Several values in one cell; the short form is the first and a count."""
+    if len(items) < 2:
+        return items[0] if items else "-"
+    return Cell(", ".join(items), short=f"{items[0]} +{len(items) - 1}")
+
+
+def interface_row(interface: InterfaceState) -> Row:
+    name = Cell(interface.name, "bold")
+    if not interface.in_namespace:
+        name = Cell(f"{interface.name} (other netns)")
+    return row_of(interface.name, INTERFACE_COLUMNS, {
+        "name": name,
+        "type": interface.implementation,
+        "port": str(interface.listen_port or "-"),
+        "peers": str(len(interface.peers)),
+        "addresses": listed(interface.addresses),
+        "key": interface.public_key or "-",
+    }, state="" if interface.in_namespace else "muted", data=interface)
+
+
+def handshake_cell(peer: PeerState, clock: float) -> Cell:
+    if peer.latest_handshake is None:
+        return NEVER
+    state = handshake_state(peer.latest_handshake, clock)
+    if state == "never":
+        return NEVER
+    age = human_duration(clock - (peer.latest_handshake or 0))
+    if state == "stale":
+        return Cell(f"{age} stale", "bad", short=age)
+    return Cell(age, "good")
+
+
+def session_cell(session: PeerSession | None, clock: float) -> CellValue:
+    if session is None:
+        return "-"
+    if session.connected and session.since:
+        return Cell(f"up {human_duration(clock - session.since)}", "good")
+    if session.last_seen:
+        return Cell(f"{human_duration(clock - session.last_seen)} ago", "muted")
+    return "-"
+
+
+def expiry_cell(at: int | None, clock: float) -> CellValue:
+    if at is None:
+        return "-"
+    if at <= clock:
+        return Cell("expired", "bad")
+    return Cell(f"in {human_duration(at - clock)}", "warn" if at - clock <= WEEK else "")
+
+
+def peer_cells(peer: PeerState, rates: Rates) -> dict[str, CellValue]:
+    """A peer's cells by column key, but those that change with the clock alone
+    (`clock_cells`)."""
+    rx_rate, tx_rate = rates
+    return {
+        "name": peer.name or short_key(peer.public_key, 12),
+        "rx_rate": human_rate(rx_rate),
+        "tx_rate": human_rate(tx_rate),
+        "allowed": listed(peer.allowed_ips),
+        "endpoint": peer.endpoint or "-",
+        "rx": human_bytes(peer.rx_bytes),
+        "tx": human_bytes(peer.tx_bytes),
+        "key": peer.public_key,
+    }
+
+
+def clock_cells(peer: PeerState, session: PeerSession | None, expires: int | None,
+                clock: float) -> dict[str, CellValue]:
+    """The cells that change with the clock: ages counted to `clock`."""
+    return {"handshake": handshake_cell(peer, clock), "session": session_cell(session, clock),
+            "expires": expiry_cell(expires, clock)}
+
+
+_CLOCK_COLUMNS = {column.key: i for i, column in enumerate(PEER_COLUMNS)
+                  if column.key in ("handshake", "session", "expires")}
+
+
+class PeerRows:
+    """The peers' rows, poll after poll: each peer's rates from the change of its
+    counters since the last snapshot, and the row object of a peer whose record,
+    rates and clock-driven cells are those of the last poll kept (an idle server
+    formats nothing, and the table skips such rows without comparing them)."""
+
+    def __init__(self) -> None:
+        self._tracker = RateTracker()
+        self._rates: dict[tuple[str, str], Rates] = {}
+        self._rows: dict[str, tuple[PeerState, Rates, Row]] = {}
+
+    def observe(self, snapshot: WireGuardSnapshot) -> None:
+        """Take a snapshot's counters: every peer's rates since the last one."""
+        rates: dict[tuple[str, str], Rates] = {}
+        for interface in snapshot.interfaces:
+            for peer in interface.peers:
+                key = (interface.name, peer.public_key)
+                rates[key] = self._tracker.update(key, snapshot.taken_at, peer.rx_bytes,
+                                                  peer.tx_bytes)
+        self._rates = rates
+        self._tracker.forget_except(rates.keys())
+
+    def rates(self, interface: str, public_key: str) -> Rates:
+        return self._rates.get((interface, public_key), NO_RATES)
+
+    def forget(self) -> None:
+        """Another interface's peers are shown: nothing to reuse."""
+        self._rows.clear()
+
+    def rows(self, interface: InterfaceState,
+             sessions: Mapping[tuple[str, str], PeerSession], clock: float) -> list[Row]:
+        shown = [self._row(interface, peer, sessions.get((interface.name, peer.public_key)),
+                           clock) for peer in interface.peers]
+        if len(self._rows) > len(shown):
+            keys = {row.key for row in shown}
+            self._rows = {key: kept for key, kept in self._rows.items() if key in keys}
+        return shown
+
+    def _row(self, interface: InterfaceState, peer: PeerState, session: PeerSession | None,
+             clock: float) -> Row:
+        rates = self.rates(interface.name, peer.public_key)
+        timed = clock_cells(peer, session, interface.expiries.get(peer.public_key), clock)
+        cached = self._rows.get(peer.public_key)
+        if cached is not None and cached[0] is peer and cached[1] == rates and all(
+                cached[2].cells[i] == timed[key] for key, i in _CLOCK_COLUMNS.items()):
+            return cached[2]  # an idle peer: nothing to format again
+        row = row_of(peer.public_key, PEER_COLUMNS, peer_cells(peer, rates) | timed,
+                     data=(peer, *rates))
+        self._rows[peer.public_key] = (peer, rates, row)
+        return row
+
+
+def interface_rows(interfaces: Iterable[InterfaceState]) -> list[Row]:
+    return [interface_row(interface) for interface in interfaces]
