@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.system.host import Host
-from zsn.terminal import message_line
+from zsn.terminal import cell_width, message_line, safe
 
 if TYPE_CHECKING:  # the command line imports this module to start anything: keep it light
     from zsn.plan import Plan
@@ -75,6 +75,19 @@ def apply_or_show(plan: Plan, dry_run: bool,
     if plan.output:
         (show_output or sys.stdout.write)(plan.output)
     return EXIT_OK
+
+
+def print_table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> None:
+    """Rows as aligned columns (the first row the header), the columns in `right`
+    aligned right. Every cell is shown through `zsn.terminal.safe`: a name with a line
+    break or a control character stays one escaped cell of one line."""
+    shown = [[safe(cell) for cell in row] for row in rows]
+    widths = [max(cell_width(row[i]) for row in shown) for i in range(len(shown[0]))]
+    for row in shown:
+        cells = [" " * (width - cell_width(cell)) + cell if index in right
+                 else cell + " " * (width - cell_width(cell))
+                 for index, (cell, width) in enumerate(zip(row, widths, strict=True))]
+        print("  ".join(cells).rstrip())
 
 
 def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from zsn.terminal import safe_lines
+
 if TYPE_CHECKING:
     from zsn.plan import Plan
 
@@ -58,7 +60,8 @@ class Finding:
         """Two lines for a terminal: what is wrong (and where), then the fix."""
         about = f" [{self.subject}]" if self.subject else ""
         where = f" ({self.path}:{self.line})" if self.path and self.line else ""
-        return f"{self.id} {self.severity}{about}: {self.message}{where}\n      fix: {self.fix}"
+        return safe_lines((f"{self.id} {self.severity}{about}: {self.message}{where}",
+                           f"      fix: {self.fix}"))
 
 
 def exit_status(findings: Iterable[Finding]) -> int:

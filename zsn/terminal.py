@@ -33,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from collections.abc import Iterator
+import unicodedata
+from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 # Letters by category, drawn as blank space: a name made of them looks empty.
@@ -66,6 +67,13 @@ def safe_text(text: str) -> str:
     return "\n".join(safe(line) for line in text.split("\n"))
 
 
+def safe_lines(lines: Iterable[str]) -> str:
+    """Lines made by zsn around outside values (a details box, a report), each
+    through `safe` and joined by line breaks: a value with a line break in it stays
+    on its line, escaped, and never forges one of its own."""
+    return "\n".join(safe(line) for line in lines)
+
+
 def one_line(text: str, limit: int = QUOTE_LIMIT) -> str:
     """The first line of `text` that is not blank, for an error message that quotes a
     program's stderr or a line of a file: through `safe`, and cut to `limit`
@@ -81,6 +89,16 @@ def message_line(text: str) -> str:
     """An error message as the one line a command prints: its lines joined by ``; ``
     (what was undone, what was not ...), still to be shown through `safe`."""
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells `text` (already safe) takes: two for each wide character (CJK,
+    most emoji), one for the rest, none for a combining mark. For aligning columns
+    in plain output; the TUI measures with Rich."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(char) else
+               2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def safe_bytes(data: bytes) -> str:

@@ -13,7 +13,13 @@ import json
 import sys
 
 from zsn.errors import ValidationError
-from zsn.headless import EXIT_OK, add_confirm_ssh_link, add_dry_run, apply_or_show
+from zsn.headless import (
+    EXIT_OK,
+    add_confirm_ssh_link,
+    add_dry_run,
+    apply_or_show,
+    print_table,
+)
 from zsn.links import actions, lint, validate
 from zsn.links.export import interfaces_to_dicts
 from zsn.links.live import read_links, with_rates
@@ -21,6 +27,7 @@ from zsn.links.model import Interface, tree
 from zsn.links.text import describe
 from zsn.lint import print_findings
 from zsn.system.host import Host
+from zsn.terminal import safe_lines
 
 SHOW_RATE_WINDOW = 1.0
 
@@ -151,10 +158,7 @@ def _list(host: Host, as_json: bool) -> int:
         interface = tree_row.interface
         rows.append((tree_row.prefix + interface.name, interface.kind, interface.state_text,
                      str(interface.mtu), _stack(interface), " ".join(interface.addresses)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-              .rstrip())
+    print_table(rows)
     for error in snapshot.errors:
         print(f"zsn link: {error}", file=sys.stderr)
     return EXIT_OK
@@ -172,7 +176,7 @@ def _show(host: Host, name: str, as_json: bool) -> int:
         data["findings"] = [f.as_dict(lint.SUBJECT) for f in findings]
         print(json.dumps(data, indent=2))
         return EXIT_OK
-    print("\n".join(describe(interface, snapshot, details)))
+    print(safe_lines(describe(interface, snapshot, details)))
     for finding in findings:
         print(finding.describe())
     return EXIT_OK

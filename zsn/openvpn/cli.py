@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zsn.errors import ValidationError
 from zsn.format import human_bytes
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show
+from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, print_table
 from zsn.lint import print_findings
 from zsn.openvpn import actions, lint
 from zsn.openvpn.connections import KINDS, ConfigFile, Connection, connections, discover
@@ -113,10 +113,7 @@ def _list(host: Host, as_json: bool) -> int:
         return EXIT_OK
     rows = [("NAME", "KIND", "UNIT", "BOOT", "TUNNEL", "ADDRESS")]
     rows += [_row(conn) for conn in found]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-              .rstrip())
+    print_table(rows)
     for conn in found:
         for error in conn.errors:
             print(f"zsn vpn: {conn.config.unit}: {error}", file=sys.stderr)

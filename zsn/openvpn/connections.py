@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from zsn.errors import ZsnError
 from zsn.openvpn import management
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from zsn.system.dbus import SystemBus, UnitState
 
 CONFIG_DIR = "/etc/openvpn"
-KINDS = {
+Kind = Literal["client", "server", "legacy"]
+KINDS: dict[Kind, tuple[str, str, str]] = {
     "client": ("client", "openvpn-client@{}.service", "/run/openvpn-client/{}.sock"),
     "server": ("server", "openvpn-server@{}.service", "/run/openvpn-server/{}.sock"),
     "legacy": ("", "openvpn@{}.service", "/run/openvpn/{}.sock"),
@@ -33,7 +34,7 @@ KINDS = {
 
 @dataclass(frozen=True)
 class ConfigFile:
-    kind: str
+    kind: Kind
     """client, server or legacy (Debian's top-level openvpn@NAME)."""
     name: str
     path: Path
@@ -49,7 +50,7 @@ class ConfigFile:
         return self.path.parent
 
 
-def config_path(kind: str, name: str) -> Path:
+def config_path(kind: Kind, name: str) -> Path:
     folder = KINDS[kind][0]
     return Path(CONFIG_DIR, folder, f"{name}.conf") if folder else Path(CONFIG_DIR,
                                                                          f"{name}.conf")

@@ -13,7 +13,7 @@ import shutil
 import sys
 
 from zsn.errors import ValidationError
-from zsn.headless import EXIT_ERROR, EXIT_OK, add_dry_run, apply_or_show
+from zsn.headless import EXIT_ERROR, EXIT_OK, add_dry_run, apply_or_show, print_table
 from zsn.lint import print_findings
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
@@ -104,13 +104,6 @@ def run(args: argparse.Namespace, host: Host) -> int:
     raise ValidationError(f"unknown action {args.action!r}")
 
 
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-              .rstrip())
-
-
 def _signal(dbm: float | None) -> str:
     if dbm is None:
         return "-"
@@ -132,7 +125,7 @@ def _list(snapshot: WlanSnapshot, as_json: bool) -> int:
             rows.append((each.name, BACKEND_TITLES.get(each.backend or "", "-"), link.state,
                          display(link.ssid) if link.ssid else "-", _signal(link.signal_dbm),
                          str(link.channel or "-"), each.addresses[0] if each.addresses else "-"))
-        _table(rows)
+        print_table(rows)
     else:
         print("no wireless interfaces", file=sys.stderr)
     for each in snapshot.interfaces:
@@ -148,7 +141,7 @@ def _list(snapshot: WlanSnapshot, as_json: bool) -> int:
             rows.append((net.title + (" *" if net.current else ""),
                          BACKEND_TITLES[net.backend], net.security or "?", auto,
                          net.interface or "all"))
-        _table(rows)
+        print_table(rows)
     failed = [*snapshot.errors, *(f"{each.name}: {error}" for each in snapshot.interfaces
                                   for error in each.errors)]
     for error in failed:
@@ -171,7 +164,7 @@ def _print_scan(interface: WlanInterface, as_json: bool) -> int:
         mark = "connected" if entry.connected else "known" if entry.known else ""
         rows.append((entry.title, entry.security, _signal(entry.signal_dbm),
                      str(entry.channel or "-"), entry.bssid or "-", mark))
-    _table(rows)
+    print_table(rows)
     return EXIT_OK
 
 

@@ -12,15 +12,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
 
 from zsn.errors import ValidationError, ZsnError
 from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, interval_seconds
+from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, interval_seconds, print_table
 from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream
-from zsn.terminal import safe
+from zsn.terminal import safe, safe_lines
 from zsn.zfs import actions, lint, snapshots
 from zsn.zfs.export import dataset_to_dict, pool_to_dict, snapshot_to_dict
 from zsn.zfs.iostat import BlockAssembler, iostat_argv, looks_like_row
@@ -133,14 +132,6 @@ def _require(snapshot: ZfsSnapshot) -> None:
         print(f"zsn zfs: {error}", file=sys.stderr)
 
 
-def _table(rows: Sequence[tuple[str, ...]], right: set[int]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        cells = [cell.rjust(w) if i in right else cell.ljust(w)
-                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
-        print("  ".join(cells).rstrip())
-
-
 def scan_summary(scan: Scan | None, now: float) -> str:
     """One phrase: ``scrub 46.3% 14.9 MiB/s ETA 6s``, ``scrub done 3d 04h ago`` ..."""
     if scan is None:
@@ -184,7 +175,7 @@ def _list(snapshot: ZfsSnapshot, as_json: bool) -> int:
                      _size(pool.free), _percent(pool.fragmentation), _percent(pool.capacity),
                      f"{pool.dedup_ratio:.2f}x" if pool.dedup_ratio is not None else "-",
                      scan_summary(pool.scan, now)))
-    _table(rows, {2, 3, 4, 5, 6, 7})
+    print_table(rows, {2, 3, 4, 5, 6, 7})
     if snapshot.datasets:
         print()
         rows = [("DATASET", "USED", "AVAIL", "REFER", "RATIO", "RECSIZE", "COMPRESS", "ATIME",
@@ -194,7 +185,7 @@ def _list(snapshot: ZfsSnapshot, as_json: bool) -> int:
                          f"{d.compress_ratio:.2f}x" if d.compress_ratio is not None else "-",
                          _size(d.recordsize or d.volblocksize), d.compression or "-",
                          d.atime or "-", d.xattr or "-", d.mountpoint or "-"))
-        _table(rows, {1, 2, 3, 4, 5})
+        print_table(rows, {1, 2, 3, 4, 5})
     return EXIT_OK
 
 
@@ -214,7 +205,7 @@ def _snapshots(dataset: str | None, recursive: bool, as_json: bool) -> int:
             if snapshot.created is not None else "-"
         rows.append((safe(snapshot.full_name), created, _size(snapshot.used),
                      _size(snapshot.referenced), str(snapshot.holds)))
-    _table(rows, {2, 3, 4})
+    print_table(rows, {2, 3, 4})
     return EXIT_OK
 
 
@@ -243,13 +234,12 @@ def _status(snapshot: ZfsSnapshot, pool_name: str | None, as_json: bool) -> int:
 
 
 def _print_pool(pool: Pool, now: float) -> None:
-    print(f"{pool.name}: {pool.health}, {_size(pool.allocated)} of {_size(pool.size)} used"
-          f" ({_percent(pool.capacity)}), fragmentation {_percent(pool.fragmentation)}")
-    if pool.status:
-        print(f"  status: {pool.status}")
-    if pool.action:
-        print(f"  action: {pool.action}")
-    print(f"  scan:   {scan_summary(pool.scan, now)}{_scan_details(pool.scan)}")
+    print(safe_lines([
+        f"{pool.name}: {pool.health}, {_size(pool.allocated)} of {_size(pool.size)} used"
+        f" ({_percent(pool.capacity)}), fragmentation {_percent(pool.fragmentation)}",
+        *([f"  status: {pool.status}"] if pool.status else []),
+        *([f"  action: {pool.action}"] if pool.action else []),
+        f"  scan:   {scan_summary(pool.scan, now)}{_scan_details(pool.scan)}"]))
     rows = [("  NAME", "STATE", "READ", "WRITE", "CKSUM", "")]
     for vdev in pool.vdevs:
         indent = "  " + "  " * vdev.depth
@@ -259,10 +249,10 @@ def _print_pool(pool: Pool, now: float) -> None:
         rows.append((indent + vdev.name, vdev.state, _count_cell(vdev.read_errors),
                      _count_cell(vdev.write_errors), _count_cell(vdev.checksum_errors),
                      vdev.note))
-    _table(rows, {2, 3, 4})
+    print_table(rows, {2, 3, 4})
     if pool.data_errors:
         print(f"  {pool.data_errors} file(s) with permanent errors: zpool status -v "
-              f"{pool.name} lists them")
+              f"{safe(pool.name)} lists them")
 
 
 def _count_cell(value: int | None) -> str:
@@ -348,5 +338,5 @@ def _text_block(block: IostatBlock, pool: Pool) -> None:
                      human_rate(row.write_bytes), human_nanoseconds(row.total_wait_read),
                      human_nanoseconds(row.total_wait_write)))
     print(f"{block.pool} {when}".rstrip())
-    _table(rows, {1, 2, 3, 4, 5, 6})
+    print_table(rows, {1, 2, 3, 4, 5, 6})
     print()

@@ -75,6 +75,7 @@ from textual.timer import Timer
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.plan import Planned, SessionPlan
 from zsn.system.host import Host
+from zsn.terminal import safe
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
@@ -126,7 +127,7 @@ class GoneRows:
             if self._expected.pop(row.key, None) is not None:
                 continue
             self._gone[row.key] = (position, self._gone_row(row))
-            self._notify(f"{self._what}{row.key} disappeared: its daemon stopped or it was "
+            self._notify(f"{self._what}{safe(row.key)} disappeared: its daemon stopped or it was "
                          "removed. It stays greyed in the table; zsn shows it again when "
                          "it is back.")
         for key in [key for key in self._gone if key in present]:

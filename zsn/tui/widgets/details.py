@@ -14,6 +14,7 @@ from typing import Any
 
 from textual.containers import VerticalScroll
 
+from zsn.terminal import safe_lines
 from zsn.tui.widgets.safe import SafeStatic
 
 
@@ -32,7 +33,7 @@ class DetailsBox(VerticalScroll):
         return self._text
 
     def show_lines(self, lines: Sequence[str]) -> None:
-        text = "\n".join(lines)
+        text = safe_lines(lines)  # a value with a line break stays on its line
         if text == self._text:
             return
         self._text = text

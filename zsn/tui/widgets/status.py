@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from textual.widgets import Static
 
+from zsn.terminal import safe_lines
 from zsn.tui.widgets.safe import plain
 
 Severity = Literal["error", "warning", "info"]
@@ -35,5 +36,5 @@ class StatusLine(Static):
             return
         self._shown = wanted
         self.set_classes(f"pane-status -{severity}")
-        self.update(plain("\n".join(lines)))  # daemon replies, names: escaped
+        self.update(plain(safe_lines(lines)))  # names, replies: escaped, one line each
         self.display = bool(lines)
