@@ -385,7 +385,7 @@ async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
         ovpn_app: ZsnApp) -> None:
     from tests.pilot import TerminalOutput
     from tests.tui.test_wireguard_pane import shown_tokens_are_whole, table_lines
-    from zsn.tui.panes.openvpn import COLUMNS
+    from zsn.openvpn.view import COLUMNS
 
     async with ovpn_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)

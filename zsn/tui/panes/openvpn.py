@@ -11,42 +11,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.errors import ZsnError
-from zsn.format import human_bytes, human_duration, human_rate
-from zsn.openvpn import actions
+from zsn.openvpn import actions, view
 from zsn.openvpn.connections import Connection, load
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
-from zsn.rates import RateTracker
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
-from zsn.view import Cell, Column, Row, rate_columns
 
 
 def now() -> float:
     """The wall clock for "active for" (replaced in snapshot tests)."""
     return time.time()
 
-
-
-COLUMNS = (
-    Column("name", "Name", 1, help="the config's name"),
-    Column("unit", "Unit", 2, help="systemd's ActiveState/SubState of the unit (short: the "
-                                   "ActiveState alone)"),
-    Column("live", "Tunnel", 3,
-           help="the state OpenVPN's management interface reports (CONNECTED, WAIT, "
-                "RECONNECTING ...); `-` without a `management` line (key `m` adds one)"),
-    *rate_columns(4, where=" on the link"),
-    Column("address", "Address", 5, short_label="Addr", help="the tunnel address"),
-    Column("boot", "Boot", 6, help="enabled or not at boot"),
-    Column("remote", "Remote", 7, help="the server it is connected to, else the first "
-                                       "`remote` of the config (`+N`: more)"),
-    Column("kind", "Type", 8, help="client, server, or legacy (a top-level NAME.conf)"),
-)
-LIVE_GOOD = ("CONNECTED",)
-LIVE_BAD = ("EXITING", "RECONNECTING", "WAIT")
 
 
 class OpenVpnPane(LivePane):
@@ -78,8 +57,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
 
     def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
-        self._rates = RateTracker()
-        self._rate_cells: dict[str, tuple[float | None, float | None]] = {}
+        self._rows = view.ConnectionRows()
         self._snapshot: OpenVpnSnapshot | None = None
         self._details = ""
         self.gone = GoneRows(lambda message: self.notify(
@@ -87,7 +65,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
-        yield LiveTable(COLUMNS, id="ovpn-connections", title="Connections")
+        yield LiveTable(view.COLUMNS, id="ovpn-connections", title="Connections")
         details = SafeStatic("", id="ovpn-details")
         details.border_title = "Details"
         yield details
@@ -98,18 +76,10 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
 
     def show(self, snapshot: OpenVpnSnapshot) -> None:
         self._snapshot = snapshot
-        for conn in snapshot.connections:
-            live = conn.live
-            if live and live.bytes_in is not None and live.bytes_out is not None:
-                self._rate_cells[conn.key] = self._rates.update(
-                    conn.key, snapshot.taken_at, live.bytes_in, live.bytes_out)
-            else:
-                self._rate_cells[conn.key] = (None, None)
-        self._rates.forget_except({c.key for c in snapshot.connections})
         self._show_status(snapshot)
         with self.app.batch_update():
             table = self.query_one("#ovpn-connections", LiveTable)
-            table.update(self.gone.merge([self._row(c) for c in snapshot.connections]))
+            table.update(self.gone.merge(self._rows.rows(snapshot)))
             self._update_details()
 
     def _show_status(self, snapshot: OpenVpnSnapshot) -> None:
@@ -121,43 +91,6 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
         unique = list(dict.fromkeys(errors))
         self.set_status(unique[:4] + ([f"... and {len(unique) - 4} more"]
                                       if len(unique) > 4 else []), "warning")
-
-    def _row(self, conn: Connection) -> Row:
-        unit, live, summary = conn.unit, conn.live, conn.summary
-        if unit is None:
-            unit_cell = Cell("?", "warn")
-        elif not unit.exists:
-            unit_cell = Cell("no unit", "bad")
-        else:
-            tone = {"active": "good", "failed": "bad"}.get(unit.active_state, "")
-            unit_cell = Cell(f"{unit.active_state}/{unit.sub_state}", tone,
-                             short=unit.active_state)
-        boot = unit.unit_file_state if unit and unit.unit_file_state else "-"
-        if live is None:
-            live_cell = Cell("-")
-        else:
-            tone = ("good" if live.state in LIVE_GOOD else
-                    "bad" if live.state in LIVE_BAD else "warn")
-            live_cell = Cell(live.state, tone)
-        rx_rate, tx_rate = self._rate_cells.get(conn.key, (None, None))
-        remote = Cell("-")
-        if live and live.remote:
-            remote = Cell(f"{live.remote}:{live.remote_port}")
-        elif summary and summary.remotes:
-            first = summary.remotes[0]
-            more = len(summary.remotes) - 1
-            remote = Cell(f"{first.host}:{first.port}" + (f" +{more}" if more else ""))
-        return Row(conn.key, (
-            Cell(conn.config.name, "bold"),
-            unit_cell,
-            live_cell,
-            human_rate(rx_rate),
-            human_rate(tx_rate),
-            (live.tunnel_ipv4 or live.tunnel_ipv6 or "-") if live else "-",
-            boot,
-            remote,
-            conn.config.kind,
-        ), data=(conn, rx_rate, tx_rate))
 
     def selected(self) -> Connection | None:
         if not self._snapshot or not self._snapshot.connections:
@@ -174,28 +107,8 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
     def _details_text(self, conn: Connection | None) -> Text:
         if conn is None:
             return Text("")
-        parts: list[str] = [f"{conn.config.path} -> {conn.config.unit}"]
-        unit, live, summary = conn.unit, conn.live, conn.summary
-        if unit and unit.exists:
-            if unit.active_state == "active" and unit.active_since_us:
-                age = human_duration(now() - unit.active_since_us / 1e6)
-                parts.append(f"PID {unit.main_pid or '-'}, active for {age}")
-            else:
-                status = (f" (exit status {unit.exec_main_status})"
-                          if unit.result == "exit-code" and unit.exec_main_status else "")
-                parts.append(f"{unit.active_state}, last result {unit.result or '-'}{status}")
-        if summary:
-            remotes = ", ".join(f"{r.host}:{r.port}/{r.proto}" for r in summary.remotes)
-            parts.append(f"{summary.role}, dev {summary.dev or '?'}, remotes {remotes or '-'}")
-        if live:
-            total = (f", {human_bytes(live.bytes_in)} in / {human_bytes(live.bytes_out)} out"
-                     if live.bytes_in is not None and live.bytes_out is not None else "")
-            clients = f", {live.clients} clients" if live.clients is not None else ""
-            parts.append(f"{live.state} {live.description}".strip() + total + clients)
-        findings = [f for f in (self._snapshot.findings if self._snapshot else ())
-                    if f.subject == conn.config.unit]
-        parts += [f"{f.id} {f.severity}: {f.message} -> {f.fix}" for f in findings]
-        return Text("\n".join(parts))
+        findings = self._snapshot.findings if self._snapshot else ()
+        return Text("\n".join(view.details(conn, findings, now())))
 
     # -- events and actions ----------------------------------------------------
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
