@@ -95,3 +95,53 @@ def test_no_import_cycles_anywhere() -> None:
     assert _strongly_connected(graph) == []
     assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
         ["a", "b", "c"]]
+
+
+JOBS = ("actions", "cli", "export", "lint", "live", "view")
+"""The files every domain has, each for the same job: its plans, its headless commands,
+its export section, its advice, its live reads, its pane's rows (DEVELOPERS.md)."""
+
+
+def test_every_domain_has_the_same_files_for_the_same_jobs() -> None:
+    from zsn.domains import domains
+
+    for domain in domains():
+        package = PACKAGE / domain.name
+        missing = [job for job in JOBS if not (package / f"{job}.py").is_file()]
+        assert not missing, f"zsn/{domain.name} has no {missing}"
+
+
+def test_panes_draw_rows_their_domain_view_built() -> None:
+    """A pane hands its tables the rows of `zsn/<domain>/view.py` (tested without a
+    terminal); it builds none itself."""
+    built = []
+    for path in sorted((PACKAGE / "tui" / "panes").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("Row", "row_of"):
+                built.append(f"{path.name}:{node.lineno}")
+    assert not built, built
+
+
+def test_no_module_re_exports_names() -> None:
+    """A name is imported from the module that defines it: no ``import X as X`` and no
+    ``__all__`` listing imported names."""
+    found = []
+    for path, tree in _modules():
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                for alias in node.names:
+                    if alias.asname is not None and alias.asname == alias.name.split(".")[-1]:
+                        found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+                    imported.add(alias.asname or alias.name.split(".")[0])
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(target, ast.Name) and target.id == "__all__"
+                    for target in node.targets) and isinstance(node.value, ast.List | ast.Tuple):
+                names = {element.value for element in node.value.elts
+                         if isinstance(element, ast.Constant)}
+                if names & imported:
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, found

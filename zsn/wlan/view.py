@@ -10,10 +10,7 @@ columns, least important (highest number) first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from zsn.view import Cell, Column
+from zsn.view import Cell, Column, Row, row_of
 from zsn.wlan.model import (
     BACKEND_TITLES,
     WlanInterface,
@@ -24,13 +21,6 @@ from zsn.wlan.model import (
 from zsn.wlan.ssid import display
 
 BARS = "▂▄▆█"
-
-
-@dataclass(frozen=True)
-class ViewRow:
-    key: str
-    cells: dict[str, Cell]
-    data: Any = field(default=None, compare=False)
 
 
 INTERFACE_COLUMNS = (
@@ -90,7 +80,7 @@ def _state_tone(interface: WlanInterface) -> str:
                                                   "INACTIVE") else "muted"
 
 
-def interface_rows(snapshot: WlanSnapshot) -> list[ViewRow]:
+def interface_rows(snapshot: WlanSnapshot) -> list[Row]:
     rows = []
     for each in snapshot.interfaces:
         link = each.link
@@ -101,7 +91,7 @@ def interface_rows(snapshot: WlanSnapshot) -> list[ViewRow]:
             backend += " +" + "+".join(BACKEND_TITLES[b] for b in each.also_managed_by)
         radio = Cell("off", "bad") if each.rfkill and each.rfkill.blocked else \
             Cell("on") if each.rfkill else Cell("-", "muted")
-        rows.append(ViewRow(each.name, {
+        rows.append(row_of(each.name, INTERFACE_COLUMNS, {
             "name": Cell(each.name, "bold"),
             "backend": Cell(backend, "bad" if each.backend is None or each.also_managed_by
                                 else ""),
@@ -112,11 +102,11 @@ def interface_rows(snapshot: WlanSnapshot) -> list[ViewRow]:
             "rate": Cell(rate_text(link.bitrate_kbps) if link.connected else "-"),
             "address": Cell(each.addresses[0] if each.addresses else "-"),
             "radio": radio,
-        }, each))
+        }, data=each))
     return rows
 
 
-def scan_rows(interface: WlanInterface | None) -> list[ViewRow]:
+def scan_rows(interface: WlanInterface | None) -> list[Row]:
     if interface is None:
         return []
     rows = []
@@ -127,12 +117,12 @@ def scan_rows(interface: WlanInterface | None) -> list[ViewRow]:
                         "muted" if entry.security in ("personal", "open/OWE", "unknown")
                         else "")
         key = f"{entry.bssid or ''}/{entry.title}" if entry.bssid or entry.ssid else str(number)
-        rows.append(ViewRow(key, {
+        rows.append(row_of(key, SCAN_COLUMNS, {
             "ssid": Cell(entry.title, "muted" if entry.hidden else ""),
             "security": security, "signal": signal_text(entry.signal_dbm),
             "channel": Cell(str(entry.channel) if entry.channel else "-"),
             "mark": mark, "bssid": Cell(entry.bssid or "-"),
-        }, entry))
+        }, data=entry))
     return rows
 
 
@@ -142,13 +132,13 @@ def _on_off(value: bool | None) -> Cell:
     return Cell("on", "good") if value else Cell("off", "muted")
 
 
-def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[ViewRow]:
+def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[Row]:
     if interface is None:
         return []
     rows = []
     for net in snapshot.networks_of(interface):
         note = net.problem or ("connected" if net.current else "")
-        rows.append(ViewRow(net.key, {
+        rows.append(row_of(net.key, KNOWN_COLUMNS, {
             "ssid": Cell(net.title, "good" if net.current else ""),
             "security": Cell(net.security or "?", "warn" if net.security in ("open", "WEP")
                                  else ""),
@@ -158,7 +148,7 @@ def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[
                                   if interface.backend_unit_enabled is not None else None)),
             "hidden": Cell("yes" if net.hidden else ""),
             "note": Cell(note, "warn" if net.problem else "good" if net.current else ""),
-        }, net))
+        }, data=net))
     return rows
 
 

@@ -9,7 +9,7 @@ datasets) is the row's, not the text's: the table draws the guides.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from zsn.format import (
     RATE_WIDTH,
@@ -20,7 +20,7 @@ from zsn.format import (
     human_rate,
     sparkline,
 )
-from zsn.view import Cell, Column
+from zsn.view import Cell, Column, Row, row_of
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 
 SPARK_WIDTH = 12
@@ -147,7 +147,7 @@ def scan_cell(scan: Scan | None, now: float) -> Cell:
                 + (f", {errors} err" if errors else ""), "bad" if errors else "")
 
 
-def pool_row(pool: Pool, io: IostatRow | None, now: float) -> Cells:
+def pool_cells(pool: Pool, io: IostatRow | None, now: float) -> Cells:
     return {
         "name": Cell(pool.name, "bold"),
         "health": Cell(pool.health, _health_tone(pool.health)),
@@ -189,10 +189,10 @@ def _pair(first: int | None, second: int | None) -> str:
     return f"{human_nanoseconds(first)}/{human_nanoseconds(second)}"
 
 
-def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
-              reads: Callable[[str], list[int]],
-              writes: Callable[[str], list[int]]) -> dict[str, Cells]:
-    """One row per vdev of `pool`, keyed ``POOL/NAME``, in tree order."""
+def vdev_cells(pool: Pool, io: Mapping[str, IostatRow] | None,
+               reads: Callable[[str], list[int]],
+               writes: Callable[[str], list[int]]) -> dict[str, Cells]:
+    """Each vdev's cells, keyed ``POOL\0NAME``, in tree order."""
     rows: dict[str, Cells] = {}
     for vdev in pool.vdevs:
         key = f"{pool.name}\0{vdev.name}"
@@ -221,7 +221,7 @@ def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
     return rows
 
 
-def dataset_row(dataset: Dataset) -> Cells:
+def dataset_cells(dataset: Dataset) -> Cells:
     ratio = f"{dataset.compress_ratio:.2f}x" if dataset.compress_ratio is not None else "-"
     record = dataset.recordsize if dataset.recordsize is not None else dataset.volblocksize
     return {
@@ -321,3 +321,26 @@ def scan_lines(pool: Pool, now: float, width: int, lines: int = 2) -> list[str]:
 def scan_line(pool: Pool, now: float, width: int = 1000) -> str:
     """The line under the pools: the highlighted pool's scan, as much as fits."""
     return fit_parts(scan_parts(pool, now), width)
+
+
+def pool_rows(pools: Iterable[Pool], io_of: Callable[[str], Mapping[str, IostatRow]],
+              now: float) -> list[Row]:
+    """The pools table: `io_of(pool)` is the pool's latest iostat rows by vdev name."""
+    return [row_of(pool.name, POOL_COLUMNS, pool_cells(pool, io_of(pool.name).get(pool.name),
+                                                       now)) for pool in pools]
+
+
+def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
+              reads: Callable[[str], list[int]],
+              writes: Callable[[str], list[int]]) -> list[Row]:
+    """The vdev tree of `pool`: one row per vdev in tree order, indented by depth;
+    `reads`/`writes` give a vdev's recent bandwidth for its trend."""
+    depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
+    return [row_of(key, VDEV_COLUMNS, cells, depth=depth.get(key, 0))
+            for key, cells in vdev_cells(pool, io, reads, writes).items()]
+
+
+def dataset_rows(datasets: Iterable[Dataset]) -> list[Row]:
+    """The datasets table, each under its parent."""
+    return [row_of(dataset.name, DATASET_COLUMNS, dataset_cells(dataset),
+                   depth=dataset.name.count("/")) for dataset in datasets]

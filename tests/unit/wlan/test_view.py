@@ -3,9 +3,11 @@ and which whole columns go first on a narrow screen."""
 
 from __future__ import annotations
 
+from zsn.view import Cell, Column, Row, cell_text, cells_by_key
 from zsn.wlan.model import KnownNetwork, Link, Rfkill, ScanEntry, WlanInterface, WlanSnapshot
 from zsn.wlan.view import (
     INTERFACE_COLUMNS,
+    KNOWN_COLUMNS,
     SCAN_COLUMNS,
     interface_details,
     interface_rows,
@@ -21,29 +23,38 @@ SCAN = (ScanEntry(None, "02:00:00:00:03:00", -20, 2462, "WPA2"),
         ScanEntry(b"office-sae", "02:00:00:00:04:00", -45, 2437, "WPA3"))
 
 
-def _texts(row: object) -> dict[str, str]:
-    return {key: cell.text for key, cell in row.cells.items()}  # type: ignore[attr-defined]
+def _cells(row: Row, columns: tuple[Column, ...]) -> dict[str, Cell]:
+    cells = cells_by_key(columns, row)
+    assert all(isinstance(cell, Cell) for cell in cells.values())
+    return {key: cell for key, cell in cells.items() if isinstance(cell, Cell)}
+
+
+def _texts(row: Row, columns: tuple[Column, ...]) -> dict[str, str]:
+    return {key: cell_text(cell) for key, cell in cells_by_key(columns, row).items()}
 
 
 def test_interface_row_says_backend_rivals_and_radio() -> None:
     wlan0 = WlanInterface("wlan0", "iwd", LINK, addresses=("10.77.1.2/24",),
                           rfkill=Rfkill(True, False), also_managed_by=("wpa_supplicant",))
     (row,) = interface_rows(WlanSnapshot((wlan0,), (), 0.0))
-    texts = _texts(row)
-    assert texts["backend"] == "iwd +wpa_supplicant" and row.cells["backend"].tone == "bad"
+    texts = _texts(row, INTERFACE_COLUMNS)
+    assert texts["backend"] == "iwd +wpa_supplicant"
+    assert _cells(row, INTERFACE_COLUMNS)["backend"].tone == "bad"
     assert texts["signal"] == "-30 dBm ▂▄▆█" and texts["rate"] == "36 Mb/s"
     assert texts["radio"] == "off" and texts["channel"] == "1"
     none = WlanInterface("wlan1", None)
     (row,) = interface_rows(WlanSnapshot((none,), (), 0.0))
-    assert _texts(row)["backend"] == "none" and _texts(row)["signal"] == "-"
+    texts = _texts(row, INTERFACE_COLUMNS)
+    assert texts["backend"] == "none" and texts["signal"] == "-"
 
 
 def test_scan_rows_connected_first_hidden_last() -> None:
     rows = scan_rows(WlanInterface("wlan0", "wpa_supplicant", LINK, scan=SCAN))
-    assert [_texts(r)["ssid"] for r in rows] == ["home-wpa2", "office-sae", "cafe-open",
-                                                 "(hidden)"]
-    assert _texts(rows[0])["mark"] == "connected" and rows[2].cells["security"].tone == "warn"
-    assert rows[1].cells["signal"].tone == "good" and rows[2].cells["signal"].tone == "bad"
+    shown = [_cells(r, SCAN_COLUMNS) for r in rows]
+    assert [cells["ssid"].text for cells in shown] == ["home-wpa2", "office-sae", "cafe-open",
+                                                       "(hidden)"]
+    assert shown[0]["mark"].text == "connected" and shown[2]["security"].tone == "warn"
+    assert shown[1]["signal"].tone == "good" and shown[2]["signal"].tone == "bad"
     assert len({r.key for r in rows}) == 4
 
 
@@ -54,7 +65,8 @@ def test_known_rows_boot_column() -> None:
                 KnownNetwork(b"other", "netctl", "wlan0-other", "WPA2", True,
                              interface="wlan0", at_boot=True))
     rows = known_rows(WlanSnapshot((wlan0,), networks, 0.0), wlan0)
-    assert [(_texts(r)["ssid"], _texts(r)["auto"], _texts(r)["boot"]) for r in rows] == [
+    texts = [_texts(r, KNOWN_COLUMNS) for r in rows]
+    assert [(t["ssid"], t["auto"], t["boot"]) for t in texts] == [
         ("home", "on", "on"), ("cafe", "off", "off")]
 
 

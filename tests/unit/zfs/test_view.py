@@ -69,7 +69,7 @@ def test_vdev_rows_have_a_read_and_a_write_trend() -> None:
     for block in blocks:
         history.add(block)
     pool = tank("healthy")
-    rows = view.vdev_rows(pool, {row.name: row for row in blocks[-1].rows},
+    rows = view.vdev_cells(pool, {row.name: row for row in blocks[-1].rows},
                           lambda name: history.reads("tank", name),
                           lambda name: history.writes("tank", name))
     row = rows["tank\0tank"]
@@ -84,13 +84,13 @@ def test_vdev_rows_have_a_read_and_a_write_trend() -> None:
 def test_latencies_are_read_write_pairs() -> None:
     [block] = iostat.parse_blocks(
         read(VM / "zpool-iostat-Hpvly.tank.1s-x3.txt"), "tank")[-1:]
-    rows = view.vdev_rows(tank("healthy"), {row.name: row for row in block.rows},
+    rows = view.vdev_cells(tank("healthy"), {row.name: row for row in block.rows},
                           lambda name: [], lambda name: [])
     disk = rows["tank\0disk-a"]
     assert disk["wait"].text.startswith("-/") and disk["wait"].text.endswith(" ms")
     assert disk["disk_wait"].text.startswith("-/")
     # no I/O row (the stream has not spoken yet): one dash, not "-/-"
-    quiet = view.vdev_rows(tank("healthy"), None, lambda name: [], lambda name: [])
+    quiet = view.vdev_cells(tank("healthy"), None, lambda name: [], lambda name: [])
     assert quiet["tank\0disk-a"]["wait"].text == "-"
 
 

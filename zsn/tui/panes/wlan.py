@@ -14,7 +14,6 @@ from zsn.tui.panes.base import LivePane
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
-from zsn.view import Column, Row, row_of
 from zsn.wlan import actions
 from zsn.wlan.lint import read_with_findings
 from zsn.wlan.model import KnownNetwork, ScanEntry, WlanInterface, WlanSnapshot, needs_passphrase
@@ -24,17 +23,11 @@ from zsn.wlan.view import (
     INTERFACE_COLUMNS,
     KNOWN_COLUMNS,
     SCAN_COLUMNS,
-    ViewRow,
     interface_details,
     interface_rows,
     known_rows,
     scan_rows,
 )
-
-
-def table_rows(columns: tuple[Column, ...], rows: list[ViewRow]) -> list[Row]:
-    """`zsn.wlan.view` rows in the columns' order; the model object rides along."""
-    return [row_of(row.key, columns, row.cells, data=row.data) for row in rows]
 
 
 class WlanPane(LivePane):
@@ -106,7 +99,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         with self.app.batch_update():
             self._show_status(snapshot)
             self.query_one("#wlan-interfaces", LiveTable).update(
-                table_rows(INTERFACE_COLUMNS, interface_rows(snapshot)))
+                interface_rows(snapshot))
             self._update_lower()
 
     def _show_status(self, snapshot: WlanSnapshot) -> None:
@@ -137,8 +130,8 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         scanning = " (scanning…)" if name in self._busy_scanning else ""
         scan.set_title(f"Networks in range of {name}{scanning}" if name
                        else "Networks in range")
-        scan.update(table_rows(SCAN_COLUMNS, scan_rows(interface)))
-        known.update(table_rows(KNOWN_COLUMNS, known_rows(self._snapshot, interface)))
+        scan.update(scan_rows(interface))
+        known.update(known_rows(self._snapshot, interface))
         self.query_one("#wlan-details", DetailsBox).show_lines(interface_details(interface))
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:

@@ -29,7 +29,6 @@ from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
-from zsn.view import row_of
 from zsn.zfs import actions, view
 from zsn.zfs.live import ZfsReader, find_program
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
@@ -219,10 +218,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def _update_pools(self) -> None:
         assert self._view is not None
-        moment = now()
-        rows = [row_of(pool.name, view.POOL_COLUMNS,
-                       view.pool_row(pool, self._pool_io(pool.name).get(pool.name), moment))
-                for pool in self._view.snapshot.pools]
+        rows = view.pool_rows(self._view.snapshot.pools, self._pool_io, now())
         snapshot = self._view.snapshot
         failed = not snapshot.pools and (snapshot.errors or snapshot.unavailable)
         # A read that failed says why in the status line; it is not every pool vanishing.
@@ -272,15 +268,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             vdevs.clear()
             datasets.clear()
         reads, writes = self._view.reads, self._view.writes
-        cells = view.vdev_rows(pool, self._pool_io(pool.name),
-                               lambda name: reads(pool.name, name),
-                               lambda name: writes(pool.name, name))
-        depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
-        vdevs.update([row_of(key, view.VDEV_COLUMNS, row, depth=depth.get(key, 0))
-                      for key, row in cells.items()])
-        datasets.update([row_of(d.name, view.DATASET_COLUMNS, view.dataset_row(d),
-                                depth=d.name.count("/"))
-                         for d in self._view.snapshot.datasets_of(pool.name)])
+        vdevs.update(view.vdev_rows(pool, self._pool_io(pool.name),
+                                    lambda name: reads(pool.name, name),
+                                    lambda name: writes(pool.name, name)))
+        datasets.update(view.dataset_rows(self._view.snapshot.datasets_of(pool.name)))
 
     def _refresh_io(self) -> None:
         with self.app.batch_update():
@@ -383,7 +374,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self.notify("Highlight a dataset, then press e.", severity="warning")
             return
         current = {"compression": dataset.compression, "atime": dataset.atime,
-                   "xattr": dataset.xattr, "recordsize": view.dataset_row(dataset)[
+                   "xattr": dataset.xattr, "recordsize": view.dataset_cells(dataset)[
                        "recordsize"].text}
         choices = [(prop, f"{prop} (now {current[prop] or '-'})") for prop in VALUES]
 
