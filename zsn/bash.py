@@ -214,6 +214,8 @@ def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
                 if reader.peek() == ")":
                     reader.take()
                     break
+                if reader.peek() == ";":  # bash: syntax error near unexpected token
+                    raise reader.error(f"unquoted ';' inside {name}=( ... )")
                 words.append(_word(reader, in_array=True))
             value = tuple(words)
         else:

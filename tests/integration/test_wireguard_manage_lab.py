@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab.mounts import private_argv
 from tests.lab.netns import Lab, require_lab, run, wait_for
 from tests.needs import needs_tools
 from zsn.wireguard import uapi
@@ -53,8 +54,10 @@ class ManageLab:
     def zsn(self, where: str, *args: str, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """Run ``zsn --root <root of where> ARGS`` inside namespace `where`."""
-        argv = ["ip", "netns", "exec", self.ns[where], sys.executable, "-m", "zsn",
-                "--root", str(self.roots[where]), *args]
+        root = self.roots[where]
+        argv = ["ip", "netns", "exec", self.ns[where], *private_argv(
+            {"/run/wireguard": str(root / "run/wireguard"), "/proc": str(root / "proc")},
+            [sys.executable, "-m", "zsn", "--root", str(root), *args])]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                                 cwd=REPO, check=False)
         if check and result.returncode != 0:
@@ -117,11 +120,11 @@ def _root(tmp: Path, name: str) -> Path:
     root = tmp / name
     (root / "etc/sysctl.d").mkdir(parents=True)
     # UAPI sockets and /proc/sys are the real ones, seen from the namespace zsn runs
-    # in. Only run/wireguard: the host's /run/systemd must not make zsn use the
-    # host's systemd for interfaces that belong in the test's namespaces.
-    (root / "run").mkdir()
-    (root / "run/wireguard").symlink_to("/run/wireguard")
-    (root / "proc").symlink_to("/proc")
+    # in, bind-mounted for each run (`ManageLab.zsn`): under --root zsn follows no
+    # link out of the tree. Only run/wireguard: the host's /run/systemd must not make
+    # zsn use the host's systemd for interfaces that belong in the test's namespaces.
+    (root / "run/wireguard").mkdir(parents=True)
+    (root / "proc").mkdir()
     return root
 
 

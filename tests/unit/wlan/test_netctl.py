@@ -126,6 +126,8 @@ def test_parser_raises_only_parse_errors(text: str) -> None:
     ("ESSID=a b\n", "more than one word"),
     ("ESSID='open\n", "unterminated single quote"),
     ("Address=(x\n", "is not closed"),
+    # bash: syntax error near unexpected token `;' (the reader once looped on it)
+    ("BindsToInterfaces=(eth0 ; eth1)\n", "unquoted ';'"),
 ])
 def test_profiles_needing_a_shell_are_refused(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
