@@ -11,16 +11,13 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from zsn import __version__
-from zsn.domains import CommandGroup, command_groups, domains, load
+from zsn.domains import CommandFace, CommandGroup, command_face, command_groups, domains
 from zsn.errors import ZsnError
 from zsn.headless import interval_seconds
 from zsn.terminal import message_line, safe_output
-
-if TYPE_CHECKING:
-    from zsn.headless import GroupFaces
 
 DESCRIPTION = """\
 zsn shows and manages this machine's network and storage plumbing.
@@ -146,7 +143,7 @@ class ArgumentParser(argparse.ArgumentParser):
                                 f"('{self.prog} --help' shows the usage)\n")
 
 
-def group_parser(group: CommandGroup, faces: GroupFaces) -> argparse.ArgumentParser:
+def group_parser(group: CommandGroup, faces: CommandFace) -> argparse.ArgumentParser:
     """The parser of ``zsn GROUP ...`` (the arguments after the group's name)."""
     parser = ArgumentParser(prog=f"zsn {group.name}", description=group.help,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,7 +157,7 @@ def group_parser(group: CommandGroup, faces: GroupFaces) -> argparse.ArgumentPar
 def _run_command(group: CommandGroup, args: list[str]) -> int:
     from zsn.headless import run_group
 
-    faces = load(group.module)
+    faces = command_face(group)
     parser = group_parser(group, faces)
     return run_group(faces, parser.parse_args(args), f"zsn {group.name}", parser)
 

@@ -25,10 +25,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
-from zsn.domains import Domain, load
+from zsn.domains import Domain, ExportFace, export_face, load
 from zsn.errors import ZsnError
 from zsn.prometheus import render
 from zsn.system.files import describe_os_error
@@ -53,7 +52,7 @@ class Poller(Protocol):
 class FreshCollect:
     """The poller of a section whose domain has none: ``collect`` each time."""
 
-    def __init__(self, provider: ModuleType, host: Host) -> None:
+    def __init__(self, provider: ExportFace, host: Host) -> None:
         self._provider = provider
         self._host = host
 
@@ -104,7 +103,7 @@ class Collector:
         """Read even when the section is not present (it was named on the command line)."""
         self._domain = domain
         self._clock = clock
-        self._provider: ModuleType | None = None
+        self._provider: ExportFace | None = None
         self._poller: Poller | None = None
         self._hook: Callable[[Host, Any], None] | None = None
         self._lock = threading.Lock()
@@ -188,14 +187,14 @@ class Collector:
         finished = self._clock()
         return Reading(True, data, text.encode(), finished, finished - started), snapshot
 
-    def _load(self) -> ModuleType:
+    def _load(self) -> ExportFace:
         if self._provider is None:
-            self._provider = load(self._domain.export)
+            self._provider = export_face(self._domain)
             if self._domain.on_poll:
                 self._hook = load(self._domain.on_poll)
         return self._provider
 
-    def _poller_of(self, provider: ModuleType) -> Poller:
+    def _poller_of(self, provider: ExportFace) -> Poller:
         with self._lock:
             if self._closed:
                 raise ZsnError("zsn is stopping")

@@ -36,9 +36,16 @@ The faces, each a module path:
 
 from __future__ import annotations
 
+import argparse
 import importlib
+from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+
+if TYPE_CHECKING:
+    from zsn.lint import Finding
+    from zsn.prometheus import MetricFamily
+    from zsn.system.host import Host
 
 REGISTRY: tuple[str, ...] = (
     "zsn.wireguard",
@@ -80,11 +87,65 @@ class Domain(NamedTuple):
     on_poll: str = ""
 
 
+class ExportFace(Protocol):
+    """A domain's export module (its optional faces are looked up by name)."""
+
+    def present(self, host: Host) -> bool: ...
+
+    def collect(self, host: Host, *, include_secrets: bool = False) -> dict[str, Any]: ...
+
+    def prometheus(self, data: dict[str, Any]) -> list[MetricFamily]: ...
+
+
+class CommandFace(Protocol):
+    """A command group's module (or a `zsn.headless.HeadlessGroup`)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, host: Host) -> int: ...
+
+
+class LintFace(Protocol):
+    """A domain's lint module (see `zsn.lint`)."""
+
+    @property
+    def RULES(self) -> Mapping[str, str]:
+        """Rule id -> what it finds."""
+
+    @property
+    def SUBJECT(self) -> str:
+        """What a finding's subject is (``interface``, ``unit`` ...), for JSON keys."""
+
+    def lint(self, host: Host) -> list[Finding]: ...
+
+
+LiveReader = Callable[["Host"], object]
+"""A domain's ``live`` face: the pane's snapshot, read without Textual."""
+
+
 def load(path: str) -> Any:
     """The object at ``"package.module:attribute"``, or the module for ``"package.module"``."""
     module_name, _, attribute = path.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attribute) if attribute else module
+
+
+# The faces, loaded by path, as the contract's types: the domains' modules are checked
+# against these Protocols statically in tests/unit/test_faces.py.
+def export_face(domain: Domain) -> ExportFace:
+    return cast(ExportFace, load(domain.export))
+
+
+def command_face(group: CommandGroup) -> CommandFace:
+    return cast(CommandFace, load(group.module))
+
+
+def lint_face(domain: Domain) -> LintFace:
+    return cast(LintFace, load(domain.lint))
+
+
+def live_reader(domain: Domain) -> LiveReader | None:
+    return cast(LiveReader, load(domain.live)) if domain.live else None
 
 
 @cache

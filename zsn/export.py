@@ -23,11 +23,10 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 from typing import Any, NamedTuple
 
 from zsn import __version__
-from zsn.domains import domain, domains, load
+from zsn.domains import ExportFace, domain, domains, export_face
 from zsn.errors import ZsnError
 from zsn.prometheus import MetricFamily, render
 from zsn.system import files
@@ -52,9 +51,8 @@ def sections() -> list[str]:
     return [each.name for each in domains()]
 
 
-def _provider(section: str) -> ModuleType:
-    provider: ModuleType = load(domain(section).export)
-    return provider
+def _provider(section: str) -> ExportFace:
+    return export_face(domain(section))
 
 
 def check_sections(requested: list[str]) -> list[str]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
+from zsn.domains import CommandFace
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.system.host import Host
 from zsn.terminal import cell_width, message_line, safe
@@ -29,14 +30,6 @@ EXIT_INVALID = 2
 
 CONFIRM_SSH_FLAG = "--confirm-ssh-link"
 """Names the link this SSH session runs over, to allow a change that touches it."""
-
-
-class GroupFaces(Protocol):
-    """What a command group's module (or object) provides."""
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
-
-    def run(self, args: argparse.Namespace, host: Host) -> int: ...
 
 
 class HeadlessGroup(NamedTuple):
@@ -90,7 +83,7 @@ def print_table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> N
         print("  ".join(cells).rstrip())
 
 
-def run_group(faces: GroupFaces, args: argparse.Namespace, prog: str,
+def run_group(faces: CommandFace, args: argparse.Namespace, prog: str,
               parser: argparse.ArgumentParser | None = None) -> int:
     """Run a parsed command: its errors become one line on stderr and an exit status.
 

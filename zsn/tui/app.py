@@ -149,9 +149,9 @@ class ZsnApp(App[int]):
                         yield pane
         yield KeyBar(keep=("q", "question_mark"), id="key-bar")
 
-    def _new_pane(self, domain: Domain) -> LivePane:
+    def _new_pane(self, domain: Domain) -> LivePane[Any]:
         """A domain's pane, its module imported only when the pane is made."""
-        pane: LivePane = load(domain.pane)(self.host, self.refresh_seconds, id=domain.name)
+        pane: LivePane[Any] = load(domain.pane)(self.host, self.refresh_seconds, id=domain.name)
         return pane
 
     async def _mount_pane(self, domain: Domain) -> None:
@@ -199,7 +199,7 @@ class ZsnApp(App[int]):
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
 
-    def active_pane(self) -> LivePane | None:
+    def active_pane(self) -> LivePane[Any] | None:
         current = self.query_one("#panes", PaneSwitcher).current
         if current is None:
             return None

@@ -67,7 +67,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -86,6 +86,8 @@ if TYPE_CHECKING:
     from zsn.tui.startup import FirstRead
 
 T = TypeVar("T")
+SnapshotT = TypeVar("SnapshotT")
+"""What a pane's `fetch` reads and its `show` draws."""
 
 GONE_NOTICE_SECONDS = 8
 FIRST_READ_WAIT_SECONDS = 10.0
@@ -159,7 +161,7 @@ def failure_line(title: str, message: str) -> str:
     return first + tail
 
 
-class LivePane(Vertical):
+class LivePane(Vertical, Generic[SnapshotT]):
     PANE_HELP: ClassVar[str] = ""
     """Markdown for the help screen: what the pane shows and its markers. The
     columns' own lines come from their declarations (`column_help`)."""
@@ -183,11 +185,11 @@ class LivePane(Vertical):
         """The first snapshot, being read since the app started (`zsn.tui.startup`)."""
 
     # -- to implement ----------------------------------------------------------
-    def fetch(self) -> Any:
+    def fetch(self) -> SnapshotT:
         """Read the live state (worker thread). Return a frozen snapshot."""
         raise NotImplementedError
 
-    def show(self, snapshot: Any) -> None:
+    def show(self, snapshot: SnapshotT) -> None:
         """Show a snapshot (UI thread): rows to `LiveTable.update`, `set_status`."""
         raise NotImplementedError
 
@@ -454,7 +456,7 @@ class LivePane(Vertical):
                 with contextlib.suppress(RuntimeError):  # the app is closing
                     self.app.call_from_thread(self.poll, True)
 
-    def _deliver(self, snapshot: Any) -> None:
+    def _deliver(self, snapshot: SnapshotT) -> None:
         if self.is_mounted:
             self.show(snapshot)
             self.snapshot_count += 1

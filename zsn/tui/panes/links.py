@@ -23,6 +23,7 @@ from zsn.links.model import Interface
 from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan, Planned, SessionPlan
+from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
@@ -32,7 +33,7 @@ MODES = ("live", "persist", "config")
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
 
 
-class LinksPane(LivePane):
+class LinksPane(LivePane[LinksView]):
     PANE_HELP: ClassVar[str] = """\
 ### Links
 Every network interface, as a tree: a bond over its members, a bridge over its
@@ -62,7 +63,7 @@ SSH session runs over asks you to type its name first.
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
-    def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
         self._watch = LinkWatch(host)
         self._view: LinksView | None = None

@@ -15,6 +15,7 @@ from zsn.openvpn import actions, view
 from zsn.openvpn.connections import Connection, load
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
+from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
@@ -28,7 +29,7 @@ def now() -> float:
 
 
 
-class OpenVpnPane(LivePane):
+class OpenVpnPane(LivePane[OpenVpnSnapshot]):
     PANE_HELP: ClassVar[str] = """\
 ### OpenVPN
 One row per config under `/etc/openvpn`: `client/NAME.conf` runs as
@@ -55,7 +56,7 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
-    def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
         self._rows = view.ConnectionRows()
         self._snapshot: OpenVpnSnapshot | None = None

@@ -45,7 +45,7 @@ def record_history(recorder: Recorder, snapshot: WireGuardSnapshot) -> WireGuard
     return recorder.record(snapshot)
 
 
-class WireGuardPane(WireGuardActions, LivePane):
+class WireGuardPane(WireGuardActions, LivePane[WireGuardSnapshot]):
     PANE_HELP: ClassVar[str] = """\
 ### WireGuard
 The upper table lists interfaces (kernel or userspace: wireguard-go, boringtun);
@@ -59,7 +59,7 @@ in the config after them, by name). `enter` on a peer shows all of it.
         Binding("tab", "focus_next_table", "Next table", show=False),
     ]
 
-    def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
         self._live_cache: LiveCache | None = None
         self._recorder: Recorder | None = None

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.lint import Finding
+from zsn.system.host import Host
 from zsn.tui.panes.base import LivePane
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
@@ -30,7 +31,7 @@ from zsn.wlan.view import (
 )
 
 
-class WlanPane(LivePane):
+class WlanPane(LivePane[WlanSnapshot]):
     PANE_HELP: ClassVar[str] = """\
 ### WLAN
 The upper table lists the wireless interfaces with the **backend** driving each (iwd,
@@ -64,7 +65,7 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
-    def __init__(self, host: Any, refresh_seconds: float, **kwargs: Any) -> None:
+    def __init__(self, host: Host, refresh_seconds: float, **kwargs: Any) -> None:
         super().__init__(host, refresh_seconds, **kwargs)
         self._snapshot: WlanSnapshot | None = None
         self._shown_interface: str | None = None

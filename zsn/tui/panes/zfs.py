@@ -62,7 +62,7 @@ class ZfsView:
     writes: Callable[[str, str], list[int]] = no_samples
 
 
-class ZfsPane(LivePane):
+class ZfsPane(LivePane[ZfsView]):
     PANE_HELP: ClassVar[str] = """\
 ### ZFS
 The upper table lists the pools: health, capacity, read and write bandwidth over the
