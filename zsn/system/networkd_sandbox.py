@@ -72,7 +72,8 @@ def can_run() -> str | None:
 
 def copy_tree(host: Host, scratch: Path) -> None:
     """The config folders of `host` into `scratch`: regular files (as zsn reads them)
-    and masks (links to /dev/null); nothing else, so the copy holds no surprises."""
+    and masks (a link to /dev/null copied as an empty file); nothing else, so the
+    copy holds no surprises and no links."""
     copied = 0
     for folder in DIRS:
         source = host.path(folder)
@@ -84,8 +85,10 @@ def copy_tree(host: Host, scratch: Path) -> None:
                 continue  # NAME and NAME.d/DROPIN only
             target = scratch / folder.lstrip("/") / relative
             if files.is_link(path) and files.read_link(path) == "/dev/null":
+                # A mask: an empty file is one too (systemd.network(5)), and the copy
+                # holds no link to anything outside it.
                 files.make_dirs(target.parent)
-                files.make_link("/dev/null", target)
+                files.write_atomic(target, "", previous=None, backup=False)
             elif files.is_file(path) and path.suffix in (".netdev", ".network", ".link",
                                                          ".conf"):
                 copied += 1
