@@ -39,7 +39,9 @@ if str(REPO) not in sys.path:
 from zsn.wireguard import uapi  # noqa: E402  (needs the repo on sys.path first)
 
 ISOLATED_ENV = "ZSN_BENCH_ISOLATED"
-PRIVATE_DIRS = ("/run/wireguard", "/etc/wireguard")
+PRIVATE_DIRS = ("/run/wireguard", "/etc/wireguard", "/var/lib/zsn")
+"""Private tmpfs each: the benchmark's interfaces and configs, and the peer history a
+polling zsn (the TUI, zsn serve) writes for them, never the machine's own."""
 PEER_COUNT = 5000
 _PR_SET_PDEATHSIG = 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -244,3 +245,36 @@ def test_wireguard_peers_as_prometheus_wireguard_exporter_writes_them() -> None:
         anchor = {line for line in theirs if line.split("{")[0] == family
                   or line.startswith((f"# TYPE {family} ", f"# HELP {family} "))}
         assert len(anchor) == 8 and mine == anchor, family
+
+
+def test_every_in_the_background_gives_the_old_value_while_it_works() -> None:
+    """A slow value (a big history store) that is only due is worked out in a thread
+    while polls keep getting the old one; a new key is worked out at once."""
+    import threading
+
+    from zsn.every import Every
+
+    now = [0.0]
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow(value: str) -> Callable[[], str]:
+        def compute() -> str:
+            calls.append(value)
+            if value == "refreshed":
+                release.wait(10)
+            return value
+        return compute
+
+    every = Every(60, clock=lambda: now[0], background=True)
+    assert every.get("peers", slow("first")) == "first"
+    now[0] = 61
+    assert every.get("peers", slow("refreshed")) == "first"  # due: old value, work begun
+    assert every.get("peers", slow("again")) == "first"  # one refresh at a time
+    release.set()
+    deadline = time.monotonic() + 10
+    while every.get("peers", slow("later")) != "refreshed" and time.monotonic() < deadline:
+        time.sleep(0.01)  # the refresh's thread is storing its value
+    assert every.get("peers", slow("later")) == "refreshed"
+    assert every.get("other peers", slow("new key")) == "new key"
+    assert calls == ["first", "refreshed", "new key"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,11 @@ from zsn.system.host import Host
 from zsn.wireguard import lint, uapi
 from zsn.wireguard.config import WIREGUARD_DIR
 from zsn.wireguard.live import LiveCache, read_wireguard
-from zsn.wireguard.model import InterfaceState, PeerState, WireGuardSnapshot
+from zsn.wireguard.model import CONNECTED_WITHIN, InterfaceState, PeerState, WireGuardSnapshot
 
+HISTORY_SECONDS = 60.0
+"""How often `zsn serve` reads the peers' history from the store again (when the
+peers stay the same); `connected` is worked out from each poll's handshakes."""
 LINT_SECONDS = 30.0
 """How often `zsn serve` lints the configs again (findings change with the files)."""
 
@@ -90,7 +94,10 @@ def _lint(host: Host) -> tuple[list[dict[str, Any]], str | None]:
 
 def section(host: Host, snapshot: WireGuardSnapshot,
             linted: tuple[list[dict[str, Any]], str | None], *,
-            include_secrets: bool = False) -> dict[str, Any]:
+            include_secrets: bool = False,
+            history: Callable[[], History | None] | None = None) -> dict[str, Any]:
+    """The section from one reading; `history` gives the peers' history (read from the
+    store now when it is not given)."""
     findings, lint_error = linted
     data: dict[str, Any] = {
         "interfaces": [interface_to_dict(i, include_secrets) for i in snapshot.interfaces],
@@ -98,7 +105,8 @@ def section(host: Host, snapshot: WireGuardSnapshot,
     }
     errors = list(snapshot.errors)
     try:
-        _add_history(host, snapshot, data["interfaces"])
+        reports = history() if history is not None else history_reports(host, snapshot)
+        attach_history(data["interfaces"], reports, snapshot)
     except ZsnError as exc:
         errors.append(f"history: {exc}")
     if lint_error:
@@ -110,15 +118,17 @@ def section(host: Host, snapshot: WireGuardSnapshot,
     return data
 
 
-def _add_history(host: Host, snapshot: WireGuardSnapshot,
-                 interfaces: list[dict[str, Any]]) -> None:
+History = dict[tuple[str, str], dict[str, Any] | None]
+"""A peer's exported history by (interface, public key)."""
+
+
+def history_reports(host: Host, snapshot: WireGuardSnapshot) -> History | None:
     """Each peer's ``history`` (totals across restarts, session, last 24 hours, latest
-    events) from the store, when there is one; the export never writes it."""
+    events) from the store; None when there is none. The export never writes it."""
     from zsn.wireguard.history import STORE_PATH, HistoryStore
 
     if not files.exists(host.path(STORE_PATH)):
-        return
-    from zsn.wireguard.history import PeerKey
+        return None
     from zsn.wireguard.peerlog import bulk_reports, report_dict
 
     store = HistoryStore.open(host, create=False)
@@ -126,26 +136,49 @@ def _add_history(host: Host, snapshot: WireGuardSnapshot,
         reports = bulk_reports(store, snapshot, int(snapshot.taken_at or time.time()))
     finally:
         store.close()
+    return {(key.interface, key.public_key): report_dict(report) if report is not None
+            else None for key, report in reports.items()}
+
+
+def attach_history(interfaces: list[dict[str, Any]], reports: History | None,
+                   snapshot: WireGuardSnapshot) -> None:
+    """Give each peer its history; ``connected`` from this snapshot's handshake (what
+    the store would say: the same rule), so a history read a while ago still says it
+    as of now."""
+    if reports is None:
+        return
+    now = snapshot.taken_at or time.time()
     for interface in interfaces:
         for peer in interface["peers"]:
-            report = reports.get(PeerKey(interface["name"], peer["public_key"]))
-            peer["history"] = report_dict(report) if report is not None else None
+            report = reports.get((interface["name"], peer["public_key"]))
+            if report is not None:
+                handshake = peer["latest_handshake"]
+                report = {**report, "connected": handshake is not None
+                          and now - handshake <= CONNECTED_WITHIN}
+            peer["history"] = report
 
 
 class Poller:
     """`zsn serve`'s reader: peer names and unchanged peers cached between polls (the
-    pane's `LiveCache`), lint every `LINT_SECONDS`."""
+    pane's `LiveCache`), lint every `LINT_SECONDS`, the peers' history from the store
+    when the peers change, and again in the background every `HISTORY_SECONDS`
+    (reading it costs up to ~1 ms a peer, seconds for a big server: never in a
+    scrape's way; the recorder writes counters once a minute anyway)."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
         self._cache = LiveCache()
         self._lint = Every(LINT_SECONDS)
+        self._history = Every(HISTORY_SECONDS, background=True)
 
     def poll(self) -> WireGuardSnapshot:
         return read_wireguard(self.host, self._cache)
 
     def section(self, snapshot: WireGuardSnapshot) -> dict[str, Any]:
-        return section(self.host, snapshot, self._lint.get(None, lambda: _lint(self.host)))
+        peers = frozenset((i.name, p.public_key) for i in snapshot.interfaces for p in i.peers)
+        return section(self.host, snapshot, self._lint.get(None, lambda: _lint(self.host)),
+                       history=lambda: self._history.get(
+                           peers, lambda: history_reports(self.host, snapshot)))
 
     def close(self) -> None:
         pass
