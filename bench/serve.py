@@ -38,6 +38,11 @@ import _links_lab
 import psutil
 
 from zsn.collectors import REUSE_SECONDS
+from zsn.serve import DEFAULT_POLL_INTERVAL
+
+IDLE_SECONDS = 2 * DEFAULT_POLL_INTERVAL
+"""Long enough for two of the polls a section with a per-poll hook (WireGuard's peer
+history) gets when nobody scrapes."""
 
 CRATE = "prometheus_wireguard_exporter"
 CRATE_VERSION = "3.6.6"
@@ -237,7 +242,8 @@ def links_phase(count: int, runs: int) -> None:
         stop(node_process)
 
 
-def idle_figures(zsn: psutil.Process, per_scrape: float, idle_seconds: float = 20.0) -> None:
+def idle_figures(zsn: psutil.Process, per_scrape: float,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
     before = cpu_seconds(zsn)
     time.sleep(idle_seconds)
     idle = cpu_seconds(zsn) - before
