@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # the lab module is imported when a test asks for a lab
+    from tests.lab.netns import Lab
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -14,7 +18,7 @@ def fixtures() -> Path:
 
 
 @pytest.fixture
-def lab() -> Iterator[Lab]:  # noqa: F821 - imported lazily below
+def lab() -> Iterator[Lab]:
     from tests.lab.netns import Lab, require_lab
 
     require_lab()

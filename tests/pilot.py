@@ -7,14 +7,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from textual import events
 from textual.app import App
 from textual.css.query import NoMatches
+from textual.screen import Screen
 
 from zsn.tui.widgets.table import LiveTable
-from zsn.view import cell_text
+from zsn.view import Row, cell_text
 
 WAIT_SECONDS = 60.0
 """How long a test waits for what a user would see before calling it broken. A bound
@@ -43,6 +44,23 @@ async def wait_for_rows(pilot: Any, table: str = "#wg-peers") -> None:
     rows = pilot.app.query_one(table)
     await wait_until(pilot, lambda: getattr(rows, "row_count", 0), f"rows in {table}")
     await pilot.pause()
+
+
+def shown_row(table: LiveTable, key: str) -> Row:
+    """The table's row for `key`, which the test expects it to have."""
+    row = table.get_row(key)
+    assert row is not None, f"no row {key!r}"
+    return row
+
+
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
+
+def screen_as(app: App[Any], kind: type[ScreenT]) -> ScreenT:
+    """The app's top screen, which the test expects to be a `kind`."""
+    screen = app.screen
+    assert isinstance(screen, kind), screen
+    return screen
 
 
 def row_texts(table: LiveTable) -> list[list[str]]:

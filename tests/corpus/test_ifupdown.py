@@ -131,15 +131,15 @@ def test_ifupdown_file(tmp_path: Path, name: str, dialect: str) -> None:
     # The edit, on a copy: an MTU on every link the file defines, a new bond of two members.
     edited = Host(tmp_path / "after")
     shutil.copytree(host.root, edited.root, symlinks=True)
-    changes: list[Upsert] = [Upsert(LinkConfig(c.name, c.kind, mtu=1400 + n), frozenset({"mtu"}))
-                             for n, c in enumerate(sorted(persisted.configs.values(),
-                                                          key=lambda c: c.name))]
+    changes = [
+        Upsert(LinkConfig(c.name, c.kind, mtu=1400 + n), frozenset({"mtu"}))
+        for n, c in enumerate(sorted(persisted.configs.values(), key=lambda c: c.name))]
     bond = LinkConfig("zsnb0", "bond", ("zsnm1", "zsnm2"), mtu=9000, mode="802.3ad",
                       miimon=100, lacp_rate="fast")
     changes.append(Upsert(bond))
     after_text = text
     if not refused and not blocking:
-        for edit in IFUPDOWN.plan(edited, changes, IFUPDOWN.read(edited)).edits:
+        for edit in IFUPDOWN.plan(edited, [*changes], IFUPDOWN.read(edited)).edits:
             edit.apply()
         after_text = (edited.root / "etc/network/interfaces").read_text()
     names = sorted(set(names_in(text)) | set(options))

@@ -144,7 +144,7 @@ def words(assignments: list[tuple[str, str, str, str]], section: str, key: str) 
 
 
 def unit_names(root: Path, suffix: str) -> list[str]:
-    names = set()
+    names: set[str] = set()
     for folder in ("etc", "run", "usr/local/lib", "usr/lib", "lib"):
         directory = root / folder / "systemd/network"
         if directory.is_dir():
@@ -275,9 +275,10 @@ def test_networkd_case(tmp_path: Path, name: str) -> None:
               not p.is_symlink()}
     new_mtu = {config_name: 1400 + index for index, config_name in
                enumerate(sorted(persisted.configs))}
-    changes = [Upsert(LinkConfig(config_name, persisted.configs[config_name].kind, mtu=mtu),
-                      frozenset({"mtu"})) for config_name, mtu in new_mtu.items()]
-    plan = NETWORKD.plan(host, changes, persisted)
+    changes = [
+        Upsert(LinkConfig(config_name, persisted.configs[config_name].kind, mtu=mtu),
+               frozenset({"mtu"})) for config_name, mtu in new_mtu.items()]
+    plan = NETWORKD.plan(host, [*changes], persisted)
     assert all(note for note in plan.notes)
     for edit in plan.edits:
         edit.apply()

@@ -74,7 +74,7 @@ def written_paths(call: str, arguments: str) -> list[str]:
 
 def _paths(call: str, arguments: str) -> list[str]:
     """The quoted paths of a call, each made absolute against the dirfd before it."""
-    found = []
+    found: list[str] = []
     rest = arguments
     while True:
         base = ""

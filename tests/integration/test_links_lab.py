@@ -212,7 +212,7 @@ def test_config_only_writes_netplan_that_netplan_accepts(tmp_path: Path) -> None
 PANE_SCRIPT = """
 import asyncio, json, sys
 from zsn.system.host import Host
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.widgets.table import LiveTable
 
@@ -220,7 +220,7 @@ async def main():
     app = ZsnApp(Host(), refresh=0.5)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.3)
-        app.query_one("#panes").active = "tab-links"
+        app.query_one("#panes", PaneSwitcher).active = "tab-links"
         table = None
         for _ in range(200):
             await pilot.pause(0.05)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from tests.lab.netns import Lab, run
 
@@ -41,7 +42,7 @@ print(json.dumps([ours, theirs]))
 """
 
 
-def _read_both(namespace: str) -> tuple[dict[str, list[object]], dict[str, list[object]]]:
+def _read_both(namespace: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
     result = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c", READ_BOTH],
                             capture_output=True, text=True, timeout=120, check=True)
     ours, theirs = json.loads(result.stdout)

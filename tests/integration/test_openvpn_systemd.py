@@ -14,9 +14,10 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,7 @@ from tests.lab.pki import Pki, client_config, make_pki
 from zsn.errors import ParseError, SocketError, ZsnError
 from zsn.openvpn import actions, management
 from zsn.openvpn.connections import ConfigFile, config_path, connections
+from zsn.plan import FileEdit
 from zsn.system.dbus import BusError, LinkDns, Resolved, SystemBus, Systemd, run_sync
 from zsn.system.journal import unit_lines
 
@@ -48,7 +50,8 @@ class OvpnLab:
     pki: Pki
 
 
-def wait_until(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """The predicate's first truthy result (a record, lines, a value read) within `timeout`."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -104,7 +107,8 @@ def test_start_connects_and_hands_pushed_dns_to_resolved(ovpn_lab: OvpnLab) -> N
         lab.pki, remote=lab.ns.server_ip,
         extra="management /run/openvpn-client/test.sock unix\n"))
     plan = actions.plan_hook_install(host, TEST_CONFIG)
-    assert [e.path.name for e in plan.steps] == ["test.conf", "zsn-resolved-hook"]
+    assert [e.path.name if isinstance(e, FileEdit) else e for e in plan.steps] == [
+        "test.conf", "zsn-resolved-hook"]
     plan.apply()
     assert actions.plan_hook_install(host, TEST_CONFIG).steps == []  # idempotent
 

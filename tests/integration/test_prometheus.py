@@ -127,7 +127,7 @@ def scraped(wg_pair: WgPair, tmp_path: Path) -> Iterator[Scraped]:
 
 def _up(ns: str) -> bool:
     try:
-        return targets(ns)["zsn"]["health"] == "up"
+        return bool(targets(ns)["zsn"]["health"] == "up")
     except (subprocess.SubprocessError, KeyError, json.JSONDecodeError):
         return False
 

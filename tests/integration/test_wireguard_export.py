@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ def export(*args: str, ns: str | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 
-def interfaces_by_name(document: dict) -> dict:
+def interfaces_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {i["name"]: i for i in document["wireguard"]["interfaces"]}
 
 

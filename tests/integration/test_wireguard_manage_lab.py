@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -163,7 +164,7 @@ def mlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManageLab]:
                   "--port", "51862", "--endpoint", BRIDGE_ADDRESS)
         for iface in (w0, w1):
             built.zsn("srv", "wg", "up", iface)
-            lab.defer(lambda i=iface: built.zsn("srv", "wg", "down", i, check=False))
+            lab.defer(partial(built.zsn, "srv", "wg", "down", iface, check=False))
         built.zsn("srv", "wg", "clients", w0)
         built.zsn("srv", "wg", "link", w0, w1)
         built.zsn("srv", "wg", "gateway", w1)  # egress found through netlink
@@ -175,7 +176,7 @@ def mlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManageLab]:
         built.client_up("c3", "w1", "carol", "k3")
         for client, target in (("c1", SERVER_TUNNEL["w0"]), ("c2", SERVER_TUNNEL["w0"]),
                                ("c3", SERVER_TUNNEL["w1"])):
-            wait_for(lambda c=client, t=target: built.ping_ok(c, t), 20,
+            wait_for(partial(built.ping_ok, client, target), 20,
                      f"{client} reaching its server through the tunnel")
         yield built
     finally:

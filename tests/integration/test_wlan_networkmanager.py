@@ -20,6 +20,7 @@ from dbus_fast.aio import MessageBus
 from tests.lab.dbus import private_system_bus
 from zsn.system.dbus import PROPERTIES, SystemBus
 from zsn.system.host import Host
+from zsn.system.networkmanager import NM, NM_DEVICE
 from zsn.wlan import nm
 
 pytestmark = pytest.mark.lab
@@ -27,7 +28,7 @@ DEVICE_PATH = "/org/freedesktop/NetworkManager/Devices/3"
 AP_PATH = "/org/freedesktop/NetworkManager/AccessPoint/7"
 PROPERTIES_BY_PATH: dict[str, dict[str, dict[str, Variant]]] = {
     DEVICE_PATH: {
-        nm.NM_DEVICE: {"Managed": Variant("b", True), "State": Variant("u", 100),
+        NM_DEVICE: {"Managed": Variant("b", True), "State": Variant("u", 100),
                     "Interface": Variant("s", "wlp3s0")},
         nm.WIRELESS: {"ActiveAccessPoint": Variant("o", AP_PATH),
                       "Bitrate": Variant("u", 144400)},
@@ -56,7 +57,7 @@ async def _managed(root: Path, names: list[str]) -> dict[str, nm.NmDevice]:
     host = Host(root)
     service = await MessageBus(bus_address=host.system_bus_address,
                                bus_type=BusType.SYSTEM).connect()
-    await service.request_name(nm.NM)
+    await service.request_name(NM)
     service.add_message_handler(_answer)
     try:
         async with SystemBus(host) as bus:

@@ -14,9 +14,10 @@ import os
 import signal
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +29,8 @@ from zsn.wlan import wpa
 from zsn.wlan.wpa_protocol import REPLY_LIMIT, parse_list_networks
 
 pytestmark = pytest.mark.lab
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -41,7 +44,7 @@ class Supplicant:
     def socket(self) -> Path:
         return control_socket(self.host, self.interface)
 
-    def run(self, action):  # type: ignore[no-untyped-def]
+    def run(self, action: Callable[[WpaControl], Awaitable[T]]) -> T:
         return wpa.run(self.host, self.interface, action)
 
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,7 +176,7 @@ print(json.dumps({"errors": list(snapshot.errors), "interfaces": [
 """
 
 
-def _as_dump(snapshot: dict) -> list[str]:
+def _as_dump(snapshot: dict[str, Any]) -> list[str]:
     """zsn's reading in the format of `wg show all dump`."""
     lines = []
     for device in snapshot["interfaces"]:

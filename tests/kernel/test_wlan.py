@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -140,10 +141,13 @@ def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
             pidfile = WORK / f"{interface}.pid"
             run(["ip", "netns", "exec", ap_ns, "hostapd", "-B", "-P", str(pidfile),
                  str(config)])
-            lab.defer(lambda pidfile=pidfile: _kill(pidfile))
-            wait_for(lambda interface=interface: "state=ENABLED" in run(
-                ["ip", "netns", "exec", ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
-                 interface, "status"], check=False).stdout, 20, f"hostapd on {interface}")
+            lab.defer(partial(_kill, pidfile))
+
+            def enabled(interface: str = interface) -> bool:
+                return "state=ENABLED" in run(
+                    ["ip", "netns", "exec", ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
+                     interface, "status"], check=False).stdout
+            wait_for(enabled, 20, f"hostapd on {interface}")
             run(["ip", "-n", ap_ns, "addr", "add", f"{subnet}.1/24", "dev", interface])
         xml = request.config.getoption("xmlpath", None)
         built = WifiLab(lab, ap_ns, log=handler, results=Path(xml).parent if xml else None)

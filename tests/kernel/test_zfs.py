@@ -194,7 +194,7 @@ async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
         disks: Disks) -> None:
     from tests.pilot import row_texts, wait_until
     from zsn.system.host import Host
-    from zsn.tui.app import ZsnApp
+    from zsn.tui.app import PaneSwitcher, ZsnApp
     from zsn.tui.widgets.table import LiveTable
 
     sh("zpool", "offline", TANK, disks.path("b"))
@@ -207,7 +207,7 @@ async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(
         app = ZsnApp(Host(), theme="zsn-night", refresh=1.0)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.query_one("#panes").active = "tab-zfs"
+            app.query_one("#panes", PaneSwitcher).active = "tab-zfs"
 
             def cells(table: str) -> list[list[str]]:
                 return row_texts(app.query_one(table, LiveTable))
@@ -244,7 +244,7 @@ async def test_a_property_set_in_the_pane_shows_its_new_value_within_one_refresh
 
     from tests.pilot import row_texts, wait_until
     from zsn.system.host import Host
-    from zsn.tui.app import ZsnApp
+    from zsn.tui.app import PaneSwitcher, ZsnApp
     from zsn.tui.panes.zfs import ZfsPane
     from zsn.tui.screens.plan import PlanScreen
     from zsn.tui.widgets.table import LiveTable
@@ -256,7 +256,7 @@ async def test_a_property_set_in_the_pane_shows_its_new_value_within_one_refresh
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.query_one("#panes").active = "tab-zfs"
+            app.query_one("#panes", PaneSwitcher).active = "tab-zfs"
             await wait_until(pilot, lambda: TANK in app.query_one(
                 "#zfs-pools", LiveTable).shown_keys, "the pool", 120)
             app.query_one("#zfs-pools", LiveTable).move_cursor(TANK)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.lab.mounts import private_argv
 from tests.lab.netns import Lab, new_private_key, run, wait_for
@@ -147,9 +148,9 @@ class HistoryLab:
             raise AssertionError(f"zsn {' '.join(args)}: {result.stdout}{result.stderr}")
         return result
 
-    def peer_log(self, client: Client) -> dict[str, object]:
+    def peer_log(self, client: Client) -> dict[str, Any]:
         result = self.zsn("peer", "log", self.server_if, client.name, "--json", "--hours", "2")
-        data: dict[str, object] = json.loads(result.stdout)
+        data: dict[str, Any] = json.loads(result.stdout)
         return data
 
 

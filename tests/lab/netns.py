@@ -57,7 +57,8 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
-def stop_process(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+def stop_process(process: subprocess.Popen[bytes] | subprocess.Popen[str],
+                 grace: float = 10) -> None:
     """Terminate a daemon a test started; kill it if it does not go within `grace` s."""
     if process.poll() is not None:
         return
@@ -72,7 +73,7 @@ def stop_process(process: subprocess.Popen[bytes], grace: float = 10) -> None:
 @dataclass
 class Lab:
     tag: str = field(default_factory=lambda: "zt" + secrets.token_hex(3))
-    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+    _cleanups: list[Callable[[], object]] = field(default_factory=list)
     _daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def name(self, suffix: str) -> str:
@@ -80,7 +81,7 @@ class Lab:
         assert len(name) <= 15, name
         return name
 
-    def defer(self, cleanup: Callable[[], None]) -> None:
+    def defer(self, cleanup: Callable[[], object]) -> None:
         self._cleanups.append(cleanup)
 
     def namespace(self, suffix: str) -> str:

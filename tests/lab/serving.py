@@ -4,6 +4,7 @@ thread of the test's process."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import socket
@@ -173,7 +174,7 @@ class Running(SimpleNamespace):
 @contextmanager
 def running(tmp_path: Path, *argv: str) -> Iterator[Running]:
     """`zsn serve` in a thread of this process, on a free loopback port."""
-    parser = serve.argparse.ArgumentParser()
+    parser = argparse.ArgumentParser()
     serve.add_arguments(parser)
     args = parser.parse_args(["--listen", "127.0.0.1:0", *argv])
     bound: list[tuple[str, int]] = []

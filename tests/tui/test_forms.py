@@ -9,13 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
-from tests.pilot import Paste, screen_text, type_burst, wait_for_rows, wait_until
-from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, fixed_snapshot
+from tests.pilot import Paste, screen_as, screen_text, type_burst, wait_for_rows, wait_until
+from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, SnapCompare, fixed_snapshot
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
@@ -46,7 +48,7 @@ def app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
     return _app(root, monkeypatch)
 
 
-def _pane(app: ZsnApp) -> LivePane:
+def _pane(app: ZsnApp) -> LivePane[Any]:
     pane = app.active_pane()
     assert pane is not None
     return pane
@@ -61,7 +63,7 @@ def _error(app: ZsnApp) -> str:
     return str(error.render()) if error.display else ""
 
 
-async def _polls_go_on(pilot, app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+async def _polls_go_on(pilot: Pilot[int], app: ZsnApp) -> None:
     polled = _pane(app).snapshot_count
     await wait_until(pilot, lambda: _pane(app).snapshot_count >= polled + 3,
                      "the pane polling underneath")
@@ -101,7 +103,8 @@ async def test_a_burst_typed_into_the_onboarding_form_loses_nothing(
         assert app.focused is app.screen.query_one("#onboard-endpoint")
         type_burst(app, "ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        assert "add peer carol-phone to zcapwg1 (server only, 10.77.0.9" in app.screen.plan_title
+        assert "add peer carol-phone to zcapwg1 (server only, 10.77.0.9" in screen_as(
+            app, PlanScreen).plan_title
 
 
 async def test_a_burst_into_the_new_interface_form_loses_nothing(app: ZsnApp) -> None:
@@ -119,7 +122,7 @@ async def test_a_burst_into_the_new_interface_form_loses_nothing(app: ZsnApp) ->
         type_burst(app, "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
         assert "create WireGuard interface wg7 (10.70.0.1/24, port 51999)" \
-            in app.screen.plan_title
+            in screen_as(app, PlanScreen).plan_title
 
 
 async def test_a_rename_typed_right_after_n_lands_in_the_dialog(app: ZsnApp) -> None:
@@ -127,7 +130,7 @@ async def test_a_rename_typed_right_after_n_lands_in_the_dialog(app: ZsnApp) -> 
         await wait_for_rows(pilot)
         type_burst(app, "n", *"alice-tablet", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        assert "rename peer alice-laptop to alice-tablet" in app.screen.plan_title
+        assert "rename peer alice-laptop to alice-tablet" in screen_as(app, PlanScreen).plan_title
 
 
 async def test_a_profile_path_pasted_into_the_import_form_lands_in_it(
@@ -140,8 +143,8 @@ async def test_a_profile_path_pasted_into_the_import_form_lands_in_it(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         type_burst(app, "2")  # the OpenVPN pane
-        await wait_until(pilot, lambda: app.active_pane() is not None
-                         and app.active_pane().id == "openvpn", "the OpenVPN pane")
+        await wait_until(pilot, lambda: getattr(app.active_pane(), "id", None) == "openvpn",
+                         "the OpenVPN pane")
         type_burst(app, "i", Paste(str(profile)), "tab", *"work")
         await wait_until(pilot, lambda: _value(app, "#import-name") == "work", "the typing")
         await _polls_go_on(pilot, app)
@@ -149,7 +152,7 @@ async def test_a_profile_path_pasted_into_the_import_form_lands_in_it(
         assert app.focused is app.screen.query_one("#import-name")
         type_burst(app, "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        assert "import office.ovpn as openvpn-client@work" in app.screen.plan_title
+        assert "import office.ovpn as openvpn-client@work" in screen_as(app, PlanScreen).plan_title
 
 
 # -- item 7: forms speak the form's language ------------------------------------------
@@ -287,7 +290,7 @@ async def test_client_to_client_plan_speaks_of_keys(app: ZsnApp, root: Path) -> 
         await wait_for_rows(pilot)
         await pilot.press("C")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        text = app.screen.text
+        text = screen_as(app, PlanScreen).text
     assert "re-import them on the clients (key v: QR code)" in text
     assert "zsn peer" not in text
 
@@ -327,12 +330,15 @@ async def test_one_notification_per_openvpn_import(tmp_path: Path,
     app = ZsnApp(Host(root), theme="zsn-night", refresh=3600)
     shown: list[str] = []
     notify = app.notify
-    monkeypatch.setattr(app, "notify", lambda message, **kw: (shown.append(message),
-                                                              notify(message, **kw)))
+
+    def notify_and_keep(message: str, **options: Any) -> None:
+        shown.append(message)
+        notify(message, **options)
+    monkeypatch.setattr(app, "notify", notify_and_keep)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")
-        await wait_until(pilot, lambda: app.active_pane() is not None
-                         and app.active_pane().id == "openvpn", "the OpenVPN pane")
+        await wait_until(pilot, lambda: getattr(app.active_pane(), "id", None) == "openvpn",
+                         "the OpenVPN pane")
         shown_text = " ".join(line.strip() for line in screen_text(app))
         assert "Press i to import a .ovpn profile" in shown_text
         await pilot.press("i")
@@ -348,11 +354,11 @@ async def test_one_notification_per_openvpn_import(tmp_path: Path,
 
 
 
-def test_snapshot_refused_onboarding_form_80x24(snap_compare, root: Path,  # type: ignore[no-untyped-def]
+def test_snapshot_refused_onboarding_form_80x24(snap_compare: SnapCompare, root: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     app = _app(root, monkeypatch, refresh=3600)
 
-    async def refused(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def refused(pilot: Pilot[int]) -> None:
         await wait_for_rows(pilot)
         await pilot.press("a")
         await wait_until(pilot, lambda: _value(app, "#onboard-address"), "the defaults")
@@ -362,12 +368,12 @@ def test_snapshot_refused_onboarding_form_80x24(snap_compare, root: Path,  # typ
     assert snap_compare(app, terminal_size=(80, 24), run_before=refused)
 
 
-def test_snapshot_gateway_without_a_default_route_80x24(snap_compare, root: Path,  # type: ignore[no-untyped-def]
+def test_snapshot_gateway_without_a_default_route_80x24(snap_compare: SnapCompare, root: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("zsn.wireguard.device.default_route_device", lambda: None)
     app = _app(root, monkeypatch, refresh=3600)
 
-    async def asked(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def asked(pilot: Pilot[int]) -> None:
         await wait_for_rows(pilot)
         await pilot.press("G")
         await wait_until(pilot, lambda: isinstance(app.screen, AskScreen), "the question")

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, screen_text, wait_for_rows, wait_until
+from tests.tui.conftest import SnapCompare
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
 from zsn.links import actions, bonding
 from zsn.links.lint import LinksView, lint_links
@@ -19,7 +21,7 @@ from zsn.links.model import LinksSnapshot, Rates
 from zsn.links.persist import LinkConfig, Owner, Persisted
 from zsn.system import netlink
 from zsn.system.host import Host
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
 from zsn.tui.panes.base import LivePane
 from zsn.tui.panes.links import LinksPane
 from zsn.tui.screens.ask import AskScreen, ChooseScreen
@@ -70,7 +72,7 @@ def links_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
 
 async def open_tab(pilot: Any) -> None:
     await pilot.pause()
-    pilot.app.query_one("#panes").active = "tab-links"
+    pilot.app.query_one("#panes", PaneSwitcher).active = "tab-links"
     await pilot.pause()
     await wait_for_rows(pilot, TABLE)
 
@@ -107,15 +109,15 @@ async def select(pilot: Any, name: str) -> None:
 # -- snapshots ------------------------------------------------------------------------
 
 
-def test_snapshot_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_80x24(snap_compare: SnapCompare, links_app: ZsnApp) -> None:
     assert snap_compare(links_app, terminal_size=(80, 24), run_before=open_tab)
 
 
-def test_snapshot_120x40(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_120x40(snap_compare: SnapCompare, links_app: ZsnApp) -> None:
     assert snap_compare(links_app, terminal_size=(120, 40), run_before=open_tab)
 
 
-def test_snapshot_lacp_bond_details_80x24(snap_compare,  # type: ignore[no-untyped-def]
+def test_snapshot_lacp_bond_details_80x24(snap_compare: SnapCompare,
                                           links_app: ZsnApp) -> None:
     async def on_ad0(pilot: Any) -> None:
         await open_tab(pilot)
@@ -124,7 +126,7 @@ def test_snapshot_lacp_bond_details_80x24(snap_compare,  # type: ignore[no-untyp
     assert snap_compare(links_app, terminal_size=(80, 24), run_before=on_ad0)
 
 
-def test_snapshot_mtu_plan_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_mtu_plan_80x24(snap_compare: SnapCompare, links_app: ZsnApp) -> None:
     async def mtu_plan(pilot: Any) -> None:
         await live_only(pilot)
         await select(pilot, "rr0")
@@ -138,7 +140,7 @@ def test_snapshot_mtu_plan_80x24(snap_compare, links_app: ZsnApp) -> None:  # ty
     assert snap_compare(links_app, terminal_size=(80, 24), run_before=mtu_plan)
 
 
-def test_snapshot_create_bond_form_80x24(snap_compare,  # type: ignore[no-untyped-def]
+def test_snapshot_create_bond_form_80x24(snap_compare: SnapCompare,
                                          links_app: ZsnApp) -> None:
     async def form(pilot: Any) -> None:
         await open_tab(pilot)
@@ -222,7 +224,7 @@ async def test_mtu_key_plans_the_order_and_y_applies(links_app: ZsnApp,
         links_app.screen.query_one(Input).value = "1500"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        text = links_app.screen.text
+        text = screen_as(links_app, PlanScreen).text
         assert text.index("lower rr0.10 MTU 9000 -> 1500") < text.index("lower rr0 MTU")
         await pilot.press("y")
         await pilot.app.workers.wait_for_complete()
@@ -272,7 +274,7 @@ async def test_create_form_refusal_stays_open_then_plans(links_app: ZsnApp) -> N
         form.query_one("#link-vlan-id", Input).value = "42"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "create vlan ad0.42 (on ad0, id 42)" in links_app.screen.text
+        assert "create vlan ad0.42 (on ad0, id 42)" in screen_as(links_app, PlanScreen).text
         await pilot.press("n")
 
 
@@ -282,7 +284,7 @@ async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
         await select(pilot, "eth7x")
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "release eth7x from ab0" in links_app.screen.text
+        assert "release eth7x from ab0" in screen_as(links_app, PlanScreen).text
         await pilot.press("n")
         await pilot.pause()
         await pilot.press("a")
@@ -291,13 +293,13 @@ async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
         links_app.screen.query_one(Input).value = "vethbr-p"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "enslave vethbr-p to ab0" in links_app.screen.text
+        assert "enslave vethbr-p to ab0" in screen_as(links_app, PlanScreen).text
         await pilot.press("escape")
         await pilot.pause()
         await select(pilot, "ab0")
         await pilot.press("d")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "delete bond ab0" in links_app.screen.text
+        assert "delete bond ab0" in screen_as(links_app, PlanScreen).text
         await pilot.press("n")
         await pilot.pause()
         await select(pilot, "dum0")
@@ -320,7 +322,7 @@ async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
         await select(pilot, "eth2x")
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
-        ask = links_app.screen
+        ask = screen_as(links_app, AskScreen)
         assert "rr0.10 carries this SSH session" in str(ask.prompt)
         assert "confirm-ssh-link" not in str(ask.prompt)  # the CLI's way, not this one
         ask.query_one(Input).value = "rr0"
@@ -335,7 +337,7 @@ async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
         links_app.screen.query_one(Input).value = "rr0.10"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "release eth2x from rr0" in links_app.screen.text
+        assert "release eth2x from rr0" in screen_as(links_app, PlanScreen).text
 
 
 async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None:
@@ -384,7 +386,7 @@ async def test_an_idle_poll_repaints_nothing(monkeypatch: pytest.MonkeyPatch) ->
     app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-links"
+        app.query_one("#panes", PaneSwitcher).active = "tab-links"
         pane = await wait_pane(pilot)
         await wait_until(pilot, lambda: pane.snapshot_count >= 1, "the first poll")
         await wait_until(pilot, lambda: len(app.query(LivePane)) == len(app.domains),
@@ -411,12 +413,12 @@ async def test_an_idle_poll_repaints_nothing(monkeypatch: pytest.MonkeyPatch) ->
         assert 0 < output.bytes < 2000  # one cell, not the screen
 
 
-async def wait_pane(pilot: Any) -> LinksPane:
+async def wait_pane(pilot: Pilot[int]) -> LinksPane:
     await wait_until(pilot, lambda: pilot.app.query(LinksPane), "the pane")
     return pilot.app.query_one(LinksPane)
 
 
-def test_snapshot_member_down_80x24(snap_compare,  # type: ignore[no-untyped-def]
+def test_snapshot_member_down_80x24(snap_compare: SnapCompare,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The lab's bonds with one member each set down: the row and the box say that
     member carries no traffic (the kernel still calls it "active")."""
@@ -462,7 +464,7 @@ async def test_the_footer_follows_the_highlighted_link(links_app: ZsnApp) -> Non
         await wait_until(pilot, lambda: bar.shown_keys[:2] == ["a", "d"], "add, delete first")
 
 
-def test_snapshot_kept_filter_80x24(snap_compare, links_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_kept_filter_80x24(snap_compare: SnapCompare, links_app: ZsnApp) -> None:
     """A kept filter: its text, count and the key that clears it in the border, `esc`
     first in the footer."""
     async def filtered(pilot: Any) -> None:

@@ -11,20 +11,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, RichLog
 
-from tests.pilot import row_texts, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, wait_for_rows, wait_until
+from tests.tui.conftest import SnapCompare
 from zsn.errors import ZsnError
 from zsn.format import human_rate
 from zsn.lint import Finding
 from zsn.openvpn import management
 from zsn.openvpn.config import parse
-from zsn.openvpn.connections import ConfigFile, Connection, config_path, summarize
+from zsn.openvpn.connections import ConfigFile, Connection, Kind, config_path, summarize
 from zsn.openvpn.live import OpenVpnSnapshot
 from zsn.system.dbus import JobResult, UnitState
 from zsn.system.host import Host
 from zsn.system.journal import JournalLine
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
+from zsn.tui.panes.openvpn import OpenVpnPane
 from zsn.tui.screens.ask import ChooseScreen
 from zsn.tui.screens.journal import JournalScreen
 from zsn.tui.screens.plan import PlanScreen
@@ -48,7 +51,7 @@ def unit(name: str, active: str, sub: str, enabled: str, pid: int) -> UnitState:
                      int((NOW - 3725) * 1e6) if active == "active" else 0, 0, "success")
 
 
-def connection(kind: str, name: str, sample: str, state: UnitState | None,
+def connection(kind: Kind, name: str, sample: str, state: UnitState | None,
                live: management.LiveState | None, errors: tuple[str, ...] = ()) -> Connection:
     config = ConfigFile(kind, name, config_path(kind, name))
     summary = summarize(parse((FIXTURES / "configs" / sample).read_text()), Host(),
@@ -80,18 +83,18 @@ def ovpn_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
     return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
 
 
-async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
+async def open_tab(pilot: Pilot[int]) -> None:
     await pilot.pause()  # the app has mounted, as when a user switches tabs
-    pilot.app.query_one("#panes").active = "tab-openvpn"
+    pilot.app.query_one("#panes", PaneSwitcher).active = "tab-openvpn"
     await pilot.pause()  # the pane is mounted when its tab is first shown
     await wait_for_rows(pilot, "#ovpn-connections")
 
 
-def test_snapshot_80x24(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_80x24(snap_compare: SnapCompare, ovpn_app: ZsnApp) -> None:
     assert snap_compare(ovpn_app, terminal_size=(80, 24), run_before=open_tab)
 
 
-def test_snapshot_120x40(snap_compare, ovpn_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_120x40(snap_compare: SnapCompare, ovpn_app: ZsnApp) -> None:
     assert snap_compare(ovpn_app, terminal_size=(120, 40), run_before=open_tab)
 
 
@@ -107,7 +110,7 @@ def fixed_root() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+def test_snapshot_hook_plan_80x24(snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch,
                                   fixed_root: Path) -> None:
     (fixed_root / "etc/openvpn/client/office.conf").write_text(
         (FIXTURES / "configs/client.conf").read_text())
@@ -116,7 +119,7 @@ def test_snapshot_hook_plan_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr("zsn.tui.panes.openvpn.now", lambda: NOW)
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
 
-    async def open_plan(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def open_plan(pilot: Pilot[int]) -> None:
         await open_tab(pilot)
         await pilot.press("h")  # split or all DNS: the first choice is the config's own
         await pilot.pause()
@@ -197,15 +200,15 @@ async def test_import_by_keyboard_writes_a_private_config(tmp_path: Path) -> Non
     app = ZsnApp(Host(root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-openvpn"
+        app.query_one("#panes", PaneSwitcher).active = "tab-openvpn"
         await pilot.pause()
         await pilot.press("i")
         await pilot.pause()
         app.screen.query_one("#import-path", Input).value = str(profile)
         await pilot.press("enter")  # the name is the file's
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        assert "as openvpn-client@office" in app.screen.plan_title
-        assert "PRIVATE" not in app.screen.text
+        assert "as openvpn-client@office" in screen_as(app, PlanScreen).plan_title
+        assert "PRIVATE" not in screen_as(app, PlanScreen).text
         await pilot.press("y")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
@@ -277,7 +280,7 @@ async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: 
     config.write_text("client\nremote vpn.example.net 1194\n")
     app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
 
-    async def choose(pilot, keys: tuple[str, ...]) -> list[str]:  # type: ignore[no-untyped-def]
+    async def choose(pilot: Pilot[int], keys: tuple[str, ...]) -> list[str]:
         await pilot.press("h")
         await pilot.pause()
         assert isinstance(app.screen, ChooseScreen)
@@ -401,7 +404,7 @@ async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
         await pilot.pause(0.3)
         output = TerminalOutput(ovpn_app)
         for _ in range(2):
-            ovpn_app.query_one("#openvpn").poll(force=True)
+            ovpn_app.query_one("#openvpn", OpenVpnPane).poll(force=True)
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()
         assert output.bytes == 0

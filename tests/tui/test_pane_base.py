@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 from textual.app import App, ComposeResult
 
@@ -15,7 +14,7 @@ from zsn.tui.panes.base import LivePane, failure_line
 from zsn.tui.widgets.status import StatusLine
 
 
-class SlowPane(LivePane):
+class SlowPane(LivePane[int]):
     def __init__(self) -> None:
         super().__init__(Host(Path("/srv/zsn-test-root")), 3600, id="slow")
         self.gate = threading.Event()
@@ -32,7 +31,7 @@ class SlowPane(LivePane):
             self.gate.wait(10)  # a read begun before the change
         return number
 
-    def show(self, snapshot: Any) -> None:
+    def show(self, snapshot: int) -> None:
         self.shown.append(snapshot)
 
 

@@ -8,11 +8,14 @@ one and records it itself, as it does on a live system.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
+from tests.tui.conftest import SnapCompare
 from tests.unit.test_wireguard_history import CLIENT, recorded_series, snapshot, step
 from zsn.format import human_duration
 from zsn.system.host import Host
@@ -25,7 +28,7 @@ NOW = int(LAST_READ) + 75
 
 
 @pytest.fixture
-def history_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ZsnApp:
+def history_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ZsnApp]:
     monkeypatch.setenv("TZ", "UTC")  # event times are shown in local time
     time.tzset()
     (tmp_path / "var/lib").mkdir(parents=True)
@@ -41,7 +44,7 @@ def history_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ZsnApp:
     time.tzset()
 
 
-async def open_peer(pilot) -> None:  # type: ignore[no-untyped-def]
+async def open_peer(pilot: Pilot[int]) -> None:
     await wait_for_rows(pilot)
     await pilot.press("enter")
     screen = pilot.app.screen
@@ -78,5 +81,6 @@ async def test_the_details_show_totals_across_the_restart_sparklines_and_events(
         assert screen.peer.public_key == CLIENT
 
 
-def test_snapshot_peer_details_with_history_80x24(snap_compare, history_app: ZsnApp) -> None:
+def test_snapshot_peer_details_with_history_80x24(snap_compare: SnapCompare,
+                                                  history_app: ZsnApp) -> None:
     assert snap_compare(history_app, terminal_size=(80, 24), run_before=open_peer)

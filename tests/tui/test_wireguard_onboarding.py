@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
-from tests.pilot import wait_for_rows, wait_until
-from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, fixed_snapshot
+from tests.pilot import screen_as, wait_for_rows, wait_until
+from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, SnapCompare, fixed_snapshot
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.client_config import ClientConfigScreen
@@ -32,12 +36,12 @@ def app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
     return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
 
 
-async def _wait_for_screen(pilot, kind: type) -> None:
+async def _wait_for_screen(pilot: Pilot[int], kind: type[Screen[Any]]) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, kind),
                      f"{kind.__name__} to open")
 
 
-async def _wait_for(pilot, predicate) -> None:
+async def _wait_for(pilot: Pilot[int], predicate: Callable[[], object]) -> None:
     await wait_until(pilot, predicate)
 
 
@@ -57,10 +61,11 @@ async def test_onboarding_by_keys_writes_configs_and_shows_the_qr(app: ZsnApp,
         await pilot.press(*"vpn.example.com")
         await pilot.press("ctrl+s")
         await _wait_for_screen(pilot, PlanScreen)
-        assert "add peer carol to zcapwg1 (whole VPN subnet" in app.screen.plan_title
+        assert "add peer carol to zcapwg1 (whole VPN subnet" in screen_as(
+            app, PlanScreen).plan_title
         await pilot.press("y")
         await _wait_for_screen(pilot, ClientConfigScreen)
-        shown = app.screen.config_text
+        shown = screen_as(app, ClientConfigScreen).config_text
         assert "AllowedIPs = 10.77.0.0/24, fd77::/64" in shown
         assert "Endpoint = vpn.example.com:51901" in shown
         body = str(app.screen.query_one("#client-config-text", Static).render())
@@ -96,7 +101,7 @@ async def test_disable_shows_the_plan_and_comments_the_block_out(app: ZsnApp,
         assert peers.row_count == 2
         await pilot.press("down", "e")  # bob-site
         await _wait_for_screen(pilot, PlanScreen)
-        assert "disable peer bob-site" in app.screen.plan_title
+        assert "disable peer bob-site" in screen_as(app, PlanScreen).plan_title
         await pilot.press("y")
         await _wait_for(pilot, lambda: "#[disabled] [Peer]" in
                         (root / "etc/wireguard/zcapwg1.conf").read_text())
@@ -132,8 +137,8 @@ def _fixed_client_config() -> str:
         endpoint="vpn.example.com:51901", keepalive=25)
 
 
-def test_snapshot_qr_screen_80x24(snap_compare, app: ZsnApp) -> None:
-    async def open_qr(pilot) -> None:
+def test_snapshot_qr_screen_80x24(snap_compare: SnapCompare, app: ZsnApp) -> None:
+    async def open_qr(pilot: Pilot[int]) -> None:
         await wait_for_rows(pilot)
         pilot.app.push_screen(ClientConfigScreen("alice-laptop on zcapwg1",
                                                  _fixed_client_config()))
@@ -159,7 +164,7 @@ async def test_client_to_client_from_the_pane(app: ZsnApp, root: Path) -> None:
         await wait_for_rows(pilot)
         await pilot.press("C")
         await _wait_for_screen(pilot, PlanScreen)
-        assert "let clients of zcapwg1 reach each other" in app.screen.plan_title
+        assert "let clients of zcapwg1 reach each other" in screen_as(app, PlanScreen).plan_title
         await pilot.press("y")
         config = root / "etc/wireguard/zcapwg1.conf"
         await _wait_for(pilot, lambda: "PostUp = iptables -A FORWARD -i %i -o %i -j ACCEPT"

@@ -4,33 +4,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.pilot import row_texts, wait_for_rows, wait_until
+import pytest
+from textual.pilot import Pilot
+
+from tests.pilot import row_texts, shown_row, wait_for_rows, wait_until
+from tests.tui.conftest import SnapCompare
 from zsn.system.host import Host
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
+from zsn.tui.panes.wireguard import WireGuardPane
 from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.peer_details import PeerDetailsScreen
 from zsn.tui.widgets.table import LiveTable
 
 
-async def open_first_peer(pilot) -> None:
+async def open_first_peer(pilot: Pilot[int]) -> None:
     await wait_for_rows(pilot)
     await pilot.press("enter")
     await pilot.pause()
 
 
-def test_snapshot_80x24(snap_compare, fixed_app: ZsnApp) -> None:
+def test_snapshot_80x24(snap_compare: SnapCompare, fixed_app: ZsnApp) -> None:
     assert snap_compare(fixed_app, terminal_size=(80, 24), run_before=wait_for_rows)
 
 
-def test_snapshot_120x40(snap_compare, fixed_app: ZsnApp) -> None:
+def test_snapshot_120x40(snap_compare: SnapCompare, fixed_app: ZsnApp) -> None:
     assert snap_compare(fixed_app, terminal_size=(120, 40), run_before=wait_for_rows)
 
 
-def test_snapshot_peer_details_80x24(snap_compare, fixed_app: ZsnApp) -> None:
+def test_snapshot_peer_details_80x24(snap_compare: SnapCompare, fixed_app: ZsnApp) -> None:
     assert snap_compare(fixed_app, terminal_size=(80, 24), run_before=open_first_peer)
 
 
-def test_snapshot_16_colour_theme_80x24(snap_compare, fixed_app: ZsnApp) -> None:
+def test_snapshot_16_colour_theme_80x24(snap_compare: SnapCompare, fixed_app: ZsnApp) -> None:
     sixteen = ZsnApp(fixed_app.host, theme="zsn-16", refresh=3600)
     assert snap_compare(sixteen, terminal_size=(80, 24), run_before=wait_for_rows)
 
@@ -127,7 +132,8 @@ async def test_no_interfaces_says_how_to_start_one(tmp_path: Path) -> None:
         assert status.display
 
 
-async def test_not_root_shows_what_needs_root_not_empty_tables(monkeypatch) -> None:
+async def test_not_root_shows_what_needs_root_not_empty_tables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.tui.conftest import fixed_snapshot
     from zsn.wireguard.live import NEEDS_ROOT
 
@@ -155,7 +161,7 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
         fixed_app: ZsnApp) -> None:
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
-        tabs = fixed_app.query_one("#panes")
+        tabs = fixed_app.query_one("#panes", PaneSwitcher)
         await pilot.press("2")
         await pilot.pause()
         assert tabs.active == "tab-openvpn"
@@ -167,7 +173,7 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
 
 
 async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
-        monkeypatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.pilot import screen_text
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
@@ -197,14 +203,14 @@ async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
 
 
 async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
-        fixed_app: ZsnApp, monkeypatch) -> None:
+        fixed_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(host: Host) -> list[object]:
         raise RuntimeError("lint exploded")
 
     monkeypatch.setattr("zsn.wireguard.lint.lint", broken)
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
-        fixed_app.query_one("#wireguard").refresh_findings()
+        fixed_app.query_one("#wireguard", WireGuardPane).refresh_findings()
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         assert any("RuntimeError: lint exploded" in n.message for n in fixed_app._notifications)
@@ -247,7 +253,7 @@ async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: Zsn
         await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.3)
         output = TerminalOutput(fixed_app)
-        pane = fixed_app.query_one("#wireguard")
+        pane = fixed_app.query_one("#wireguard", WireGuardPane)
         for _ in range(3):  # what the 1 s timer does, with the same snapshot
             pane.poll(force=True)
             await pilot.app.workers.wait_for_complete()
@@ -296,7 +302,7 @@ async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
 
 
 async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
-        monkeypatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
     full = fixed_snapshot()
@@ -310,7 +316,7 @@ async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
         await wait_for_rows(pilot)
         interfaces = app.query_one("#wg-interfaces", LiveTable)
         height = interfaces.outer_size.height
-        pane = app.query_one("#wireguard")
+        pane = app.query_one("#wireguard", WireGuardPane)
 
         async def poll() -> None:
             pane.poll(force=True)
@@ -329,11 +335,11 @@ async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
         assert interfaces.outer_size.height == height
         current[0] = full  # back again: a live row
         await poll()
-        assert interfaces.get_row("zcapwg2").state == ""
+        assert shown_row(interfaces, "zcapwg2").state == ""
 
 
 async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice(
-        monkeypatch, fixed_app: ZsnApp) -> None:
+        monkeypatch: pytest.MonkeyPatch, fixed_app: ZsnApp) -> None:
     from tests.tui.conftest import fixed_snapshot
     from zsn.plan import LiveStep, Plan
     from zsn.tui.screens.plan import PlanScreen
@@ -360,7 +366,7 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
         await pilot.press("y")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        fixed_app.query_one("#wireguard").poll(force=True)
+        fixed_app.query_one("#wireguard", WireGuardPane).poll(force=True)
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         messages = [n.message for n in fixed_app._notifications]
@@ -370,7 +376,7 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
 
 
 async def test_another_namespaces_interface_is_labelled_not_passed_off_as_ours(
-        monkeypatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 
     snapshot = fixed_snapshot()
@@ -384,7 +390,7 @@ async def test_another_namespaces_interface_is_labelled_not_passed_off_as_ours(
         await wait_for_rows(pilot)
         interfaces = app.query_one("#wg-interfaces", LiveTable)
         assert interfaces.cell("zcapwg2", "name") == "zcapwg2 (other netns)"
-        assert interfaces.get_row("zcapwg2").state == "muted"
+        assert shown_row(interfaces, "zcapwg2").state == "muted"
         assert any("zcapwg2 (other netns)" in line for line in table_lines(app, "Interfaces"))
         await pilot.press("tab", "down")
         assert app.query_one("#wg-peers", LiveTable).border_title == \
@@ -425,7 +431,7 @@ async def test_an_open_peer_stays_still_when_nothing_changed(fixed_app: ZsnApp) 
         await pilot.pause(0.3)
         output = TerminalOutput(fixed_app)
         for _ in range(2):
-            fixed_app.query_one("#wireguard").poll(force=True)
+            fixed_app.query_one("#wireguard", WireGuardPane).poll(force=True)
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()
         assert output.bytes == 0

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from textual.widgets import Checkbox, Input
 
-from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, screen_text, wait_for_rows, wait_until
 from zsn.lint import Finding
 from zsn.system.host import Host
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
+from zsn.tui.panes.wlan import WlanPane
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.screens.wifi import ConnectScreen, WifiQrScreen
@@ -110,7 +111,7 @@ def wlan_app(monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> ZsnApp:
 
 async def open_tab(pilot: Any) -> None:
     await pilot.pause()
-    pilot.app.query_one("#panes").active = "tab-wlan"
+    pilot.app.query_one("#panes", PaneSwitcher).active = "tab-wlan"
     await pilot.pause()
     await wait_for_rows(pilot, "#wlan-scan")
 
@@ -212,7 +213,7 @@ async def test_connect_asks_a_masked_passphrase_and_shows_the_plan(
         field.value = ""
         await pilot.press(*[("space" if c == " " else c) for c in SECRET], "enter")
         await wait_until(pilot, lambda: isinstance(wlan_app.screen, PlanScreen), "the plan")
-        plan = wlan_app.screen.text
+        plan = screen_as(wlan_app, PlanScreen).text
         assert "connect wlan5 to office-sae" in plan and "zsn's agent, once" in plan
         assert SECRET not in plan
         await pilot.press("n")
@@ -264,7 +265,7 @@ async def test_actions_show_their_plan(wlan_app: ZsnApp, keys: list[str], title:
         await open_tab(pilot)
         await pilot.press(*keys)
         await wait_until(pilot, lambda: isinstance(wlan_app.screen, PlanScreen), title)
-        assert wlan_app.screen.plan_title == title
+        assert screen_as(wlan_app, PlanScreen).plan_title == title
 
 
 async def test_scan_key_scans_the_highlighted_interface(
@@ -303,7 +304,7 @@ async def test_lint_key_lists_findings(wlan_app: ZsnApp) -> None:
         await open_tab(pilot)
         await pilot.press("l")
         await wait_until(pilot, lambda: isinstance(wlan_app.screen, FindingsScreen))
-        assert [f.id for f in wlan_app.screen.findings] == ["WLAN004"]
+        assert [f.id for f in screen_as(wlan_app, FindingsScreen).findings] == ["WLAN004"]
 
 
 async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPatch,
@@ -318,7 +319,7 @@ async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPat
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-wlan"
+        app.query_one("#panes", PaneSwitcher).active = "tab-wlan"
         await wait_until(pilot, lambda: app.query_one("#wlan-interfaces", LiveTable).row_count,
                          "the interface row")
         assert _rows(app, "#wlan-interfaces")[0][1] == "NetworkManager (ro)"
@@ -344,8 +345,8 @@ async def test_rows_follow_the_signal_order_and_the_cursor_its_network(
         current["snapshot"] = dataclasses.replace(
             first, interfaces=(dataclasses.replace(wlan0, scan=stronger),
                                *first.interfaces[1:]))
-        pane = app.query_one("#wlan")
-        pane.poll(force=True)  # type: ignore[attr-defined]
+        pane = app.query_one("#wlan", WlanPane)
+        pane.poll(force=True)
         await wait_until(pilot, lambda: [r[0] for r in _rows(app, "#wlan-scan")] == [
             "home-wpa2", "office-sae", "cafe-open", "(hidden)"], "the new order")
         assert _cursor_ssid(app) == "office-sae"
@@ -363,7 +364,7 @@ async def test_connect_without_a_highlighted_network_says_so(
     app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-wlan"
+        app.query_one("#panes", PaneSwitcher).active = "tab-wlan"
         await wait_until(pilot, lambda: not app.query_one("#wlan-scan", LiveTable).reading,
                          "the scan table read")
         await pilot.press("c")

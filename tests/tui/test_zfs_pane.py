@@ -3,18 +3,23 @@ its iostat streams replaced by a monitor that replays a captured `zpool iostat`.
 
 from __future__ import annotations
 
+import operator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, OptionList, Static
 
-from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, screen_text, wait_for_rows, wait_until
+from tests.tui.conftest import SnapCompare
 from tests.unit.zfs.conftest import VM, read
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan
 from zsn.system.host import Host
-from zsn.tui.app import ZsnApp
+from zsn.tui.app import PaneSwitcher, ZsnApp
+from zsn.tui.panes.zfs import ZfsPane
 from zsn.tui.screens.dataset import DatasetScreen
 from zsn.tui.screens.findings import FindingsScreen
 from zsn.tui.screens.plan import PlanScreen
@@ -83,15 +88,15 @@ def zfs_app(monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
     return make_app(monkeypatch, fixed_snapshot())
 
 
-async def open_tab(pilot) -> None:  # type: ignore[no-untyped-def]
+async def open_tab(pilot: Pilot[int]) -> None:
     await pilot.pause()
-    pilot.app.query_one("#panes").active = "tab-zfs"
+    pilot.app.query_one("#panes", PaneSwitcher).active = "tab-zfs"
     await pilot.pause()
     await wait_for_rows(pilot, "#zfs-pools")
     await wait_for_rows(pilot, "#zfs-vdevs")
 
 
-async def select_tank(pilot) -> None:  # type: ignore[no-untyped-def]
+async def select_tank(pilot: Pilot[int]) -> None:
     await open_tab(pilot)
     pilot.app.query_one("#zfs-pools", LiveTable).focus()
     await pilot.press("down")
@@ -109,11 +114,11 @@ def tree(app: ZsnApp, table: str) -> list[tuple[int, str]]:
             (widget.get_row(key) for key in widget.shown_keys) if row is not None]
 
 
-def test_snapshot_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_80x24(snap_compare: SnapCompare, zfs_app: ZsnApp) -> None:
     assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=select_tank)
 
 
-def test_snapshot_120x40(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_120x40(snap_compare: SnapCompare, zfs_app: ZsnApp) -> None:
     assert snap_compare(zfs_app, terminal_size=(120, 40), run_before=select_tank)
 
 
@@ -189,9 +194,9 @@ async def test_scrub_keys_show_a_plan_and_apply_it_on_y(
         for key, verb in (("p", "pause"), ("s", "start"), ("x", "stop")):
             await pilot.press(key)
             await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
-            assert zfs_app.screen.plan_title == f"{verb} scrub on tank"  # type: ignore[attr-defined]
+            assert screen_as(zfs_app, PlanScreen).plan_title == f"{verb} scrub on tank"
             await pilot.press("y")
-            await wait_until(pilot, lambda v=verb: v in ran, f"{verb} applied")
+            await wait_until(pilot, partial(operator.contains, ran, verb), f"{verb} applied")
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
         await pilot.press("n")
@@ -218,7 +223,7 @@ async def test_a_refused_scrub_is_a_notification(zfs_app: ZsnApp) -> None:
                 "already running" in n.message for n in zfs_app._notifications), "a notice")
             assert not isinstance(zfs_app.screen, PlanScreen)
         finally:
-            actions.plan_scrub = original  # type: ignore[assignment]
+            actions.plan_scrub = original
 
 
 async def test_set_property_asks_property_then_value_then_shows_the_plan(
@@ -306,18 +311,19 @@ async def test_empty_states(monkeypatch: pytest.MonkeyPatch, snapshot: ZfsSnapsh
     app = make_app(monkeypatch, snapshot)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-zfs"
+        app.query_one("#panes", PaneSwitcher).active = "tab-zfs"
         await wait_until(pilot, lambda: message in str(
             app.query_one("#zfs .pane-status", Static).render()), "the empty state")
         assert app.query_one("#zfs-pools", LiveTable).row_count == 0
 
 
-def test_snapshot_empty_state_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_empty_state_80x24(snap_compare: SnapCompare,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app(monkeypatch, ZfsSnapshot(unavailable=MODULE_NOT_LOADED))
 
-    async def open_empty(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def open_empty(pilot: Pilot[int]) -> None:
         await pilot.pause()
-        app.query_one("#panes").active = "tab-zfs"
+        app.query_one("#panes", PaneSwitcher).active = "tab-zfs"
         await wait_until(pilot, lambda: "not available" in str(
             app.query_one("#zfs .pane-status", Static).render()), "the empty state")
 
@@ -340,7 +346,7 @@ async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: 
         await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.3)
         output = TerminalOutput(zfs_app)
-        pane = zfs_app.query_one("#zfs")
+        pane = zfs_app.query_one("#zfs", ZfsPane)
         for _ in range(2):
             pane.poll(force=True)
             await pilot.app.workers.wait_for_complete()
@@ -372,7 +378,7 @@ async def test_a_vanished_pool_stays_greyed_until_it_is_back(
     app, reads, both = changing_app(monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
-        pane = app.query_one("#zfs")
+        pane = app.query_one("#zfs", ZfsPane)
         reads.snapshot = both._replace(pools=tuple(p for p in both.pools if p.name != "tank"))
         pane.poll(force=True)
         await wait_until(pilot, lambda: any(
@@ -400,7 +406,7 @@ async def test_a_failed_read_is_not_every_pool_vanishing(monkeypatch: pytest.Mon
     async with app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
         reads.snapshot = ZfsSnapshot(errors=("zpool: no answer within 15 s",))
-        app.query_one("#zfs").poll(force=True)
+        app.query_one("#zfs", ZfsPane).poll(force=True)
         await wait_until(pilot, lambda: "no answer within 15 s" in str(
             app.query_one("#zfs .pane-status", Static).render()), "the error")
         assert not any("disappeared" in n.message for n in app._notifications)
@@ -474,11 +480,12 @@ def captured_db() -> tuple[list[tuple[str, str, str]], list[Snapshot]]:
     return listing.parse_properties(read(VM / "zfs-get-Hp-all.tank-db.txt")), taken
 
 
-def test_snapshot_dataset_box_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_dataset_box_80x24(snap_compare: SnapCompare,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("zsn.tui.panes.zfs.read_dataset", lambda name: captured_db())
     app = make_app(monkeypatch, fixed_snapshot())
 
-    async def open_db(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def open_db(pilot: Pilot[int]) -> None:
         await select_tank(pilot)
         await pilot.press("d", "down", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, DatasetScreen), "the box")
@@ -574,9 +581,9 @@ async def test_a_failed_change_is_one_line(zfs_app: ZsnApp,
                                   "scrub tank: permission denied")
 
 
-def test_snapshot_help_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_help_80x24(snap_compare: SnapCompare, zfs_app: ZsnApp) -> None:
     """`?`: the pane's own keys on the first screen."""
-    async def help_open(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def help_open(pilot: Pilot[int]) -> None:
         await select_tank(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
@@ -584,7 +591,7 @@ def test_snapshot_help_80x24(snap_compare, zfs_app: ZsnApp) -> None:  # type: ig
     assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=help_open)
 
 
-def test_snapshot_failure_notice_80x24(snap_compare, zfs_app: ZsnApp,  # type: ignore[no-untyped-def]
+def test_snapshot_failure_notice_80x24(snap_compare: SnapCompare, zfs_app: ZsnApp,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A failed change: one line under its title, the tables still in sight."""
     from zsn.errors import CommandError
@@ -595,7 +602,7 @@ def test_snapshot_failure_notice_80x24(snap_compare, zfs_app: ZsnApp,  # type: i
     monkeypatch.setattr("zsn.zfs.actions.plan_scrub", lambda host, pool, verb: Plan(
         f"{verb} scrub on {pool}", [LiveStep(f"zpool scrub -p {pool}", refuse)]))
 
-    async def failed(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def failed(pilot: Pilot[int]) -> None:
         await select_tank(pilot)
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen), "the plan")

@@ -132,7 +132,11 @@ def test_a_sampling_section_window_runs_while_the_others_are_read(
 
     def begin_sampling(host: Host) -> Callable[[], dict[str, object]]:
         events.append("first reading")
-        return lambda: events.append("second reading") or {"name": "sampled"}
+
+        def second_reading() -> dict[str, object]:
+            events.append("second reading")
+            return {"name": "sampled"}
+        return second_reading
 
     def broken_start(host: Host) -> Callable[[], dict[str, object]]:
         raise ZsnError("no counters")

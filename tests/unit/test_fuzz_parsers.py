@@ -48,6 +48,7 @@ import json
 import socket
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def only_typed_errors(parse: Callable[[], Any]) -> Any | None:
     return result
 
 
-_any_char = st.characters(blacklist_categories=("Cs",))
+_any_char = st.characters(exclude_categories=["Cs"])
 _noise = st.text(alphabet=_any_char, max_size=40)
 _eol = st.sampled_from(["\n", "\r\n", "\r", "\x85", "\u2028", "\x0c", ""])
 
@@ -430,7 +431,7 @@ def test_fuzz_zpool_iostat_stream() -> None:
     def check(parts: tuple[list[str], list[str]]) -> None:
         assembler = BlockAssembler("tank")
         for line in [*parts[0], *parts[1]]:
-            for block in only_typed_errors(lambda line=line: assembler.feed(line)) or ():
+            for block in only_typed_errors(partial(assembler.feed, line)) or ():
                 assert block.rows[0].name == "tank"
                 for row in block.rows:
                     source = next(text for text in parts[0]
@@ -614,7 +615,7 @@ def test_fuzz_network_config_files() -> None:
             assert unit.text == text
             unit.values("Network", "VLAN")
         for dialect, _markers in DIALECT_MARKERS:
-            reading = only_typed_errors(lambda dialect=dialect: parse(text, dialect))
+            reading = only_typed_errors(partial(parse, text, dialect))
             assert reading is None or reading.files[0].text == text
         profile = only_typed_errors(lambda: Profile.parsed("/etc/netctl/x", None, text))
         if profile is not None:

@@ -17,14 +17,14 @@ KEY_A = base64.b64encode(bytes(range(32))).decode()
 KEY_B = base64.b64encode(bytes(range(1, 33))).decode()
 
 
-def allowed(address: str, mask: int) -> dict:
+def allowed(address: str, mask: int) -> dict[str, object]:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     return {"attrs": [["WGALLOWEDIP_A_FAMILY", family],
                       ["WGALLOWEDIP_A_IPADDR", socket.inet_pton(family, address)],
                       ["WGALLOWEDIP_A_CIDR_MASK", mask]]}
 
 
-def wire(attrs: list) -> wgmsg:
+def wire(attrs: list[list[object]]) -> wgmsg:
     message = wgmsg()
     message["cmd"] = 0
     message["version"] = 1

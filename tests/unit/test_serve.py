@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.lab.netns import wait_for
 from tests.lab.serving import Running, read_all, running
 from zsn import serve
+from zsn.errors import ZsnError
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -296,5 +297,5 @@ def test_listen_addresses(text: str, address: tuple[str, int], loopback: bool) -
 
 @pytest.mark.parametrize("text", ["9586", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000"])
 def test_listen_mistakes(text: str) -> None:
-    with pytest.raises(serve.ZsnError, match="expected ADDRESS:PORT"):
+    with pytest.raises(ZsnError, match="expected ADDRESS:PORT"):
         serve.parse_listen(text)

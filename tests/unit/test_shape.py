@@ -37,7 +37,9 @@ def test_no_caller_decides_by_an_errors_words() -> None:
                 continue
             caught = {handler.name}
             for node in ast.walk(handler):
-                tested = []
+                tested: list[ast.expr] = []
+                if not isinstance(node, ast.expr):  # a comparison or a call
+                    continue
                 if isinstance(node, ast.Compare) and any(
                         isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                     tested = [node.left, *node.comparators]

@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -19,7 +20,7 @@ def _child(code: str) -> list[str]:
     return [PY, "-c", code]
 
 
-def _wait_until(predicate, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_until(predicate: Callable[[], object], seconds: float = 10.0) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if predicate():
@@ -125,4 +126,4 @@ def test_the_owner_hears_of_new_lines_and_of_the_end() -> None:
 
 def test_argv_must_be_a_list() -> None:
     with pytest.raises(TypeError):
-        LineStream("zpool iostat")  # type: ignore[arg-type]
+        LineStream("zpool iostat")

@@ -13,6 +13,7 @@ import pytest
 from tests.needs import needs_tools
 from zsn.cli import main as cli_main
 from zsn.errors import ValidationError
+from zsn.lint import Finding
 from zsn.plan import ApplyError, FileEdit, LiveStep
 from zsn.system.host import Host
 from zsn.wireguard import actions, interfaces, lint, onboarding, routing, settings
@@ -311,8 +312,8 @@ def test_gateway_rules_use_percent_i_and_are_added_once(host: Host) -> None:
     assert not again.steps
 
 
-def _lint_ids(host: Host) -> dict[str, list[lint.Finding]]:
-    found: dict[str, list[lint.Finding]] = {}
+def _lint_ids(host: Host) -> dict[str, list[Finding]]:
+    found: dict[str, list[Finding]] = {}
     for finding in lint.lint(host):
         found.setdefault(finding.id, []).append(finding)
     return found

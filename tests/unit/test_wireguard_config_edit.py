@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zsn.errors import ParseError, ValidationError
-from zsn.wireguard.config import DISABLED_PREFIX, parse
+from zsn.wireguard.config import DISABLED_PREFIX, Section, parse
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "wireguard"
 REAL_CONFIGS = sorted(FIXTURES.glob("*.conf"))
@@ -163,7 +163,7 @@ def test_parse_errors_never_quote_key_material(label: str, key: str) -> None:
 
 # -- property tests --------------------------------------------------------------
 
-_line = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+_line = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -211,7 +211,7 @@ def test_parse_of_render_gives_back_the_model(
     assert again.interface is not None and again.interface.get("ListenPort") == str(port)
 
 
-def _index(config_sections: list) -> list[tuple]:
+def _index(config_sections: list[Section]) -> list[tuple[object, ...]]:
     return [(s.kind, s.header, s.end, s.entries, s.name, s.name_line, s.disabled)
             for s in config_sections]
 
@@ -224,7 +224,8 @@ _operations = st.lists(st.tuples(
 
 @settings(max_examples=150)
 @given(st.sampled_from(REAL_CONFIGS), _operations)
-def test_every_edit_leaves_the_same_index_as_a_fresh_parse(path: Path, operations) -> None:
+def test_every_edit_leaves_the_same_index_as_a_fresh_parse(
+        path: Path, operations: list[tuple[str, int]]) -> None:
     config = parse(path.read_text())
     for number, (operation, pick) in enumerate(operations):
         peers = config.all_peers

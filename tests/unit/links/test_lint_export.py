@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,13 +16,14 @@ from zsn.links import export as links_export
 from zsn.links.lint import RULES, lint_links
 from zsn.links.live import BondDetails
 from zsn.links.persist import LinkConfig, Owner, Persisted
+from zsn.lint import Finding
 from zsn.system import rtnetlink
 from zsn.system.host import Host
 
 NETPLAN = Owner("netplan", "netplan config found")
 
 
-def ids(findings: list) -> list[tuple[str, str | None]]:  # type: ignore[type-arg]
+def ids(findings: list[Finding]) -> list[tuple[str, str | None]]:
     return sorted((f.id, f.subject) for f in findings)
 
 
@@ -72,7 +74,7 @@ def test_every_rule_has_a_title() -> None:
 
 
 @pytest.fixture
-def exported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:  # type: ignore[type-arg]
+def exported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     snapshot = captured_snapshot()
     details = BondDetails({"ad0": bonding.parse_proc_bonding(
         (LINK_FIXTURES / "proc-net-bonding-ad0.txt").read_text())}, ())
@@ -82,10 +84,10 @@ def exported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:  # type: 
     monkeypatch.setattr(rtnetlink, "read_counters", lambda: later)
     monkeypatch.setattr(links_export, "RATE_WINDOW", 0.01)
     result = zsn_export.collect(Host(tmp_path), ["links"])
-    return result.document  # type: ignore[no-any-return]
+    return result.document
 
 
-def test_json_carries_stack_members_counters_and_rates(exported: dict) -> None:  # type: ignore[type-arg]
+def test_json_carries_stack_members_counters_and_rates(exported: dict[str, Any]) -> None:
     links = {i["name"]: i for i in exported["links"]["interfaces"]}
     ad0 = links["ad0"]
     assert (ad0["kind"], ad0["state"], ad0["mtu"]) == ("bond", "up", 1500)
@@ -104,7 +106,7 @@ def test_json_carries_stack_members_counters_and_rates(exported: dict) -> None: 
     check_export(exported)
 
 
-def test_prometheus_text_parses_and_has_member_gauges(exported: dict) -> None:  # type: ignore[type-arg]
+def test_prometheus_text_parses_and_has_member_gauges(exported: dict[str, Any]) -> None:
     from zsn.export import ExportResult, to_prometheus
 
     text = to_prometheus(ExportResult(exported, []))

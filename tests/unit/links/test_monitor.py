@@ -3,7 +3,8 @@ counters every time; rates drop a sample when a counter fell or the ifindex chan
 
 from __future__ import annotations
 
-from dataclasses import replace
+import time
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -24,55 +25,59 @@ class Watcher:
         pass
 
 
-@pytest.fixture
-def kernel(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+@dataclass
+class FakeKernel:
     """What the monitor reads: the captured link dump, counters we move by hand."""
+
+    records: list[rtnetlink.LinkRecord]
+    counters: dict[int, Counters]
+    reads: list[str] = field(default_factory=list)
+
+    def read_links(self) -> list[rtnetlink.LinkRecord]:
+        self.reads.append("links")
+        return [replace(r, counters=self.counters.get(r.index)) for r in self.records]
+
+    def read_counters(self) -> dict[int, Counters]:
+        self.reads.append("counters")
+        return dict(self.counters)
+
+
+@pytest.fixture
+def kernel(monkeypatch: pytest.MonkeyPatch) -> FakeKernel:
     records = rtnetlink.decode_links(captured_bytes("rtm-getlink.bin"))
-    state: dict[str, object] = {"records": records, "reads": [], "counters": {
-        r.index: r.counters for r in records}}
+    state = FakeKernel(records, {r.index: r.counters for r in records if r.counters is not None})
     clock = iter(float(n // 2) for n in range(200, 2000))  # each poll reads it twice: 1 s apart
-    monkeypatch.setattr(live.time, "monotonic", lambda: next(clock))
-
-    def read_links() -> list[rtnetlink.LinkRecord]:
-        state["reads"].append("links")  # type: ignore[attr-defined]
-        current = state["counters"]
-        return [replace(r, counters=current.get(r.index)) for r in state["records"]]  # type: ignore[attr-defined, union-attr]
-
-    def read_counters() -> dict[int, Counters]:
-        state["reads"].append("counters")  # type: ignore[attr-defined]
-        return dict(state["counters"])  # type: ignore[call-overload]
-
-    monkeypatch.setattr(rtnetlink, "read_links", read_links)
-    monkeypatch.setattr(rtnetlink, "read_counters", read_counters)
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))  # the clock zsn.links.live reads
+    monkeypatch.setattr(rtnetlink, "read_links", state.read_links)
+    monkeypatch.setattr(rtnetlink, "read_counters", state.read_counters)
     monkeypatch.setattr(rtnetlink, "read_addresses", lambda: [])
     return state
 
 
-def bump(state: dict[str, object], index: int, by: int) -> None:
-    counters: dict[int, Counters] = state["counters"]  # type: ignore[assignment]
-    old = counters[index]
-    counters[index] = old._replace(rx_bytes=old.rx_bytes + by, rx_packets=old.rx_packets + 1)
+def bump(state: FakeKernel, index: int, by: int) -> None:
+    old = state.counters[index]
+    state.counters[index] = old._replace(rx_bytes=old.rx_bytes + by, rx_packets=old.rx_packets + 1)
 
 
-def test_counters_every_poll_table_on_change(kernel: dict[str, object]) -> None:
+def test_counters_every_poll_table_on_change(kernel: FakeKernel) -> None:
     watcher = Watcher()
     monitor = live.LinkMonitor(watcher=watcher)  # type: ignore[arg-type]
     first = monitor.poll()
-    assert kernel["reads"] == ["links"] and first.rates == {}
+    assert kernel.reads == ["links"] and first.rates == {}
     rr0 = first.by_name()["rr0"].index
     bump(kernel, rr0, 3000)
     second = monitor.poll()
-    assert kernel["reads"] == ["links", "counters"]
+    assert kernel.reads == ["links", "counters"]
     assert second.interfaces is first.interfaces  # nothing changed: the same objects
     assert second.rates["rr0"].rx_bytes == 3000.0 and second.rates["rr0"].rx_packets == 1.0
     assert second.history["rr0"] == (3000.0,)
     watcher.events.append(True)
     monitor.poll()
-    assert kernel["reads"][-1] == "links" and monitor.version == 2
+    assert kernel.reads[-1] == "links" and monitor.version == 2
 
 
 def test_a_counter_that_fell_or_a_new_ifindex_drops_the_sample(
-        kernel: dict[str, object]) -> None:
+        kernel: FakeKernel) -> None:
     monitor = live.LinkMonitor(watcher=Watcher())  # type: ignore[arg-type]
     snapshot = monitor.poll()
     rr0 = snapshot.by_name()["rr0"]
@@ -81,16 +86,14 @@ def test_a_counter_that_fell_or_a_new_ifindex_drops_the_sample(
     bump(kernel, rr0.index, 500)
     assert monitor.poll().rates["rr0"].rx_bytes == 500.0
     # rr0 deleted and created again: same name, new ifindex.
-    records = kernel["records"]
-    kernel["records"] = [replace(r, index=99) if r.name == "rr0" else r
-                         for r in records]  # type: ignore[attr-defined]
-    kernel["counters"][99] = kernel["counters"][rr0.index]  # type: ignore[index]
+    kernel.records = [replace(r, index=99) if r.name == "rr0" else r for r in kernel.records]
+    kernel.counters[99] = kernel.counters[rr0.index]
     monitor._watcher.events.append(True)  # type: ignore[attr-defined]
     assert "rr0" not in monitor.poll().rates
 
 
 def test_an_idle_host_gets_the_same_snapshot_until_something_moves(
-        kernel: dict[str, object]) -> None:
+        kernel: FakeKernel) -> None:
     monitor = live.LinkMonitor(history=3, watcher=Watcher())  # type: ignore[arg-type]
     monitor.poll()
     quiet = monitor.poll()

@@ -3,14 +3,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from zsn.openvpn.connections import ConfigFile, config_path
+from zsn.openvpn.connections import ConfigFile, Kind, config_path
 from zsn.openvpn.lint import lint
 from zsn.system.host import Host
 
 SAMPLES = Path(__file__).parents[2] / "fixtures/openvpn/configs"
 
 
-def put(host: Host, kind: str, name: str, text: str, mode: int = 0o600) -> ConfigFile:
+def put(host: Host, kind: Kind, name: str, text: str, mode: int = 0o600) -> ConfigFile:
     config = ConfigFile(kind, name, config_path(kind, name))
     path = host.path(config.path)
     path.write_text(text)

@@ -72,7 +72,7 @@ def test_hostile_ssids_reach_bash_unchanged(ssid: str, tmp_path: Path) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(ssid=st.text(st.characters(codec="utf-8", exclude_characters="\"'\r\n\x00",
-                                  exclude_categories=("Cc", "Cs")),
+                                  exclude_categories=["Cc", "Cs"]),
                     min_size=1, max_size=10).filter(lambda s: len(s.encode()) <= 32),
        passphrase=st.text(st.characters(min_codepoint=32, max_codepoint=126),
                           min_size=8, max_size=63))
@@ -94,7 +94,7 @@ def test_sae_profiles_source_to_the_same_values(ssid: str, passphrase: str,
 
 @settings(max_examples=60, deadline=None)
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\x00",
-                             exclude_categories=("Cs",)), max_size=20))
+                             exclude_categories=["Cs"]), max_size=20))
 def test_printf_q_words_parse_as_bash_reads_them(value: str) -> None:
     """wifi-menu writes ESSID=$(printf %q ...): every such word parses to the value."""
     needs_tools("bash")
@@ -106,7 +106,7 @@ def test_printf_q_words_parse_as_bash_reads_them(value: str) -> None:
 
 
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\x00",
-                             exclude_categories=("Cs",)), max_size=30))
+                             exclude_categories=["Cs"]), max_size=30))
 def test_quote_round_trips(value: str) -> None:
     (assignment,) = parse_assignments(f"X={quote(value)}\n")
     assert assignment.value == value

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 import pytest
 
@@ -43,6 +44,14 @@ sys.exit(answer.get("rc", 0))
 '''
 
 
+class FakeCall(TypedDict):
+    """One run of a fake program, as it logged it."""
+
+    program: str
+    argv: list[str]
+    lc_all: str | None
+
+
 def read(path: Path) -> str:
     return path.read_text()
 
@@ -54,15 +63,16 @@ class FakeZfs:
     bin: Path
     root: Path
     script: Path
-    answers: dict[str, dict[str, object]] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The fake programs' script (JSON): stdout, stderr, rc, stream, every, sleep."""
 
     def answer(self, command: str, stdout: str = "", stderr: str = "", rc: int = 0,
-               **extra: object) -> None:
+               **extra: Any) -> None:
         """`command` is the program and its arguments, e.g. ``zpool status -p -P``."""
         self.answers[command] = {"stdout": stdout, "stderr": stderr, "rc": rc, **extra}
         self.script.write_text(json.dumps(self.answers))
 
-    def calls(self) -> list[dict[str, object]]:
+    def calls(self) -> list[FakeCall]:
         log = Path(str(self.script) + ".log")
         if not log.exists():
             return []

@@ -221,7 +221,7 @@ def test_the_export_runs_four_commands_and_reads_ashift_from_the_cache_file(
     export_fakes(fake_zfs)
     result = zsn(fake_zfs, "--export", "zfs")
     assert result.returncode == 0, result.stderr
-    ran = sorted(" ".join([call["program"], *call["argv"][:2]])  # type: ignore[list-item]
+    ran = sorted(" ".join([call["program"], *call["argv"][:2]])
                  for call in fake_zfs.calls())
     assert ran == ["zfs list -Hp", "zpool iostat -HpvlP", "zpool list -Hp",
                    "zpool status -p"]

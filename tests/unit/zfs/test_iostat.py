@@ -42,7 +42,8 @@ def test_the_timestamped_stream_with_every_group() -> None:
     full, _ = status.parse_text(read(LAB / "zpool-status-p-P.all-classes.txt"))
     assert {r.name for r in first.rows} == {v.name for v in full.vdevs
                                             if v.kind != "group" and v.group != "spares"}
-    assert all(first.row(leaf).write_ops > 0 for leaf in ("/run/vdev/a", "/run/vdev/b"))
+    leaves = [first.row(leaf) for leaf in ("/run/vdev/a", "/run/vdev/b")]
+    assert all(leaf is not None and leaf.write_ops > 0 for leaf in leaves)
 
 
 def test_a_block_is_handed_out_as_soon_as_it_is_complete() -> None:

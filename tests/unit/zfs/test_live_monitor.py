@@ -7,7 +7,9 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,12 +162,12 @@ def test_the_pane_reader_reads_kstat_states_between_full_reads(fake_zfs: FakeZfs
 
 # -- the iostat streams ------------------------------------------------------------
 def stream_answer(fake: FakeZfs, pool: str, capture: Path, every: float = 0.05,
-                  **extra: object) -> None:
+                  **extra: Any) -> None:
     lines = read(capture).splitlines(keepends=True)
     fake.answer(f"zpool iostat -HpvlyP -T u {pool} 1", stream=lines, every=every, **extra)
 
 
-def wait_for(predicate, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate: Callable[[], object], seconds: float = 10.0) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if predicate():

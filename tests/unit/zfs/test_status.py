@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.unit.zfs.conftest import LAB, OTHERS, VM, read
 from zsn.errors import ParseError
 from zsn.zfs import status
+from zsn.zfs.model import Scan
 
 TEXT_CAPTURES = sorted([*OTHERS.glob("zpool-status*.txt"), *VM.glob("zpool-status*.txt"),
                         *LAB.glob("zpool-status*.txt")])
@@ -97,8 +98,9 @@ def test_scrub_in_progress_2_2_without_an_estimate() -> None:
 
 
 def test_paused_finished_canceled_and_resilvering() -> None:
-    def scan(name: str):  # type: ignore[no-untyped-def]
+    def scan(name: str) -> Scan:
         [pool] = status.parse_text(read(VM / name))
+        assert pool.scan is not None
         return pool.scan
 
     paused = scan("zpool-status-p-P.scrub-paused.txt")

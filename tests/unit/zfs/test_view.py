@@ -6,11 +6,12 @@ from __future__ import annotations
 from tests.unit.zfs.conftest import VM, read
 from zsn.zfs import iostat, status, view
 from zsn.zfs.iostat import History
+from zsn.zfs.model import Pool
 
 NOW = 1795367000.0  # shortly after the lab's scrub captures
 
 
-def tank(state: str) -> status.Pool:
+def tank(state: str) -> Pool:
     """tank as `zpool status` named its members when the iostat captures were made."""
     return next(p for p in status.parse_text(read(VM / f"zpool-status.{state}.txt"))
                 if p.name == "tank")
@@ -46,7 +47,8 @@ def test_an_eta_follows_from_the_rate_when_zpool_gives_none() -> None:
     scan = tank("scrub-in-progress").scan
     assert scan is not None and scan.eta_seconds == 7
     slow = scan._replace(eta_seconds=None)
-    assert view.eta(slow) == (round((slow.total - slow.issued) / slow.rate), True)  # type: ignore[operator]
+    assert slow.total is not None and slow.issued is not None and slow.rate
+    assert view.eta(slow) == (round((slow.total - slow.issued) / slow.rate), True)
     assert view.eta_text(slow) == "~7s"
     assert view.scan_cell(slow, NOW) == ("scrub 45.8% ~7s", "accent", "scrub 45.8%")
 
