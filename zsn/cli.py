@@ -53,7 +53,7 @@ examples:
 def _epilog() -> str:
     registered = domains()
     sections = ", ".join(each.name for each in registered)
-    groups = [group for each in registered for group in each.commands]
+    groups = list(command_groups().values())
     width = max((len(group.name) for group in groups), default=0)
     width = max(width, len("serve"))
     lines = [f"sections for --export: {sections} (default: every section present)", "",

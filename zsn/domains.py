@@ -169,6 +169,20 @@ def domain(name: str) -> Domain:
     raise KeyError(name)
 
 
+CHANGE_GROUPS: tuple[CommandGroup, ...] = (
+    CommandGroup("confirm", "keep a change made with --try (before its deadline)",
+                 "zsn.changes.cli:confirm", "confirm [ID]"),
+    CommandGroup("pending", "changes made with --try that wait for confirm or rollback",
+                 "zsn.changes.cli:pending", "pending [--all] [--json]"),
+    CommandGroup("rollback", "undo a change made with --try now",
+                 "zsn.changes.cli:rollback", "rollback [ID]"),
+)
+"""Every domain's live changes can be tried: these groups are no domain's."""
+
+
 def command_groups() -> dict[str, CommandGroup]:
-    """Every headless command group by its first word, in registry order."""
-    return {group.name: group for each in domains() for group in each.commands}
+    """Every headless command group by its first word: the domains' in registry order,
+    then those of tried changes."""
+    groups = {group.name: group for each in domains() for group in each.commands}
+    groups.update((group.name, group) for group in CHANGE_GROUPS)
+    return groups

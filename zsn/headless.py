@@ -5,13 +5,20 @@ are turned into one line on stderr and an exit status by `run_group`, the same f
 every domain:
 
 - 0: done (or, with ``--dry-run``, the plan printed and nothing changed);
-- 1: an error: a daemon, file or program failed, or lint found errors;
+- 1: an error: a daemon, file or program failed, lint found errors, or the live
+  state read back after a change is not what the plan meant;
 - 2: the input was refused before anything changed.
+
+A command that changes live networking takes `add_change_options` and applies its
+plan with `apply_change`: the SSH session's path is checked against it, ``--try
+SECONDS`` applies it under a guardian (`zsn.changes`), and the live state is read
+back afterwards (verify after apply).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -30,6 +37,8 @@ EXIT_INVALID = 2
 
 CONFIRM_SSH_FLAG = "--confirm-ssh-link"
 """Names the link this SSH session runs over, to allow a change that touches it."""
+TRY_FLAG = "--try"
+"""Applies a change under a guardian that rolls it back unless it is confirmed."""
 
 
 class HeadlessGroup(NamedTuple):
@@ -50,6 +59,112 @@ def add_confirm_ssh_link(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(CONFIRM_SSH_FLAG, dest="confirm_ssh", metavar="IFACE",
                         help="allow changing the link this SSH session runs over; IFACE must "
                              "name it (zsn says which when it refuses)")
+
+
+def add_change_options(parser: argparse.ArgumentParser) -> None:
+    """``--try SECONDS``, ``--confirm-ssh-link IFACE`` and ``--dry-run``: the options of
+    every command that changes live networking (applied with `apply_change`)."""
+    parser.add_argument(TRY_FLAG, dest="try_seconds", metavar="SECONDS",
+                        help="apply the change, then roll it back by itself after SECONDS "
+                             "unless 'zsn confirm ID' runs first (persistent files are "
+                             "written on confirm)")
+    add_confirm_ssh_link(parser)
+    add_dry_run(parser)
+
+
+def _try_seconds(text: str | None) -> float | None:
+    if text is None:
+        return None
+    from zsn.changes.trial import check_seconds
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValidationError(f"not a number of seconds: {text!r}", field="try_seconds") \
+            from None
+    return check_seconds(value)
+
+
+def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
+                 show_output: Callable[[str], None] | None = None) -> int:
+    """Apply (or with ``--dry-run`` show) a live change: the SSH session's path named
+    and guarded, ``--try`` honoured, the result read back and compared with the plan."""
+    from zsn.changes import session as sessions
+
+    seconds = _try_seconds(getattr(args, "try_seconds", None))
+    confirmed = getattr(args, "confirm_ssh", None)
+    session = sessions.find_session(host) if plan.touches or plan.reroutes else None
+    if getattr(args, "dry_run", False):  # the plan names the session's path; no refusal
+        sessions.name_in_plan(plan, session)
+        sys.stdout.write(plan.describe())
+        if seconds is not None:
+            sys.stdout.write(_try_summary(plan, seconds))
+        return EXIT_OK
+    sessions.guard(plan, session, confirmed, seconds is not None)
+    if seconds is None:
+        apply_or_show(plan, False, show_output)
+        return _report_differences(verify(plan), None)
+    return _try(host, plan, seconds, session, show_output)
+
+
+def _try_summary(plan: Plan, seconds: float) -> str:
+    from zsn.changes.trial import undo_of
+    from zsn.changes.undo import describe
+    from zsn.plan import FileEdit
+
+    lines = [f"Tried for {seconds:g} s: unless confirmed in time (zsn confirm ID), a guardian "
+             "puts back:"]
+    lines += [f"  - {describe(undo)}" for undo in undo_of(plan)]
+    deferred = [step for step in plan.steps if isinstance(step, FileEdit) and step.persistent]
+    lines += [f"  (written only on confirm: {step.path})" for step in deferred]
+    return "\n".join(lines) + "\n"
+
+
+def _try(host: Host, plan: Plan, seconds: float, session: object,
+         show_output: Callable[[str], None] | None) -> int:
+    from zsn.changes import trial
+    from zsn.changes.session import SessionPath
+
+    assert session is None or isinstance(session, SessionPath)
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    result = trial.begin(host, plan, seconds, shlex.join(["zsn", *sys.argv[1:]]), session)
+    for line in result.done:
+        print(f"done: {line}", file=sys.stderr)
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if plan.output:
+        (show_output or sys.stdout.write)(plan.output)
+    change = result.change
+    deferred = len(change.deferred)
+    print(f"trying change {change.id} for {seconds:g} s: rolled back by itself unless "
+          "confirmed" + (f"; {deferred} boot config file{'s' if deferred > 1 else ''} "
+                         "written on confirm" if deferred else ""), file=sys.stderr)
+    status = _report_differences(result.differences, change.id)
+    sys.stderr.flush()
+    # The last line: what to run next. Keep it, or (verify found it is not what was
+    # meant) take it back at once.
+    print(f"zsn rollback {change.id}" if status else f"zsn confirm {change.id}")
+    sys.stdout.flush()
+    return status
+
+
+def verify(plan: Plan) -> list[str]:
+    from zsn.changes.trial import verify as read_back
+
+    return read_back(plan)
+
+
+def _report_differences(differences: list[str], change_id: str | None) -> int:
+    """Verify after apply: each difference on stderr, exit 1; a try offers its rollback."""
+    for difference in differences:
+        print(f"verify: {difference}", file=sys.stderr)
+    if not differences:
+        return EXIT_OK
+    if change_id is not None:
+        print(f"verify: the change is not what was meant: roll it back now (below), or "
+              f"keep it anyway with 'zsn confirm {change_id}'", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def apply_or_show(plan: Plan, dry_run: bool,
@@ -93,8 +208,11 @@ def run_group(faces: CommandFace, args: argparse.Namespace, prog: str,
         host = Host.at(args.root)
         return faces.run(args, host)
     except SessionLinkError as exc:
-        print(f"{prog}: invalid: {exc}. Confirm with {CONFIRM_SSH_FLAG} {exc.link}",
-              file=sys.stderr)
+        tries = any(action.dest == "try_seconds" for action in _actions_of(parser, args))
+        how = (f"Try it ({TRY_FLAG} SECONDS: rolled back by itself unless confirmed) or "
+               f"confirm with {CONFIRM_SSH_FLAG} {exc.link}" if tries else
+               f"Confirm with {CONFIRM_SSH_FLAG} {exc.link}")
+        print(f"{prog}: invalid: {message_line(str(exc))}. {how}", file=sys.stderr)
         return EXIT_INVALID
     except ValidationError as exc:
         option = _option_for(parser, args, exc.field) if parser and exc.field else None
@@ -109,6 +227,22 @@ def run_group(faces: CommandFace, args: argparse.Namespace, prog: str,
 
         print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _actions_of(parser: argparse.ArgumentParser | None,
+                args: argparse.Namespace) -> list[argparse.Action]:
+    """The options of the (sub)command that ran."""
+    if parser is None:
+        return []
+    found: list[argparse.Action] = []
+    for action in parser._actions:  # argparse has no public way to list them
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if isinstance(chosen, argparse.ArgumentParser):
+                found.extend(_actions_of(chosen, args))
+        else:
+            found.append(action)
+    return found
 
 
 def _option_for(parser: argparse.ArgumentParser, args: argparse.Namespace,

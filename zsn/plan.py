@@ -5,6 +5,14 @@ a diff, secrets masked) or a live operation (netlink, UAPI, D-Bus, a program run
 `Plan.apply` runs the steps in order; when one fails it undoes the finished ones
 in reverse and raises `ApplyError`, which says what was done, what was undone and
 what could not be.
+
+A plan that can be tried (``--try``, `zsn.changes`) also says how to put things back
+from another process: each live step's `LiveStep.restore` (or the plan's
+`Plan.checkpoint`) is data a guardian can carry out after zsn has gone, and file
+edits are restored from what they replaced. `Plan.touches` names the links whose
+live state it changes, so the SSH session's path can be checked against it, and
+`Plan.checks` re-read the live state after applying to tell whether it became what
+the plan meant.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from zsn.changes.undo import Undo
 from zsn.errors import SessionLinkError, ZsnError
 from zsn.system import files
 
@@ -83,6 +92,9 @@ class FileEdit:
     """Keep the previous content as ``.zsn-bak`` (not for a leftover zsn replaces)."""
     remove: bool = False
     """Delete the file (`previous` must be set): it is kept as the ``.zsn-bak`` backup."""
+    persistent: bool = False
+    """The boot config of a live change (``--persist``): in a try it is written only
+    when the change is confirmed, so a reboot before that boots the old config."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
     _created_dirs: list[Path] = field(default_factory=list, init=False, repr=False)
 
@@ -164,6 +176,10 @@ class LiveStep:
     description: str
     run: Callable[[], object]
     undo_run: Callable[[], object] | None = None
+    restore: tuple[Undo, ...] | None = None
+    """How a try puts back what this step changes, as data another process can carry
+    out (`zsn.changes.undo`); ``()`` when the plan's `Plan.checkpoint` covers it;
+    ``None``: the step cannot be tried."""
 
     def apply(self) -> None:
         self.run()
@@ -175,6 +191,15 @@ class LiveStep:
 
 
 Step = FileEdit | LiveStep
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing the plan means, read back from the live system after applying."""
+
+    description: str
+    differences: Callable[[], list[str]]
+    """What differs from what the plan meant (empty: as meant); may raise `ZsnError`."""
 
 
 @dataclass
@@ -203,6 +228,18 @@ class Plan:
             return [self.read_back()]
         except ZsnError as exc:
             return [f"applied, but reading it back failed: {exc}"]
+    touches: frozenset[str] = frozenset()
+    """Links (interface names; ``tun*``: any name starting ``tun``, for a device the
+    kernel numbers) whose live state the change alters: set against the SSH session's path
+    (`zsn.changes.session`) before anything is applied."""
+    reroutes: tuple[tuple[str, str], ...] = ()
+    """(network, what the change does to it) for networks the change routes a new way
+    (a tunnel's AllowedIPs, forwarding that drops learned default routes): the SSH
+    session is at risk when its client lies in one, through a route no more specific."""
+    checkpoint: list[Undo] = field(default_factory=list)
+    """Restores of the whole live change, carried out before the steps' own."""
+    checks: list[Check] = field(default_factory=list)
+    """Verify after apply: what the live state must be once the plan is applied."""
 
     def describe(self, diffs: bool = True,
                  word: Callable[[str], str] | None = None) -> str:

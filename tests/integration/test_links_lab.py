@@ -163,7 +163,8 @@ def test_the_ssh_link_needs_its_name_and_the_default_route_is_guarded(
     run(["ip", "-n", ns, "addr", "add", "10.231.7.9/24", "dev", p1])
     ssh = {"SSH_CONNECTION": f"{segment.addresses[0]} 50022 10.231.7.9 22"}
     refused = zsn(ns, "link", "create", "bridge", bridge, "--ports", p1, env=ssh, expect=2)
-    assert f"{p1} carries this SSH session (from {segment.addresses[0]})" in refused.stderr
+    assert (f"this SSH session (from {segment.addresses[0]} to 10.231.7.9, dev {p1}) runs "
+            f"over {p1}; it changes {p1}, which could cut the session off" in refused.stderr)
     assert f"--confirm-ssh-link {p1}" in refused.stderr
     assert bridge not in links(ns)
     zsn(ns, "link", "create", "bridge", bridge, "--ports", p1, "--dry-run",

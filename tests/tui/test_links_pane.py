@@ -310,11 +310,10 @@ async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
 
 async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from zsn.links.session import SshSession
+    from tests.unit.links.conftest import captured_session
 
     view = fixed_view()
-    session = SshSession("10.0.10.2", "10.0.10.1", ("rr0.10",),
-                         frozenset({"rr0.10", "rr0", "eth1x", "eth2x"}))
+    session = captured_session(monkeypatch, "rr0.10", "10.0.10.2 40000 10.0.10.1 22")
     monkeypatch.setattr(actions.Context, "read", classmethod(
         lambda cls, host, environ=None: actions.Context(host, view.snapshot, set(), session)))
     async with links_app.run_test(size=(80, 24)) as pilot:
@@ -323,7 +322,8 @@ async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
         ask = screen_as(links_app, AskScreen)
-        assert "rr0.10 carries this SSH session" in str(ask.prompt)
+        assert ("this SSH session (from 10.0.10.2 to 10.0.10.1, dev rr0.10) runs over"
+                in str(ask.prompt))
         assert "confirm-ssh-link" not in str(ask.prompt)  # the CLI's way, not this one
         ask.query_one(Input).value = "rr0"
         await pilot.press("enter")

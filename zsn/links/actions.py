@@ -4,7 +4,9 @@ steps (netlink, each with its undo) and, with ``persist``, the config files.
 A failure part-way undoes what was done (`zsn.plan.Plan.apply`). Bad input gets one
 specific reason and changes nothing (`ValidationError`). A change that touches the
 links carrying this SSH session needs ``confirm_ssh`` naming the link
-(`SessionLinkError` says which).
+(`SessionLinkError` says which; the CLI offers ``--try`` too: `zsn.headless`). Every
+live plan carries the links' state before it (`zsn.links.checkpoint`: a try's undo)
+and what they must be after it (`zsn.links.verify`: verify after apply).
 
 The pane's forms and the CLI's options say what to do with one request type per
 action (`CreateBond` ... `SaveLink`), read from their text by `request_from_fields`
@@ -16,15 +18,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import NamedTuple
 
-from zsn.errors import SessionLinkError, ValidationError, about_input
-from zsn.links import bonding, validate
+from zsn.changes.session import SessionPath, find_session, guard
+from zsn.errors import ValidationError, about_input
+from zsn.links import bonding, validate, verify
+from zsn.links.checkpoint import capture, create, describe_create
 from zsn.links.live import read_links
 from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot, dependents
 from zsn.links.persist import LinkConfig, Persisted, Remove, Upsert, config_of
 from zsn.links.persist.owner import detect_owner, plan_persist, read_persistent
-from zsn.links.session import SshSession, find_session
 from zsn.plan import LiveStep, Plan
 from zsn.system import netlink, rtnetlink
 from zsn.system.host import Host
@@ -42,6 +46,9 @@ class Options:
     """Write the persistent config and touch no live link."""
     confirm_ssh: str | None = None
     """The SSH session's link, named by the user to allow touching it."""
+    guard_session: bool = True
+    """Refuse here a change that could cut the SSH session off (`SessionLinkError`);
+    the CLI guards every domain's changes itself, with ``--try`` (`apply_change`)."""
 
 
 @dataclass
@@ -51,7 +58,7 @@ class Context:
     host: Host
     snapshot: LinksSnapshot
     default_route: set[int] = field(default_factory=set)
-    session: SshSession | None = None
+    session: SessionPath | None = None
     _persisted: Persisted | None = None
 
     @classmethod
@@ -60,8 +67,7 @@ class Context:
         if not snapshot.live:
             return cls(host, snapshot)
         return cls(host, snapshot, rtnetlink.default_route_interfaces(),
-                   find_session(snapshot.interfaces,
-                                os.environ if environ is None else environ))
+                   find_session(host, os.environ if environ is None else environ))
 
     @property
     def links(self) -> dict[str, Interface]:
@@ -82,6 +88,9 @@ class Context:
 
 # -- live steps ------------------------------------------------------------------------
 
+COVERED: tuple[()] = ()
+"""A step's `LiveStep.restore`: the plan's checkpoint puts its links back."""
+
 
 def _enslave_bond(member: str, bond: str, was_up: bool) -> LiveStep:
     def run() -> None:
@@ -93,7 +102,8 @@ def _enslave_bond(member: str, bond: str, was_up: bool) -> LiveStep:
         netlink.set_link(member, master=None)
         netlink.set_link(member, state="up" if was_up else "down")
 
-    return LiveStep(f"enslave {member} to {bond} (down, master {bond}, up)", run, undo)
+    return LiveStep(f"enslave {member} to {bond} (down, master {bond}, up)", run, undo,
+                    COVERED)
 
 
 def _release_bond(member: str, bond: str, was_up: bool) -> LiveStep:
@@ -106,77 +116,32 @@ def _release_bond(member: str, bond: str, was_up: bool) -> LiveStep:
         netlink.set_link(member, master=bond)
         netlink.set_link(member, state="up")
 
-    return LiveStep(f"release {member} from {bond}", run, undo)
+    return LiveStep(f"release {member} from {bond}", run, undo, COVERED)
 
 
 def _add_port(port: str, bridge: str) -> LiveStep:
     return LiveStep(f"add port {port} to {bridge}",
                     lambda: netlink.set_link(port, master=bridge),
-                    lambda: netlink.set_link(port, master=None))
+                    lambda: netlink.set_link(port, master=None), COVERED)
 
 
 def _remove_port(port: str, bridge: str) -> LiveStep:
     return LiveStep(f"remove port {port} from {bridge}",
                     lambda: netlink.set_link(port, master=None),
-                    lambda: netlink.set_link(port, master=bridge))
+                    lambda: netlink.set_link(port, master=bridge), COVERED)
 
 
 def _state(name: str, up: bool) -> LiveStep:
     return LiveStep(f"bring {name} {'up' if up else 'down'}",
                     lambda: netlink.set_link(name, state="up" if up else "down"),
-                    lambda: netlink.set_link(name, state="down" if up else "up"))
+                    lambda: netlink.set_link(name, state="down" if up else "up"), COVERED)
 
 
 def _mtu(name: str, old: int, new: int) -> LiveStep:
     verb = "raise" if new > old else "lower"
     return LiveStep(f"{verb} {name} MTU {old} -> {new}",
                     lambda: netlink.set_link(name, mtu=new),
-                    lambda: netlink.set_link(name, mtu=old))
-
-
-def _bond_attributes(config: LinkConfig) -> dict[str, int]:
-    attributes = {"bond_mode": bonding.MODES[config.mode or "balance-rr"],
-                  "bond_miimon": config.miimon if config.miimon is not None
-                  else bonding.DEFAULT_MIIMON}
-    if config.xmit_hash_policy:
-        attributes["bond_xmit_hash_policy"] = bonding.XMIT_HASH_POLICIES[config.xmit_hash_policy]
-    if config.lacp_rate:
-        attributes["bond_ad_lacp_rate"] = bonding.LACP_RATES[config.lacp_rate]
-    return attributes
-
-
-def _create(config: LinkConfig) -> Callable[[], None]:
-    """Create the link `config` describes (not its members): for steps and undos."""
-
-    def run() -> None:
-        extra: dict[str, object] = {"mtu": config.mtu} if config.mtu is not None else {}
-        if config.kind == "bond":
-            netlink.create_link(config.name, "bond", **_bond_attributes(config), **extra)
-        elif config.kind == "vlan":
-            netlink.create_link(config.name, "vlan", link=config.parent,
-                                vlan_id=config.vlan_id, **extra)
-        else:
-            netlink.create_link(config.name, "bridge", br_stp_state=int(bool(config.stp)),
-                                **extra)
-
-    return run
-
-
-def _describe_create(config: LinkConfig) -> str:
-    if config.kind == "bond":
-        settings = [config.mode or "balance-rr",
-                    f"miimon {config.miimon if config.miimon is not None else 100}"]
-        if config.xmit_hash_policy:
-            settings.append(f"xmit_hash_policy {config.xmit_hash_policy}")
-        if config.lacp_rate:
-            settings.append(f"lacp_rate {config.lacp_rate}")
-    elif config.kind == "vlan":
-        settings = [f"on {config.parent}", f"id {config.vlan_id}"]
-    else:
-        settings = [f"stp {'on' if config.stp else 'off'}"]
-    if config.mtu is not None:
-        settings.append(f"mtu {config.mtu}")
-    return f"create {config.kind} {config.name} ({', '.join(settings)})"
+                    lambda: netlink.set_link(name, mtu=old), COVERED)
 
 
 # -- checks ----------------------------------------------------------------------------
@@ -211,16 +176,9 @@ def _check_member(context: Context, name: str, master: str, warnings: list[str])
     return member
 
 
-def _check_session(context: Context, touched: list[str], options: Options) -> None:
-    session = context.session
-    if session is None or options.config_only:
-        return
-    hit = [name for name in touched if name in session.affected]
-    if not hit or options.confirm_ssh == session.link:
-        return
-    raise SessionLinkError(
-        f"{session.describe()}; this changes {', '.join(hit)}, which could cut the session "
-        "off", session.link, hit)
+def _check_session(context: Context, plan: Plan, options: Options) -> None:
+    if options.guard_session and not options.config_only:
+        guard(plan, context.session, options.confirm_ssh, False)
 
 
 def _mode_options(mode: str, xmit_hash_policy: str | None, lacp_rate: str | None) -> None:
@@ -259,15 +217,24 @@ def _raise_first(mtu: int, parent: str, parent_mtu: int) -> Phrase:
 
 
 def _finish(context: Context, plan: Plan, touched: list[str], changes: list[Upsert | Remove],
-            involved: list[str], options: Options) -> Plan:
+            involved: list[str], options: Options,
+            expected: list[verify.Expected] | None = None) -> Plan:
     """Session check, then the persistent config's edits, after the live steps: a live
-    step that fails writes no file, a write that fails undoes the live steps."""
-    _check_session(context, touched, options)
+    step that fails writes no file, a write that fails undoes the live steps. A live
+    change records its links as they are (a try's undo) and what they must become
+    (verify after apply)."""
+    if any(isinstance(step, LiveStep) for step in plan.steps):
+        plan.touches = frozenset(touched)
+        plan.checkpoint.append(capture(context.snapshot.interfaces, {*touched, *involved}))
+        if expected:
+            plan.checks.append(verify.check(context.host, expected))
+    _check_session(context, plan, options)
     if options.config_only:
         plan.notes.append("config only: no live link is touched")
     if options.persist or options.config_only:
         persisted = plan_persist(context.host, changes, involved)
-        plan.steps.extend(persisted.edits)
+        plan.steps.extend(replace(edit, persistent=not options.config_only)
+                          for edit in persisted.edits)
         plan.warnings.extend(persisted.warnings)
         plan.notes.extend(persisted.notes)
         if persisted.commands:
@@ -308,8 +275,8 @@ def plan_create_bond(context: Context, name: str, mode: str, members: list[str],
                              "member on its own switch/VLAN; balance-rr also reorders packets "
                              "(LINK001)")
     if not options.config_only:
-        plan.steps.append(LiveStep(_describe_create(config), _create(config),
-                                   lambda: netlink.delete_link(name)))
+        plan.steps.append(LiveStep(describe_create(config), partial(create, config),
+                                   lambda: netlink.delete_link(name), COVERED))
         for member_name in members:
             with about_input("members"):
                 member = _check_member(context, member_name, name, plan.warnings)
@@ -318,7 +285,11 @@ def plan_create_bond(context: Context, name: str, mode: str, members: list[str],
                                       f"{member.max_mtu}", field="mtu")
             plan.steps.append(_enslave_bond(member_name, name, member.admin_up))
         plan.steps.append(_state(name, True))
-    return _finish(context, plan, list(members), [Upsert(config)], [name, *members], options)
+    expected = [verify.Expected(name, kind="bond", mode=mode, members=frozenset(members),
+                                up=True, mtu=mtu),
+                *(verify.Expected(member, master=name) for member in members)]
+    return _finish(context, plan, list(members), [Upsert(config)], [name, *members], options,
+                   expected)
 
 
 def plan_create_vlan(context: Context, name: str, parent: str, vlan_id: int, *,
@@ -350,10 +321,12 @@ def plan_create_vlan(context: Context, name: str, parent: str, vlan_id: int, *,
                                  "00:00:00:00:00:00; add a member first (bonding.rst 6)")
     config = LinkConfig(name, "vlan", parent=parent, vlan_id=vlan_id, mtu=mtu)
     if not options.config_only:
-        plan.steps.append(LiveStep(_describe_create(config), _create(config),
-                                   lambda: netlink.delete_link(name)))
+        plan.steps.append(LiveStep(describe_create(config), partial(create, config),
+                                   lambda: netlink.delete_link(name), COVERED))
         plan.steps.append(_state(name, True))
-    return _finish(context, plan, [name], [Upsert(config)], [name, parent], options)
+    expected = [verify.Expected(name, kind="vlan", parent=parent, vlan_id=vlan_id, up=True,
+                                mtu=mtu)]
+    return _finish(context, plan, [name], [Upsert(config)], [name, parent], options, expected)
 
 
 def plan_create_bridge(context: Context, name: str, ports: list[str], *, stp: bool = False,
@@ -365,14 +338,18 @@ def plan_create_bridge(context: Context, name: str, ports: list[str], *, stp: bo
     config = LinkConfig(name, "bridge", tuple(ports), mtu=mtu, stp=stp)
     plan = Plan(f"create bridge {name}" + (f" ({', '.join(ports)})" if ports else ""))
     if not options.config_only:
-        plan.steps.append(LiveStep(_describe_create(config), _create(config),
-                                   lambda: netlink.delete_link(name)))
+        plan.steps.append(LiveStep(describe_create(config), partial(create, config),
+                                   lambda: netlink.delete_link(name), COVERED))
         for port in ports:
             with about_input("ports"):
                 _check_member(context, port, name, plan.warnings)
             plan.steps.append(_add_port(port, name))
         plan.steps.append(_state(name, True))
-    return _finish(context, plan, list(ports), [Upsert(config)], [name, *ports], options)
+    expected = [verify.Expected(name, kind="bridge", members=frozenset(ports), up=True,
+                                mtu=mtu),
+                *(verify.Expected(port, master=name) for port in ports)]
+    return _finish(context, plan, list(ports), [Upsert(config)], [name, *ports], options,
+                   expected)
 
 
 def _master_config(context: Context, name: str, options: Options) -> tuple[LinkConfig,
@@ -412,7 +389,9 @@ def plan_add_member(context: Context, master_name: str, member: str,
             plan.steps.append(_add_port(member, master_name))
     return _finish(context, plan, [member],
                    [Upsert(after, frozenset({"members"}), before if master else None)],
-                   [master_name, member], options)
+                   [master_name, member], options,
+                   [verify.Expected(master_name, members=frozenset({member})),
+                    verify.Expected(member, master=master_name)])
 
 
 def _role(config: LinkConfig) -> str:
@@ -440,7 +419,7 @@ def plan_remove_member(context: Context, master_name: str, member: str,
                           if before.kind == "bond" else _remove_port(member, master_name))
     return _finish(context, plan, [member, master_name],
                    [Upsert(after, frozenset({"members"}), before if master else None)],
-                   [master_name, member], options)
+                   [master_name, member], options, [verify.Expected(member, master=None)])
 
 
 def plan_set_mtu(context: Context, name: str, mtu: int, options: Options = Options()) -> Plan:
@@ -494,7 +473,8 @@ def plan_set_mtu(context: Context, name: str, mtu: int, options: Options = Optio
     elif options.persist:
         plan.warnings.append(f"zsn persists the MTU of bonds, VLANs and bridges; {name} is a "
                              f"{link.kind}: set it in its own config")
-    return _finish(context, plan, touched, changes, [name], options)
+    expected = [verify.Expected(each, mtu=mtu) for each in (name, *(v.name for v in lowered))]
+    return _finish(context, plan, touched, changes, [name], options, expected)
 
 
 def _stacked_above(interfaces: tuple[Interface, ...], name: str, mtu: int) -> list[Interface]:
@@ -540,17 +520,17 @@ def plan_delete(context: Context, name: str, options: Options = Options()) -> Pl
                               if link.kind == "bond" else _remove_port(member.name, name))
         plan.steps.append(LiveStep(f"delete {link.kind} {name}",
                                    lambda: netlink.delete_link(name),
-                                   _recreate(before, link)))
-    return _finish(context, plan, touched, [Remove(name, before)], [name], options)
+                                   _recreate(before, link), COVERED))
+    return _finish(context, plan, touched, [Remove(name, before)], [name], options,
+                   [verify.Expected(name, exists=False),
+                    *(verify.Expected(member.name, master=None) for member in members)])
 
 
 def _recreate(config: LinkConfig, link: Interface) -> Callable[[], None]:
     """Undo of a deletion: the same link with its settings, addresses and state (its
     members come back through their own steps' undos)."""
-    create = _create(replace(config, members=()))
-
     def run() -> None:
-        create()
+        create(replace(config, members=()))
         for address in link.addresses:
             if not address.startswith("fe80:"):
                 netlink.add_address(link.name, address)

@@ -15,8 +15,9 @@ import sys
 from zsn.errors import ValidationError
 from zsn.headless import (
     EXIT_OK,
-    add_confirm_ssh_link,
+    add_change_options,
     add_dry_run,
+    apply_change,
     apply_or_show,
     print_table,
 )
@@ -35,12 +36,12 @@ SHOW_RATE_WINDOW = 1.0
 def _change_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--persist", action="store_true",
                         help="also write the persistent config (netplan, networkd, ifupdown, "
-                             "netctl; NetworkManager: print the nmcli commands)")
+                             "netctl; NetworkManager: print the nmcli commands); with --try, "
+                             "written when the change is confirmed")
     parser.add_argument("--config-only", action="store_true",
                         help="write the persistent config only; no live link is touched "
                              "(offline editing with --root)")
-    add_confirm_ssh_link(parser)
-    add_dry_run(parser)
+    add_change_options(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,9 +118,13 @@ def run(args: argparse.Namespace, host: Host) -> int:
     context = actions.Context.read(host)
     if isinstance(request, actions.SaveLink):
         return apply_or_show(actions.plan(context, request), args.dry_run)
+    # The session is guarded with every domain's changes, --try included (apply_change).
     options = actions.Options(persist=args.persist, config_only=args.config_only,
-                              confirm_ssh=args.confirm_ssh)
-    return apply_or_show(actions.plan(context, request, options), args.dry_run)
+                              confirm_ssh=args.confirm_ssh, guard_session=False)
+    plan = actions.plan(context, request, options)
+    if args.config_only:
+        return apply_or_show(plan, args.dry_run)
+    return apply_change(host, plan, args)
 
 
 def request_from_args(args: argparse.Namespace) -> actions.LinkRequest:

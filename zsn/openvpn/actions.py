@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import configparser
 import re
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zsn.changes.restores import unit_undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.openvpn.config import (
     INLINE,
@@ -31,7 +33,7 @@ from zsn.openvpn.connections import (
     role_and_reason,
 )
 from zsn.openvpn.effects import ReadConfig, advice, analyze
-from zsn.plan import FileEdit, LiveStep, Plan, Step
+from zsn.plan import Check, FileEdit, LiveStep, Plan, Step
 from zsn.system.files import (
     PRIVATE_FILE_MODE,
     exists,
@@ -346,14 +348,64 @@ def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
     require_usable_name(config_file)
     if verb not in VERBS:
         raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
-    if verb != "stop":
-        check_config(host, config_file)
+    config = load(host, config_file)  # refuses one that no longer parses, naming the line
     unit = config_file.unit
     undo = {"start": "stop", "stop": "start"}.get(verb)
-    return Plan(f"{verb} {unit}", [LiveStep(
+    try:
+        active = _active(host, unit)
+    except ZsnError:  # no bus to ask (a dry run under --root): what the verb implies
+        active = verb != "start"
+    dev = config.get("dev")
+    tunnel = dev.args[0] if dev is not None and dev.args else ""
+    plan = Plan(f"{verb} {unit}", [LiveStep(
         f"{verb} {unit} (systemd over D-Bus, waiting for the job's result)",
         lambda: _job_done(control(host, unit, verb)),
-        (lambda: _job_done(control(host, unit, undo))) if undo else None)])
+        (lambda: _job_done(control(host, unit, undo))) if undo else None,
+        (unit_undo(unit, active),))],
+        touches=_tunnel_devices(tunnel),
+        reroutes=_redirected(config, unit) if verb != "stop" else ())
+    plan.checks.append(Check(f"{unit} {'stopped' if verb == 'stop' else 'running'}",
+                             partial(_unit_differences, host, unit, verb != "stop")))
+    return plan
+
+
+def _tunnel_devices(dev: str) -> frozenset[str]:
+    """The device a connection's tunnel is: ``dev tun0`` names it; a bare ``dev tun``
+    (or tap) lets the kernel number it, so any of that kind may be it."""
+    if not dev:
+        return frozenset()
+    return frozenset({f"{dev}*"}) if dev in ("tun", "tap") else frozenset({dev})
+
+
+def _active(host: Host, unit: str) -> bool:
+    """Whether `unit` runs now: what a rollback of starting or stopping it restores."""
+    from zsn.system.dbus import Systemd, run_sync
+
+    state = run_sync(host, lambda bus: Systemd(bus).unit_state(unit), timeout=10.0)
+    return state.active_state in ("active", "activating", "reloading")
+
+
+def _unit_differences(host: Host, unit: str, running: bool) -> list[str]:
+    """Verify after apply: the unit is in the state the change meant."""
+    if _active(host, unit) == running:
+        return []
+    return [f"{unit} is {'not running' if running else 'still running'}"]
+
+
+def _redirected(config: OvpnConfig, unit: str) -> tuple[tuple[str, str], ...]:
+    """What ``redirect-gateway`` routes into the tunnel: all of IPv4 (def1 as two
+    halves, which win over the default route; without def1, the default route itself)
+    and IPv6 with ``ipv6``."""
+    directive = config.get("redirect-gateway")
+    if directive is None:
+        return ()
+    why = f"{unit}'s redirect-gateway routes it into the tunnel"
+    flags = {arg.lower() for arg in directive.args}
+    found = [("0.0.0.0/1", why), ("128.0.0.0/1", why)] if "def1" in flags else \
+        [("0.0.0.0/0", why)]
+    if "ipv6" in flags:
+        found += [("::/1", why), ("8000::/1", why)] if "def1" in flags else [("::/0", why)]
+    return tuple(found)
 
 
 def plan_enabled(host: Host, config_file: ConfigFile, enabled: bool) -> Plan:

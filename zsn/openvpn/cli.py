@@ -14,7 +14,14 @@ from pathlib import Path
 
 from zsn.errors import ValidationError
 from zsn.format import human_bytes
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, print_table
+from zsn.headless import (
+    EXIT_OK,
+    add_change_options,
+    add_dry_run,
+    apply_change,
+    apply_or_show,
+    print_table,
+)
 from zsn.lint import print_findings
 from zsn.openvpn import actions, lint
 from zsn.openvpn.connections import KINDS, ConfigFile, Connection, connections, discover
@@ -38,7 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        ("disable", "do not start the unit at boot")):
         sub = actions_parser.add_parser(verb, help=text)
         sub.add_argument("name", metavar="NAME")
-        add_dry_run(sub)
+        if verb in actions.VERBS:  # these change live networking
+            add_change_options(sub)
+        else:
+            add_dry_run(sub)
     hook = actions_parser.add_parser(
         "hook", help="install or remove the systemd-resolved DNS hook")
     hook.add_argument("hook_action", choices=("install", "remove"), metavar="install|remove")
@@ -76,7 +86,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
         return apply_or_show(actions.plan_import(host, args.file, name), args.dry_run)
     config = find_config(host, args.name)
     if args.action in actions.VERBS:
-        plan = actions.plan_unit(host, config, args.action)
+        return apply_change(host, actions.plan_unit(host, config, args.action), args)
     elif args.action in ("enable", "disable"):
         plan = actions.plan_enabled(host, config, args.action == "enable")
     elif args.action == "management":

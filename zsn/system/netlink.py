@@ -16,11 +16,13 @@ from __future__ import annotations
 import errno
 import importlib
 import importlib.util
+import socket
+import struct
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from zsn.errors import NetlinkError, netlink_error
 from zsn.system import rtnetlink
@@ -162,3 +164,138 @@ def add_address(name: str, cidr: str) -> None:
     address, _, prefix = cidr.partition("/")
     with iproute(f"adding {cidr} to {name}") as ipr:
         ipr.addr("add", index=link_index(ipr, name), address=address, prefixlen=int(prefix))
+
+
+def delete_address(name: str, cidr: str) -> None:
+    address, _, prefix = cidr.partition("/")
+    with iproute(f"removing {cidr} from {name}") as ipr:
+        ipr.addr("del", index=link_index(ipr, name), address=address, prefixlen=int(prefix))
+
+
+# -- routes (a try records them, a rollback puts back the ones that went) -----------
+
+_RTPROT_KERNEL = 2
+_RT_TABLE_LOCAL = 255
+_RT_TABLE_MAIN = 254
+_RTM_F_CLONED = 0x200
+_PROTOCOLS = {3: "boot", 4: "static", 9: "ra", 16: "dhcp"}
+_SCOPES = {253: "link", 254: "host"}
+
+
+class Route(NamedTuple):
+    """A route as ``ip route`` would add it again; interfaces by name, since a link
+    that is deleted and made again comes back with another index."""
+
+    family: int
+    table: int
+    dst: str | None
+    """None for a default route."""
+    dst_len: int
+    gateway: str | None
+    oif: str | None
+    priority: int | None
+    proto: int
+    scope: int
+    type: int
+    prefsrc: str | None
+    expires: int | None
+    """Seconds left for a route that expires (an IPv6 default route learned from a
+    router advertisement): put back, it still expires."""
+    metrics: dict[str, int] | None = None
+    """RTA_METRICS by pyroute2's names (``RTAX_MTU``, ``RTAX_HOPLIMIT``: what a router
+    advertisement set)."""
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What makes two routes the same for the kernel (proto and expiry aside)."""
+        return (self.family, self.table, self.dst, self.dst_len, self.gateway, self.oif,
+                self.priority or 0)
+
+    def as_dict(self) -> dict[str, object]:
+        return self._asdict()
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Route:
+        fields: dict[str, Any] = {name: value.get(name) for name in cls._fields}
+        return cls(**fields)
+
+    def command(self) -> str:
+        """The ``ip route add`` that puts it back."""
+        words = ["ip", "-6" if self.family == socket.AF_INET6 else "-4", "route", "add"]
+        words.append(f"{self.dst}/{self.dst_len}" if self.dst else "default")
+        if self.gateway:
+            words += ["via", self.gateway]
+        if self.oif:
+            words += ["dev", self.oif]
+        if self.priority:
+            words += ["metric", str(self.priority)]
+        if self.table != _RT_TABLE_MAIN:
+            words += ["table", str(self.table)]
+        if self.proto in _PROTOCOLS:
+            words += ["proto", _PROTOCOLS[self.proto]]
+        if self.scope in _SCOPES:
+            words += ["scope", _SCOPES[self.scope]]
+        if self.prefsrc:
+            words += ["src", self.prefsrc]
+        for name, value in (self.metrics or {}).items():
+            words += [name.removeprefix("RTAX_").lower(), str(value)]
+        if self.expires:
+            words += ["expires", str(self.expires)]
+        return " ".join(words)
+
+
+def read_routes(interfaces: set[str] | None = None) -> list[Route]:
+    """The routes of every table (local and kernel-made ones aside: addresses bring
+    those back) that go out through `interfaces` (all when None)."""
+    found: list[Route] = []
+    with iproute("reading routes") as ipr:
+        names = {int(link["index"]): str(link.get_attr("IFLA_IFNAME"))
+                 for link in ipr.get_links()}
+        for family in (socket.AF_INET, socket.AF_INET6):
+            for message in ipr.route("dump", family=family):
+                route = _route_of(message, names)
+                if route is not None and (interfaces is None or route.oif in interfaces):
+                    found.append(route)
+    return found
+
+
+def _route_of(message: Any, names: dict[int, str]) -> Route | None:
+    table = message.get("table")
+    if (table == _RT_TABLE_LOCAL or message["proto"] == _RTPROT_KERNEL
+            or message["flags"] & _RTM_F_CLONED or message.get("multipath")):
+        return None  # multipath routes are not zsn's to restore: named, not touched
+    oif = message.get("oif")
+    cache = message.get("cacheinfo") or {}
+    expires = int(cache.get("rta_expires", 0) or 0) // 100  # jiffies at USER_HZ 100
+    metrics = message.get("metrics")
+    return Route(family=int(message["family"]), table=int(table), dst=message.get("dst"),
+                 dst_len=int(message["dst_len"]), gateway=message.get("gateway"),
+                 oif=names.get(int(oif)) if oif is not None else None,
+                 priority=message.get("priority"), proto=int(message["proto"]),
+                 scope=int(message["scope"]), type=int(message["type"]),
+                 prefsrc=message.get("prefsrc"), expires=expires or None,
+                 metrics={str(k): int(v) for k, v in metrics["attrs"]} if metrics else None)
+
+
+def add_route(route: Route) -> None:
+    """``ip route add`` of `route` (its interface by name)."""
+    with iproute(f"adding route {route.command().split(' add ', 1)[1]}") as ipr:
+        attributes: dict[str, Any] = {
+            "family": route.family, "table": route.table, "dst_len": route.dst_len,
+            "proto": route.proto, "scope": route.scope, "type": route.type}
+        if route.dst:
+            attributes["dst"] = route.dst
+        if route.gateway:
+            attributes["gateway"] = route.gateway
+        if route.oif:
+            attributes["oif"] = link_index(ipr, route.oif)
+        if route.priority:
+            attributes["priority"] = route.priority
+        if route.prefsrc:
+            attributes["prefsrc"] = route.prefsrc
+        if route.metrics:
+            attributes["metrics"] = dict(route.metrics)
+        if route.expires and route.family == socket.AF_INET6:
+            # RTA_EXPIRES: u32 seconds (IPv6 only); pyroute2 sends it as raw bytes.
+            attributes["expires"] = struct.pack("=I", route.expires)
+        ipr.route("add", **attributes)

@@ -54,9 +54,13 @@ RTMGRP_IPV4_IFADDR = 0x10
 RTMGRP_IPV6_IFADDR = 0x100
 RT_TABLE_MAIN = 254
 RTA_DST = 1
+RTA_SRC = 2
 RTA_OIF = 4
+RTA_GATEWAY = 5
+RTA_PREFSRC = 7
 RTA_MULTIPATH = 9
 RTA_TABLE = 15
+RTA_MARK = 16
 # linux/if_link.h
 IFLA_ADDRESS = 1
 IFLA_IFNAME = 3
@@ -409,16 +413,22 @@ class RouteRecord(NamedTuple):
     dst: str | None
     oifs: tuple[int, ...]
     """The output interface, or each next hop's for a multipath route."""
+    gateway: str | None = None
+    prefsrc: str | None = None
 
 
 def decode_route(data: bytes, start: int, end: int) -> RouteRecord:
     family, dst_len, _src_len, _tos, table, _proto, _scope, _type, _flags = \
         _RTMSG.unpack_from(data, start)
-    dst = None
+    dst = gateway = prefsrc = None
     oifs: list[int] = []
     for kind, a, b in attributes(data, start + _RTMSG.size, end):
         if kind == RTA_DST and b - a in (4, 16):
             dst = str(ipaddress.ip_address(data[a:b]))
+        elif kind == RTA_GATEWAY and b - a in (4, 16):
+            gateway = str(ipaddress.ip_address(data[a:b]))
+        elif kind == RTA_PREFSRC and b - a in (4, 16):
+            prefsrc = str(ipaddress.ip_address(data[a:b]))
         elif kind == RTA_OIF:
             oifs.append(unsigned(data, a, b))
         elif kind == RTA_TABLE:
@@ -431,7 +441,7 @@ def decode_route(data: bytes, start: int, end: int) -> RouteRecord:
                     break
                 oifs.append(ifindex)
                 hop += (length + 3) & ~3
-    return RouteRecord(family, dst_len, table, dst, tuple(oifs))
+    return RouteRecord(family, dst_len, table, dst, tuple(oifs), gateway, prefsrc)
 
 
 def messages(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes, int, int]]:
@@ -639,15 +649,26 @@ def default_route_interfaces() -> set[int]:
 
 def route_interface(destination: str) -> int | None:
     """The interface the kernel would send to `destination` through (``ip route get``)."""
+    route = route_get(destination)
+    return route.oifs[0] if route is not None and route.oifs else None
+
+
+def route_get(destination: str, source: str | None = None,
+              mark: int | None = None) -> RouteRecord | None:
+    """The route the kernel picks for `destination` (``ip route get DST from SRC mark
+    M``): from a local `source`, policy rules that match on it are honoured."""
     address = ipaddress.ip_address(destination)
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
-    body = (_RTMSG.pack(family, address.max_prefixlen, 0, 0, 0, 0, 0, 0, 0)
+    src_len = address.max_prefixlen if source else 0
+    body = (_RTMSG.pack(family, address.max_prefixlen, src_len, 0, 0, 0, 0, 0, 0)
             + attribute(RTA_DST, address.packed))
-    for route in decode_routes(exchange(RTM_GETROUTE, body, f"route to {destination}",
-                                        dump=False)):
-        if route.oifs:
-            return route.oifs[0]
-    return None
+    if source:
+        body += attribute(RTA_SRC, ipaddress.ip_address(source).packed)
+    if mark:
+        body += attribute(RTA_MARK, _U32.pack(mark))
+    what = f"route to {destination}" + (f" from {source}" if source else "")
+    routes = decode_routes(exchange(RTM_GETROUTE, body, what, dump=False))
+    return routes[0] if routes else None
 
 
 class LinkWatcher:

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from zsn.changes.restores import file_undo
 from zsn.errors import ValidationError, ZsnError, about_input
-from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing
@@ -32,6 +33,7 @@ from zsn.wireguard.config import (
 from zsn.wireguard.device import LiveDevice, PeerSettings, add_route, remove_route
 from zsn.wireguard.expiry import Expired, check_not_expired, describe, set_expiry
 from zsn.wireguard.keys import public_key_from_private
+from zsn.wireguard.restore import peer_undo, route_undo
 from zsn.wireguard.server import ServerConfig, client_config_path, client_file, usable_peer
 
 
@@ -40,6 +42,7 @@ def live_step_add(device: LiveDevice, peer: PeerSettings, what: str) -> LiveStep
         f"{what} on running {device.name} ({device.implementation}, no restart)",
         lambda: device.add_peer(peer),
         lambda: device.remove_peer(peer.public_key),
+        (peer_undo(device.name, peer.public_key, None),),
     )
 
 
@@ -48,6 +51,7 @@ def live_step_remove(device: LiveDevice, peer: PeerSettings, what: str) -> LiveS
         f"{what} on running {device.name} ({device.implementation}, no restart)",
         lambda: device.remove_peer(peer.public_key),
         lambda: device.add_peer(peer),
+        (peer_undo(device.name, peer.public_key, peer),),
     )
 
 
@@ -56,10 +60,12 @@ def route_steps(device: LiveDevice, networks: list[str], add: bool) -> list[Live
     for network in networks:
         put = partial(add_route, device.name, network)
         drop = partial(remove_route, device.name, network)
+        restore = (route_undo(device.name, network, not add),)
         if add:
-            steps.append(LiveStep(f"route {network} dev {device.name}", put, drop))
+            steps.append(LiveStep(f"route {network} dev {device.name}", put, drop, restore))
         else:
-            steps.append(LiveStep(f"remove route {network} dev {device.name}", drop, put))
+            steps.append(LiveStep(f"remove route {network} dev {device.name}", drop, put,
+                                  restore))
     return steps
 
 
@@ -99,7 +105,24 @@ def check_routed_free(config: WgConfig, routed: list[str], owner: Section | None
                                           f"{peer.label}")
 
 
-def _settings_of(peer: Section) -> PeerSettings:
+def live_peer_check(device: LiveDevice, peer: PeerSettings) -> Check:
+    """Verify after apply: the running interface has the peer, with its allowed IPs."""
+
+    def differences() -> list[str]:
+        live = next((each for each in device.peers() if each.public_key == peer.public_key),
+                    None)
+        if live is None:
+            return [f"{device.name} runs without peer {peer.public_key[:8]}…"]
+        if set(live.allowed_ips) != set(peer.allowed_ips):
+            return [f"peer {peer.public_key[:8]}… has allowed IPs "
+                    f"{', '.join(live.allowed_ips) or 'none'}, not "
+                    f"{', '.join(peer.allowed_ips)}"]
+        return []
+
+    return Check(f"peer {peer.public_key[:8]}… on {device.name}", differences)
+
+
+def settings_of(peer: Section) -> PeerSettings:
     key = peer.get("PublicKey")
     if not key:
         raise ValidationError(f"{peer.label} has no PublicKey")
@@ -115,16 +138,20 @@ def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     peer = usable_peer(edited, name)
-    live_settings = _settings_of(peer)
+    live_settings = settings_of(peer)
     client_path = client_file(host, server.name, peer)
     edited.remove_peer(peer)
     plan = Plan(f"remove peer {name} from {server.name}")
     plan.steps.append(server.edit(edited))
     if client_path is not None and files.exists(client_path):
         kept = files.backup_path(client_path)
+        client = files.read_tracked(client_path)
+        old_kept = files.read_tracked(kept) if files.exists(kept) else None
         plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
                                    lambda: files.rename(client_path, kept),
-                                   lambda: files.rename(kept, client_path)))
+                                   lambda: files.rename(kept, client_path),
+                                   (file_undo(client_path, client, None),
+                                    file_undo(kept, old_kept, client.text))))
     device = server.live()
     if device is not None and not peer.disabled:
         plan.steps.append(live_step_remove(device, live_settings, f"remove peer {name}"))
@@ -152,7 +179,7 @@ def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     peer = usable_peer(edited, name)
-    live_settings = _settings_of(peer)
+    live_settings = settings_of(peer)
     edited.disable_peer(peer)
     return _file_and_live(
         server, edited, f"disable peer {name} on {server.name} (kept in the file)",
@@ -166,7 +193,7 @@ def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
     check_not_expired(edited, peer, server.name, time.time())
     edited.enable_peer(peer)
     enabled = edited.require_peer(name)
-    live_settings = _settings_of(enabled)
+    live_settings = settings_of(enabled)
     _check_enable_free(edited, enabled)
     return _file_and_live(
         server, edited, f"enable peer {name} on {server.name}",
@@ -266,21 +293,22 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
     peer = usable_peer(edited, name)
     routed = addressing.check_allowed_networks(subnets)
     check_routed_free(edited, routed, peer)
-    before = _settings_of(peer)
+    before = settings_of(peer)
     host_routes = [n for n in before.allowed_ips
                    if not outside_subnet(server, [n]) or _is_host(n)]
     old_routed = [n for n in before.allowed_ips if n not in host_routes]
     edited.remove_list_items(peer, "AllowedIPs", old_routed)
     peer = edited.require_peer(name)
     edited.add_list_items(peer, "AllowedIPs", routed)
-    after = _settings_of(edited.require_peer(name))
+    after = settings_of(edited.require_peer(name))
     plan = Plan(f"set subnets behind {name} on {server.name}: {', '.join(routed) or 'none'}")
     plan.steps.append(server.edit(edited))
     device = server.live()
     if device is not None and not peer.disabled:
         plan.steps.append(LiveStep(
             f"set allowed IPs of {name} on running {device.name}",
-            lambda: device.add_peer(after), lambda: device.add_peer(before)))
+            lambda: device.add_peer(after), lambda: device.add_peer(before),
+            (peer_undo(device.name, before.public_key, before),)))
         plan.steps.extend(route_steps(device, [n for n in old_routed if n not in routed],
                                        add=False))
         plan.steps.extend(route_steps(device, outside_subnet(server, routed), add=True))

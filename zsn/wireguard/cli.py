@@ -10,8 +10,17 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from functools import partial
 
-from zsn.headless import EXIT_ERROR, EXIT_OK, HeadlessGroup, add_dry_run, apply_or_show
+from zsn.headless import (
+    EXIT_ERROR,
+    EXIT_OK,
+    HeadlessGroup,
+    add_change_options,
+    add_dry_run,
+    apply_change,
+    apply_or_show,
+)
 from zsn.lint import print_findings
 from zsn.plan import Plan
 from zsn.qr import DEFAULT_SIZE, make_qr
@@ -20,6 +29,9 @@ from zsn.terminal import safe, write_styled
 from zsn.wireguard import actions, interfaces, lint, onboarding, routing
 from zsn.wireguard.qr import qr_payload
 from zsn.wireguard.server import DEFAULT_KEEPALIVE
+
+LIVE_ACTIONS = frozenset({"up", "down", "clients", "link", "gateway"})
+"""``zsn wg`` actions that change live networking: they take --try (`apply_change`)."""
 
 
 def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,12 +55,12 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--public-key", metavar="KEY",
                      help="the device's own public key (default: zsn generates the key pair)")
     add.add_argument("--qr", action="store_true", help="print a QR code instead of the config")
-    add_dry_run(add)
+    add_change_options(add)
     for action, text in (("remove", "remove a peer"), ("disable", "disable a peer (kept in "
                          "the file, off the live interface)"), ("enable", "enable a peer")):
         sub = peers.add_parser(action, help=text)
         _iface_name(sub)
-        add_dry_run(sub)
+        add_change_options(sub)
     show = peers.add_parser("show", help="print a peer's client config (or QR)")
     _iface_name(show)
     show.add_argument("--qr", action="store_true", help="print a QR code")
@@ -77,7 +89,7 @@ def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
     routes = peers.add_parser("routes", help="set the subnets behind a peer (site-to-site)")
     _iface_name(routes)
     routes.add_argument("subnets", nargs="*", metavar="SUBNET")
-    add_dry_run(routes)
+    add_change_options(routes)
 
 
 def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +107,7 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
                          ("clients", "let the clients of an interface reach each other")):
         sub = wgs.add_parser(action, help=text)
         sub.add_argument("interface")
-        add_dry_run(sub)
+        add_change_options(sub)
     endpoint = wgs.add_parser("endpoint", help="set the public address clients connect to")
     endpoint.add_argument("interface")
     endpoint.add_argument("host")
@@ -103,11 +115,11 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
     link = wgs.add_parser("link", help="route two interfaces to each other")
     link.add_argument("interface")
     link.add_argument("other")
-    add_dry_run(link)
+    add_change_options(link)
     gateway = wgs.add_parser("gateway", help="NAT clients out of the default-route interface")
     gateway.add_argument("interface")
     gateway.add_argument("--egress", help="outgoing interface (default: the default route's)")
-    add_dry_run(gateway)
+    add_change_options(gateway)
     imports = wgs.add_parser("import", help="take over a PiVPN, wg-easy or plain wg-quick "
                              "setup (keys, addresses and names kept: no client needs a new "
                              "config)")
@@ -261,8 +273,10 @@ def run_peer(args: argparse.Namespace, host: Host) -> int:
         client = onboarding.show_client_config(host, args.interface, args.name)
         _print_config(client.text, args.qr)
         return EXIT_OK
-    return apply_or_show(_peer_plan(host, args), args.dry_run,
-                         lambda text: _print_config(text, getattr(args, "qr", False)))
+    show = partial(_print_config, as_qr=getattr(args, "qr", False))
+    if args.action == "rename":
+        return apply_or_show(_peer_plan(host, args), args.dry_run, show)
+    return apply_change(host, _peer_plan(host, args), args, show)
 
 
 def run_wg(args: argparse.Namespace, host: Host) -> int:
@@ -270,6 +284,8 @@ def run_wg(args: argparse.Namespace, host: Host) -> int:
         return _record(host)
     if args.action == "lint":
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
+    if args.action in LIVE_ACTIONS:
+        return apply_change(host, _wg_plan(host, args), args)
     return apply_or_show(_wg_plan(host, args), args.dry_run)
 
 

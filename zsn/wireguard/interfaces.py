@@ -12,14 +12,17 @@ from __future__ import annotations
 import shutil
 from functools import partial
 
+from zsn.changes.restores import unit_undo
 from zsn.errors import ValidationError, ZsnError, about_input
-from zsn.plan import FileEdit, LiveStep, Plan
-from zsn.system import commands, files, kernel_modules
+from zsn.plan import Check, FileEdit, LiveStep, Plan
+from zsn.system import commands, files, kernel_modules, netlink
 from zsn.system.host import Host
+from zsn.system.systemd import systemd_runs
 from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import WIREGUARD_DIR, config_path, parse
+from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, config_path, parse
 from zsn.wireguard.device import find_device
 from zsn.wireguard.keys import KeyPair
+from zsn.wireguard.restore import wg_quick_undo
 
 USERSPACE_IMPLEMENTATION = "wireguard-go"
 WG_QUICK_TIMEOUT = 30.0
@@ -104,23 +107,6 @@ def kernel_has_wireguard() -> bool:
     return kernel_modules.module_available("wireguard")
 
 
-def systemd_runs(host: Host) -> bool:
-    """Whether systemd is the running init: sd_booted()'s test, or, for a tree under
-    --root whose /run is private (a container), systemd answering on its bus."""
-    if files.is_dir(host.path("/run/systemd/system")):
-        return True
-    if not files.exists(host.path("/run/dbus/system_bus_socket")):
-        return False
-    from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, run_sync
-
-    try:
-        run_sync(host, lambda bus: bus.get_all(SYSTEMD, SYSTEMD_PATH, SYSTEMD_MANAGER),
-                 timeout=2.0)
-    except ZsnError:
-        return False
-    return True
-
-
 def unit_name(name: str) -> str:
     return f"wg-quick@{name}.service"
 
@@ -134,7 +120,8 @@ def _unit(host: Host, verb: str, name: str) -> None:
         raise ZsnError(job.describe())
 
 
-def _wg_quick(host: Host, action: str, name: str) -> None:
+def wg_quick(host: Host, action: str, name: str) -> None:
+    """``wg-quick up|down NAME``, with wireguard-go when the kernel has no module."""
     target = name if host.is_live else str(config_path(host, name))
     env = None if kernel_has_wireguard() else {
         "WG_QUICK_USERSPACE_IMPLEMENTATION": USERSPACE_IMPLEMENTATION}
@@ -148,35 +135,85 @@ def plan_up(host: Host, name: str) -> Plan:
         raise ValidationError(f"no interface {name!r}: {path} does not exist")
     if find_device(host, name) is not None:
         raise ValidationError(f"{name} is already up")
-    plan = Plan(f"bring {name} up")
+    config = parse(files.read_tracked(path).text, str(path))
+    plan = Plan(f"bring {name} up", touches=frozenset({name}),
+                reroutes=_routed_by(config, name))
     if not kernel_has_wireguard():
         plan.notes.append("the kernel has no WireGuard module: wg-quick uses the userspace "
                           "implementation wireguard-go (slower, same protocol)")
+    plan.checks.append(Check(f"{name} up", partial(_up_differences, host, name, config)))
     if systemd_runs(host):
         plan.steps.append(LiveStep(f"start {unit_name(name)} (systemd, over D-Bus)",
                                    partial(_unit, host, "start", name),
-                                   partial(_unit, host, "stop", name)))
+                                   partial(_unit, host, "stop", name),
+                                   (unit_undo(unit_name(name), False),)))
         return plan
     if shutil.which("wg-quick") is None:
         raise ValidationError("wg-quick is not installed (Debian: apt install wireguard-tools)")
     if not kernel_has_wireguard() and shutil.which(USERSPACE_IMPLEMENTATION) is None:
         raise ValidationError("the kernel has no WireGuard module and wireguard-go is not "
                               "installed (Debian: apt install wireguard-go)")
-    plan.steps.append(LiveStep(f"wg-quick up {name}", partial(_wg_quick, host, "up", name),
-                               partial(_wg_quick, host, "down", name)))
+    plan.steps.append(LiveStep(f"wg-quick up {name}", partial(wg_quick, host, "up", name),
+                               partial(wg_quick, host, "down", name),
+                               (wg_quick_undo(name, False),)))
     return plan
+
+
+def _routed_by(config: WgConfig, name: str) -> tuple[tuple[str, str], ...]:
+    """The networks wg-quick routes into the interface: its peers' AllowedIPs (none with
+    ``Table = off``)."""
+    table = (config.interface.get("Table") or "auto").strip().lower() \
+        if config.interface is not None else "auto"
+    if table == "off":
+        return ()
+    found: dict[str, str] = {}
+    for peer in config.peers:
+        if peer.disabled:
+            continue
+        for allowed in peer.get_all("AllowedIPs"):
+            for network in allowed.split(","):
+                if network.strip():
+                    found.setdefault(network.strip(),
+                                     f"wg-quick routes {name}'s AllowedIPs into {name}")
+    return tuple(found.items())
+
+
+def _up_differences(host: Host, name: str, config: WgConfig) -> list[str]:
+    """Verify after `wg up`: the interface runs, with its addresses and its peers."""
+    device = find_device(host, name)
+    if device is None:
+        return [f"{name} is not running"]
+    found = []
+    live = netlink.list_links().get(name)
+    addresses = set(live.addresses) if live is not None else set()
+    for address in addressing.interface_addresses(config):
+        if str(address) not in addresses:
+            found.append(f"{name} lacks its address {address}")
+    keys = {peer.public_key for peer in device.peers()}
+    for peer in config.peers:
+        key = (peer.get("PublicKey") or "").strip()
+        if key and key not in keys and not peer.disabled:
+            found.append(f"{name} runs without its peer {peer.name or key[:8] + '…'}")
+    return found
+
+
+def _down_differences(host: Host, name: str) -> list[str]:
+    return [f"{name} still runs"] if find_device(host, name) is not None else []
 
 
 def plan_down(host: Host, name: str) -> Plan:
     addressing.check_interface_name(name)
     if not files.exists(config_path(host, name)):
         raise ValidationError(f"no interface {name!r}: {config_path(host, name)} does not exist")
-    plan = Plan(f"bring {name} down")
+    plan = Plan(f"bring {name} down", touches=frozenset({name}))
+    plan.checks.append(Check(f"{name} down", partial(_down_differences, host, name)))
     if systemd_runs(host):
         plan.steps.append(LiveStep(f"stop {unit_name(name)} (systemd, over D-Bus)",
                                    partial(_unit, host, "stop", name),
-                                   partial(_unit, host, "start", name)))
+                                   partial(_unit, host, "start", name),
+                                   (unit_undo(unit_name(name), True),)))
     else:
-        plan.steps.append(LiveStep(f"wg-quick down {name}", partial(_wg_quick, host, "down", name),
-                                   partial(_wg_quick, host, "up", name)))
+        plan.steps.append(LiveStep(f"wg-quick down {name}", partial(wg_quick, host, "down", name),
+                                   partial(wg_quick, host, "up", name),
+                                   (wg_quick_undo(name, True),)))
     return plan

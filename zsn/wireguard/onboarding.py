@@ -21,11 +21,13 @@ from zsn.wireguard import addressing, settings
 from zsn.wireguard.actions import (
     check_routed_free,
     down_note,
+    live_peer_check,
     live_step_add,
     outside_subnet,
     route_steps,
+    settings_of,
 )
-from zsn.wireguard.config import WIREGUARD_DIR, check_peer_name, config_path, parse
+from zsn.wireguard.config import WIREGUARD_DIR, Section, check_peer_name, config_path, parse
 from zsn.wireguard.device import LiveDevice, PeerSettings
 from zsn.wireguard.keys import (
     KeyPair,
@@ -200,7 +202,11 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     with about_input("name"):
         name = check_peer_name(request.name.strip(addressing.BLANKS))
         client_path = client_config_path(host, server.name, name)
-        if server.config.find_peer(name) is not None:
+        existing = server.config.find_peer(name)
+        finish = _finish_interrupted_add(host, server, existing, name, client_path)
+        if finish is not None:
+            return finish
+        if existing is not None:
             hint: tuple[str | Action, ...] = (
                 " (its client config: ", Action("show_client",
                                                 f"zsn peer show {server.name} {name}"), ")"
@@ -269,12 +275,41 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         peer = PeerSettings(public_key, psk, tuple(server_allowed))
         plan.steps.append(live_step_add(device, peer, f"add peer {name}"))
         plan.steps.extend(route_steps(device, outside_subnet(server, routed), add=True))
+        plan.checks.append(live_peer_check(device, peer))
     else:
         plan.notes.append(down_note(server))
     if dns and not has_resolver(host):
         plan.notes.append("the client config sets DNS: the client needs resolvconf or "
                           "resolvectl, or wg-quick will not bring it up")
     plan.output = text
+    return plan, ClientConfig(name, server.name, text, client_path)
+
+
+def _finish_interrupted_add(host: Host, server: ServerConfig, peer: Section | None, name: str,
+                            client_path: Path) -> tuple[Plan, ClientConfig] | None:
+    """The rest of an add that was killed after saving the server config (the commit)
+    and before the running interface had the peer: the same command run again puts it
+    live (with its routes) instead of refusing a duplicate. None when there is nothing
+    to finish: no such peer, a disabled one, or the interface is down or has it."""
+    device = server.live()
+    if peer is None or peer.disabled or device is None:
+        return None
+    wanted = settings_of(peer)
+    if any(live.public_key == wanted.public_key for live in device.peers()):
+        return None
+    plan = Plan(f"finish adding peer {name} to {server.name} (in its config, not live: an "
+                "add was interrupted)")
+    plan.steps.append(live_step_add(device, wanted, f"add peer {name}"))
+    plan.steps.extend(route_steps(device, outside_subnet(server, list(wanted.allowed_ips)),
+                                  add=True))
+    plan.checks.append(live_peer_check(device, wanted))
+    text = ""
+    if files.exists(client_path):
+        text = files.read_tracked(client_path).text
+        plan.output = text
+    else:
+        plan.notes.append(f"{client_path} is gone: the device keeps its key; remove the peer "
+                          "and add it again for a new client config")
     return plan, ClientConfig(name, server.name, text, client_path)
 
 

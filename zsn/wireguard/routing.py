@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+import socket
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from zsn.changes.restores import firewall_undo, sysctl_undo
 from zsn.errors import ValidationError, ZsnError, about_input
-from zsn.plan import FileEdit, LiveStep, Plan
-from zsn.system import commands, files
+from zsn.plan import Check, FileEdit, LiveStep, Plan
+from zsn.system import commands, files, netlink
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
 from zsn.wireguard import addressing, settings
@@ -29,6 +31,8 @@ from zsn.wording import Action, Phrase
 SYSCTL_FILE = "/etc/sysctl.d/99-zsn-wireguard.conf"
 FORWARDING_KEYS = {4: "net.ipv4.ip_forward", 6: "net.ipv6.conf.all.forwarding"}
 _FULL_TUNNEL = {"0.0.0.0/0", "::/0"}
+RTPROT_RA = 9
+"""A route the kernel learned from a router advertisement (linux/rtnetlink.h)."""
 
 
 def _proc_path(host: Host, key: str) -> Path:
@@ -67,8 +71,34 @@ def forwarding_steps(host: Host, versions: set[int]) -> tuple[list[FileEdit | Li
             proc = _proc_path(host, FORWARDING_KEYS[version])
             steps.append(LiveStep(f"enable {FORWARDING_KEYS[version]} now",
                                   partial(_write_sysctl, proc, "1"),
-                                  partial(_write_sysctl, proc, "0")))
+                                  partial(_write_sysctl, proc, "0"),
+                                  (sysctl_undo(host, FORWARDING_KEYS[version], "0"),)))
     return steps, notes
+
+
+def forwarding_risks(host: Host, steps: list[FileEdit | LiveStep]) -> tuple[tuple[str, str], ...]:
+    """Turning IPv6 forwarding on makes the kernel drop every default route it learned
+    from router advertisements (and ignore new ones): a session that came over such a
+    route is cut at once."""
+    turns_on_v6 = any(isinstance(step, LiveStep) and FORWARDING_KEYS[6] in step.description
+                      for step in steps)
+    if not turns_on_v6 or not host.is_live:
+        return ()
+    try:
+        learned = [route for route in netlink.read_routes()
+                   if route.family == socket.AF_INET6 and route.dst is None
+                   and route.proto == RTPROT_RA]
+    except ZsnError:
+        return ()
+    if not learned:
+        return ()
+    return (("::/0", "turning IPv6 forwarding on drops the default routes learned from "
+             "router advertisements"),)
+
+
+def _forwarding_differences(host: Host, versions: set[int]) -> list[str]:
+    return [f"{FORWARDING_KEYS[version]} is not 1" for version in sorted(versions)
+            if forwarding_enabled(host, version) is False]
 
 
 def _sysctl_file_edit(host: Host, versions: set[int]) -> list[FileEdit]:
@@ -138,8 +168,19 @@ def rule_steps(server: ServerConfig, rules: list[Rule]) -> tuple[list[FileEdit |
         for rule in new:
             steps.append(LiveStep(f"run {' '.join(rule.argv(server.name))}",
                                   partial(_run_rule, rule, server.name, False),
-                                  partial(_run_rule, rule, server.name, True)))
+                                  partial(_run_rule, rule, server.name, True),
+                                  (firewall_undo(rule.argv(server.name), False),)))
     return steps, notes
+
+
+def _rule_differences(rules: list[list[str]]) -> list[str]:
+    """Verify after apply: the firewall has each rule (``iptables -C``)."""
+    found = []
+    for argv in rules:
+        check = [("-C" if word in ("-A", "-I") else word) for word in argv]
+        if not commands.run(check, timeout=10.0, check=False).ok:
+            found.append(f"the firewall lacks {' '.join(argv)}")
+    return found
 
 
 def _versions(server: ServerConfig) -> set[int]:
@@ -186,9 +227,22 @@ def _covered(item: str, networks: list[str]) -> bool:
     return False
 
 
-def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str]) -> Plan:
+def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str],
+            host: Host | None = None) -> Plan:
     plan.steps.extend(steps)
     plan.notes.extend(notes)
+    rules = [step.restore[0].data["rule"] for step in steps if isinstance(step, LiveStep)
+             and step.restore and step.restore[0].kind == "firewall"]
+    if rules:
+        plan.checks.append(Check("firewall rules", partial(_rule_differences, rules)))
+    if host is not None:
+        versions = {version for version, key in FORWARDING_KEYS.items()
+                    if any(isinstance(step, LiveStep) and key in step.description
+                           for step in steps)}
+        if versions:
+            plan.checks.append(Check("forwarding", partial(_forwarding_differences, host,
+                                                           versions)))
+        plan.reroutes = forwarding_risks(host, steps)
     changed = [s.path for s in plan.steps if isinstance(s, FileEdit) and "/clients/" in str(s.path)]
     if changed:
         interface = changed[0].parent.name
@@ -208,7 +262,7 @@ def plan_client_to_client(host: Host, interface: str) -> Plan:
     subnets = [str(a.network) for a in addressing.interface_addresses(server.config)]
     forwarding, forwarding_notes = forwarding_steps(host, versions)
     return _finish(plan, [*forwarding, *steps, *_client_config_edits(host, interface, subnets)],
-                   [*forwarding_notes, *notes])
+                   [*forwarding_notes, *notes], host)
 
 
 def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
@@ -238,7 +292,7 @@ def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
             changes[name] = current
     if changes:
         all_steps.append(stored.edit(changes))
-    return _finish(plan, all_steps, all_notes)
+    return _finish(plan, all_steps, all_notes, host)
 
 
 def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
@@ -273,4 +327,4 @@ def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
     plan = Plan(f"make {interface} a gateway: NAT out of {egress}")
     steps, notes = rule_steps(server, rules)
     forwarding, forwarding_notes = forwarding_steps(host, versions | {4})
-    return _finish(plan, [*forwarding, *steps], [*forwarding_notes, *notes])
+    return _finish(plan, [*forwarding, *steps], [*forwarding_notes, *notes], host)

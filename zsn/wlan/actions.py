@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from zsn.changes.restores import unit_undo
+from zsn.changes.undo import Undo
 from zsn.errors import ValidationError, ZsnError
-from zsn.plan import FileEdit, LiveStep, Plan, Step
+from zsn.plan import Check, FileEdit, LiveStep, Plan, Step
 from zsn.system import files, wireless
 from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
 from zsn.system.files import PRIVATE_FILE_MODE, backup_path, is_world_readable, read_tracked
@@ -31,6 +33,7 @@ from zsn.wlan.model import (
     WlanSnapshot,
     needs_passphrase,
 )
+from zsn.wlan.restore import wifi_undo
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display
 
@@ -178,10 +181,14 @@ def _plan_connect_wpa(host: Host, interface: WlanInterface, target: Target,
     if interface.saves_config is False:
         notes.append(f"wpa_supplicant on {interface.name} cannot save its config "
                      "(update_config=0): the network is lost when it restarts")
+    saved = (interface.config_path,) if interface.config_path and \
+        interface.saves_config is not False else ()
     steps: list[Step] = [LiveStep(
         f"wpa_supplicant on {interface.name}: {what}, wait for COMPLETED "
-        f"({wpa.CONNECT_TIMEOUT:g} s), re-enable the other networks, SAVE_CONFIG", run)]
-    return Plan(title, steps, notes=notes)
+        f"({wpa.CONNECT_TIMEOUT:g} s), re-enable the other networks, SAVE_CONFIG", run,
+        restore=(wifi_undo(host, "wpa_supplicant", interface.name, _on(interface), saved),)
+        if saved or interface.saves_config is False else None)]
+    return _live(host, Plan(title, steps, notes=notes), interface, target.ssid)
 
 
 def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
@@ -197,7 +204,8 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
         warnings.append(f"iwd already knows {name}: its stored profile is forgotten first, "
                         "so a wrong new passphrase leaves it forgotten")
         steps.append(LiveStep(f"iwd: forget the stored profile of {name}",
-                              lambda: _bus(host, lambda bus: bus_iwd.forget(bus, known_path))))
+                              lambda: _bus(host, lambda bus: bus_iwd.forget(bus, known_path)),
+                              restore=()))  # the connect's restore puts the profile back
 
     def run() -> None:
         async def act(bus: SystemBus) -> None:
@@ -226,8 +234,12 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
     how = "passphrase handed to iwd by zsn's agent, once" if passphrase is not None else \
         "iwd's stored profile" if target.known is not None else "open network"
     hidden = " (hidden: ConnectHiddenNetwork)" if target.hidden and target.known is None else ""
+    kind = "open" if target.security in ("open", "OWE") else "psk"
+    profile = (iwd_backend.profile_path(target.ssid, kind),) if passphrase is not None else ()
     steps.append(LiveStep(f"iwd on {interface.name}: connect to {name}{hidden} ({how}), "
-                          "wait for iwd's answer", run))
+                          "wait for iwd's answer", run,
+                          restore=(wifi_undo(host, "iwd", interface.name, _on(interface),
+                                             profile),)))
     notes = []
     if passphrase is not None:
         notes.append("iwd stores the network in /var/lib/iwd (0600) and connects to it "
@@ -236,7 +248,56 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
         notes.append(f"iwd does not set addresses here ({IWD_MAIN_CONF} has no "
                      "EnableNetworkConfiguration=true): a DHCP client such as "
                      f"systemd-networkd or dhcpcd must configure {interface.name}")
-    return Plan(title, steps, warnings=warnings, notes=notes)
+    return _live(host, Plan(title, steps, warnings=warnings, notes=notes), interface,
+                 target.ssid)
+
+
+def _on(interface: WlanInterface) -> bytes | None:
+    """The network `interface` is on now (what a rollback connects it to again)."""
+    return interface.link.ssid if interface.link.connected else None
+
+
+def _live(host: Host, plan: Plan, interface: WlanInterface, ssid: bytes | None) -> Plan:
+    """A connect or disconnect changes the interface's link: the SSH session's path is
+    checked against it, and the link is read back (verify after apply)."""
+    plan.touches = frozenset({interface.name})
+    wanted = f"on {display(ssid)}" if ssid is not None else "disconnected"
+
+    def differences() -> list[str]:
+        from zsn.wlan.live import read_wlan
+
+        now = read_wlan(host, findings=False).interface(interface.name)
+        link = now.link if now is not None else None
+        if ssid is None:
+            return [f"{interface.name} is still on {display(link.ssid or b'')}"] \
+                if link is not None and link.connected else []
+        if link is None or not link.connected:
+            return [f"{interface.name} is not connected ({link.state if link else 'gone'})"]
+        if link.ssid != ssid:
+            return [f"{interface.name} is on {display(link.ssid or b'')}, not {display(ssid)}"]
+        return []
+
+    plan.checks.append(Check(f"{interface.name} {wanted}", differences))
+    return plan
+
+
+async def _active_units(bus: SystemBus, units: list[str]) -> dict[str, bool]:
+    systemd = Systemd(bus)
+    found = {}
+    for unit in units:
+        state = await systemd.unit_state(unit)
+        found[unit] = state.active_state in ("active", "activating", "reloading")
+    return found
+
+
+def _unit_restores(host: Host, units: list[str]) -> tuple[Undo, ...] | None:
+    """Each netctl unit back in the state it is in now; None (the change cannot be
+    tried) when systemd cannot be asked."""
+    try:
+        states = _bus(host, lambda bus: _active_units(bus, units), timeout=15.0)
+    except ZsnError:
+        return None
+    return tuple(unit_undo(unit, active) for unit, active in states.items())
 
 
 IWD_MAIN_CONF = "/etc/iwd/main.conf"
@@ -310,10 +371,12 @@ def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInte
         f"systemd: stop the other netctl profiles on {interface.name}, start {unit} "
         "(waits for association and DHCP)",
         lambda: _netctl_switch(host, unit, others),
-        lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0)))
-    return Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
-                                     "(0600): start it at boot with "
-                                     f"'zsn wifi autoconnect {_quote(target.ssid)} on'"])
+        lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
+        _unit_restores(host, [unit, *others])))
+    return _live(host, Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
+                                                 "(0600): start it at boot with "
+                                                 f"'zsn wifi autoconnect {_quote(target.ssid)} "
+                                                 "on'"]), interface, target.ssid)
 
 
 def _quote(ssid: bytes) -> str:
@@ -355,22 +418,27 @@ def plan_disconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface
         from zsn.system import iwd as bus_iwd
 
         station = _iwd_station(host, interface.name)
-        return Plan(title, [LiveStep(f"iwd: disconnect {interface.name}",
-                                     lambda: _bus(host, lambda bus: bus_iwd.disconnect(
-                                         bus, station)))],
-                    notes=["iwd does not reconnect on this interface until the next "
-                           "connect (zsn wifi connect SSID)"])
+        return _live(host, Plan(title, [LiveStep(
+            f"iwd: disconnect {interface.name}",
+            lambda: _bus(host, lambda bus: bus_iwd.disconnect(bus, station)),
+            restore=(wifi_undo(host, "iwd", interface.name, _on(interface)),))],
+            notes=["iwd does not reconnect on this interface until the next connect (zsn "
+                   "wifi connect SSID)"]), interface, None)
     if interface.backend == "wpa_supplicant":
-        return Plan(title, [LiveStep(f"wpa_supplicant: DISCONNECT {interface.name}",
-                                     lambda: _wpa(host, interface.name, wpa.disconnect),
-                                     lambda: _wpa(host, interface.name, wpa.reconnect))],
-                    notes=["wpa_supplicant stays disconnected until the next connect"])
+        return _live(host, Plan(title, [LiveStep(
+            f"wpa_supplicant: DISCONNECT {interface.name}",
+            lambda: _wpa(host, interface.name, wpa.disconnect),
+            lambda: _wpa(host, interface.name, wpa.reconnect),
+            (wifi_undo(host, "wpa_supplicant", interface.name, _on(interface)),))],
+            notes=["wpa_supplicant stays disconnected until the next connect"]),
+            interface, None)
     if interface.backend == "netctl":
         units = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
                  if p.interface == interface.name]
-        return Plan(title, [LiveStep(f"systemd: stop the netctl profiles on {interface.name}",
-                                     lambda: _bus(host, lambda bus: _stop_units(bus, units),
-                                                  timeout=15.0))])
+        return _live(host, Plan(title, [LiveStep(
+            f"systemd: stop the netctl profiles on {interface.name}",
+            lambda: _bus(host, lambda bus: _stop_units(bus, units), timeout=15.0),
+            restore=_unit_restores(host, units))]), interface, None)
     raise ValidationError(f"{interface.name}: nothing zsn can disconnect")
 
 

@@ -13,7 +13,15 @@ import shutil
 import sys
 
 from zsn.errors import ValidationError
-from zsn.headless import EXIT_ERROR, EXIT_OK, add_dry_run, apply_or_show, print_table
+from zsn.headless import (
+    EXIT_ERROR,
+    EXIT_OK,
+    add_change_options,
+    add_dry_run,
+    apply_change,
+    apply_or_show,
+    print_table,
+)
 from zsn.lint import print_findings
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
@@ -50,10 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     connect.add_argument("--hidden", action="store_true",
                          help="the network hides its name: look for it by name")
     connect.add_argument("--iface", metavar="IFACE")
-    add_dry_run(connect)
+    add_change_options(connect)
     disconnect = commands.add_parser("disconnect", help="drop the connection")
     disconnect.add_argument("--iface", metavar="IFACE")
-    add_dry_run(disconnect)
+    add_change_options(disconnect)
     forget = commands.add_parser("forget", help="remove a known network from the backend")
     forget.add_argument("ssid", metavar="SSID")
     forget.add_argument("--iface", metavar="IFACE")
@@ -85,7 +93,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
         return _print_scan(fresh, args.json)
     interface = actions.resolve_interface(host, snapshot, getattr(args, "iface", None))
     if args.action == "disconnect":
-        return apply_or_show(actions.plan_disconnect(host, snapshot, interface), args.dry_run)
+        return apply_change(host, actions.plan_disconnect(host, snapshot, interface), args)
     ssid = from_user(args.ssid)
     if args.action == "connect":
         passphrase = None
@@ -93,7 +101,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
             stdin_text = sys.stdin.read(4096) if args.passphrase_file == "-" else None
             passphrase = read_passphrase_file(args.passphrase_file, stdin_text)
         plan = actions.plan_connect(host, snapshot, interface, ssid, passphrase, args.hidden)
-        return apply_or_show(plan, args.dry_run)
+        return apply_change(host, plan, args)
     if args.action == "forget":
         return apply_or_show(actions.plan_forget(host, snapshot, interface, ssid), args.dry_run)
     if args.action == "autoconnect":

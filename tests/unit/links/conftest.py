@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from zsn.changes.session import SessionPath, find_session
 from zsn.links.live import BondDetails, addresses_by_index, build_interfaces
 from zsn.links.model import Interface, LinksSnapshot
 from zsn.system import rtnetlink
+from zsn.system.host import Host
 
 LINK_FIXTURES = Path(__file__).parents[2] / "fixtures" / "links"
 
@@ -43,3 +45,19 @@ def snapshot() -> LinksSnapshot:
 @pytest.fixture
 def no_details() -> BondDetails:
     return BondDetails({}, ())
+
+
+def captured_session(monkeypatch: pytest.MonkeyPatch, route_via: str | None,
+                     connection: str) -> SessionPath | None:
+    """The SSH session zsn would find on the captured lab, with ``SSH_CONNECTION`` set
+    to `connection` and the kernel routing the client through `route_via` (the lab
+    capture has no route table: that answer is the one thing given)."""
+    records = rtnetlink.decode_links(captured_bytes("rtm-getlink.bin"))
+    addresses = rtnetlink.decode_addresses(captured_bytes("rtm-getaddr.bin"))
+    oif = next((r.index for r in records if r.name == route_via), None)
+    route = rtnetlink.RouteRecord(2, 32, 254, None, (oif,) if oif else ())
+    monkeypatch.setattr(rtnetlink, "read_links", lambda: records)
+    monkeypatch.setattr(rtnetlink, "read_addresses", lambda: addresses)
+    monkeypatch.setattr(rtnetlink, "route_get", lambda *args, **kwargs: route)
+    monkeypatch.setattr(rtnetlink, "dump_routes_raw", lambda family: [])
+    return find_session(Host(Path("/")), {"SSH_CONNECTION": connection})

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.unit.links.conftest import captured_snapshot
+from tests.unit.links.conftest import captured_session, captured_snapshot
 from zsn.errors import SessionLinkError, ValidationError, ZsnError
 from zsn.links import actions
 from zsn.links.actions import Context, Options
 from zsn.links.model import LinksSnapshot
-from zsn.links.session import find_session
 from zsn.plan import ApplyError, FileEdit, LiveStep
 from zsn.system import netlink
 from zsn.system.host import Host
@@ -192,12 +191,7 @@ def test_delete(context: Context) -> None:
 
 
 def ssh_context(context: Context, monkeypatch: pytest.MonkeyPatch) -> Context:
-    from zsn.system import rtnetlink
-
-    route = index_of(context.snapshot, "rr0.10")
-    monkeypatch.setattr(rtnetlink, "route_interface", lambda address: route)
-    context.session = find_session(context.snapshot.interfaces,
-                                   {"SSH_CONNECTION": "10.0.10.2 51000 10.0.10.1 22"})
+    context.session = captured_session(monkeypatch, "rr0.10", "10.0.10.2 51000 10.0.10.1 22")
     return context
 
 
@@ -207,7 +201,7 @@ def test_touching_the_session_link_needs_its_name(context: Context,
     assert context.session is not None and context.session.link == "rr0.10"
     with pytest.raises(SessionLinkError) as refused:
         actions.plan_remove_member(context, "rr0", "eth2x")
-    assert refused.value.link == "rr0.10" and refused.value.touched == ["eth2x", "rr0"]
+    assert refused.value.link == "rr0.10" and refused.value.touched == ["rr0", "eth2x"]
     assert str(refused.value).endswith("which could cut the session off")  # the front
     # ends say how to confirm: the CLI its flag, the pane a dialog asking for the name
     with pytest.raises(SessionLinkError):

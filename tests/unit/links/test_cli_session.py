@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.links.conftest import captured_snapshot
+from tests.unit.links.conftest import captured_session, captured_snapshot
 from zsn import cli
+from zsn.changes import session as sessions
+from zsn.changes.session import parse_ssh_connection
 from zsn.errors import AccessDeniedError
 from zsn.links import actions, lint
-from zsn.links.session import find_session, parse_ssh_connection
-from zsn.system import files, rtnetlink
+from zsn.system import files
 from zsn.system.host import Host
 
 
@@ -109,33 +110,48 @@ def test_lint_that_may_not_read_the_config_says_so_in_one_line(
 def test_ssh_link_needs_the_confirmation_flag(live: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     snapshot = captured_snapshot()
-    route = snapshot.by_name()["ad0"].index
-    monkeypatch.setattr(rtnetlink, "route_interface", lambda address: route)
-    session = find_session(snapshot.interfaces,
-                           {"SSH_CONNECTION": "10.0.20.2 40000 10.0.20.1 22"})
+    session = captured_session(monkeypatch, "ad0", "10.0.20.2 40000 10.0.20.1 22")
     monkeypatch.setattr(actions.Context, "read", classmethod(
         lambda cls, host, environ=None: actions.Context(host, snapshot, set(), session)))
-    argv = ["--root", str(live), "link", "set", "ad0", "--mtu", "9000", "--dry-run"]
+    monkeypatch.setattr(sessions, "find_session", lambda host, environ=None: session)
+    argv = ["--root", str(live), "link", "set", "ad0", "--mtu", "9000"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert "ad0 carries this SSH session (from 10.0.20.2)" in err
-    assert "--confirm-ssh-link ad0" in err
-    assert cli.main([*argv, "--confirm-ssh-link", "ad0"]) == 0
+    assert err.startswith("zsn link: invalid: this SSH session (from 10.0.20.2 to 10.0.20.1, "
+                          "dev ad0) runs over ad0, eth3x (member of ad0), "
+                          "eth4x (member of ad0); it changes ad0, eth3x, eth4x, which could "
+                          "cut the session off. Try it (--try SECONDS: rolled back by itself "
+                          "unless confirmed) or confirm with --confirm-ssh-link ad0\n")
+    assert cli.main([*argv, "--dry-run"]) == 0  # the plan names the session's path
+    assert "warning: this SSH session (from 10.0.20.2" in capsys.readouterr().out
+    assert cli.main([*argv, "--dry-run", "--confirm-ssh-link", "ad0"]) == 0
+    assert cli.main([*argv, "--dry-run", "--try", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "Tried for 30 s: unless confirmed in time (zsn confirm ID)" in out
+    assert "  - links: ad0, eth3x, eth4x as they were (master, MTU, up/down, addresses)" in out
+    monkeypatch.setattr(sessions, "find_session", lambda host, environ=None: session)
+    assert cli.main([*argv, "--confirm-ssh-link", "eth3x"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "zsn link: invalid: this SSH session leaves by ad0, not eth3x. Try it (--try")
 
 
-def test_ssh_connection_parsing_and_the_stack_below() -> None:
+def test_ssh_connection_parsing_and_the_stack_below(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_ssh_connection("192.0.2.7 51234 10.0.10.1 22") == ("192.0.2.7", "10.0.10.1")
     assert parse_ssh_connection("fe80::1%eth0 1 fe80::2%eth0 22") == ("fe80::1", "fe80::2")
+    assert parse_ssh_connection("::ffff:192.0.2.7 1 ::ffff:10.0.0.1 22") == ("192.0.2.7",
+                                                                            "10.0.0.1")
     assert parse_ssh_connection("garbage") is None
-    assert find_session(captured_snapshot().interfaces, {}) is None
+    session = captured_session(monkeypatch, "rr0.10", "10.0.10.2 40000 10.0.10.1 22")
+    assert session is not None and session.link == "rr0.10"
+    assert session.stack == (("rr0.10", ""), ("rr0", "vlan parent of rr0.10"),
+                             ("eth1x", "member of rr0"), ("eth2x", "member of rr0"))
 
 
 def test_session_found_by_local_address_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rtnetlink, "route_interface", lambda address: None)
-    session = find_session(captured_snapshot().interfaces,
-                           {"SSH_CONNECTION": "198.51.100.9 40000 10.0.10.1 22"})
-    assert session is not None and session.carriers == ("rr0.10",)
-    assert session.affected == {"rr0.10", "rr0", "eth1x", "eth2x"}
+    session = captured_session(monkeypatch, None, "198.51.100.9 40000 10.0.10.1 22")
+    assert session is not None and session.link == "rr0.10"
+    assert session.names == {"rr0.10", "rr0", "eth1x", "eth2x"}
+    assert session.route == "no route"
 
 
 def test_help_shows_the_confirmation_flag(capsys: pytest.CaptureFixture[str]) -> None:

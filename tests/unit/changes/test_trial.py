@@ -1,0 +1,172 @@
+"""Tries of file and sysctl changes under a temporary root, with the real guardian (a
+detached `python -m zsn.changes.guardian`): rolled back at the deadline, kept on
+confirm, the boot config written on confirm only, a rollback that meets a file
+changed since, refusals. The live kinds (links, WireGuard, Wi-Fi, units) are tried in
+the labs: tests/integration/test_tryback_ssh.py and tests/kernel/test_tryback.py."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zsn import cli
+from zsn.changes import guardian, restores, trial
+from zsn.changes import store as records
+from zsn.changes.store import Store
+from zsn.errors import ValidationError
+from zsn.plan import FileEdit, LiveStep, Plan
+from zsn.system import files
+from zsn.system.host import Host
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Host]:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "proc/sys/net/ipv4").mkdir(parents=True)
+    (tmp_path / "proc/sys/net/ipv4/ip_forward").write_text("0\n")
+    (tmp_path / "etc/app.conf").write_text("old = 1\n")
+    (tmp_path / "etc/app.conf.zsn-bak").write_text("older = 1\n")
+    yield Host(tmp_path)
+    for change in Store(Host(tmp_path)).waiting():  # no guardian outlives its test
+        trial.roll_back(Host(tmp_path), change.id)
+
+
+def plan_of(host: Host) -> Plan:
+    """Edit a file, turn forwarding on (live), and write a boot config file."""
+    conf = host.path("/etc/app.conf")
+    forward = host.path("/proc/sys/net/ipv4/ip_forward")
+    plan = Plan("test change")
+    plan.steps.append(FileEdit(conf, files.read_tracked(conf), "new = 2\n"))
+    plan.steps.append(LiveStep("forwarding on", lambda: forward.write_text("1\n"),
+                               restore=(restores.sysctl_undo(host, "net.ipv4.ip_forward",
+                                                             "0"),)))
+    plan.steps.append(FileEdit(host.path("/etc/boot.yaml"), None, "boot: new\n",
+                               persistent=True))
+    return plan
+
+
+def wait_state(host: Host, change_id: str, states: tuple[str, ...], seconds: float) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        state = Store(host).load(change_id).state
+        if state in states:
+            return state
+        time.sleep(0.05)
+    raise AssertionError(f"change {change_id} not {states} after {seconds} s")
+
+
+def guardian_gone(host: Host, change_id: str) -> bool:
+    pid = guardian.guardian_pid(Store(host), change_id)
+    if pid is None:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return "zsn.changes.guardian" not in Path(f"/proc/{pid}/cmdline").read_text()
+
+
+def test_not_confirmed_it_is_rolled_back_live_and_in_files(host: Host) -> None:
+    result = trial.begin(host, plan_of(host), 2, "zsn test")
+    assert host.path("/etc/app.conf").read_text() == "new = 2\n"
+    assert host.path("/etc/app.conf.zsn-bak").read_text() == "old = 1\n"
+    assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
+    assert not host.path("/etc/boot.yaml").exists()  # only on confirm
+    change = result.change
+    assert change.guardian == {"how": "process"} and guardian.alive(host, Store(host), change)
+    assert wait_state(host, change.id, (records.ROLLED_BACK,), 15) == records.ROLLED_BACK
+    assert host.path("/etc/app.conf").read_text() == "old = 1\n"
+    assert host.path("/etc/app.conf.zsn-bak").read_text() == "older = 1\n"
+    assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "0\n"
+    assert not host.path("/etc/boot.yaml").exists()
+    done = Store(host).load(change.id)
+    assert done.outcome["by"] == "the guardian, at the deadline"
+    assert done.outcome["left"] == [] and len(done.outcome["done"]) == 3
+
+
+def test_confirmed_it_stays_and_the_boot_config_is_written(host: Host) -> None:
+    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    assert cli.main(["--root", str(host.root), "confirm", change.id]) == 0
+    assert host.path("/etc/boot.yaml").read_text() == "boot: new\n"
+    assert host.path("/etc/app.conf").read_text() == "new = 2\n"
+    assert Store(host).load(change.id).state == records.CONFIRMED
+    deadline = time.monotonic() + 10
+    while not guardian_gone(host, change.id):
+        assert time.monotonic() < deadline, "the guardian did not go"
+        time.sleep(0.05)
+    assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
+    with pytest.raises(ValidationError, match="is confirmed, not pending"):
+        trial.confirm(host, change.id)
+
+
+def test_a_rollback_that_meets_a_changed_file_says_what_is_left(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    host.path("/etc/app.conf").write_text("someone = else\n")
+    assert cli.main(["--root", str(host.root), "rollback"]) == 1
+    out = capsys.readouterr().out
+    stored = Store(host).load(change.id)
+    assert stored.state == records.INCOMPLETE
+    conf = host.path("/etc/app.conf")
+    assert f"  NOT restored: {conf} changed since the change was made: left as it is" in out
+    copy = Store(host).folder(change.id) / "before" / "1"
+    assert f"    install -m 0644 {copy} {conf}" in out
+    assert copy.read_text() == "old = 1\n" and copy.stat().st_mode & 0o777 == 0o600
+    assert conf.read_text() == "someone = else\n"  # nobody's edit is lost
+    assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "0\n"
+    assert cli.main(["--root", str(host.root), "pending"]) == 0  # nothing waits
+    assert cli.main(["--root", str(host.root), "pending", "--all"]) == 0
+    listed = capsys.readouterr().out
+    assert f"{change.id}  test change  rollback incomplete at " in listed
+    assert "NOT restored:" in listed
+    conf.write_text("old = 1\n")  # the admin puts it back by hand; rollback finishes
+    assert cli.main(["--root", str(host.root), "rollback", change.id]) == 0
+    assert Store(host).load(change.id).state == records.ROLLED_BACK
+
+
+def test_pending_lists_one_line_each_and_refuses_a_second_try(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    assert cli.main(["--root", str(host.root), "pending"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    words = line.split("  ")
+    assert words[0] == change.id and words[1] == "test change"
+    assert 55 <= int(words[2].split()[0]) <= 60 and words[2].endswith(" s left")
+    with pytest.raises(ValidationError, match=f"change {change.id} .* is still being tried"):
+        trial.begin(host, Plan("another"), 10, "zsn test")
+    for bad in ("../../etc", "ABCDEF", "1234567"):
+        assert cli.main(["--root", str(host.root), "confirm", bad]) == 2
+        assert "is not a change id (six hex digits" in capsys.readouterr().err
+
+
+def test_a_step_without_a_restore_cannot_be_tried(host: Host) -> None:
+    plan = Plan("blind", [LiveStep("something live", lambda: None)])
+    with pytest.raises(ValidationError, match="'something live' cannot be undone by a "
+                       "guardian, so this change cannot be tried"):
+        trial.begin(host, plan, 10, "zsn test")
+    assert Store(host).changes() == []
+
+
+def test_no_guardian_no_change(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guardian, "guardian_argv",
+                        lambda host, change_id, detach: ["/bin/false"])
+    with pytest.raises(trial.TryError, match="nothing was changed: the guardian exited at "
+                       "once"):
+        trial.begin(host, plan_of(host), 10, "zsn test")
+    assert host.path("/etc/app.conf").read_text() == "old = 1\n"
+    assert Store(host).changes() == []
+
+
+def test_stopped_early_the_guardian_rolls_back_at_once(host: Host) -> None:
+    change = trial.begin(host, plan_of(host), 600, "zsn test").change
+    pid = guardian.guardian_pid(Store(host), change.id)
+    assert pid is not None
+    os.kill(pid, 15)
+    wait_state(host, change.id, (records.ROLLED_BACK,), 15)
+    stored = Store(host).load(change.id)
+    assert stored.outcome["by"] == "the guardian, stopped by SIGTERM before the deadline"
+    assert host.path("/etc/app.conf").read_text() == "old = 1\n"
