@@ -26,6 +26,8 @@ DEBIAN_PACKAGES=(
     prometheus                         # zsn serve: a real Prometheus scrapes it; promtool checks
                                        # web configs, alert rules and metrics text
     ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module
+    openssh-server openssh-client      # try/rollback: zsn inside a real SSH session a change cuts
+    radvd                              # try/rollback: an IPv6 router the gateway scenario needs
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a
@@ -42,6 +44,7 @@ LAB_PACKAGES=(
     dmsetup util-linux                            # group zfs: dm delay disks over loop devices
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
+    openssh-server openssh-client                 # group tryback: zsn inside an SSH session
 )
 # The config corpus (tests/corpus) compares zsn's reading of interfaces files with each
 # ifupdown implementation's own ifquery. The three packages conflict, so each is unpacked

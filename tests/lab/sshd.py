@@ -1,0 +1,397 @@
+"""A real SSH session a change can cut: Debian's sshd in one network namespace, the
+ssh client in another, zsn run inside the session as an admin runs it.
+
+The server namespace's uplink is one end of a veth pair, the client namespace the
+other. The session comes from an address of its own on the client's side
+(``client_alias``), which the server reaches through a gateway route (or its default
+route, as a scenario chooses): a rollback has to bring such a route back, the kernel
+never does. sshd runs in a private mount namespace where temporary folders stand in
+for ``/run/zsn`` (the pending store) and the config folders zsn may write
+(``BOUND``), so nothing reaches the host; every process of the session, the guardian
+included, sees them. `Session` is one ssh connection; `probe` tells whether a new
+one could connect now (a TCP connect that gets sshd's banner).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.lab.mounts import private_argv
+from tests.lab.netns import Lab, run, stop_process, wait_for
+from tests.needs import needs_tools
+
+REPO = Path(__file__).resolve().parents[2]
+SSHD = "/usr/sbin/sshd"
+BOUND = ("/run/zsn", "/etc/netplan", "/etc/systemd/network", "/etc/network",
+         "/etc/wireguard")
+"""System folders the session sees as the lab's own (empty) folders."""
+KEEPALIVE = ("-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2")
+"""The client gives up on a session whose server stops answering after 2-4 s."""
+
+
+@dataclass
+class SshLab:
+    lab: Lab
+    server: str
+    client: str
+    uplink: str
+    """The server's end of the path (what the scenarios change)."""
+    far: str
+    server_ip: str
+    client_ip: str
+    client_alias: str
+    """The session's source address: routed by the server through `client_ip`."""
+    work: Path
+    folders: dict[str, Path] = field(default_factory=dict)
+    """System folder -> the lab's folder the session sees there."""
+    sshd: subprocess.Popen[bytes] | None = None
+    target: tuple[str, str] = ("", "")
+    """(server address, client source) sessions and probes use: IPv4 unless a scenario
+    switches to IPv6."""
+
+    def __post_init__(self) -> None:
+        self.target = (self.server_ip, self.client_alias)
+
+    # -- the session ---------------------------------------------------------------
+
+    def ssh_argv(self, command: str, *options: str) -> list[str]:
+        return ["ip", "netns", "exec", self.client, "ssh", "-F", "/dev/null",
+                "-i", str(self.work / "client_key"), "-o", "IdentitiesOnly=yes",
+                "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no",
+                "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5",
+                "-b", self.target[1], *options, f"root@{self.target[0]}", command]
+
+    def run(self, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """One command over a new session (what a user types after reconnecting)."""
+        return subprocess.run(self.ssh_argv(command), capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def zsn(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return self.run(zsn_command(*args), timeout)
+
+    def session(self, command: str, bulk: bool = False) -> Session:
+        """A session that runs `command`, then stays open (reading its input) until it
+        is cut or closed; `bulk` keeps the client sending data all along."""
+        line = f"{command}; echo ZSN-EXIT=$?; exec cat >/dev/null"
+        stdin: int | None = None
+        if bulk:
+            stdin = os.open("/dev/zero", os.O_RDONLY)
+        process = subprocess.Popen(self.ssh_argv(line, *KEEPALIVE),
+                                   stdin=stdin if bulk else subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if stdin is not None:
+            os.close(stdin)
+        return Session(process)
+
+    # -- the path --------------------------------------------------------------------
+
+    def probe(self, timeout: float = 1.0, size: int | None = None) -> bool:
+        """Whether a new connection gets sshd's banner within `timeout` s (with `size`:
+        whether a ping of `size` bytes, unfragmented, gets through)."""
+        server, source = self.target
+        if size is not None:
+            return run(["ip", "netns", "exec", self.client, "ping", "-M", "do", "-s",
+                        str(size), "-c", "1", "-W", str(max(1, round(timeout))), "-I",
+                        source, server], check=False).returncode == 0
+        return run(["ip", "netns", "exec", self.client, sys.executable, "-m",
+                    "tests.lab.probe", "once", server, "22", source, str(timeout)],
+                   timeout=timeout + 30, check=False).returncode == 0
+
+    @contextmanager
+    def watch(self, size: int | None = None) -> Iterator[Watch]:
+        """A prober in the client's namespace, connecting every 50 ms (with `size`:
+        pinging with packets that big): when did the path come back."""
+        server, source = self.target
+        argv = ["ip", "netns", "exec", self.client, sys.executable, "-m", "tests.lab.probe",
+                "watch", server, "22", source, "0.3"]
+        if size is not None:
+            argv = ["ip", "netns", "exec", self.client, "ping", "-D", "-O", "-n", "-i",
+                    "0.05", "-W", "0.3", "-M", "do", "-s", str(size), "-I", source, server]
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True)
+        try:
+            yield Watch(process)
+        finally:
+            stop_process(process)  # type: ignore[arg-type]
+
+    def snapshot(self) -> dict[str, object]:
+        """The server's links, addresses and routes (``ip -j``), to compare."""
+        def ip(*args: str) -> object:
+            return json.loads(run(["ip", "-n", self.server, "-j", *args]).stdout)
+
+        links = [{key: link.get(key) for key in ("ifname", "mtu", "master", "flags")}
+                 for link in ip("-d", "link", "show")]  # type: ignore[attr-defined]
+        addresses = sorted((a["ifname"], i["local"], i["prefixlen"])
+                           for a in ip("addr", "show")  # type: ignore[attr-defined]
+                           for i in a["addr_info"] if i.get("scope") != "link")
+        routes = [ip("-4", "route", "show", "table", "all"),
+                  ip("-6", "route", "show", "table", "main")]
+        return {"links": links, "addresses": addresses, "routes": _stable(routes)}
+
+    def sysctl(self, key: str, value: str) -> None:
+        run(["ip", "netns", "exec", self.server, "sysctl", "-q", "-w", f"{key}={value}"])
+
+    def folder(self, system_path: str) -> Path:
+        return self.folders[system_path]
+
+    def changes(self) -> list[dict[str, object]]:
+        """The pending store as the session sees it."""
+        found = []
+        for path in sorted(self.folder("/run/zsn").glob("changes/*/change.json")):
+            with suppress(OSError, ValueError):
+                found.append(json.loads(path.read_text()))
+        return found
+
+    def change(self, timeout: float = 30) -> dict[str, object]:
+        """The one change on record (waits for it to be written)."""
+        wait_for(lambda: len(self.changes()) == 1, timeout, "the change's record")
+        return self.changes()[0]
+
+    def applied(self) -> bool:
+        """Whether zsn finished applying the change on record."""
+        return any(change.get("applied") for change in self.changes())
+
+    def wait_state(self, states: tuple[str, ...], timeout: float) -> dict[str, object]:
+        def reached() -> bool:
+            return any(c.get("state") in states for c in self.changes())
+
+        wait_for(reached, timeout, f"a change {states}")
+        return next(c for c in self.changes() if c.get("state") in states)
+
+    def console(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """zsn at the server's console: in its namespaces, not over the network."""
+        return self.in_server([sys.executable, "-m", "zsn", *args], check=False)
+
+    def in_server(self, argv: list[str], check: bool = True,
+                  timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """`argv` at the server's console (its network and sshd's mount namespace, where
+        the lab's folders stand in for the system's)."""
+        listener = _listener_pid(self.sshd.pid) if self.sshd is not None else None
+        assert listener is not None, "sshd is not running"
+        result = subprocess.run(["nsenter", "-t", str(listener), "-m", "-n", *argv],
+                                capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                                check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{argv}: {result.stdout}{result.stderr}")
+        return result
+
+    def forget_changes(self) -> None:
+        """Between scenarios: no change left pending, no record left."""
+        for change in self.changes():
+            if change.get("state") in ("pending", "arming"):
+                self.console("rollback", str(change["id"]))
+        run(["rm", "-rf", str(self.folder("/run/zsn") / "changes")])
+
+    def session_processes(self) -> list[int]:
+        """Every process below sshd's listener: the sessions, whatever they run."""
+        assert self.sshd is not None
+        listener = _listener_pid(self.sshd.pid)
+        return _descendants(listener) if listener else []
+
+
+def _stable(value: object) -> object:
+    """Routes without what changes by itself (an RA route's expiry)."""
+    if isinstance(value, list):
+        return [_stable(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in ("expires",)}
+    return value
+
+
+def zsn_command(*args: str, wrapper: tuple[str, ...] = ()) -> str:
+    """The shell line that runs zsn with `args` in a session (under `wrapper`, e.g.
+    strace)."""
+    return f"cd {shlex.quote(str(REPO))} && " + shlex.join(
+        [*wrapper, sys.executable, "-m", "zsn", *args])
+
+
+@dataclass
+class Session:
+    process: subprocess.Popen[bytes]
+
+    def died(self, timeout: float) -> bool:
+        """Whether the client gave the session up (cut: no answer to its keepalives)."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return self.process.returncode == 255
+
+    def close(self) -> tuple[str, str]:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        out = self.process.stdout.read() if self.process.stdout else b""
+        err = self.process.stderr.read() if self.process.stderr else b""
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+        return out.decode(errors="replace"), err.decode(errors="replace")
+
+
+@dataclass
+class Watch:
+    process: subprocess.Popen[str]
+    events: list[tuple[str, float]] = field(default_factory=list)
+
+    def first_up_after(self, moment: float, timeout: float) -> float | None:
+        """time.time() of the first successful connect after `moment` (None: none in
+        `timeout` s)."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for state, when in self.events:
+                if state == "up" and when >= moment:
+                    return when
+            line = _readline(self.process.stdout, deadline - time.monotonic())
+            if line is None:
+                return None
+            self.events.extend(_event(line))
+        return None
+
+
+def _event(line: str) -> list[tuple[str, float]]:
+    """``up TIME``/``down TIME`` from tests.lab.probe; from ``ping -D -O``: a reply
+    (``[TIME] N bytes from``) is up, ``[TIME] no answer yet`` down."""
+    line = line.strip()
+    if line.startswith(("up ", "down ")):
+        state, _, when = line.partition(" ")
+        return [(state, float(when))]
+    if line.startswith("[") and "]" in line:
+        when, _, rest = line[1:].partition("]")
+        return [("up" if "bytes from" in rest else "down", float(when))]
+    return []
+
+
+def _readline(stream: object, timeout: float) -> str | None:
+    import select
+
+    assert hasattr(stream, "readline") and hasattr(stream, "fileno")
+    ready, _, _ = select.select([stream], [], [], max(0.0, timeout))
+    if not ready:
+        return None
+    line: str = stream.readline()
+    return line or None
+
+
+def _listener_pid(sshd_wrapper: int) -> int | None:
+    """sshd itself: the wrapper (ip netns exec / unshare / mounts) execs into it."""
+    for pid in [sshd_wrapper, *_descendants(sshd_wrapper)]:
+        with suppress(OSError):
+            if Path(f"/proc/{pid}/exe").resolve() == Path(SSHD).resolve():
+                return pid
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with suppress(OSError):
+            stat = (entry / "stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    pending = list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def require_ssh_lab() -> None:
+    needs_tools("ip", "ssh", "ssh-keygen", "nsenter", "unshare", "ethtool", "ping", SSHD)
+
+
+def build(lab: Lab, number: int) -> SshLab:
+    """The lab: namespaces, the veth path, addresses, routes, keys, sshd started.
+    `number` (1-200) keeps several labs' subnets apart."""
+    require_ssh_lab()
+    server, client = lab.namespace("s"), lab.namespace("c")
+    uplink, far = lab.name("up"), lab.name("fa")
+    net = f"10.{200 + number // 100}.{number % 100}"
+    server_ip, client_ip, alias = f"{net}.1", f"{net}.2", f"10.{210 + number // 100}." \
+                                                          f"{number % 100}.2"
+    run(["ip", "-n", server, "link", "add", uplink, "type", "veth", "peer", "name", far,
+         "netns", client])
+    run(["ip", "-n", server, "addr", "add", f"{server_ip}/24", "dev", uplink])
+    run(["ip", "-n", client, "addr", "add", f"{client_ip}/24", "dev", far])
+    run(["ip", "-n", client, "addr", "add", f"{alias}/32", "dev", "lo"])
+    for ns, dev in ((server, uplink), (client, far)):
+        run(["ip", "-n", ns, "link", "set", dev, "up"])
+    # A veth hands segmentation-offloaded super-packets over whatever the MTU of the
+    # end that receives them; a NIC drops a frame above its MTU. With offloads off on
+    # the client's end, each frame is checked against the server's MTU like a NIC's.
+    run(["ip", "netns", "exec", client, "ethtool", "-K", far, "tso", "off", "gso", "off"])
+    run(["ip", "-n", server, "route", "add", f"{alias.rsplit('.', 1)[0]}.0/24", "via",
+         client_ip, "dev", uplink])
+    work = Path(run(["mktemp", "-d", "/tmp/zsn-sshlab-XXXXXX"]).stdout.strip())
+    lab.defer(lambda: run(["rm", "-rf", str(work)], check=False))
+    ssh_lab = SshLab(lab, server, client, uplink, far, server_ip, client_ip, alias, work)
+    _keys(work)
+    for system_path in BOUND:
+        Path(system_path).mkdir(parents=True, exist_ok=True)  # a mount point must exist
+        folder = work / ("bound" + system_path.replace("/", "-"))
+        folder.mkdir(mode=0o755)
+        ssh_lab.folders[system_path] = folder
+    _start_sshd(ssh_lab)
+    return ssh_lab
+
+
+def _keys(work: Path) -> None:
+    for name in ("host_key", "client_key"):
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / name)])
+    (work / "authorized_keys").write_text((work / "client_key.pub").read_text())
+
+
+def _start_sshd(lab: SshLab) -> None:
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+    config = lab.work / "sshd_config"
+    config.write_text("\n".join([
+        "ListenAddress 0.0.0.0", "ListenAddress ::", "Port 22",
+        f"HostKey {lab.work / 'host_key'}",
+        f"PidFile {lab.work / 'sshd.pid'}",
+        f"AuthorizedKeysFile {lab.work / 'authorized_keys'}", "StrictModes no",
+        "PermitRootLogin prohibit-password", "UsePAM no", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "PrintMotd no", "PrintLastLog no",
+        "LogLevel ERROR", "MaxStartups 100:30:200",
+        "SetEnv PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ""]))
+    binds = {str(folder): system for system, folder in lab.folders.items()}
+    log = open(lab.work / "sshd.log", "wb")  # noqa: SIM115 - closed with the lab
+    lab.sshd = subprocess.Popen(
+        ["ip", "netns", "exec", lab.server,
+         *private_argv(binds, [SSHD, "-D", "-e", "-f", str(config)])],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    sshd = lab.sshd
+
+    def stop() -> None:
+        kill_all(lab.session_processes())  # sessions outlive their listener otherwise
+        stop_process(sshd)  # type: ignore[arg-type]
+        log.close()
+
+    lab.lab.defer(stop)
+    wait_for(lambda: lab.probe(1.0) or sshd.poll() is not None, 30, "sshd to answer")
+    if sshd.poll() is not None:
+        raise RuntimeError(f"sshd exited: {(lab.work / 'sshd.log').read_text()[-2000:]}")
