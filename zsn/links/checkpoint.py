@@ -117,12 +117,8 @@ def create(config: LinkConfig) -> None:
 
 def describe_create(config: LinkConfig) -> str:
     if config.kind == "bond":
-        settings = [config.mode or "balance-rr",
-                    f"miimon {config.miimon if config.miimon is not None else 100}"]
-        if config.xmit_hash_policy:
-            settings.append(f"xmit_hash_policy {config.xmit_hash_policy}")
-        if config.lacp_rate:
-            settings.append(f"lacp_rate {config.lacp_rate}")
+        mode, *rest = config.bond_settings()
+        settings = [mode[1], *(f"{name} {value}" for name, value in rest)]
     elif config.kind == "vlan":
         settings = [f"on {config.parent}", f"id {config.vlan_id}"]
     else:
@@ -136,13 +132,8 @@ def create_command(config: LinkConfig) -> str:
     """The ``ip link add`` that makes `config`'s link."""
     mtu = f" mtu {config.mtu}" if config.mtu is not None else ""
     if config.kind == "bond":
-        words = [f"mode {config.mode or 'balance-rr'}",
-                 f"miimon {config.miimon if config.miimon is not None else 100}"]
-        if config.xmit_hash_policy:
-            words.append(f"xmit_hash_policy {config.xmit_hash_policy}")
-        if config.lacp_rate:
-            words.append(f"lacp_rate {config.lacp_rate}")
-        return f"ip link add {config.name}{mtu} type bond {' '.join(words)}"
+        words = " ".join(f"{name} {value}" for name, value in config.bond_settings())
+        return f"ip link add {config.name}{mtu} type bond {words}"
     if config.kind == "vlan":
         return (f"ip link add link {config.parent} name {config.name}{mtu} type vlan "
                 f"id {config.vlan_id}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from zsn.errors import AccessDeniedError, ZsnError
-from zsn.links.bonding import HASHED_MODES
+from zsn.links.bonding import DEFAULT_MIIMON, HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
 from zsn.system.files import FileSnapshot, describe_os_error
@@ -49,6 +49,17 @@ class LinkConfig:
     stp: bool | None = None
     source: str = field(default="", compare=False)
     """Where it is defined (a file), for messages."""
+
+    def bond_settings(self) -> list[tuple[str, str]]:
+        """A bond's mode, miimon (the kernel's default when unset) and the hash policy
+        and LACP rate it sets, as (name, value), in the order every tool writes them."""
+        settings = [("mode", self.mode or "balance-rr"),
+                    ("miimon", str(self.miimon if self.miimon is not None else DEFAULT_MIIMON))]
+        if self.xmit_hash_policy:
+            settings.append(("xmit_hash_policy", self.xmit_hash_policy))
+        if self.lacp_rate:
+            settings.append(("lacp_rate", self.lacp_rate))
+        return settings
 
     def describe(self) -> str:
         parts = [self.kind]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shlex
 
-from zsn.links import bonding
 from zsn.links.persist import LinkConfig, Owner, PersistPlan, Remove, Upsert
 
 
@@ -15,13 +14,7 @@ def _nmcli(*words: str) -> str:
 
 
 def bond_options(config: LinkConfig) -> str:
-    options = [f"mode={config.mode or 'balance-rr'}",
-               f"miimon={config.miimon if config.miimon is not None else bonding.DEFAULT_MIIMON}"]
-    if config.xmit_hash_policy:
-        options.append(f"xmit_hash_policy={config.xmit_hash_policy}")
-    if config.lacp_rate:
-        options.append(f"lacp_rate={config.lacp_rate}")
-    return ",".join(options)
+    return ",".join(f"{name}={value}" for name, value in config.bond_settings())
 
 
 def port_commands(config: LinkConfig, member: str) -> list[str]:
