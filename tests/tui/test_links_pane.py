@@ -308,36 +308,32 @@ async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
         assert any("dum0 is a dummy" in n.message for n in links_app._notifications)
 
 
-async def test_ssh_link_asks_for_its_name(links_app: ZsnApp,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_change_to_the_ssh_link_is_tried(links_app: ZsnApp,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """No question to answer: the plan names the session's path and says the change is
+    applied as a try (tests/tui/test_trying.py has what follows a yes)."""
     from tests.unit.links.conftest import captured_session
+    from zsn.changes import session as sessions
 
     view = fixed_view()
     session = captured_session(monkeypatch, "rr0.10", "10.0.10.2 40000 10.0.10.1 22")
     monkeypatch.setattr(actions.Context, "read", classmethod(
         lambda cls, host, environ=None: actions.Context(host, view.snapshot, set(), session)))
+    monkeypatch.setattr(sessions, "find_session", lambda host, environ=None: session)
     async with links_app.run_test(size=(80, 24)) as pilot:
         await live_only(pilot)
         await select(pilot, "eth2x")
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
-        ask = screen_as(links_app, AskScreen)
-        assert ("this SSH session (from 10.0.10.2 to 10.0.10.1, dev rr0.10) runs over"
-                in str(ask.prompt))
-        assert "confirm-ssh-link" not in str(ask.prompt)  # the CLI's way, not this one
-        ask.query_one(Input).value = "rr0"
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: ask.query_one(".form-error").display, "the refusal")
-        assert "type rr0.10 exactly" in str(ask.query_one(".form-error").render())
-        await pilot.press("escape")
-        await pilot.pause()
-        assert any("rr0.10 was not confirmed" in n.message for n in links_app._notifications)
-        await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(links_app.screen, AskScreen), "confirm")
-        links_app.screen.query_one(Input).value = "rr0.10"
-        await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(links_app.screen, PlanScreen), "plan")
-        assert "release eth2x from rr0" in screen_as(links_app, PlanScreen).text
+        text = " ".join(screen_as(links_app, PlanScreen).text.split())
+        assert "release eth2x from rr0" in text
+        assert ("warning: this SSH session (from 10.0.10.2 to 10.0.10.1, dev rr0.10) runs "
+                "over rr0.10, rr0 (vlan parent of rr0.10), eth1x (member of rr0), eth2x "
+                "(member of rr0): it changes rr0, eth2x: it could cut the session off" in text)
+        assert ("warning: so it is applied as a try: rolled back by itself 60 s after it is "
+                "applied unless you keep it (k)" in text)
+        assert "confirm-ssh-link" not in text  # the CLI's way, not this one
+        await pilot.press("n")
 
 
 async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None:

@@ -23,6 +23,7 @@ from zsn.tui.notices import HeldNotices, Notice
 from zsn.tui.panes.base import LivePane
 from zsn.tui.startup import Startup
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
+from zsn.tui.trying import KEEP_KEY, UNDO_KEY, Tries
 from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
 
@@ -51,6 +52,9 @@ class ZsnApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "show_help", "Help", key_display="?"),
+        # Only while a change is tried (`check_action`): keep it, or roll it back now.
+        Binding(KEEP_KEY, "keep_try", "Keep change"),
+        Binding(UNDO_KEY, "undo_try", "Roll back"),
         # Number keys switch panes: the number is on each tab.
         *(Binding(str(number), f"show_pane_number({number})", show=False)
           for number in range(1, 10)),
@@ -72,6 +76,8 @@ class ZsnApp(App[int]):
         self._use_starting_theme(self._starting_theme())
         self._keys = KeySequencer(self, self._route_input)
         self._notices = HeldNotices()
+        self.tries = Tries(self)
+        """The change being tried, if any (`zsn.tui.trying`)."""
 
     async def on_event(self, event: events.Event) -> None:
         # Keys and pastes from the terminal go one at a time (zsn.tui.keys): typed
@@ -147,7 +153,8 @@ class ZsnApp(App[int]):
                         if self.startup is not None:
                             pane.first_read = self.startup.take_first_read()
                         yield pane
-        yield KeyBar(keep=("q", "question_mark"), id="key-bar")
+        # A tried change's keys are on the line whenever one is tried (`check_action`).
+        yield KeyBar(keep=("q", "question_mark", KEEP_KEY, UNDO_KEY), id="key-bar")
 
     def _new_pane(self, domain: Domain) -> LivePane[Any]:
         """A domain's pane, its module imported only when the pane is made."""
@@ -198,6 +205,23 @@ class ZsnApp(App[int]):
             self.call_after_refresh(self.startup.first_frame_drawn)
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
+        if self.host.is_superuser:
+            self.run_worker(self.tries.pick_up, thread=True, group="tries")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("keep_try", "undo_try"):
+            return self.tries.current is not None
+        return True
+
+    def action_keep_try(self) -> None:
+        self.tries.keep()
+
+    def action_undo_try(self) -> None:
+        self.tries.undo()
+
+    def panes(self) -> list[LivePane]:
+        """Every pane made so far."""
+        return list(self.query(LivePane))
 
     def active_pane(self) -> LivePane[Any] | None:
         current = self.query_one("#panes", PaneSwitcher).current

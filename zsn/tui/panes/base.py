@@ -48,7 +48,10 @@
    plan function raises `zsn.errors.SessionLinkError` until the link is named) goes
    through `offer_plan(build)`, or `plan_in_dialog` + `show_planned` from a form:
    `build(link)` is called again with the link once `ask_session_link`, the one hook
-   for that question, has it. Core text naming another action (`zsn.wording`)
+   for that question, has it: the TUI names it itself, and `run_plan` applies every
+   change that could cut the session off as a try (`zsn.tui.trying`: rolled back by
+   a guardian unless kept with one key), after reading the live state back (verify
+   after apply). Core text naming another action (`zsn.wording`)
    is worded with this pane's keys. Bindings are listed most
    important first: the footer shows as many as fit (help and quit always), the
    rest are in `?` and the command palette. `urgent_keys()` names the keys the
@@ -67,7 +70,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -82,8 +85,11 @@ from zsn.tui.wording import say
 from zsn.view import Cell, Row, cell_text
 
 if TYPE_CHECKING:
+    from zsn.changes.session import SessionPath
+    from zsn.changes.trial import Trial
     from zsn.plan import Plan
     from zsn.tui.startup import FirstRead
+    from zsn.tui.trying import Tries
 
 T = TypeVar("T")
 SnapshotT = TypeVar("SnapshotT")
@@ -96,6 +102,15 @@ SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
 """How long a source an action removes may vanish without a notice."""
+
+class Checked(NamedTuple):
+    """A plan checked against the SSH session's path (`LivePane.run_plan`)."""
+
+    plan: Plan
+    session: SessionPath | None = None
+    trying: bool = False
+    """Applied as a try: the change could cut the session off."""
+
 
 class GoneRows:
     """Keeps rows whose source vanished, greyed as ``gone``, where they were.
@@ -183,6 +198,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
         """Snapshots shown so far (tests wait on it)."""
         self.first_read: FirstRead | None = None
         """The first snapshot, being read since the app started (`zsn.tui.startup`)."""
+        self._status: tuple[list[str], Severity] = ([], "error")
 
     # -- to implement ----------------------------------------------------------
     def fetch(self) -> SnapshotT:
@@ -207,8 +223,19 @@ class LivePane(Vertical, Generic[SnapshotT]):
             self.refresh_bindings()
 
     def set_status(self, lines: list[str], severity: Severity = "error") -> None:
-        """Show `lines` above the tables (hidden when empty); unchanged costs nothing."""
-        self.query_one(StatusLine).show_lines(lines, severity)
+        """Show `lines` above the tables (hidden when empty); unchanged costs nothing.
+        A change being tried says so first, with its countdown (`zsn.tui.trying`)."""
+        self._status = (list(lines), severity)
+        self.refresh_status()
+
+    def refresh_status(self) -> None:
+        if not self.is_mounted:
+            return
+        lines, severity = self._status
+        tries = self._tries()
+        tried = tries.status_lines() if tries is not None else []
+        self.query_one(StatusLine).show_lines([*tried, *lines],
+                                              severity if lines else "warning")
 
     def tables(self) -> list[LiveTable]:
         return list(self.query(LiveTable))
@@ -258,23 +285,77 @@ class LivePane(Vertical, Generic[SnapshotT]):
         """
         from zsn.tui.screens.plan import PlanScreen
 
-        def answered(plan: Plan, yes: bool | None) -> None:
+        def answered(checked: Checked, yes: bool | None) -> None:
+            plan = checked.plan
             if not yes:
                 return
             if confirmed is not None:
                 confirmed(plan)
-
-            def apply() -> list[str]:
-                plan.apply()
-                return plan.notes_after()  # read back in the same thread, right after
-
-            self.run_in_thread(apply, lambda notes: self._plan_applied(plan, notes, after),
+            if checked.trying:
+                self.run_in_thread(lambda: self._try(checked),
+                                   lambda tried: self._tried(plan, *tried, after),
+                                   lambda message: self._plan_failed(plan, message))
+                return
+            self.run_in_thread(lambda: self._apply(plan),
+                               lambda read: self._plan_applied(plan, read[0], after, read[1]),
                                lambda message: self._plan_failed(plan, message))
 
-        def show(plan: Plan) -> None:
-            self.app.push_screen(PlanScreen(plan), lambda yes: answered(plan, yes))
+        def show(checked: Checked) -> None:
+            self.app.push_screen(PlanScreen(checked.plan), lambda yes: answered(checked, yes))
 
-        self.run_in_thread(build, show, self.nothing_changed)
+        self.run_in_thread(lambda: self._checked(build()), show, self.nothing_changed)
+
+    def _checked(self, plan: Plan) -> Checked:
+        """The SSH session's path against `plan` (worker thread): a change that could
+        cut the session off names it and is applied as a try, when it can be."""
+        if not plan.touches and not plan.reroutes:
+            return Checked(plan)
+        from zsn.changes.session import find_session, name_in_plan
+        from zsn.changes.trial import undo_of
+        from zsn.tui.trying import KEEP_KEY, TRY_SECONDS
+
+        session = find_session(self.host)
+        if not name_in_plan(plan, session):
+            return Checked(plan)
+        try:
+            undo_of(plan)
+        except ZsnError as exc:
+            plan.warnings.insert(1, f"it cannot be tried ({exc}): it is applied as it is")
+            return Checked(plan)
+        plan.warnings.insert(1, f"so it is applied as a try: rolled back by itself "
+                                f"{TRY_SECONDS:g} s after it is applied unless you keep it "
+                                f"({KEEP_KEY})")
+        return Checked(plan, session, trying=True)
+
+    def _try(self, checked: Checked) -> tuple[Trial, list[str]]:
+        """Apply the checked plan as a try (worker thread); its read back notes."""
+        from zsn.changes.trial import begin
+        from zsn.tui.trying import TRY_SECONDS
+
+        trial = begin(self.host, checked.plan, TRY_SECONDS,
+                      f"zsn's TUI: {checked.plan.title}", checked.session)
+        return trial, checked.plan.notes_after()
+
+    @staticmethod
+    def _apply(plan: Plan) -> tuple[list[str], list[str]]:
+        """Apply `plan` (worker thread), then read back in the same thread, right after:
+        the notes that say what it is now, and what differs from what it meant."""
+        from zsn.changes.trial import verify
+
+        plan.apply()
+        return plan.notes_after(), verify(plan)
+
+    def _tries(self) -> Tries | None:
+        """The app's tried change (a test app without one has none)."""
+        tries: Tries | None = getattr(self.app, "tries", None)
+        return tries
+
+    def _tried(self, plan: Plan, trial: Trial, notes_after: list[str],
+               after: Callable[[Plan], None] | None) -> None:
+        tries = self._tries()
+        if tries is not None:
+            tries.start(trial.change)
+        self._plan_applied(plan, notes_after, after, trial.differences, tried=True)
 
     def nothing_changed(self, message: str) -> None:
         """A change was refused before anything changed: say why, once."""
@@ -323,26 +404,11 @@ class LivePane(Vertical, Generic[SnapshotT]):
             self.show_plan(result.outcome)
 
     def ask_session_link(self, error: SessionLinkError, go: Callable[[str], None]) -> None:
-        """The one place a pane meets a change that could cut the SSH session off: the
-        user types the link's name to go ahead (`go(link)`), esc cancels."""
-        from zsn.tui.screens.ask import AskScreen
-
-        def confirm(text: str) -> str:
-            if text.strip() != error.link:
-                raise ValidationError(f"type {error.link} exactly to go ahead (esc cancels)")
-            return error.link
-
-        def answered(named: str | None) -> None:
-            if named is None:
-                self.notify(f"Nothing changed: {error.link} was not confirmed.",
-                            severity="warning")
-            else:
-                go(named)
-
-        self.app.push_screen(AskScreen(
-            f"{error.link} carries your SSH session",
-            f"{say(error, self)}. Type {error.link} to go ahead, esc to cancel:", "",
-            confirm), answered)
+        """The one place a pane meets a change that could cut the SSH session off. The
+        TUI tries such a change rather than ask: the link is named (`go(link)`), and
+        `run_plan` shows the plan, naming the session's path, and applies it as a try
+        (rolled back by itself unless kept)."""
+        go(error.link)
 
     def show_plan(self, plan: Plan | None) -> None:
         """A plan a dialog already made and checked (None: cancelled): show it, apply
@@ -357,10 +423,17 @@ class LivePane(Vertical, Generic[SnapshotT]):
         self.poll(force=True)
 
     def _plan_applied(self, plan: Plan, notes_after: list[str],
-                      after: Callable[[Plan], None] | None) -> None:
+                      after: Callable[[Plan], None] | None,
+                      differences: list[str] | None = None, tried: bool = False) -> None:
         notes = "\n".join(say(note, self) for note in notes_after)
         self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6,
                     markup=False)
+        if differences:  # verify after apply: what the live state is not
+            from zsn.tui.trying import UNDO_KEY
+
+            offer = f"\n{UNDO_KEY} rolls it back now" if tried else ""
+            self.notify("\n".join(differences) + offer, title=f"Not as meant: {plan.title}",
+                        severity="error", timeout=20, markup=False)
         self.plan_done(plan)
         self.poll(force=True)
         if after is not None:

@@ -1,0 +1,137 @@
+"""The TUI tries a change that could cut the SSH session off (issue 19): the plan names
+the session's path and says it is a try, the countdown is in the status line, one key
+keeps it; not kept, the guardian (a real detached process) puts things back and the
+TUI says so. The change is a file edit and a sysctl under a temporary root, so the
+guardian's work can be checked without touching the machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pilot import wait_until
+from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+from tests.unit.changes.test_trial import plan_of
+from zsn.changes import session as sessions
+from zsn.changes import trial
+from zsn.changes.session import SessionPath
+from zsn.changes.store import Store
+from zsn.system.host import Host
+from zsn.tui import trying
+from zsn.tui.app import ZsnApp
+from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.footer import KeyBar
+from zsn.tui.widgets.status import StatusLine
+
+SESSION = SessionPath("10.0.0.2", "10.0.0.1", "dev eth0",
+                      (("eth0", ""), ("eth1", "member of eth0")), "SSH_CONNECTION")
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Host]:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "proc/sys/net/ipv4").mkdir(parents=True)
+    (tmp_path / "proc/sys/net/ipv4/ip_forward").write_text("0\n")
+    (tmp_path / "etc/app.conf").write_text("old = 1\n")
+    monkeypatch.setattr(sessions, "find_session", lambda host, environ=None: SESSION)
+    # SESSION's links are not this machine's: no routes of theirs to keep.
+    monkeypatch.setattr(trial, "session_routes", lambda session: [])
+    yield Host(tmp_path)
+    for change in Store(Host(tmp_path)).waiting():  # no guardian outlives its test
+        trial.roll_back(Host(tmp_path), change.id)
+
+
+@pytest.fixture
+def app(host: Host, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    return ZsnApp(host, theme="zsn-night", refresh=3600)
+
+
+def status(app: ZsnApp) -> str:
+    pane = app.active_pane()
+    assert pane is not None
+    return "\n".join(pane.query_one(StatusLine).lines)
+
+
+def risky_plan(host: Host) -> object:
+    plan = plan_of(host)
+    plan.touches = frozenset({"eth1"})
+    return plan
+
+
+async def test_tried_counted_down_and_kept_with_one_key(app: ZsnApp, host: Host) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.active_pane()
+        assert pane is not None
+        await wait_until(pilot, lambda: pane.snapshot_count > 0, "the first poll")
+        assert "k" not in app.query_one(KeyBar).shown_keys
+        pane.run_plan(lambda: risky_plan(host))  # type: ignore[arg-type, return-value]
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
+        text = app.screen.text
+        assert "warning: this SSH session (from 10.0.0.1" not in text
+        assert ("warning: this SSH session (from 10.0.0.2 to 10.0.0.1, dev eth0) runs over "
+                "eth0, eth1 (member of eth0): it changes eth1" in " ".join(text.split()))
+        assert "so it is applied as a try: rolled back by itself 60 s after it is applied " \
+               "unless you keep it (k)" in " ".join(text.split())
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "Trying test change: rolled back in" in status(app),
+                         "the countdown", 30)
+        assert "k keeps it, u rolls it back now" in status(app)
+        assert host.path("/etc/app.conf").read_text() == "new = 2\n"
+        assert "k" in app.query_one(KeyBar).shown_keys
+        first = status(app)
+        await wait_until(pilot, lambda: status(app) != first, "the countdown to tick", 5)
+        [change] = Store(host).changes()
+        await pilot.press("k")
+        await wait_until(pilot, lambda: Store(host).load(change.id).state == "confirmed",
+                         "the change kept", 30)
+        await wait_until(pilot, lambda: "Trying" not in status(app), "the countdown gone")
+        assert host.path("/etc/boot.yaml").read_text() == "boot: new\n"
+        assert "k" not in app.query_one(KeyBar).shown_keys
+
+
+async def test_not_kept_the_guardian_puts_it_back_and_the_tui_says_so(
+        app: ZsnApp, host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trying, "TRY_SECONDS", 2.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.active_pane()
+        assert pane is not None
+        await wait_until(pilot, lambda: pane.snapshot_count > 0, "the first poll")
+        pane.run_plan(lambda: risky_plan(host))  # type: ignore[arg-type, return-value]
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any(
+            n.title == "Rolled back" for n in app._notifications), "the rollback told", 30)
+        assert "Trying" not in status(app)
+        assert host.path("/etc/app.conf").read_text() == "old = 1\n"
+        assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "0\n"
+        [change] = Store(host).changes()
+        assert change.state == "rolled back"
+        assert change.outcome["by"] == "the guardian, at the deadline"
+
+
+async def test_a_pending_change_is_picked_up_and_rolled_back_with_u(
+        app: ZsnApp, host: Host) -> None:
+    """A try made before the TUI started (the CLI's, or a TUI gone with its session)."""
+    if os.geteuid() != 0:
+        pytest.skip("the TUI looks for pending changes as root only")
+    began = await asyncio.to_thread(trial.begin, host, risky_plan(host), 60,  # type: ignore[arg-type]
+                                    "zsn test", SESSION)
+    change = began.change
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: "Trying test change" in status(app),
+                         "the pending change shown", 30)
+        await pilot.press("u")
+        await wait_until(pilot, lambda: Store(host).load(change.id).state == "rolled back",
+                         "the rollback", 30)
+        await wait_until(pilot, lambda: "Trying" not in status(app), "the countdown gone")
+        assert host.path("/etc/app.conf").read_text() == "old = 1\n"
+        assert Store(host).load(change.id).outcome["by"] == "zsn's TUI (u)"
