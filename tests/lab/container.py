@@ -26,7 +26,7 @@ from tests.lab.rootfs import ensure_rootfs
 from zsn.system.dbus import SYSTEMD, SYSTEMD_MANAGER, SYSTEMD_PATH, SystemBus, run_sync
 from zsn.system.host import Host
 
-SHARED_RUN_DIRS = ("dbus", "openvpn-client", "wireguard")
+SHARED_RUN_DIRS = ("dbus", "openvpn-client", "wireguard", "zsn")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,30 @@ class Container:
     root: Path
     host: Host
     log: Path
+    init: int = 0
+    """The container's PID 1 (its systemd), as this machine numbers it: nsenter it."""
+
+    def run_inside(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`argv` inside the container (its mount, PID, network, IPC and UTS namespaces)."""
+        return subprocess.run(["nsenter", "-t", str(self.init), "-m", "-p", "-n", "-i", "-u",
+                               *argv], capture_output=True, text=True, timeout=timeout,
+                              check=False)
+
+
+def python_binds() -> list[str]:
+    """nspawn options that show the container this machine's Python, zsn's venv and the
+    checkout at their own paths, read-only, so zsn (and a guardian unit) runs inside."""
+    import sys
+
+    venv, checkout = Path(sys.prefix), Path(__file__).resolve().parents[2]
+    interpreter = Path(os.path.realpath(sys.executable))
+    base = Path(sys.base_prefix)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    trees = {venv, checkout, interpreter, base / "lib" / version}
+    if base != Path("/usr"):
+        trees = {venv, checkout, base}  # a Python of its own (pyenv): all of it
+    kept = sorted(tree for tree in trees if not any(other in tree.parents for other in trees))
+    return [f"--bind-ro={tree}" for tree in kept]
 
 
 def _system_state(host: Host) -> str:
@@ -46,8 +70,8 @@ def _system_state(host: Host) -> str:
 
 
 @contextlib.contextmanager
-def booted_container(lab: Lab, netns: str, *,
-                     boot_timeout: float = 90) -> Iterator[Container]:
+def booted_container(lab: Lab, netns: str, *, boot_timeout: float = 90,
+                     extra: tuple[str, ...] = ()) -> Iterator[Container]:
     rootfs = ensure_rootfs()
     name = lab.name("ct")
     work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/var/tmp"))
@@ -77,7 +101,7 @@ def booted_container(lab: Lab, netns: str, *,
                  f"--network-namespace-path=/run/netns/{netns}", "--bind=/dev/net/tun",
                  # Creating a tun device needs CAP_NET_ADMIN, which nspawn drops unless
                  # told; the container only ever sees the test's own namespace.
-                 "--capability=CAP_NET_ADMIN", *binds],
+                 "--capability=CAP_NET_ADMIN", *binds, *extra],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
@@ -93,7 +117,7 @@ def booted_container(lab: Lab, netns: str, *,
             with contextlib.suppress(Exception):
                 state = _system_state(host)
             time.sleep(0.3)
-        yield Container(name, merged, host, log)
+        yield Container(name, merged, host, log, _init_of(process.pid))
     finally:
         if process is not None and process.poll() is None:
             # SIGTERM makes nspawn ask the container's systemd to power off cleanly.
@@ -106,3 +130,15 @@ def booted_container(lab: Lab, netns: str, *,
         for mount in reversed(mounts):
             run(["umount", "--lazy", str(mount)], check=False)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _init_of(nspawn: int) -> int:
+    """The container's PID 1: nspawn's child (nspawn itself stays in this machine's
+    namespaces)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == nspawn:
+                    return int(entry.name)
+    return 0

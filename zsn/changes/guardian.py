@@ -56,7 +56,11 @@ def unit_name(change_id: str) -> str:
 
 
 def guardian_argv(host: Host, change_id: str, detach: bool) -> list[str]:
-    argv = [sys.executable, "-m", "zsn.changes.guardian", "--root", str(host.root)]
+    """The guardian's command line. A detached guardian runs on this machine and sees
+    the host's root where zsn does; a unit runs under the systemd of that root, which
+    sees it as ``/`` (a container's, under --root)."""
+    root = str(host.root) if detach else "/"
+    argv = [sys.executable, "-m", "zsn.changes.guardian", "--root", root]
     return [*argv, "--detach", change_id] if detach else [*argv, change_id]
 
 

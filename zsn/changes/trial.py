@@ -130,6 +130,7 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
     config, kept for `confirm`). A plan that fails part-way is rolled back at once."""
     check_seconds(seconds)
     store = Store(host)
+    _settle_abandoned(host, store)
     waiting = store.waiting()
     if waiting:
         other = waiting[0]
@@ -167,6 +168,20 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
             store.save(current)
             change = current
     return Trial(change, done, verify(plan))
+
+
+def _settle_abandoned(host: Host, store: Store) -> None:
+    """A change still being armed long after zsn began it, with no guardian: zsn was
+    killed before it applied anything. It must not block every try after it."""
+    limit = time.time() - guardian.ARMING_LIMIT - guardian.READY_TIMEOUT
+    for change in store.waiting():
+        if change.state == records.ARMING and change.created < limit \
+                and not guardian.alive(host, store, change):
+            with store.locked(change.id) as current:
+                if current.state == records.ARMING:
+                    current.finish(records.ABANDONED, "zsn, later: the zsn that began it went "
+                                   "away before applying anything")
+                    store.save(current)
 
 
 def _netns() -> str:

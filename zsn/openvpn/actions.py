@@ -348,14 +348,19 @@ def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
     require_usable_name(config_file)
     if verb not in VERBS:
         raise ValidationError(f"unknown action {verb!r}; one of {', '.join(VERBS)}")
-    config = load(host, config_file)  # refuses one that no longer parses, naming the line
+    if verb != "stop":
+        check_config(host, config_file)
+    try:
+        config: OvpnConfig | None = load(host, config_file)
+    except ZsnError:  # a broken config may still be stopped: its tunnel is not known
+        config = None
     unit = config_file.unit
     undo = {"start": "stop", "stop": "start"}.get(verb)
     try:
         active = _active(host, unit)
     except ZsnError:  # no bus to ask (a dry run under --root): what the verb implies
         active = verb != "start"
-    dev = config.get("dev")
+    dev = config.get("dev") if config is not None else None
     tunnel = dev.args[0] if dev is not None and dev.args else ""
     plan = Plan(f"{verb} {unit}", [LiveStep(
         f"{verb} {unit} (systemd over D-Bus, waiting for the job's result)",
@@ -363,7 +368,7 @@ def plan_unit(host: Host, config_file: ConfigFile, verb: str) -> Plan:
         (lambda: _job_done(control(host, unit, undo))) if undo else None,
         (unit_undo(unit, active),))],
         touches=_tunnel_devices(tunnel),
-        reroutes=_redirected(config, unit) if verb != "stop" else ())
+        reroutes=_redirected(config, unit) if verb != "stop" and config is not None else ())
     plan.checks.append(Check(f"{unit} {'stopped' if verb == 'stop' else 'running'}",
                              partial(_unit_differences, host, unit, verb != "stop")))
     return plan

@@ -184,11 +184,12 @@ def _up_differences(host: Host, name: str, config: WgConfig) -> list[str]:
     if device is None:
         return [f"{name} is not running"]
     found = []
-    live = netlink.list_links().get(name)
-    addresses = set(live.addresses) if live is not None else set()
-    for address in addressing.interface_addresses(config):
-        if str(address) not in addresses:
-            found.append(f"{name} lacks its address {address}")
+    if host.is_live:  # a tree under --root (a container) has its links elsewhere
+        live = netlink.list_links().get(name)
+        addresses = set(live.addresses) if live is not None else set()
+        for address in addressing.interface_addresses(config):
+            if str(address) not in addresses:
+                found.append(f"{name} lacks its address {address}")
     keys = {peer.public_key for peer in device.peers()}
     for peer in config.peers:
         key = (peer.get("PublicKey") or "").strip()
