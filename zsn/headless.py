@@ -64,7 +64,7 @@ def add_confirm_ssh_link(parser: argparse.ArgumentParser) -> None:
 def add_change_options(parser: argparse.ArgumentParser) -> None:
     """``--try SECONDS``, ``--confirm-ssh-link IFACE`` and ``--dry-run``: the options of
     every command that changes live networking (applied with `apply_change`)."""
-    parser.add_argument(TRY_FLAG, dest="try_seconds", metavar="SECONDS",
+    parser.add_argument(TRY_FLAG, dest="try_seconds", metavar="SECONDS", type=_seconds,
                         help="apply the change, then roll it back by itself after SECONDS "
                              "unless 'zsn confirm ID' runs first (persistent files are "
                              "written on confirm)")
@@ -72,17 +72,16 @@ def add_change_options(parser: argparse.ArgumentParser) -> None:
     add_dry_run(parser)
 
 
-def _try_seconds(text: str | None) -> float | None:
-    if text is None:
-        return None
+def _seconds(text: str) -> float:
+    """``--try``'s value, checked as the command line is read (before any plan)."""
     from zsn.changes.trial import check_seconds
 
     try:
-        value = float(text)
+        return check_seconds(float(text))
     except ValueError:
-        raise ValidationError(f"not a number of seconds: {text!r}", field="try_seconds") \
-            from None
-    return check_seconds(value)
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
@@ -91,7 +90,7 @@ def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
     and guarded, ``--try`` honoured, the result read back and compared with the plan."""
     from zsn.changes import session as sessions
 
-    seconds = _try_seconds(getattr(args, "try_seconds", None))
+    seconds: float | None = getattr(args, "try_seconds", None)
     confirmed = getattr(args, "confirm_ssh", None)
     session = sessions.find_session(host) if plan.touches or plan.reroutes else None
     if getattr(args, "dry_run", False):  # the plan names the session's path; no refusal

@@ -415,3 +415,73 @@ def test_a_rollback_that_meets_a_changed_state_says_what_is_left(fresh: SshLab) 
         assert "rollback incomplete at" in listed and f"NOT restored: {spare}" in listed
     finally:
         teardown()
+
+
+def test_the_session_and_its_path_are_found_even_without_ssh_connection(
+        fresh: SshLab) -> None:
+    """A change to the session's path is refused unless tried or confirmed; zsn finds
+    the path from SSH_CONNECTION, and from the sshd it runs under when sudo (or an
+    admin) dropped it."""
+    lab = fresh
+    path = (f"this SSH session (from {lab.client_alias} to {lab.server_ip}, via "
+            f"{lab.client_ip} dev {lab.uplink}) runs over {lab.uplink}; it changes "
+            f"{lab.uplink}, which could cut the session off. Try it (--try SECONDS")
+    change = zsn_command("link", "set", lab.uplink, "--mtu", "1400")
+    for shell in (change, f"unset SSH_CONNECTION; {change}"):
+        refused = lab.run(shell)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr == f"zsn link: invalid: {path}: rolled back by itself unless " \
+                                 f"confirmed) or confirm with --confirm-ssh-link " \
+                                 f"{lab.uplink}\n"
+    assert _mtu(lab) == 1500
+    dry = lab.run(f"unset SSH_CONNECTION; {change} --dry-run --try 30")
+    assert f"warning: this SSH session (from {lab.client_alias}" in dry.stdout
+    assert "Tried for 30 s: unless confirmed in time (zsn confirm ID), a guardian puts " \
+           "back:" in dry.stdout
+    assert f"  - links: {lab.uplink} as they were (master, MTU, up/down, addresses); " \
+           "their 1 route" in dry.stdout
+
+
+def test_a_session_over_wireguard_names_the_tunnel_and_its_underlay(fresh: SshLab) -> None:
+    """The session comes through a WireGuard tunnel (wireguard-go on both ends): its path
+    is the tunnel's interface and, below it, the link its peer's packets leave by."""
+    lab = fresh
+    server_wg, client_wg = lab.lab.name("ws"), lab.lab.name("wc")
+    keys = {side: new_private_key() for side in ("server", "client")}
+    from zsn.wireguard.keys import public_key_from_private
+
+    public = {side: public_key_from_private(key) for side, key in keys.items()}
+    for side, ns, ifname in (("server", lab.server, server_wg),
+                             ("client", lab.client, client_wg)):
+        lab.lab.wireguard_go(ns, ifname)
+        key_file = lab.work / f"{side}.key"
+        key_file.write_text(keys[side] + "\n")
+        key_file.chmod(0o600)
+    run(["ip", "netns", "exec", lab.server, "wg", "set", server_wg, "private-key",
+         str(lab.work / "server.key"), "listen-port", "51871", "peer", public["client"],
+         "allowed-ips", "10.66.7.2/32"])
+    run(["ip", "netns", "exec", lab.client, "wg", "set", client_wg, "private-key",
+         str(lab.work / "client.key"), "peer", public["server"], "endpoint",
+         f"{lab.server_ip}:51871", "allowed-ips", "10.66.7.0/24",
+         "persistent-keepalive", "1"])
+    for ns, ifname, address in ((lab.server, server_wg, "10.66.7.1/24"),
+                                (lab.client, client_wg, "10.66.7.2/24")):
+        run(["ip", "-n", ns, "addr", "add", address, "dev", ifname])
+        run(["ip", "-n", ns, "link", "set", ifname, "up"])
+    config = _wg_config(lab, server_wg, ["Address = 10.66.7.1/24", "ListenPort = 51871"],
+                        ["AllowedIPs = 10.66.7.2/32"])
+    lab.target = ("10.66.7.1", "10.66.7.2")
+    try:
+        wait_for(lab.probe, 30, "the path through the tunnel")
+        refused = lab.run(zsn_command("wg", "down", server_wg))
+        assert refused.returncode == 2, refused.stderr
+        assert (f"this SSH session (from 10.66.7.2 to 10.66.7.1, dev {server_wg}) runs over "
+                f"{server_wg}, {lab.uplink} (underlay of {server_wg} (peer endpoint "
+                f"{lab.client_ip})); it changes {server_wg}" in refused.stderr)
+        underlay = lab.run(zsn_command("link", "set", lab.uplink, "--mtu", "1400"))
+        assert underlay.returncode == 2 and f"it changes {lab.uplink}" in underlay.stderr
+    finally:
+        lab.target = (lab.server_ip, lab.client_alias)
+        config.unlink()
+        lab.lab.stop_daemon(server_wg)
+        lab.lab.stop_daemon(client_wg)

@@ -170,3 +170,55 @@ def test_stopped_early_the_guardian_rolls_back_at_once(host: Host) -> None:
     stored = Store(host).load(change.id)
     assert stored.outcome["by"] == "the guardian, stopped by SIGTERM before the deadline"
     assert host.path("/etc/app.conf").read_text() == "old = 1\n"
+
+
+def test_the_cli_prints_the_confirm_command_last_and_exits_0(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from zsn.headless import apply_change
+
+    args = argparse.Namespace(try_seconds=30.0, confirm_ssh=None, dry_run=False)
+    assert apply_change(host, plan_of(host), args) == 0
+    out, err = capsys.readouterr()
+    [change] = Store(host).waiting()
+    assert out.splitlines()[-1] == f"zsn confirm {change.id}"
+    assert "done: forwarding on" in err
+    assert f"trying change {change.id} for 30 s: rolled back by itself unless confirmed; " \
+           "1 boot config file written on confirm" in err
+
+
+def test_verify_after_apply_exits_1_and_offers_the_rollback(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from zsn.headless import apply_change
+    from zsn.plan import Check
+
+    plan = plan_of(host)
+    plan.checks.append(Check("forwarding", lambda: ["net.ipv4.ip_forward is 2, not 1"]))
+    args = argparse.Namespace(try_seconds=30.0, confirm_ssh=None, dry_run=False)
+    assert apply_change(host, plan, args) == 1
+    out, err = capsys.readouterr()
+    [change] = Store(host).waiting()
+    assert out.splitlines()[-1] == f"zsn rollback {change.id}"
+    assert "verify: net.ipv4.ip_forward is 2, not 1" in err
+    assert f"keep it anyway with 'zsn confirm {change.id}'" in err
+    # Without a try: the same difference, exit 1, nothing to roll back.
+    trial.roll_back(host, change.id)
+    capsys.readouterr()
+    plan = plan_of(host)
+    plan.checks.append(Check("forwarding", lambda: ["net.ipv4.ip_forward is 2, not 1"]))
+    args = argparse.Namespace(try_seconds=None, confirm_ssh=None, dry_run=False)
+    assert apply_change(host, plan, args) == 1
+    assert "verify: net.ipv4.ip_forward is 2, not 1" in capsys.readouterr().err
+
+
+def test_try_seconds_are_checked_first(host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    for bad, reason in (("0", "1 to 3600 seconds, not 0"), ("a while", "not a number")):
+        with pytest.raises(SystemExit) as exited:  # as the command line is read
+            cli.main(["--root", str(host.root), "wg", "up", "wg0", "--try", bad])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("zsn wg up: invalid: argument --try: ") and reason in err
+        assert err.count("\n") == 1
