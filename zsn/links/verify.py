@@ -50,8 +50,10 @@ def differences(expected: Expected, links: dict[str, Interface]) -> list[str]:
     if expected.up is not None and link.admin_up != expected.up:
         found.append(f"{name} is {'up' if link.admin_up else 'down'}, not "
                      f"{'up' if expected.up else 'down'}")
-    if expected.up and link.admin_up and link.operstate == "down":
-        found.append(f"{name} is up but its state is down")
+    if expected.up and link.admin_up and link.operstate == "down" and link.carrier:
+        # Without carrier (no cable, a partner that is down) it is the wire's state,
+        # not the change's: only a link that has carrier and stays down differs.
+        found.append(f"{name} is up and has carrier, but its state is down")
     if expected.mode is not None and link.bond is not None and link.bond.mode != expected.mode:
         found.append(f"{name}'s mode is {link.bond.mode}, not {expected.mode}")
     members = {other.name: other for other in links.values() if other.master == name}
