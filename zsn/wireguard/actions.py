@@ -122,6 +122,20 @@ def live_peer_check(device: LiveDevice, peer: PeerSettings) -> Check:
     return Check(f"peer {peer.public_key[:8]}… on {device.name}", differences)
 
 
+def routes_check(device: LiveDevice, networks: list[str]) -> Check:
+    """Verify after apply: the routes into the interface are there."""
+
+    def differences() -> list[str]:
+        from zsn.system import netlink
+
+        routed = {ipaddress.ip_network(f"{route.dst}/{route.dst_len}", strict=False)
+                  for route in netlink.read_routes({device.name}) if route.dst}
+        return [f"no route to {network} dev {device.name}" for network in networks
+                if ipaddress.ip_network(network, strict=False) not in routed]
+
+    return Check(f"routes into {device.name}", differences)
+
+
 def settings_of(peer: Section) -> PeerSettings:
     key = peer.get("PublicKey")
     if not key:
@@ -312,6 +326,9 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
         plan.steps.extend(route_steps(device, [n for n in old_routed if n not in routed],
                                        add=False))
         plan.steps.extend(route_steps(device, outside_subnet(server, routed), add=True))
+        plan.checks.append(live_peer_check(device, after))
+        if outside_subnet(server, routed):
+            plan.checks.append(routes_check(device, outside_subnet(server, routed)))
     elif device is None:
         plan.notes.append(down_note(server))
     return plan

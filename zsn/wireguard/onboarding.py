@@ -25,6 +25,7 @@ from zsn.wireguard.actions import (
     live_step_add,
     outside_subnet,
     route_steps,
+    routes_check,
     settings_of,
 )
 from zsn.wireguard.config import WIREGUARD_DIR, Section, check_peer_name, config_path, parse
@@ -276,6 +277,8 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
         plan.steps.append(live_step_add(device, peer, f"add peer {name}"))
         plan.steps.extend(route_steps(device, outside_subnet(server, routed), add=True))
         plan.checks.append(live_peer_check(device, peer))
+        if outside_subnet(server, routed):
+            plan.checks.append(routes_check(device, outside_subnet(server, routed)))
     else:
         plan.notes.append(down_note(server))
     if dns and not has_resolver(host):
