@@ -9,7 +9,7 @@ never does. sshd runs in a private mount namespace where temporary folders stand
 for ``/run/zsn`` (the pending store) and the config folders zsn may write
 (``BOUND``), so nothing reaches the host; every process of the session, the guardian
 included, sees them. `Session` is one ssh connection; `probe` tells whether a new
-one could connect now (a TCP connect that gets sshd's banner).
+one could connect now (a TCP connect that completes).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.lab.kernel import IN_GUEST
 from tests.lab.mounts import private_argv
 from tests.lab.netns import Lab, run, stop_process, wait_for
 from tests.needs import needs_tools
@@ -35,8 +36,15 @@ SSHD = "/usr/sbin/sshd"
 BOUND = ("/run/zsn", "/etc/netplan", "/etc/systemd/network", "/etc/network",
          "/etc/wireguard")
 """System folders the session sees as the lab's own (empty) folders."""
-KEEPALIVE = ("-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2")
-"""The client gives up on a session whose server stops answering after 2-4 s."""
+CONNECT_TIMEOUT = 60 if IN_GUEST else 5
+"""A guest's sshd answers some 14 times slower than the host's."""
+KEEPALIVE = ("-o", f"ServerAliveInterval={2 if IN_GUEST else 1}", "-o",
+             "ServerAliveCountMax=2")
+"""The client gives up on a session whose server stops answering after 2-4 s (4-8 s in
+a guest, whose sshd may take a second to answer)."""
+WATCH_INTERVAL = 0.2 if IN_GUEST else 0.05
+"""How often the prober starts a connect (each one a process sshd starts: fewer in a
+guest)."""
 
 
 @dataclass
@@ -68,7 +76,8 @@ class SshLab:
         return ["ip", "netns", "exec", self.client, "ssh", "-F", "/dev/null",
                 "-i", str(self.work / "client_key"), "-o", "IdentitiesOnly=yes",
                 "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no",
-                "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5",
+                "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o",
+                f"ConnectTimeout={CONNECT_TIMEOUT}",
                 "-b", self.target[1], *options, f"root@{self.target[0]}", command]
 
     def run(self, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -96,7 +105,7 @@ class SshLab:
     # -- the path --------------------------------------------------------------------
 
     def probe(self, timeout: float = 1.0, size: int | None = None) -> bool:
-        """Whether a new connection gets sshd's banner within `timeout` s (with `size`:
+        """Whether a TCP connect to sshd completes within `timeout` s (with `size`:
         whether a ping of `size` bytes, unfragmented, gets through)."""
         server, source = self.target
         if size is not None:
@@ -113,7 +122,7 @@ class SshLab:
         pinging with packets that big): when did the path come back."""
         server, source = self.target
         argv = ["ip", "netns", "exec", self.client, sys.executable, "-m", "tests.lab.probe",
-                "watch", server, "22", source, "0.3"]
+                "watch", server, "22", source, "0.3", str(WATCH_INTERVAL)]
         if size is not None:
             argv = ["ip", "netns", "exec", self.client, "ping", "-D", "-O", "-n", "-i",
                     "0.05", "-W", "0.3", "-M", "do", "-s", str(size), "-I", source, server]

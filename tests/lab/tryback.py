@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.netns import wait_for
-from tests.lab.sshd import SshLab, zsn_command
+from tests.lab.sshd import Session, SshLab, zsn_command
 
 FIGURES = "tryback-figures.jsonl"
 
@@ -87,8 +87,7 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
             session = lab.session(zsn_command(*scenario.argv_for(lab), "--try",
                                               str(seconds)), bulk=scenario.bulk)
             try:
-                wait_for(lambda: scenario.changed(lab) and lab.applied(), 60,
-                         "the change to be applied")
+                applied_in_time(lab, scenario, session)
                 applied = time.time()
                 if "--persist" in scenario.argv:  # the boot config waits for confirm
                     assert files_of(lab, scenario) == files
@@ -116,6 +115,21 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
         teardown()
 
 
+APPLY_WAIT = 120.0
+"""zsn starts, records the change, starts its guardian and applies: slow in a guest."""
+
+
+def applied_in_time(lab: SshLab, scenario: Scenario, session: Session) -> None:
+    """Wait until zsn applied the change; if it does not, say what the session printed."""
+    try:
+        wait_for(lambda: scenario.changed(lab) and lab.applied(), APPLY_WAIT,
+                 "the change to be applied")
+    except TimeoutError:
+        out, err = session.close()
+        raise AssertionError(f"not applied within {APPLY_WAIT:g} s; the session said:\n"
+                             f"{out}{err}\nrecords: {lab.changes()}") from None
+
+
 def guardian_gone(lab: SshLab, change_id: str) -> bool:
     path = lab.folder("/run/zsn") / "changes" / change_id / "guardian"
     try:
@@ -135,9 +149,8 @@ def confirmed(lab: SshLab, scenario: Scenario, seconds: int, past_deadline: bool
         session = lab.session(zsn_command(*scenario.argv_for(lab), "--try", str(seconds)),
                               bulk=scenario.bulk)
         try:
-            change = lab.change(60)
-            wait_for(lambda: scenario.changed(lab) and lab.applied(), 60,
-                     "the change to be applied")
+            applied_in_time(lab, scenario, session)
+            change = lab.change()
             confirm = lab.console("confirm", str(change["id"]))
             assert confirm.returncode == 0, confirm.stderr
             assert confirm.stdout == f"kept: change {change['id']} ({change['title']})\n"

@@ -38,8 +38,9 @@ from zsn.errors import ZsnError
 from zsn.system.host import Host
 from zsn.system.systemd import systemd_runs
 
-READY_TIMEOUT = 20.0
-"""How long zsn waits for a guardian to say it is ready (a busy box starts Python slowly)."""
+READY_TIMEOUT = 60.0
+"""How long zsn waits, at most, for a guardian to say it is ready: Python starts in well
+under a second, but a box under load (or an emulated one) may take tens of seconds."""
 ARMING_LIMIT = 120.0
 """A change still being armed after this long: zsn died before applying anything."""
 RUNTIME_SLACK = 600.0
