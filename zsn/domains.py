@@ -171,11 +171,11 @@ def domain(name: str) -> Domain:
 
 CHANGE_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup("confirm", "keep a change made with --try (before its deadline)",
-                 "zsn.changes.cli:confirm", "confirm [ID]"),
+                 "zsn.tried:confirm", "confirm [ID]"),
     CommandGroup("pending", "changes made with --try that wait for confirm or rollback",
-                 "zsn.changes.cli:pending", "pending [--all] [--json]"),
+                 "zsn.tried:pending", "pending [--all] [--json]"),
     CommandGroup("rollback", "undo a change made with --try now",
-                 "zsn.changes.cli:rollback", "rollback [ID]"),
+                 "zsn.tried:rollback", "rollback [ID]"),
 )
 """Every domain's live changes can be tried: these groups are no domain's."""
 

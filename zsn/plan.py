@@ -21,11 +21,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from zsn.changes.undo import Undo
 from zsn.errors import SessionLinkError, ZsnError
 from zsn.system import files
+
+if TYPE_CHECKING:  # a plan carries undos as data; the changes build on plans
+    from zsn.changes.undo import Undo
 
 # Values that must never reach a diff, a log or a notification: WireGuard key lines
 # and the bodies of OpenVPN's inline private-key blocks (<key>...</key> etc.).

@@ -86,7 +86,9 @@ async def test_tried_counted_down_and_kept_with_one_key(app: ZsnApp, host: Host)
                          "the countdown", 30)
         assert "k keeps it, u rolls it back now" in status(app)
         assert host.path("/etc/app.conf").read_text() == "new = 2\n"
-        assert "k" in app.query_one(KeyBar).shown_keys
+        # The key bar follows the bindings once they are refreshed (a message later).
+        await wait_until(pilot, lambda: "k" in app.query_one(KeyBar).shown_keys,
+                         "the keep key on the key bar")
         first = status(app)
         await wait_until(pilot, lambda: status(app) != first, "the countdown to tick", 5)
         [change] = Store(host).changes()
@@ -95,7 +97,8 @@ async def test_tried_counted_down_and_kept_with_one_key(app: ZsnApp, host: Host)
                          "the change kept", 30)
         await wait_until(pilot, lambda: "Trying" not in status(app), "the countdown gone")
         assert host.path("/etc/boot.yaml").read_text() == "boot: new\n"
-        assert "k" not in app.query_one(KeyBar).shown_keys
+        await wait_until(pilot, lambda: "k" not in app.query_one(KeyBar).shown_keys,
+                         "the keep key gone from the key bar")
 
 
 async def test_not_kept_the_guardian_puts_it_back_and_the_tui_says_so(

@@ -24,16 +24,18 @@ FIREWALL_TIMEOUT = 10.0
 UNIT_TIMEOUT = 60.0
 
 
+_MAX_SETTING = 4096
+"""A kernel setting's file is a line."""
+
+
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def _read_bytes(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(files.MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
+    if not files.exists(path):
         return None
+    return files.read_bytes(path, files.MAX_FILE_BYTES)
 
 
 # -- files -----------------------------------------------------------------------
@@ -75,7 +77,7 @@ class FileRestorer:
             outcome.commands.extend(self.commands(data))
             return outcome
         if before is None:
-            path.unlink()
+            files.remove(path, missing_ok=True)
             outcome.done.append(f"removed {path}")
             return outcome
         previous = files.read_tracked(path) if current is not None else None
@@ -108,8 +110,8 @@ class SysctlRestorer:
     def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
         path = Path(data["path"])
         outcome = Outcome()
-        if path.read_text().strip() != data["value"]:
-            path.write_text(data["value"] + "\n")
+        if files.read_text(path, _MAX_SETTING).strip() != data["value"]:
+            files.write_setting(path, data["value"] + "\n")
             outcome.done.append(f"{data['key']} = {data['value']}")
         return outcome
 

@@ -15,6 +15,7 @@ that routes the client's address a new way, can cut the session off.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import ipaddress
 import os
 import socket
@@ -24,9 +25,12 @@ from pathlib import Path
 
 from zsn.errors import NetlinkError, SessionLinkError, ZsnError
 from zsn.plan import Plan
-from zsn.system import rtnetlink
+from zsn.system import files, rtnetlink
 from zsn.system.host import Host
 
+TUNNEL_STATE = "zsn.wireguard.device:running_state"
+"""Reads a running WireGuard interface (peers, endpoints, fwmark) by name: found by name
+(a domain's, loaded only when a session runs over a tunnel)."""
 STACKED_KINDS = frozenset({"vlan", "macvlan", "ipvlan", "macvtap", "macsec"})
 """Kinds whose IFLA_LINK is the device they sit on (a veth's is its peer: not followed)."""
 ROLE_OF_MEMBER = {"bond": "member", "bridge": "port", "team": "member"}
@@ -211,17 +215,13 @@ def _tunnel_underlay(host: Host, record: rtnetlink.LinkRecord, client: str,
     whose allowed IPs hold the client, else every peer with an endpoint)."""
     if record.kind not in ("wireguard", "tun"):
         return []
-    from zsn.wireguard.device import find_device  # only a session over a tunnel needs it
-    from zsn.wireguard.kernel import get_device as kernel_device
-    from zsn.wireguard.uapi import get_device as uapi_device
-
+    module_name, _, attribute = TUNNEL_STATE.partition(":")
+    running_state = getattr(importlib.import_module(module_name), attribute)
     try:
-        device = find_device(host, record.name)
-        if device is None:
-            return []
-        state = (uapi_device(device.socket) if device.socket is not None
-                 else kernel_device(record.name))
+        state = running_state(host, record.name)
     except ZsnError:
+        return []
+    if state is None:
         return []
     address = ipaddress.ip_address(client)
     peers = [peer for peer in state.peers if peer.endpoint]
@@ -288,17 +288,17 @@ def _name(proc: Path, pid: int) -> str:
 def _established(proc: Path, pid: int) -> tuple[str, str] | None:
     inodes = set()
     try:
-        for entry in os.scandir(proc / str(pid) / "fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(entry.path)
+        for entry in files.list_files(proc / str(pid) / "fd"):
+            with contextlib.suppress(OSError, ZsnError):
+                target = files.read_link(entry)
                 if target.startswith("socket:["):
                     inodes.add(target[len("socket:["):-1])
-    except OSError:
+    except (OSError, ZsnError):
         return None
     for table in ("tcp", "tcp6"):
         try:
-            lines = (proc / str(pid) / "net" / table).read_text().splitlines()[1:]
-        except OSError:
+            lines = files.read_text(proc / str(pid) / "net" / table).splitlines()[1:]
+        except (OSError, ZsnError):
             continue
         for line in lines:
             fields = line.split()

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -128,20 +127,20 @@ class Store:
         return self.root / change_id
 
     def new_id(self) -> str:
-        self.root.mkdir(parents=True, exist_ok=True, mode=files.PRIVATE_DIR_MODE)
-        os.chmod(self.root, files.PRIVATE_DIR_MODE)
+        files.make_dirs(self.root)
+        files.set_mode(self.root, files.PRIVATE_DIR_MODE)
         while True:
             change_id = os.urandom(3).hex()
             try:
-                self.folder(change_id).mkdir(mode=files.PRIVATE_DIR_MODE)
+                files.make_dir(self.folder(change_id), files.PRIVATE_DIR_MODE)
             except FileExistsError:
                 continue
-            (self.folder(change_id) / "before").mkdir(mode=files.PRIVATE_DIR_MODE)
+            files.make_dir(self.folder(change_id) / "before", files.PRIVATE_DIR_MODE)
             return change_id
 
     def save(self, change: Change) -> None:
         path = self.folder(change.id) / "change.json"
-        previous = files.read_tracked(path) if path.exists() else None
+        previous = files.read_tracked(path) if files.exists(path) else None
         files.write_atomic(path, json.dumps(change.as_dict(), indent=1) + "\n",
                            previous=previous, mode=files.PRIVATE_FILE_MODE, backup=False)
 
@@ -154,7 +153,7 @@ class Store:
 
     def load(self, change_id: str) -> Change:
         path = self.folder(_checked_id(change_id)) / "change.json"
-        if not path.exists():
+        if not files.exists(path):
             raise ValidationError(f"no change {change_id!r} (see zsn pending --all)")
         try:
             return Change.from_dict(json.loads(files.read_text(path)))
@@ -165,7 +164,7 @@ class Store:
         """Every change on record, oldest first (a damaged record is skipped)."""
         found = []
         for folder in files.list_files(self.root):
-            if (folder / "change.json").exists():
+            if files.exists(folder / "change.json"):
                 with contextlib.suppress(ZsnError):
                     found.append(self.load(folder.name))
         return sorted(found, key=lambda change: change.created)
@@ -174,7 +173,7 @@ class Store:
         return [change for change in self.changes() if change.state in WAITING]
 
     def discard(self, change_id: str) -> None:
-        shutil.rmtree(self.folder(_checked_id(change_id)), ignore_errors=True)
+        files.remove_tree(self.folder(_checked_id(change_id)))
 
     def prune(self) -> None:
         finished = [change for change in self.changes() if change.state not in WAITING]
@@ -186,10 +185,9 @@ class Store:
         """The change, loaded under its lock: confirm, rollback and the guardian never
         act on it at once."""
         path = self.folder(_checked_id(change_id)) / "lock"
-        if not self.folder(change_id).is_dir():
+        if not files.is_dir(self.folder(change_id)):
             raise ValidationError(f"no change {change_id!r} (see zsn pending --all)")
-        with open(path, "a") as handle:
-            os.chmod(path, files.PRIVATE_FILE_MODE)
+        with os.fdopen(files.open_append(path, files.PRIVATE_FILE_MODE), "a") as handle:
             deadline = time.monotonic() + wait
             while True:
                 try:

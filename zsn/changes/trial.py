@@ -1,7 +1,7 @@
 """Trying a change: apply it under a guardian, then confirm it or roll it back.
 
 `begin` records the change with its undo (`zsn.changes.undo`), starts the guardian
-(`zsn.changes.guardian`) and only then applies the plan; the boot config the plan
+(`zsn.changes.guardians`) and only then applies the plan; the boot config the plan
 would write (``--persist``) is kept in the record and written by `confirm`. Unless
 `confirm` runs before the deadline, the guardian calls `roll_back`, which anyone may
 also call sooner (``zsn rollback``). All three take the change's lock, so they never
@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from zsn.changes import guardian, restores
+from zsn.changes import guardians, restores
 from zsn.changes import store as records
 from zsn.changes.session import SessionPath
 from zsn.changes.store import Change, Store
@@ -79,7 +79,7 @@ def _file_undos(edit: FileEdit) -> list[Undo]:
     undos = [restores.file_undo(target, previous, None if edit.remove else edit.new_text)]
     if edit.backup and previous is not None:
         backup = files.backup_path(target)
-        old = files.read_tracked(backup) if backup.exists() else None
+        old = files.read_tracked(backup) if files.exists(backup) else None
         undos.append(restores.file_undo(backup, old, previous.text))
     return undos
 
@@ -144,7 +144,7 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
     _keep_copies(store, change)
     store.save(change)
     try:
-        change.guardian = guardian.start(host, store, change)
+        change.guardian = guardians.start(host, store, change)
     except ZsnError as exc:
         store.discard(change.id)
         raise TryError(f"nothing was changed: {exc}") from exc
@@ -173,10 +173,10 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
 def _settle_abandoned(host: Host, store: Store) -> None:
     """A change still being armed long after zsn began it, with no guardian: zsn was
     killed before it applied anything. It must not block every try after it."""
-    limit = time.time() - guardian.ARMING_LIMIT - guardian.READY_TIMEOUT
+    limit = time.time() - guardians.ARMING_LIMIT - guardians.READY_TIMEOUT
     for change in store.waiting():
         if change.state == records.ARMING and change.created < limit \
-                and not guardian.alive(host, store, change):
+                and not guardians.alive(host, store, change):
             with store.locked(change.id) as current:
                 if current.state == records.ARMING:
                     current.finish(records.ABANDONED, "zsn, later: the zsn that began it went "
@@ -185,13 +185,9 @@ def _settle_abandoned(host: Host, store: Store) -> None:
 
 
 def _netns() -> str:
-    import os
+    from zsn.system.namespaces import own_network_namespace
 
-    try:
-        st = os.stat("/proc/self/ns/net")
-    except OSError:
-        return ""
-    return f"net:[{st.st_ino}]"
+    return own_network_namespace()
 
 
 def _keep_copies(store: Store, change: Change) -> None:
@@ -254,7 +250,7 @@ def confirm(host: Host, change_id: str | None) -> Change:
             written.append(edit.description)
         change.finish(records.CONFIRMED, "zsn confirm", Outcome(done=written))
         store.save(change)
-    guardian.stop(host, store, change)
+    guardians.stop(host, store, change)
     store.prune()
     return change
 
@@ -279,7 +275,7 @@ def roll_back(host: Host, change_id: str | None, by: str = "zsn rollback",
                       outcome)
         store.save(change)
     if not from_guardian:
-        guardian.stop(host, store, change)
+        guardians.stop(host, store, change)
     store.prune()
     return change
 

@@ -16,6 +16,7 @@ would run to finish by hand (`Outcome`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -82,7 +83,7 @@ RESTORERS: dict[str, str] = {
     "unit": "zsn.changes.restores:UNIT",
     "routes": "zsn.changes.restores:ROUTES",
     "links": "zsn.links.checkpoint:RESTORER",
-    "wg-quick": "zsn.wireguard.restore:WG_QUICK",
+    "wg-quick": "zsn.wireguard.interfaces:WG_QUICK",
     "wg-peer": "zsn.wireguard.restore:PEER",
     "wg-route": "zsn.wireguard.restore:ROUTE",
     "wifi": "zsn.wlan.restore:RESTORER",
@@ -91,9 +92,10 @@ RESTORERS: dict[str, str] = {
 
 
 def restorer(kind: str) -> Restorer:
-    from zsn.domains import load
-
-    found: Restorer = load(RESTORERS[kind])
+    # Found by name, like the domains (`zsn.domains`): the restorers live in the domains,
+    # which build their undos from this module.
+    module_name, _, attribute = RESTORERS[kind].partition(":")
+    found: Restorer = getattr(importlib.import_module(module_name), attribute)
     return found
 
 

@@ -20,6 +20,7 @@ import errno
 import fnmatch
 import os
 import re
+import shutil
 import socket
 import stat
 import time
@@ -253,6 +254,19 @@ def make_dir(path: Path, mode: int) -> None:
 def remove_folder(path: Path) -> None:
     """Remove the empty folder `path` (a link in its place is not followed)."""
     os.rmdir(confine(path.parent) / path.name)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove the folder `path` and everything in it (zsn's own records; inside the
+    root, a link in its place is not followed); gone already is fine."""
+    shutil.rmtree(confine(path.parent) / path.name, ignore_errors=True)
+
+
+def open_append(path: Path, mode: int) -> int:
+    """A descriptor appending to `path`, created with `mode` if missing (a log or a lock
+    file zsn owns; inside the root, never through a link)."""
+    return os.open(confine(path.parent) / path.name,
+                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
 
 
 def make_link(target: str, link: Path) -> None:

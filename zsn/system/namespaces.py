@@ -33,6 +33,27 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def own_network_namespace(proc: Path = PROC) -> str:
+    """zsn's network namespace as the kernel names it (``net:[INODE]``); "" unreadable."""
+    mine = _identity(proc / "self/ns/net")
+    return "" if mine is None else f"net:[{mine[1]}]"
+
+
+def joinable_network_namespace(proc: Path = PROC, named: Path = NAMED_NAMESPACES) -> str | None:
+    """Where another process joins zsn's network namespace: "" for PID 1's (or when it
+    cannot be told), the ``/run/netns`` path of a named one, None for an unnamed other
+    one (nothing to join by path)."""
+    mine = _identity(proc / "self/ns/net")
+    init = _identity(proc / "1/ns/net")
+    if mine is None or init is None or mine == init:
+        return ""
+    try:
+        entries = sorted(named.iterdir())
+    except OSError:
+        entries = []
+    return next((str(entry) for entry in entries if _identity(entry) == mine), None)
+
+
 def other_network_namespace(host: Host, proc: Path = PROC,
                             named: Path = NAMED_NAMESPACES) -> str | None:
     """Why zsn's network namespace is not the one boot settings (``/etc/sysctl.d``)

@@ -20,7 +20,7 @@ from zsn.system.host import Host
 from zsn.wireguard import kernel, uapi
 from zsn.wireguard.addressing import format_endpoint
 from zsn.wireguard.keys import base64_to_hex
-from zsn.wireguard.model import PeerState
+from zsn.wireguard.model import DeviceState, PeerState
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,18 @@ def find_device(host: Host, name: str) -> LiveDevice | None:
     if link is not None and link.kind == "wireguard":
         return LiveDevice(name, "kernel")
     return None
+
+
+def running_state(host: Host, name: str) -> DeviceState | None:
+    """The running interface `name` as it is now (peers, endpoints, fwmark), or ``None``
+    when it is down. What the SSH session's path reads below a tunnel
+    (`zsn.changes.session`)."""
+    device = find_device(host, name)
+    if device is None:
+        return None
+    if device.socket is not None:
+        return uapi.get_device(device.socket)
+    return kernel.get_device(name)
 
 
 RESOLVE_TIMEOUT = 10.0

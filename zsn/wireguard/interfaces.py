@@ -10,9 +10,12 @@ the kernel has no WireGuard module, wg-quick uses wireguard-go
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
 from zsn.changes.restores import unit_undo
+from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import commands, files, kernel_modules, netlink
@@ -22,7 +25,6 @@ from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, config_path, parse
 from zsn.wireguard.device import find_device
 from zsn.wireguard.keys import KeyPair
-from zsn.wireguard.restore import wg_quick_undo
 
 USERSPACE_IMPLEMENTATION = "wireguard-go"
 WG_QUICK_TIMEOUT = 30.0
@@ -218,3 +220,29 @@ def plan_down(host: Host, name: str) -> Plan:
                                    partial(wg_quick, host, "up", name),
                                    (wg_quick_undo(name, True),)))
     return plan
+
+
+def wg_quick_undo(name: str, up: bool) -> Undo:
+    return Undo("wg-quick", {"interface": name, "up": up})
+
+
+class WgQuickRestorer:
+    def describe(self, data: Mapping[str, Any]) -> str:
+        return f"bring {data['interface']} {'up' if data['up'] else 'down'} again (wg-quick)"
+
+    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
+        name, up = str(data["interface"]), bool(data["up"])
+        outcome = Outcome()
+        if (find_device(host, name) is not None) == up:
+            return outcome
+        wg_quick(host, "up" if up else "down", name)
+        outcome.done.append(f"wg-quick {'up' if up else 'down'} {name}")
+        return outcome
+
+    def commands(self, data: Mapping[str, Any]) -> list[str]:
+        return [f"wg-quick {'up' if data['up'] else 'down'} {data['interface']}"]
+
+
+WG_QUICK = WgQuickRestorer()
+"""An interface up or down again through wg-quick (where systemd runs it, the ``unit``
+kind of `zsn.changes.restores` does)."""

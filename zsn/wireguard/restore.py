@@ -1,6 +1,6 @@
 """Putting back what a tried WireGuard change did (restorers of `zsn.changes.undo`):
-an interface up or down through wg-quick (where systemd runs it, the ``unit`` kind
-does), one peer of a running interface as it was, a route into an interface.
+one peer of a running interface as it was, a route into an interface (an interface
+up or down again: `zsn.wireguard.interfaces.WG_QUICK`).
 
 Each compares first: a peer already as it was, an interface already down, a route
 already gone is left alone. A peer's preshared key is in the change's record (0600,
@@ -19,10 +19,6 @@ from zsn.system.host import Host
 from zsn.wireguard.device import PeerSettings, add_route, find_device, remove_route
 
 
-def wg_quick_undo(name: str, up: bool) -> Undo:
-    return Undo("wg-quick", {"interface": name, "up": up})
-
-
 def peer_undo(interface: str, public_key: str, before: PeerSettings | None) -> Undo:
     """Peer `public_key` of the running `interface` as `before` (None: not there)."""
     return Undo("wg-peer", {
@@ -35,25 +31,6 @@ def peer_undo(interface: str, public_key: str, before: PeerSettings | None) -> U
 
 def route_undo(interface: str, network: str, present: bool) -> Undo:
     return Undo("wg-route", {"interface": interface, "network": network, "present": present})
-
-
-class WgQuickRestorer:
-    def describe(self, data: Mapping[str, Any]) -> str:
-        return f"bring {data['interface']} {'up' if data['up'] else 'down'} again (wg-quick)"
-
-    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
-        from zsn.wireguard.interfaces import wg_quick
-
-        name, up = str(data["interface"]), bool(data["up"])
-        outcome = Outcome()
-        if (find_device(host, name) is not None) == up:
-            return outcome
-        wg_quick(host, "up" if up else "down", name)
-        outcome.done.append(f"wg-quick {'up' if up else 'down'} {name}")
-        return outcome
-
-    def commands(self, data: Mapping[str, Any]) -> list[str]:
-        return [f"wg-quick {'up' if data['up'] else 'down'} {data['interface']}"]
 
 
 class PeerRestorer:
@@ -118,6 +95,5 @@ class RouteRestorer:
         return [f"ip route {verb} {data['network']} dev {data['interface']}"]
 
 
-WG_QUICK = WgQuickRestorer()
 PEER = PeerRestorer()
 ROUTE = RouteRestorer()

@@ -266,7 +266,7 @@ def _live(host: Host, plan: Plan, interface: WlanInterface, ssid: bytes | None) 
     def differences() -> list[str]:
         from zsn.wlan.live import read_wlan
 
-        now = read_wlan(host, findings=False).interface(interface.name)
+        now = read_wlan(host).interface(interface.name)
         link = now.link if now is not None else None
         if ssid is None:
             return [f"{interface.name} is still on {display(link.ssid or b'')}"] \

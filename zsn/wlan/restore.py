@@ -37,7 +37,7 @@ def wifi_undo(host: Host, backend: str, interface: str, ssid: bytes | None,
     kept = []
     for system_path in daemon_files:
         path = files.write_target(host.path(system_path))
-        snapshot = files.read_tracked(path) if path.exists() else None
+        snapshot = files.read_tracked(path) if files.exists(path) else None
         kept.append(dict(file_undo(path, snapshot, None).data))
     return Undo("wifi", {"backend": backend, "interface": interface,
                          "ssid": None if ssid is None else ssid.hex(), "files": kept})
@@ -52,11 +52,11 @@ def _files_restored(data: Mapping[str, Any], outcome: Outcome) -> bool:
     for kept in data["files"]:
         path = Path(kept["path"])
         before: str | None = kept["before"]
-        current = files.read_tracked(path) if path.exists() else None
+        current = files.read_tracked(path) if files.exists(path) else None
         if (current.text if current else None) == before:
             continue
         if before is None:
-            path.unlink()
+            files.remove(path, missing_ok=True)
             outcome.done.append(f"removed {path}")
         else:
             files.write_atomic(path, before, previous=current, mode=kept["mode"],

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from zsn import cli
-from zsn.changes import guardian, restores, trial
+from zsn.changes import guardians, restores, trial
 from zsn.changes import store as records
 from zsn.changes.store import Store
 from zsn.errors import ValidationError
@@ -60,7 +60,7 @@ def wait_state(host: Host, change_id: str, states: tuple[str, ...], seconds: flo
 
 
 def guardian_gone(host: Host, change_id: str) -> bool:
-    pid = guardian.guardian_pid(Store(host), change_id)
+    pid = guardians.guardian_pid(Store(host), change_id)
     if pid is None:
         return True
     try:
@@ -77,7 +77,7 @@ def test_not_confirmed_it_is_rolled_back_live_and_in_files(host: Host) -> None:
     assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
     assert not host.path("/etc/boot.yaml").exists()  # only on confirm
     change = result.change
-    assert change.guardian == {"how": "process"} and guardian.alive(host, Store(host), change)
+    assert change.guardian == {"how": "process"} and guardians.alive(host, Store(host), change)
     assert wait_state(host, change.id, (records.ROLLED_BACK,), 15) == records.ROLLED_BACK
     assert host.path("/etc/app.conf").read_text() == "old = 1\n"
     assert host.path("/etc/app.conf.zsn-bak").read_text() == "older = 1\n"
@@ -152,7 +152,7 @@ def test_a_step_without_a_restore_cannot_be_tried(host: Host) -> None:
 
 
 def test_no_guardian_no_change(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guardian, "guardian_argv",
+    monkeypatch.setattr(guardians, "guardian_argv",
                         lambda host, change_id, detach: ["/bin/false"])
     with pytest.raises(trial.TryError, match="nothing was changed: the guardian exited at "
                        "once"):
@@ -163,7 +163,7 @@ def test_no_guardian_no_change(host: Host, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_stopped_early_the_guardian_rolls_back_at_once(host: Host) -> None:
     change = trial.begin(host, plan_of(host), 600, "zsn test").change
-    pid = guardian.guardian_pid(Store(host), change.id)
+    pid = guardians.guardian_pid(Store(host), change.id)
     assert pid is not None
     os.kill(pid, 15)
     wait_state(host, change.id, (records.ROLLED_BACK,), 15)

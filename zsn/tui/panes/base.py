@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 from textual.containers import Vertical
 from textual.timer import Timer
 
-from zsn.errors import SessionLinkError, ValidationError, ZsnError
+from zsn.errors import SessionLinkError, ZsnError
 from zsn.plan import Planned, SessionPlan
 from zsn.system.host import Host
 from zsn.terminal import safe

@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from zsn.changes import guardian, trial
+from zsn.changes import guardians, trial
 from zsn.changes import store as records
 from zsn.changes.store import Change, Store
 from zsn.headless import EXIT_OK, HeadlessGroup
@@ -76,7 +76,7 @@ def _line(host: Host, store: Store, change: Change, now: float) -> str:
         status = f"{change.seconds_left(now):.0f} s left"
         if not change.applied:
             status += " (not all applied: zsn was stopped, or is still applying it)"
-        if not guardian.alive(host, store, change):
+        if not guardians.alive(host, store, change):
             status += " (its guardian is gone: zsn rollback it, or zsn confirm it)"
     elif change.state == records.ARMING:
         status = "being applied"
