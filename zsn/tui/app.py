@@ -219,7 +219,7 @@ class ZsnApp(App[int]):
     def action_undo_try(self) -> None:
         self.tries.undo()
 
-    def panes(self) -> list[LivePane]:
+    def panes(self) -> list[LivePane[Any]]:
         """Every pane made so far."""
         return list(self.query(LivePane))
 
