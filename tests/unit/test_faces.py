@@ -5,7 +5,7 @@ registry, so a new domain is added to these tables."""
 
 from __future__ import annotations
 
-from zsn import domains
+from zsn import domains, tried
 from zsn.domains import CommandFace, ExportFace, LintFace, LiveReader
 from zsn.links import cli as links_cli
 from zsn.links import export as links_export
@@ -35,6 +35,8 @@ LINTS: dict[str, LintFace] = {
 COMMANDS: dict[str, CommandFace] = {
     "peer": wireguard_cli.peer, "wg": wireguard_cli.wg, "vpn": openvpn_cli,
     "zfs": zfs_cli, "wifi": wlan_cli, "link": links_cli,
+    # No domain's: the changes made with --try (zsn.domains.CHANGE_GROUPS).
+    "confirm": tried.confirm, "pending": tried.pending, "rollback": tried.rollback,
 }
 LIVE: dict[str, LiveReader] = {"wireguard": wireguard_live.read_wireguard}
 
