@@ -61,12 +61,12 @@ def watch(host: str, port: int, source: str, timeout: float,
                 started[sock] = now
                 selector.register(sock, selectors.EVENT_WRITE)
         for key, _ in selector.select(max(0.0, next_start - time.monotonic())):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)
-            selector.unregister(sock)
-            started.pop(sock, None)
-            ok = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
-            sock.close()
+            ready = key.fileobj
+            assert isinstance(ready, socket.socket)
+            selector.unregister(ready)
+            started.pop(ready, None)
+            ok = ready.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+            ready.close()
             report("up" if ok else "down", time.time())
         for sock, when in list(started.items()):
             if time.monotonic() - when > timeout:

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.lab.kernel import IN_GUEST
 from tests.lab.mounts import private_argv
@@ -131,7 +132,7 @@ class SshLab:
         try:
             yield Watch(process)
         finally:
-            stop_process(process)  # type: ignore[arg-type]
+            stop_process(process)
 
     def snapshot(self) -> dict[str, object]:
         """The server's links, addresses and routes (``ip -j``), to compare."""
@@ -170,7 +171,7 @@ class SshLab:
         """Whether zsn finished applying the change on record."""
         return any(change.get("applied") for change in self.changes())
 
-    def wait_state(self, states: tuple[str, ...], timeout: float) -> dict[str, object]:
+    def wait_state(self, states: tuple[str, ...], timeout: float) -> dict[str, Any]:
         def reached() -> bool:
             return any(c.get("state") in states for c in self.changes())
 
@@ -397,7 +398,7 @@ def _start_sshd(lab: SshLab) -> None:
 
     def stop() -> None:
         kill_all(lab.session_processes())  # sessions outlive their listener otherwise
-        stop_process(sshd)  # type: ignore[arg-type]
+        stop_process(sshd)
         log.close()
 
     lab.lab.defer(stop)

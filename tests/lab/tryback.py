@@ -49,7 +49,7 @@ class Scenario:
     """zsn's arguments (without --try); words of `names` are replaced per lab."""
     changed: Callable[[SshLab], bool]
     """Whether the change is live (checked while it is tried, and once confirmed)."""
-    undo: Callable[[SshLab], None]
+    undo: Callable[[SshLab], object]
     """Puts the lab back after a confirmed run (what an admin would type)."""
     prepare: Callable[[SshLab], Callable[[], None]] = _nothing
     """Sets the scenario's stage; returns what tears it down."""
@@ -104,7 +104,7 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
             f"the path came back {back - applied:.1f} s after the change"
         done = lab.wait_state(("rolled back", "rollback incomplete"), 30)
         assert done["state"] == "rolled back", done["outcome"]
-        assert done["outcome"]["by"] == "the guardian, at the deadline"  # type: ignore[index]
+        assert done["outcome"]["by"] == "the guardian, at the deadline"
         assert lab.snapshot() == before
         assert files_of(lab, scenario) == files
         listed = lab.zsn("pending", "--all")  # over a new session, as the admin would

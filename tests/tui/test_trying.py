@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pilot import wait_until
+from tests.pilot import screen_as, wait_until
 from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 from tests.unit.changes.test_trial import plan_of
 from zsn.changes import session as sessions
@@ -75,7 +75,7 @@ async def test_tried_counted_down_and_kept_with_one_key(app: ZsnApp, host: Host)
         assert "k" not in app.query_one(KeyBar).shown_keys
         pane.run_plan(lambda: risky_plan(host))  # type: ignore[arg-type, return-value]
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
-        text = app.screen.text
+        text = screen_as(app, PlanScreen).text
         assert "warning: this SSH session (from 10.0.0.1" not in text
         assert ("warning: this SSH session (from 10.0.0.2 to 10.0.0.1, dev eth0) runs over "
                 "eth0, eth1 (member of eth0): it changes eth1" in " ".join(text.split()))
