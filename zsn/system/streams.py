@@ -1,4 +1,5 @@
-"""Long-running programs read line by line, with every read bounded.
+"""Long-running programs: read line by line (`LineStream`), or moving bytes from one
+to another (`Child`, `Pump`, `RateLimit`), every read bounded.
 
 `zsn.system.commands.run` is for programs that finish; a `LineStream` is for one that
 keeps printing (``zpool iostat POOL INTERVAL``). Its standard output is read in a
@@ -21,6 +22,8 @@ line); the pipe closing when zsn dies makes it exit on its next write.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import selectors
 import subprocess
@@ -29,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
+from zsn.errors import CommandError
 from zsn.system import commands
 from zsn.system.limits import ByteBudget, Deadline
 from zsn.terminal import one_line
@@ -278,3 +282,262 @@ def _end(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
     except ProcessLookupError:
         pass
+
+
+# -- moving bytes between programs ---------------------------------------------------
+PIPE_BYTES = 1 << 20
+"""The pipes zsn makes for a transfer: /proc/sys/fs/pipe-max-size by default (64 KiB
+pipes make each side wake up sixteen times as often)."""
+CHUNK_BYTES = 1 << 20
+"""The most one splice moves."""
+STOP_WAIT = 10.0
+
+
+def make_pipe(size: int = PIPE_BYTES) -> tuple[int, int]:
+    """A close-on-exec pipe (read end, write end) grown to `size` where the system
+    allows it. It is grown empty, before anyone writes: resizing a pipe that holds
+    data is what deadlocked libzfs (openzfs/zfs#13232)."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    with contextlib.suppress(OSError):  # EPERM past pipe-max-size unless privileged
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, size)
+    return read_end, write_end
+
+
+class Child:
+    """A program at one end of a byte stream, bounded like every child of zsn.
+
+    Started from an argv (never a shell) in a session of its own, so that a Ctrl-C
+    reaches zsn alone and zsn stops its children in order. `stdin` is an fd the child
+    reads (zsn closes its own copy), ``"pipe"`` for one zsn writes (`control`), or
+    None for /dev/null; `stdout` an fd, ``"lines"`` for lines zsn reads (`next_line`,
+    each cut at `max_line_bytes`, at most `max_buffered_lines` waiting), or None for
+    /dev/null. Standard error keeps its last `stderr_tail_bytes`.
+    """
+
+    def __init__(self, argv: Sequence[str], *, stdin: int | str | None = None,
+                 stdout: int | str | None = None, env: Mapping[str, str] | None = None,
+                 stderr_tail_bytes: int = 16 * 1024, max_line_bytes: int = MAX_LINE_BYTES,
+                 max_buffered_lines: int = 256) -> None:
+        if isinstance(argv, str):
+            raise TypeError("argv must be a sequence of arguments, not a string")
+        self.argv = tuple(argv)
+        self.program = os.path.basename(self.argv[0])
+        self.stderr_tail_bytes = stderr_tail_bytes
+        self.max_line_bytes = max_line_bytes
+        self._lines: deque[str] = deque(maxlen=max_buffered_lines)
+        self._line_arrived = threading.Condition()
+        self._stderr = b""
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._stdout_done = threading.Event()
+        self.control: int | None = None
+        """The write end of the child's stdin with ``stdin="pipe"``; `close_control`
+        closes it (the child reads end of file)."""
+        stdin_arg: int = subprocess.DEVNULL if stdin is None else \
+            subprocess.PIPE if stdin == "pipe" else int(stdin)
+        stdout_arg: int = subprocess.DEVNULL if stdout is None else \
+            subprocess.PIPE if stdout == "lines" else int(stdout)
+        full_env = {**os.environ, **env} if env else None
+        try:
+            self.process = subprocess.Popen(
+                self.argv, stdin=stdin_arg, stdout=stdout_arg, stderr=subprocess.PIPE,
+                env=full_env, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise CommandError(f"{self.argv[0]}: program not found (is it installed?)") from exc
+        except PermissionError as exc:
+            raise CommandError(f"{self.argv[0]}: permission denied") from exc
+        finally:
+            for given in (stdin, stdout):
+                if isinstance(given, int):
+                    os.close(given)  # the child has its copy; ours would hide its end
+        if self.process.stdin is not None:
+            self.control = self.process.stdin.fileno()
+        self._spawn_reader(self._read_stderr, "stderr")
+        if self.process.stdout is not None:
+            self._spawn_reader(self._read_lines, "stdout")
+
+    def _spawn_reader(self, target: Callable[[], None], what: str) -> None:
+        thread = threading.Thread(target=target, name=f"{self.program} {what}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        fd = self.process.stderr.fileno()
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, READ_CHUNK):
+                with self._lock:
+                    self._stderr = (self._stderr + chunk)[-self.stderr_tail_bytes:]
+
+    def _read_lines(self) -> None:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        partial = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, READ_CHUNK):
+                partial += chunk
+                *complete, partial = partial.split(b"\n")
+                partial = partial[:self.max_line_bytes]
+                for line in complete:
+                    self._add_line(line[:self.max_line_bytes].decode("utf-8", "replace"))
+        if partial:
+            self._add_line(partial.decode("utf-8", "replace"))
+        with self._line_arrived:
+            self._stdout_done.set()
+            self._line_arrived.notify_all()
+
+    def _add_line(self, line: str) -> None:
+        with self._line_arrived:
+            self._lines.append(line)
+            self._line_arrived.notify_all()
+
+    def next_line(self, timeout: float) -> str | None:
+        """The next line from the child's stdout; None when it closed it or `timeout`
+        seconds passed without one."""
+        deadline = Deadline(timeout)
+        with self._line_arrived:
+            while not self._lines:
+                if self._stdout_done.is_set() or deadline.expired:
+                    return None
+                self._line_arrived.wait(min(0.2, deadline.remaining()))
+            return self._lines.popleft()
+
+    def stderr_tail(self) -> str:
+        """What the child last wrote to standard error (at most `stderr_tail_bytes`)."""
+        with self._lock:
+            return self._stderr.decode("utf-8", "replace")
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status, or None when the child still runs after `timeout` seconds;
+        once it exited, its output is read to the end."""
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for thread in self._threads:
+            thread.join(timeout=2)
+        return code
+
+    def close_control(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """SIGTERM, `grace` seconds, SIGKILL; idempotent."""
+        self.close_control()
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.terminate()
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                self.process.wait(STOP_WAIT)
+        self.wait(0)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+class RateLimit:
+    """A token bucket that holds at most a twentieth of a second of bytes and starts
+    empty: every second (and every window longer than a tenth of one) moves the rate
+    to within five per cent, with no burst at the start or after a pause."""
+
+    def __init__(self, bytes_per_second: float, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if bytes_per_second <= 0:
+            raise ValueError("a rate limit must be positive")
+        self.rate = float(bytes_per_second)
+        self.capacity = max(4096.0, self.rate / 20)
+        self._tokens = 0.0
+        self._clock = clock
+        self._sleep = sleep
+        self._at = clock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    def grant(self, most: int) -> int:
+        """Wait until some bytes may go, and say how many (at most `most`)."""
+        wanted = min(float(most), self.capacity)
+        self._refill()
+        if self._tokens < wanted:
+            self._sleep((wanted - self._tokens) / self.rate)
+            self._refill()
+        return max(1, int(min(self._tokens, wanted)))
+
+    def spend(self, count: int) -> None:
+        self._tokens -= count
+
+
+class Pump:
+    """Moves bytes from `source` to `sink` until the source ends, counting them.
+
+    With `os.splice` the bytes go from one pipe (or socket) to the other inside the
+    kernel, up to `chunk` at a time; where splice cannot join the two, through a
+    buffer. `moved` is the count so far (read it from any thread). `run` returns
+    when the source reaches its end (`ended` is ``"eof"``), the sink's reader went
+    away (``"sink closed"``), or `stop` was called (``"stopped"``); any other error is
+    kept in `error`. A `RateLimit` holds the pace.
+    """
+
+    def __init__(self, source: int, sink: int, *, limit: RateLimit | None = None,
+                 chunk: int = CHUNK_BYTES) -> None:
+        self.source = source
+        self.sink = sink
+        self.limit = limit
+        self.chunk = chunk
+        self.moved = 0
+        self.ended: str | None = None
+        self.error: OSError | None = None
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """Ask `run` to return after the current splice (which the caller unblocks by
+        ending the programs at either end)."""
+        self._stopping.set()
+
+    def run(self) -> None:
+        buffer: bytearray | None = None
+        try:
+            while not self._stopping.is_set():
+                want = self.limit.grant(self.chunk) if self.limit else self.chunk
+                if buffer is None:
+                    try:
+                        count = os.splice(self.source, self.sink, want)
+                    except OSError as exc:
+                        if exc.errno != errno.EINVAL:
+                            raise
+                        buffer = bytearray(self.chunk)  # splice cannot join these two
+                        continue
+                else:
+                    count = self._copy(buffer, want)
+                if count == 0:
+                    self.ended = "eof"
+                    return
+                self.moved += count
+                if self.limit:
+                    self.limit.spend(count)
+            self.ended = "stopped"
+        except (BrokenPipeError, ConnectionResetError):
+            self.ended = "sink closed"
+        except OSError as exc:
+            self.ended, self.error = "error", exc
+
+    def _copy(self, buffer: bytearray, want: int) -> int:
+        view = memoryview(buffer)[:want]
+        count = os.readv(self.source, [view])
+        written = 0
+        while written < count:
+            written += os.write(self.sink, view[written:count])
+        return count
