@@ -219,6 +219,23 @@ def _tls_context(tls: dict[str, Any], source: str) -> tuple[ssl.SSLContext | Non
     if auth != "NoClientCert" and not has_ca:
         raise ZsnError(f"{where}: client_auth_type {auth} needs client_ca_file or client_ca")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _set_versions(context, tls, where)
+    _load_chain(context, tls, cert_text, key_text, where)
+    _set_ciphers_and_curves(context, tls, where)
+    context.verify_mode = CLIENT_AUTH[auth]
+    if has_ca:
+        try:
+            if tls.get("client_ca_file"):
+                context.load_verify_locations(cafile=str(tls["client_ca_file"]))
+            else:
+                context.load_verify_locations(cadata=client_ca_text)
+        except (OSError, ssl.SSLError) as exc:
+            raise ZsnError(f"{where}: cannot load the client CA: {exc}") from None
+    return context, auth == "RequireAndVerifyClientCert"
+
+
+def _set_versions(context: ssl.SSLContext, tls: dict[str, Any], where: str) -> None:
+    """min_version and max_version (TLS 1.2 to 1.3 unless set)."""
     versions = []
     for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
         name = _string(tls.get(key), f"{where}.{key}") or default
@@ -231,7 +248,10 @@ def _tls_context(tls: dict[str, Any], source: str) -> tuple[ssl.SSLContext | Non
     except (ValueError, ssl.SSLError) as exc:
         raise ZsnError(f"{where}: this system's OpenSSL refuses those TLS versions: "
                        f"{exc}") from None
-    _load_chain(context, tls, cert_text, key_text, where)
+
+
+def _set_ciphers_and_curves(context: ssl.SSLContext, tls: dict[str, Any], where: str) -> None:
+    """cipher_suites, prefer_server_cipher_suites and curve_preferences."""
     ciphers = _strings(tls.get("cipher_suites"), f"{where}.cipher_suites")
     unknown = [name for name in ciphers if name not in CIPHERS]
     if unknown:
@@ -247,16 +267,6 @@ def _tls_context(tls: dict[str, Any], source: str) -> tuple[ssl.SSLContext | Non
             raise ZsnError(f"{where}.curve_preferences: zsn can limit TLS to one NIST curve "
                            f"({', '.join(CURVES)}), not order several or pick another")
         context.set_ecdh_curve(CURVES[curves[0]])
-    context.verify_mode = CLIENT_AUTH[auth]
-    if has_ca:
-        try:
-            if tls.get("client_ca_file"):
-                context.load_verify_locations(cafile=str(tls["client_ca_file"]))
-            else:
-                context.load_verify_locations(cadata=client_ca_text)
-        except (OSError, ssl.SSLError) as exc:
-            raise ZsnError(f"{where}: cannot load the client CA: {exc}") from None
-    return context, auth == "RequireAndVerifyClientCert"
 
 
 def _load_chain(context: ssl.SSLContext, tls: dict[str, Any], cert_text: str, key_text: str,

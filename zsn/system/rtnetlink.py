@@ -300,17 +300,65 @@ def _bridge_port(data: bytes, start: int, end: int) -> BridgePortData:
     return BridgePortData(None)
 
 
+class _LinkInfo(NamedTuple):
+    """IFLA_LINKINFO: the link's kind and its slave kind, with where their data lie."""
+
+    kind: str | None = None
+    slave_kind: str | None = None
+    data: tuple[int, int] = (0, 0)
+    slave_data: tuple[int, int] = (0, 0)
+
+
+def _link_info(data: bytes, start: int, end: int) -> _LinkInfo:
+    kind = slave_kind = None
+    info_data = slave_data = (0, 0)
+    for sub, c, d in attributes(data, start, end):
+        if sub == IFLA_INFO_KIND:
+            kind = _text(data, c, d)
+        elif sub == IFLA_INFO_SLAVE_KIND:
+            slave_kind = _text(data, c, d)
+        elif sub == IFLA_INFO_DATA:
+            info_data = (c, d)
+        elif sub == IFLA_INFO_SLAVE_DATA:
+            slave_data = (c, d)
+    return _LinkInfo(kind, slave_kind, info_data, slave_data)
+
+
+def _kind_data(data: bytes, info: _LinkInfo
+               ) -> tuple[BondData | None, VlanData | None, BridgeData | None]:
+    """What the link's kind tells of it: (bond, vlan, bridge), the one it is set."""
+    start, end = info.data
+    if end > start:
+        if info.kind == "bond":
+            return _bond(data, start, end), None, None
+        if info.kind == "vlan":
+            return None, _vlan(data, start, end), None
+        if info.kind == "bridge":
+            return None, None, _bridge(data, start, end)
+    return None, None, None
+
+
+def _slave_data(data: bytes, info: _LinkInfo
+                ) -> tuple[BondSlaveData | None, BridgePortData | None]:
+    """What the link's master's kind tells of it: (bond member, bridge port)."""
+    start, end = info.slave_data
+    if end > start:
+        if info.slave_kind == "bond":
+            return _bond_slave(data, start, end), None
+        if info.slave_kind == "bridge":
+            return None, _bridge_port(data, start, end)
+    return None, None
+
+
 def decode_link(data: bytes, start: int, end: int) -> LinkRecord:
     """One RTM_NEWLINK payload (after the netlink header) in data[start:end]."""
     _family, _type, index, flags, _change = _IFINFO.unpack_from(data, start)
     name = ""
     operstate = "unknown"
     carrier: bool | None = None
-    mtu = 0
-    min_mtu = max_mtu = master = link = netnsid = None
-    mac = perm = kind_name = slave_kind = None
-    counters = None
-    info_data = slave_data = (0, 0)
+    numbers: dict[int, int] = {}
+    netnsid = mac = perm = counters = None
+    info = _LinkInfo()
     # The top level holds ~45 attributes of which zsn reads a dozen: walked inline,
     # the others skipped with one set lookup (this runs for every link of a big host).
     position = start + _IFINFO.size
@@ -324,10 +372,10 @@ def decode_link(data: bytes, start: int, end: int) -> LinkRecord:
         kind &= NLA_TYPE_MASK
         if kind not in _LINK_WANTED or b <= a:
             continue
-        if kind == IFLA_IFNAME:
+        if kind in _LINK_NUMBERS:
+            numbers[kind] = unsigned(data, a, b)
+        elif kind == IFLA_IFNAME:
             name = _text(data, a, b)
-        elif kind == IFLA_MTU:
-            mtu = unsigned(data, a, b)
         elif kind == IFLA_OPERSTATE:
             value = data[a]
             operstate = OPERSTATES[value] if value < len(OPERSTATES) else "unknown"
@@ -337,46 +385,20 @@ def decode_link(data: bytes, start: int, end: int) -> LinkRecord:
             mac = mac_text(data, a, b)
         elif kind == IFLA_PERM_ADDRESS:
             perm = mac_text(data, a, b)
-        elif kind == IFLA_MASTER:
-            master = unsigned(data, a, b) or None
-        elif kind == IFLA_LINK:
-            link = unsigned(data, a, b)
         elif kind == IFLA_LINK_NETNSID:
             netnsid = int(_S32.unpack_from(data, a)[0])
-        elif kind == IFLA_MIN_MTU:
-            min_mtu = unsigned(data, a, b)
-        elif kind == IFLA_MAX_MTU:
-            max_mtu = unsigned(data, a, b)
         elif kind == IFLA_STATS64 and b - a >= _COUNTERS.size:
             counters = Counters(*_COUNTERS.unpack_from(data, a))
         elif kind == IFLA_LINKINFO:
-            for sub, c, d in attributes(data, a, b):
-                if sub == IFLA_INFO_KIND:
-                    kind_name = _text(data, c, d)
-                elif sub == IFLA_INFO_SLAVE_KIND:
-                    slave_kind = _text(data, c, d)
-                elif sub == IFLA_INFO_DATA:
-                    info_data = (c, d)
-                elif sub == IFLA_INFO_SLAVE_DATA:
-                    slave_data = (c, d)
-    bond = vlan = bridge = None
-    if info_data[1] > info_data[0]:
-        if kind_name == "bond":
-            bond = _bond(data, *info_data)
-        elif kind_name == "vlan":
-            vlan = _vlan(data, *info_data)
-        elif kind_name == "bridge":
-            bridge = _bridge(data, *info_data)
-    bond_slave = bridge_port = None
-    if slave_data[1] > slave_data[0]:
-        if slave_kind == "bond":
-            bond_slave = _bond_slave(data, *slave_data)
-        elif slave_kind == "bridge":
-            bridge_port = _bridge_port(data, *slave_data)
+            info = _link_info(data, a, b)
+    bond, vlan, bridge = _kind_data(data, info)
+    bond_slave, bridge_port = _slave_data(data, info)
     return LinkRecord(index=index, name=name, flags=flags, operstate=operstate,
-                      carrier=carrier, mtu=mtu, min_mtu=min_mtu, max_mtu=max_mtu, mac=mac,
-                      perm_mac=perm, master=master, link=link, link_netnsid=netnsid,
-                      kind=kind_name, slave_kind=slave_kind, counters=counters, bond=bond,
+                      carrier=carrier, mtu=numbers.get(IFLA_MTU, 0),
+                      min_mtu=numbers.get(IFLA_MIN_MTU), max_mtu=numbers.get(IFLA_MAX_MTU),
+                      mac=mac, perm_mac=perm, master=numbers.get(IFLA_MASTER) or None,
+                      link=numbers.get(IFLA_LINK), link_netnsid=netnsid, kind=info.kind,
+                      slave_kind=info.slave_kind, counters=counters, bond=bond,
                       bond_slave=bond_slave, vlan=vlan, bridge=bridge, bridge_port=bridge_port)
 
 
@@ -460,6 +482,7 @@ _MALFORMED = (struct.error, IndexError, ValueError)
 _LINK_WANTED = frozenset({IFLA_IFNAME, IFLA_MTU, IFLA_OPERSTATE, IFLA_CARRIER, IFLA_ADDRESS,
                           IFLA_PERM_ADDRESS, IFLA_MASTER, IFLA_LINK, IFLA_LINK_NETNSID,
                           IFLA_MIN_MTU, IFLA_MAX_MTU, IFLA_STATS64, IFLA_LINKINFO})
+_LINK_NUMBERS = frozenset({IFLA_MTU, IFLA_MASTER, IFLA_LINK, IFLA_MIN_MTU, IFLA_MAX_MTU})
 
 
 def _decode_each(chunks: Iterable[bytes], wanted: int, decode: Callable[[bytes, int, int], T],

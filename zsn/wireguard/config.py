@@ -520,16 +520,7 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
         if not stripped or stripped[0] == "#":
             continue
         if stripped[0] == "[":
-            kind = _PLAIN_HEADERS.get(stripped)
-            if kind is None:
-                header = _SECTION_RE.match(body)
-                if header:
-                    kind = header.group(1).capitalize()
-                    if kind not in KNOWN_SECTIONS:
-                        if disabled:
-                            continue
-                        raise ParseError(f"unknown section [{header.group(1)}]", index + 1,
-                                         source)
+            kind = _section_kind(body, stripped, disabled, index, source)
             if kind is not None:
                 if current is not None:
                     current.end = index
@@ -546,18 +537,12 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
             stripped = stripped[:stripped.index("#")]
         key, equals, value = stripped.partition("=")
         key = key.rstrip()
-        if key not in checked_keys:
-            if not equals or not (key.isascii() and key.isalnum() and key[0].isalpha()):
-                if disabled:
-                    continue
-                raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}",
-                                 index + 1, source)
-            checked_keys.add(key)
-        elif not equals:
+        if not (equals and (key in checked_keys or _is_key(key))):
             if disabled:
-                continue
-            raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}", index + 1,
-                             source)
+                continue  # a comment that only looks like a commented-out entry
+            raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}",
+                             index + 1, source)
+        checked_keys.add(key)
         if current is None:
             raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
         current.entries.append(new_entry(Entry, (key, value.strip(), index)))
@@ -565,6 +550,28 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
         if section.kind == "Peer":
             _set_peer_name(lines, section)
     return sections
+
+
+def _section_kind(body: str, stripped: str, disabled: bool, index: int,
+                  source: str | None) -> str | None:
+    """The section a "[...]" line opens, or None when it opens none. An unknown section
+    is refused unless it is commented out (then the line is just a comment)."""
+    kind = _PLAIN_HEADERS.get(stripped)
+    if kind is not None:
+        return kind
+    header = _SECTION_RE.match(body)
+    if header is None:
+        return None
+    kind = header.group(1).capitalize()
+    if kind in KNOWN_SECTIONS:
+        return kind
+    if disabled:
+        return None
+    raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
+
+
+def _is_key(key: str) -> bool:
+    return key.isascii() and key.isalnum() and key[0].isalpha()
 
 
 def _set_peer_name(lines: list[str], peer: Section) -> None:

@@ -11,6 +11,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from zsn.errors import ZsnError
 from zsn.lint import Finding, Severity
@@ -51,6 +52,14 @@ def _chmod_plan(host: Host, system_path: str) -> Callable[[], Plan]:
     return build
 
 
+class _Add(Protocol):
+    """Records one finding (the arguments of `Finding`)."""
+
+    def __call__(self, rule: str, severity: Severity, subject: str | None, message: str,
+                 fix: str, path: str | None = None, line: int | None = None,
+                 fix_plan: Callable[[], Plan] | None = None) -> None: ...
+
+
 def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
     """The advice on `snapshot` and on the config files behind it (netctl profiles,
     wpa_supplicant's config, iwd's network files) under `host`."""
@@ -66,7 +75,16 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
         add("WLAN000", "error", f"netctl:{broken.path.name}", broken.reason,
             "fix the line named: profiles are bash variable assignments", str(broken.path),
             broken.line)
+    _lint_interfaces(snapshot, add)
+    _lint_networks(snapshot, add)
+    _lint_profiles(host, snapshot, profiles, add)
+    _lint_wpa_configs(host, snapshot, add)
+    _lint_iwd_files(host, add)
+    return findings
 
+
+def _lint_interfaces(snapshot: WlanSnapshot, add: _Add) -> None:
+    """Two backends on one radio, a config wpa_supplicant will not save, a blocked radio."""
     for each in snapshot.interfaces:
         if each.also_managed_by and each.backend is not None:
             rivals = [each.backend, *each.also_managed_by]
@@ -94,6 +112,9 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
                 f"the radio of {each.name} ({each.phy}) is soft-blocked: it cannot scan "
                 "or connect", "rfkill unblock wifi")
 
+
+def _lint_networks(snapshot: WlanSnapshot, add: _Add) -> None:
+    """Known networks that are open, hidden or WEP."""
     for net in snapshot.networks:
         subject = f"{net.title} ({BACKEND_TITLES[net.backend]})"
         quoted = _shell_word(net.title)
@@ -113,6 +134,10 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
                 f"{net.title} uses WEP, which is broken in minutes",
                 f"switch the access point to WPA2 or WPA3, then zsn wifi forget {quoted}")
 
+
+def _lint_profiles(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Profile],
+                   add: _Add) -> None:
+    """netctl profiles: keys readable by all, a missing interface, a stored passphrase."""
     scan_security = {entry.ssid: entry.security for each in snapshot.interfaces
                      for entry in each.scan if entry.ssid is not None}
     for profile in profiles:
@@ -141,6 +166,9 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
                     "zsn wifi forget and connect again (zsn stores the PSK), or "
                     "Key=\\\"<wpa_passphrase's psk>", path, profile.lines.get("Key"))
 
+
+def _lint_wpa_configs(host: Host, snapshot: WlanSnapshot, add: _Add) -> None:
+    """wpa_supplicant's configs: keys readable by all, stored passphrases."""
     for config in _wpa_configs(host, snapshot):
         try:
             snapshot_file = read_tracked(config)
@@ -162,6 +190,9 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
                     f"replace the psk line with the one 'wpa_passphrase {_shell_word(name)}' "
                     "prints (64 hex digits, no quotes)", shown, block.lines.get("psk"))
 
+
+def _lint_iwd_files(host: Host, add: _Add) -> None:
+    """iwd's network files holding keys, readable by all."""
     iwd_dir = host.path(iwd.PROFILE_DIR)
     if files.is_dir(iwd_dir):
         try:
@@ -174,7 +205,6 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
                 add("WLAN002", "error", shown, f"{shown} holds a Wi-Fi key and is readable "
                     "by everyone", f"chmod 600 {shown}", shown,
                     fix_plan=_chmod_plan(host, shown))
-    return findings
 
 
 def _wpa_configs(host: Host, snapshot: WlanSnapshot) -> list[Path]:

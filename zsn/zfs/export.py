@@ -306,32 +306,10 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             health.add(labels, HEALTH_CODES[pool["health"]])
         for value in POOL_STATES:
             state.add({**labels, "state": value.lower()}, int(pool["health"] == value))
-        for key, family in sizes.items():
-            if pool.get(key) is not None:
-                family.add(labels, pool[key])
-        for key, family in ratios.items():
-            if pool.get(key) is not None:
-                family.add(labels, pool[key] / 100)
-        if pool.get("dedup_ratio"):
-            dedup.add(labels, 1 / pool["dedup_ratio"])
+        _add_space(pool, labels, sizes, ratios, dedup)
         data_errors.add(labels, pool["data_errors"])
-        io_rows = [(name, pool.get("io"))] + [(v["name"], v.get("io")) for v in pool["vdevs"]]
-        for vdev, io in io_rows:
-            if io:
-                for key, family in rates.items():
-                    family.add({**labels, "vdev": vdev}, io[f"{key}_per_second"])
-        for vdev in pool["vdevs"]:
-            vlabels = {**labels, "vdev": vdev["name"], "group": vdev["group"]}
-            vdev_state.add({**vlabels, "state": vdev["state"]}, 1)
-            for kind in ("read", "write", "checksum"):
-                if vdev.get(f"{kind}_errors") is not None:
-                    vdev_errors.add({**vlabels, "type": kind}, vdev[f"{kind}_errors"])
-        scan = pool.get("scan")
-        for function in ("scrub", "resilver"):
-            running = bool(scan) and scan["function"] == function and scan["state"] == "scanning"
-            scan_active.add({**labels, "function": function}, int(running))
-        if scan and scan["state"] in ("scanning", "paused") and scan["percent"] is not None:
-            scan_progress.add({**labels, "function": scan["function"]}, scan["percent"] / 100)
+        _add_vdevs(pool, labels, rates, vdev_state, vdev_errors)
+        _add_scan(pool, labels, scan_active, scan_progress)
         if pool.get("last_scrub"):
             last_scrub.add(labels, pool["last_scrub"])
     for dataset in data.get("datasets", ()):
@@ -345,3 +323,44 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     return [health, *sizes.values(), *ratios.values(), dedup, state, data_errors, vdev_state,
             vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings]
+
+
+def _add_space(pool: dict[str, Any], labels: dict[str, str], sizes: dict[str, MetricFamily],
+               ratios: dict[str, MetricFamily], dedup: MetricFamily) -> None:
+    """The pool's sizes, its fragmentation and capacity ratios, its deduplication."""
+    for key, family in sizes.items():
+        if pool.get(key) is not None:
+            family.add(labels, pool[key])
+    for key, family in ratios.items():
+        if pool.get(key) is not None:
+            family.add(labels, pool[key] / 100)
+    if pool.get("dedup_ratio"):
+        dedup.add(labels, 1 / pool["dedup_ratio"])
+
+
+def _add_vdevs(pool: dict[str, Any], labels: dict[str, str], rates: dict[str, MetricFamily],
+               vdev_state: MetricFamily, vdev_errors: MetricFamily) -> None:
+    """I/O rates of the pool (vdev=POOL) and of each vdev; each vdev's state and errors."""
+    io_rows = [(pool["name"], pool.get("io"))] + [(v["name"], v.get("io"))
+                                                  for v in pool["vdevs"]]
+    for vdev, io in io_rows:
+        if io:
+            for key, family in rates.items():
+                family.add({**labels, "vdev": vdev}, io[f"{key}_per_second"])
+    for vdev in pool["vdevs"]:
+        vlabels = {**labels, "vdev": vdev["name"], "group": vdev["group"]}
+        vdev_state.add({**vlabels, "state": vdev["state"]}, 1)
+        for kind in ("read", "write", "checksum"):
+            if vdev.get(f"{kind}_errors") is not None:
+                vdev_errors.add({**vlabels, "type": kind}, vdev[f"{kind}_errors"])
+
+
+def _add_scan(pool: dict[str, Any], labels: dict[str, str], scan_active: MetricFamily,
+              scan_progress: MetricFamily) -> None:
+    """Whether a scrub or resilver runs, and how far the running or paused one is."""
+    scan = pool.get("scan")
+    for function in ("scrub", "resilver"):
+        running = bool(scan and scan["function"] == function and scan["state"] == "scanning")
+        scan_active.add({**labels, "function": function}, int(running))
+    if scan and scan["state"] in ("scanning", "paused") and scan["percent"] is not None:
+        scan_progress.add({**labels, "function": scan["function"]}, scan["percent"] / 100)

@@ -556,34 +556,48 @@ class _Editor:
         if new and network is not None and not network.has_section("Network"):
             network.main.unit.add_section("Network")  # networkd brings such a link up
         if config.kind == "bond":
-            if wanted("mode") and config.mode:
-                self.set(netdev, "Bond", "Mode", config.mode, about)
-            if wanted("miimon"):
-                miimon = config.miimon if config.miimon is not None else bonding.DEFAULT_MIIMON
-                if parse_timespan_ms(netdev.get("Bond", "MIIMonitorSec") or "") != miimon:
-                    self.set(netdev, "Bond", "MIIMonitorSec", f"{miimon}ms", about)
-            if wanted("xmit_hash_policy") and config.xmit_hash_policy:
-                self.set(netdev, "Bond", "TransmitHashPolicy", config.xmit_hash_policy, about)
-            if wanted("lacp_rate") and config.lacp_rate:
-                self.set(netdev, "Bond", "LACPTransmitRate", config.lacp_rate, about)
+            self._bond(netdev, config, wanted)
         if config.kind == "bridge" and wanted("stp") and \
                 parse_boolean(netdev.get("Bridge", "STP") or "no") != bool(config.stp):
             self.set(netdev, "Bridge", "STP", "yes" if config.stp else "no", about)
         if config.kind == "vlan":
-            if wanted("vlan_id") and config.vlan_id is not None and \
-                    _vlan_id(netdev.get("VLAN", "Id") or "") != config.vlan_id:
-                self.set(netdev, "VLAN", "Id", str(config.vlan_id), about)
-            if wanted("parent") and config.parent:
-                if old is not None and old.parent and old.parent != config.parent:
-                    self._unlink_vlan(old.parent, config.name)
-                self.add_to_list(self.network(config.parent), "Network", "VLAN", config.name)
+            self._vlan(netdev, config, old, wanted)
         if config.kind in ("bond", "bridge") and wanted("members"):
-            key = "Bond" if config.kind == "bond" else "Bridge"
-            before = set(old.members) if old else set()
-            for member in config.members:
-                self.set(self.network(member), "Network", key, config.name, member)
-            for member in before - set(config.members):
-                self._detach(member, key, config.name)
+            self._members(config, old)
+
+    def _bond(self, netdev: Unit, config: LinkConfig, wanted: Callable[[str], bool]) -> None:
+        """[Bond] Mode=, MIIMonitorSec=, TransmitHashPolicy=, LACPTransmitRate=."""
+        about = config.name
+        if wanted("mode") and config.mode:
+            self.set(netdev, "Bond", "Mode", config.mode, about)
+        if wanted("miimon"):
+            miimon = config.miimon if config.miimon is not None else bonding.DEFAULT_MIIMON
+            if parse_timespan_ms(netdev.get("Bond", "MIIMonitorSec") or "") != miimon:
+                self.set(netdev, "Bond", "MIIMonitorSec", f"{miimon}ms", about)
+        if wanted("xmit_hash_policy") and config.xmit_hash_policy:
+            self.set(netdev, "Bond", "TransmitHashPolicy", config.xmit_hash_policy, about)
+        if wanted("lacp_rate") and config.lacp_rate:
+            self.set(netdev, "Bond", "LACPTransmitRate", config.lacp_rate, about)
+
+    def _vlan(self, netdev: Unit, config: LinkConfig, old: LinkConfig | None,
+              wanted: Callable[[str], bool]) -> None:
+        """[VLAN] Id=, and the VLAN= line in its parent's .network (moved if it moved)."""
+        if wanted("vlan_id") and config.vlan_id is not None and \
+                _vlan_id(netdev.get("VLAN", "Id") or "") != config.vlan_id:
+            self.set(netdev, "VLAN", "Id", str(config.vlan_id), config.name)
+        if wanted("parent") and config.parent:
+            if old is not None and old.parent and old.parent != config.parent:
+                self._unlink_vlan(old.parent, config.name)
+            self.add_to_list(self.network(config.parent), "Network", "VLAN", config.name)
+
+    def _members(self, config: LinkConfig, old: LinkConfig | None) -> None:
+        """Bond= or Bridge= in each member's .network; removed from those that left."""
+        key = "Bond" if config.kind == "bond" else "Bridge"
+        before = set(old.members) if old else set()
+        for member in config.members:
+            self.set(self.network(member), "Network", key, config.name, member)
+        for member in before - set(config.members):
+            self._detach(member, key, config.name)
 
     def _mtu(self, netdev: Unit, network: Unit | None, config: LinkConfig,
              about: str) -> None:
