@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.schema import check_export
-from tests.unit.zfs.conftest import LAB, VM, FakeZfs, read
+from tests.unit.zfs.conftest import FIXTURES, LAB, VM, FakeZfs, read
 
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
             "compressratio,recordsize,compression,atime,relatime,xattr,mountpoint,creation,"
@@ -310,3 +310,24 @@ def test_dataset_counters_come_from_the_objset_kstats(tmp_path: Path) -> None:
         "tank": {"reads": 0, "writes": 0, "read_bytes": 0, "written_bytes": 0},
         "tank/media": {"reads": 0, "writes": 560, "read_bytes": 0, "written_bytes": 587202560},
         "tank/db": {"reads": 0, "writes": 2000, "read_bytes": 0, "written_bytes": 32768000}}
+
+
+@pytest.mark.parametrize("fixture", [
+    "zpool-status-scrub-in-progress.2.2plus-format.zpool-status-exporter.txt",
+    "zpool-status-scrub-canceled.zpool-status-exporter.txt",
+    "zpool-status-resilvered-complete.zpool-status-exporter.txt",
+    "zpool-status-scrub-in-progress.0.7-format-de-locale.check_zpool_scrub.txt",
+])
+def test_an_export_with_a_scan_matches_the_schema(fake_zfs: FakeZfs, fixture: str) -> None:
+    """A pool with a scrub or resilver (its real scan lines, given to the lab's pool)
+    exports as the published schema says; every scrubbed pool has one."""
+    scan = read(FIXTURES / "zfs" / fixture).split("  scan: ", 1)[1].split("config:", 1)[0]
+    export_fakes(fake_zfs)
+    status = read(LAB / "zpool-status-p-P.all-classes.txt").replace(
+        " state: ONLINE\n", f" state: ONLINE\n  scan: {scan}", 1)
+    fake_zfs.answer("zpool status -p -P", status)
+    result = zsn(fake_zfs, "--export", "zfs")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["zfs"]["pools"][0]["scan"] is not None
+    check_export(document)
