@@ -533,19 +533,13 @@ def _walk(lines: list[str], start: int, source: str | None) -> list[Section]:
         elif current is not None and current.disabled:
             current.end = index
             current = None
-        if "#" in stripped:
-            stripped = stripped[:stripped.index("#")]
-        key, equals, value = stripped.partition("=")
-        key = key.rstrip()
-        if not (equals and (key in checked_keys or _is_key(key))):
-            if disabled:
-                continue  # a comment that only looks like a commented-out entry
-            raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}",
-                             index + 1, source)
-        checked_keys.add(key)
+        entry = _entry(stripped, body, disabled, index, source, checked_keys)
+        if entry is None:
+            continue  # a comment that only looks like a commented-out entry
         if current is None:
-            raise ParseError(f"{key} is outside any [Interface] or [Peer]", index + 1, source)
-        current.entries.append(new_entry(Entry, (key, value.strip(), index)))
+            raise ParseError(f"{entry.key} is outside any [Interface] or [Peer]", index + 1,
+                             source)
+        current.entries.append(entry)
     for section in sections:
         if section.kind == "Peer":
             _set_peer_name(lines, section)
@@ -568,6 +562,24 @@ def _section_kind(body: str, stripped: str, disabled: bool, index: int,
     if disabled:
         return None
     raise ParseError(f"unknown section [{header.group(1)}]", index + 1, source)
+
+
+def _entry(stripped: str, body: str, disabled: bool, index: int, source: str | None,
+           checked_keys: set[str]) -> Entry | None:
+    """The "Key = value" of a line that is not the usual kind (a comment after it, a key
+    not seen before, a commented-out entry), or None for a commented-out line that is no
+    entry. `checked_keys` are the keys found well-formed so far."""
+    if "#" in stripped:
+        stripped = stripped[:stripped.index("#")]
+    key, equals, value = stripped.partition("=")
+    key = key.rstrip()
+    if not (equals and (key in checked_keys or _is_key(key))):
+        if disabled:
+            return None
+        raise ParseError(f"expected 'Key = value', got {excerpt(body.strip())}", index + 1,
+                         source)
+    checked_keys.add(key)
+    return Entry(key, value.strip(), index)
 
 
 def _is_key(key: str) -> bool:

@@ -473,19 +473,9 @@ class _Reader:
                 continue
             keyword = words[0]
             if keyword in ("iface", "interface", "template", "defaults"):
-                name = "defaults" if keyword == "defaults" else (words[1] if len(words) > 1
-                                                                 else "")
-                if not name:
-                    continue
-                current = self.iface(name)
-                current.template = keyword in ("template", "defaults")
-                stanza = Stanza(name, entry, number, number + 1, None, None)
-                current.stanzas.append(stanza)
-                for word in words[2:]:
-                    if word in ("dhcp", "ppp"):
-                        current.options.append(("use", word, stanza, number))
-                if "inherits" in words[:-1]:
-                    self._ng_inherit(entry, number, current, words[words.index("inherits") + 1])
+                opened = self._ng_stanza(entry, number, words)
+                if opened is not None:
+                    current, stanza = opened
                 continue
             if keyword == "auto":
                 if len(words) > 1:
@@ -502,17 +492,41 @@ class _Reader:
             if keyword == "inherit" and len(words) > 1:
                 self._ng_inherit(entry, number, current, words[1])
                 continue
-            key = NG_REMAP.get(keyword, keyword)
-            value = " ".join(words[1:])
-            if keyword == "hostname":
-                key = "dhcp-hostname"
-            if stanza is not None and stanza.name == current.name:
-                stanza.options.append((number, keyword, value))
-                stanza.end = number + 1
-            current.options.append((key, value, stanza, number))
-            if self.auto_executors and "-" in key and key.split("-")[0] not in current.uses:
-                # "bond-mode" means "use bond" (ifupdown-ng's auto_executor_selection).
-                current.options.append(("use", key.split("-")[0], stanza, number))
+            self._ng_option(current, stanza, number, words)
+
+    def _ng_stanza(self, entry: InterfacesFile, number: int, words: list[str]
+                   ) -> tuple[Iface, Stanza] | None:
+        """An iface, interface, template or defaults line: the block it opens, if named."""
+        keyword = words[0]
+        name = "defaults" if keyword == "defaults" else (words[1] if len(words) > 1 else "")
+        if not name:
+            return None
+        current = self.iface(name)
+        current.template = keyword in ("template", "defaults")
+        stanza = Stanza(name, entry, number, number + 1, None, None)
+        current.stanzas.append(stanza)
+        for word in words[2:]:
+            if word in ("dhcp", "ppp"):
+                current.options.append(("use", word, stanza, number))
+        if "inherits" in words[:-1]:
+            self._ng_inherit(entry, number, current, words[words.index("inherits") + 1])
+        return current, stanza
+
+    def _ng_option(self, current: Iface, stanza: Stanza | None, number: int,
+                   words: list[str]) -> None:
+        """An option line of the block `current` (in `stanza` when it is that block's)."""
+        keyword = words[0]
+        key = NG_REMAP.get(keyword, keyword)
+        value = " ".join(words[1:])
+        if keyword == "hostname":
+            key = "dhcp-hostname"
+        if stanza is not None and stanza.name == current.name:
+            stanza.options.append((number, keyword, value))
+            stanza.end = number + 1
+        current.options.append((key, value, stanza, number))
+        if self.auto_executors and "-" in key and key.split("-")[0] not in current.uses:
+            # "bond-mode" means "use bond" (ifupdown-ng's auto_executor_selection).
+            current.options.append(("use", key.split("-")[0], stanza, number))
 
     def _ng_inherit(self, entry: InterfacesFile, number: int, iface: Iface, parent: str
                     ) -> None:
