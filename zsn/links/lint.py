@@ -6,6 +6,7 @@ config and this advice, read again only when they may have changed.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -292,4 +293,21 @@ def tools_own_check(host: Host, owner: Owner | None) -> list[Finding]:
                         "correct or remove the line (networkd does not apply it)",
                         path=complaint.path, line=complaint.line)
                 for complaint in complaints or []]
+    if owner.name == "netplan":
+        from zsn.links.persist.netplan import Unchecked, generate
+
+        try:
+            problem = generate(host, [])
+        except Unchecked:
+            return []  # said where a plan is made: here it would be noise on every lint
+        except ZsnError as exc:
+            return [Finding("LINK010", "info", None, str(exc), "run 'zsn link lint' again")]
+        if problem is None:
+            return []
+        where = re.match(r"(/\S+?):(\d+):(?:\d+:)? ?(.*)", problem)
+        return [Finding("LINK010", "error", None, f"netplan refuses the files: "
+                        f"{where.group(3) if where else problem}",
+                        "fix the line netplan names; zsn persists nothing until then",
+                        path=where.group(1) if where else None,
+                        line=int(where.group(2)) if where else None)]
     return []

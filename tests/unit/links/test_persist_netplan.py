@@ -177,3 +177,72 @@ def test_real_netplan_layout_round_trips_through_generate(tmp_path: Path) -> Non
     run(["netplan", "generate", "--root-dir", str(tmp_path)])
     netdev = (tmp_path / "run/systemd/network/10-netplan-br0.300.netdev").read_text()
     assert "Id=300" in netdev and "MTUBytes=1400" in netdev
+
+
+# -- every device type, merge order, files netplan refuses (netplan's own examples) ------
+EXAMPLES = LINK_FIXTURES.parent / "corpus" / "netplan" / "examples"
+
+
+def example_root(tmp_path: Path, *names: str) -> Host:
+    return netplan_root(tmp_path, {f"/etc/netplan/{name}": (EXAMPLES / name).read_text()
+                                   for name in names})
+
+
+def test_a_vlan_on_a_tunnel_declares_no_ethernet(tmp_path: Path) -> None:
+    """vxlan1 is a tunnel: a VLAN on it must not declare it again under ethernets:
+    (netplan refuses a name defined twice)."""
+    needs_tools("netplan")
+    host = example_root(tmp_path, "vxlan.yaml")
+    persisted = NETPLAN.read(host)
+    assert persisted.devices["vxlan1"].kind == "tunnel"
+    assert persisted.devices["vrf1005"].kind == "vrf"
+    plan = NETPLAN.plan(host, [Upsert(LinkConfig("vxlan1.5", "vlan", parent="vxlan1",
+                                                 vlan_id=5))], persisted)
+    [edit] = plan.edits
+    added = only_insertions((EXAMPLES / "vxlan.yaml").read_text(), edit.new_text)
+    assert "".join(added) == "  vlans:\n    vxlan1.5:\n      id: 5\n      link: vxlan1\n"
+    assert not plan.warnings
+
+
+def test_a_tunnel_is_not_edited_as_a_bond(tmp_path: Path) -> None:
+    host = example_root(tmp_path, "vxlan.yaml")
+    with pytest.raises(ValidationError, match=r"vxlan1 is defined as a tunnel in "
+                                              r"/etc/netplan/vxlan.yaml; zsn makes it no bond"):
+        NETPLAN.plan(host, [Upsert(LinkConfig("vxlan1", "bond", ("eth9",)))],
+                     NETPLAN.read(host))
+
+
+def test_a_new_vlan_comes_after_its_parents_declaration(tmp_path: Path) -> None:
+    """In a file with a Wi-Fi access point, netplan 0.106 refuses a vlans: block ahead of
+    the ethernets: block that declares its parent."""
+    needs_tools("netplan")
+    host = example_root(tmp_path, "wireless.yaml")
+    plan = NETPLAN.plan(host, [Upsert(LinkConfig("eth9.7", "vlan", parent="eth9",
+                                                 vlan_id=7))], NETPLAN.read(host))
+    text = plan.edits[0].new_text
+    assert text.index("  ethernets:\n    eth9: {}") < text.index("  vlans:\n    eth9.7:")
+    assert not plan.warnings
+
+
+def test_a_file_netplan_already_refuses_is_not_blamed_on_the_edit(tmp_path: Path) -> None:
+    needs_tools("netplan")
+    host = example_root(tmp_path, "dummy-devices.yaml")  # 'dummy-devices' came after 0.106
+    with pytest.raises(ValidationError, match=r"netplan already refuses the files as they "
+                                              r"are, before zsn's change: .*dummy-devices"):
+        NETPLAN.plan(host, [Upsert(LinkConfig("bond9", "bond", ("eth8", "eth9")))],
+                     NETPLAN.read(host))
+
+
+def test_member_lists_of_several_files_are_joined_and_edited_where_they_are(
+        tmp_path: Path) -> None:
+    """netplan joins a bond's interfaces from every file (checked with netplan get)."""
+    host = netplan_root(tmp_path, {
+        "/etc/netplan/10-bond.yaml": (EXAMPLES / "bonding.yaml").read_text(),
+        "/etc/netplan/20-more.yaml": "network:\n  ethernets:\n    enp5s0: {}\n  bonds:\n"
+                                     "    bond0:\n      interfaces: [enp5s0]\n"})
+    persisted = NETPLAN.read(host)
+    assert persisted.configs["bond0"].members == ("enp3s0", "enp4s0", "enp5s0")
+    plan = NETPLAN.plan(host, [Upsert(LinkConfig("bond0", "bond", ("enp3s0", "enp5s0")),
+                                      frozenset({"members"}))], persisted)
+    [edit] = plan.edits
+    assert edit.path.name == "10-bond.yaml" and "        - enp4s0\n" not in edit.new_text

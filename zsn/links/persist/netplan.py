@@ -21,6 +21,7 @@ from zsn.errors import CommandError, ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETPLAN_DIRS,
+    Device,
     FileBackend,
     LinkConfig,
     Persisted,
@@ -30,6 +31,7 @@ from zsn.links.persist import (
     in_order,
     netplan_check,
 )
+from zsn.links.persist.ifupdown import package_version
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
 from zsn.system import commands, files
@@ -40,6 +42,11 @@ DIRS = NETPLAN_DIRS
 EDITABLE = "/etc/netplan"
 OWN_FILE = "/etc/netplan/90-zsn.yaml"
 SECTIONS = {"bond": "bonds", "vlan": "vlans", "bridge": "bridges"}
+OTHER_SECTIONS = {"ethernets": "ethernet", "wifis": "wifi", "modems": "modem",
+                  "tunnels": "tunnel", "vrfs": "vrf", "dummy-devices": "dummy device",
+                  "virtual-ethernets": "virtual ethernet", "nm-devices": "nm-device"}
+"""Every other device type netplan defines (netplan-yaml(5)): zsn does not edit them, but
+knows their names, so it never declares one again under ``ethernets:``."""
 SIZE_CAP = 1 << 20
 NETPLAN_TIMEOUT = 20.0
 
@@ -68,10 +75,17 @@ class NetplanBackend(FileBackend):
     name = "netplan"
 
     def _collect(self, host: Host, persisted: Persisted) -> None:
+        version = package_version(host, "netplan.io")
+        persisted.dialect = "netplan " + ".".join(map(str, version)) if version else ""
         for path, data in self._documents(host):
             network = data.get("network") if isinstance(data, dict) else None
             if not isinstance(network, dict):
                 continue
+            for section, kind in OTHER_SECTIONS.items():
+                definitions = network.get(section)
+                if isinstance(definitions, dict):
+                    for name in definitions:
+                        persisted.devices.setdefault(str(name), Device(str(name), kind, path))
             for kind, section in SECTIONS.items():
                 definitions = network.get(section)
                 if not isinstance(definitions, dict):
@@ -105,27 +119,42 @@ class NetplanBackend(FileBackend):
                 documents[netplan_file.path] = YamlDocument(netplan_file.snapshot.text,
                                                             netplan_file.path)
         defined = self._where_defined(host)
+        fixed = {path: data for path, data in self._documents(host)
+                 if not path.startswith(EDITABLE + "/")}
         for change, old, config in in_order(changes, current):
             if isinstance(change, Remove) or config is None:
                 self._remove(change.name, defined, documents, plan)
                 continue
-            target = self._target(config, old, defined, documents)
-            document = documents.setdefault(target, YamlDocument(
-                "network:\n  version: 2\n", target))
+            other = current.devices.get(config.name)
+            if other is not None:
+                raise ValidationError(f"{config.name} is defined as a {other.kind} in "
+                                      f"{other.source}; zsn makes it no {config.kind}")
             section = SECTIONS[config.kind]
             values = from_config(config, None if old is None else change.fields)
             if old is None:
+                target = self._target(config, old, defined, documents)
+                document = documents.setdefault(target, YamlDocument(
+                    "network:\n  version: 2\n", target))
+                # netplan refuses members, ports and VLAN parents it has no definition
+                # for; they are declared before the new definition (netplan 0.106 refuses
+                # a VLAN block ahead of its parent's in a file with Wi-Fi access points).
+                for related in (*config.members, *([config.parent] if config.parent else [])):
+                    self._declare_ethernet(related, defined, documents, target)
                 document.set(("network", section, config.name), values)
-            else:
-                for key, value in values.items():
-                    if value is None:
-                        document.delete(("network", section, config.name, key), keep=3)
-                    else:
-                        document.set(("network", section, config.name, key), value)
-            defined.setdefault(config.name, []).append(target)
-            # netplan refuses members, ports and VLAN parents it has no definition for.
+                defined.setdefault(config.name, []).append(target)
+                continue
+            editor = _DefinitionEditor(config.name, section, defined.get(config.name, []),
+                                       documents, fixed, plan)
+            for key, value in values.items():
+                if key == "interfaces":
+                    editor.members(value)
+                elif key == "parameters":
+                    for name, sub_value in value.items():
+                        editor.set(("parameters", name), sub_value)
+                else:
+                    editor.set((key,), value)
             for related in (*config.members, *([config.parent] if config.parent else [])):
-                self._declare_ethernet(related, defined, documents, target)
+                self._declare_ethernet(related, defined, documents, editor.last_editable())
         for path, document in documents.items():
             snapshot = snapshots.get(path)
             before = snapshot.text if snapshot else None
@@ -145,7 +174,7 @@ class NetplanBackend(FileBackend):
             network = data.get("network") if isinstance(data, dict) else None
             if not isinstance(network, dict):
                 continue
-            for section in ("ethernets", *SECTIONS.values()):
+            for section in (*OTHER_SECTIONS, *SECTIONS.values()):
                 definitions = network.get(section)
                 if isinstance(definitions, dict):
                     for name in definitions:
@@ -190,15 +219,104 @@ class NetplanBackend(FileBackend):
                 document.delete(("network", section, name))
 
 
+class _DefinitionEditor:
+    """Changes to one existing definition, each landing where it takes effect: in the
+    last file (in netplan's merge order) that sets the key, when zsn edits that file;
+    else in a later file zsn edits that defines the same device."""
+
+    def __init__(self, name: str, section: str, places: list[str],
+                 documents: dict[str, YamlDocument], fixed: dict[str, Any],
+                 plan: PersistPlan):
+        self.name, self.section, self.places = name, section, places
+        self.documents, self.fixed, self.plan = documents, fixed, plan
+
+    def _definition(self, path: str) -> dict[str, Any]:
+        data = self.documents[path].data() if path in self.documents else self.fixed.get(path)
+        found = data.get("network", {}) if isinstance(data, dict) else {}
+        found = found.get(self.section, {}) if isinstance(found, dict) else {}
+        body = found.get(self.name) if isinstance(found, dict) else None
+        return body if isinstance(body, dict) else {}
+
+    @staticmethod
+    def _lookup(body: dict[str, Any], keys: tuple[str, ...]) -> Any:
+        node: Any = body
+        for key in keys:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+    def last_editable(self) -> str:
+        editable = [p for p in self.places if p.startswith(EDITABLE + "/")]
+        if not editable:
+            raise ValidationError(f"{self.name} is defined in {', '.join(self.places)}, "
+                                  f"which zsn does not edit (only {EDITABLE})")
+        return editable[-1]
+
+    def set(self, keys: tuple[str, ...], value: Any) -> None:
+        setters = [p for p in self.places
+                   if self._lookup(self._definition(p), keys) is not None]
+        winner = setters[-1] if setters else None
+        if winner is not None and self._lookup(self._definition(winner), keys) == value:
+            return
+        path = ("network", self.section, self.name, *keys)
+        if value is None:
+            for place in setters:
+                if not place.startswith(EDITABLE + "/"):
+                    raise ValidationError(f"{place} sets {'.'.join(keys)} for {self.name}; "
+                                          f"zsn does not edit it (only {EDITABLE})")
+                self.documents[place].delete(path, keep=3)
+            return
+        if winner is not None and winner.startswith(EDITABLE + "/"):
+            target = winner
+        else:
+            later = [p for p in self.places if p.startswith(EDITABLE + "/") and (
+                winner is None or self.places.index(p) > self.places.index(winner))]
+            if not later:
+                raise ValidationError(f"{winner} sets {'.'.join(keys)} for {self.name} and "
+                                      f"no file zsn edits comes after it (only {EDITABLE})")
+            target = later[-1]
+        self.documents[target].set(path, value)
+        if len(self.places) > 1:
+            self.plan.notes.append(f"{self.name}: {'.'.join(keys)} set in {target}, the file "
+                                   "whose value netplan uses")
+
+    def members(self, wanted: list[str]) -> None:
+        """netplan joins the member lists of every file: drop a member from each file
+        listing it, add new ones to the last file zsn edits."""
+        listed: list[str] = []
+        for place in self.places:
+            now = self._definition(place).get("interfaces")
+            if not isinstance(now, list):
+                continue
+            kept = [str(m) for m in now if str(m) in wanted]
+            if len(kept) != len(now):
+                if not place.startswith(EDITABLE + "/"):
+                    raise ValidationError(f"{place} lists members of {self.name}; zsn does "
+                                          f"not edit it (only {EDITABLE})")
+                self.documents[place].set(("network", self.section, self.name, "interfaces"),
+                                          kept)
+            listed += kept
+        new = [m for m in wanted if m not in listed]
+        if new:
+            target = self.last_editable()
+            now = self._definition(target).get("interfaces")
+            current = [str(m) for m in now] if isinstance(now, list) else []
+            self.documents[target].set(("network", self.section, self.name, "interfaces"),
+                                       current + new)
+
+
 def _amend(old: LinkConfig, new: LinkConfig) -> LinkConfig:
-    """A later file amends a definition: what it sets wins."""
+    """A later file amends a definition: what it sets wins, and its members add to the
+    earlier ones (netplan joins the lists; checked with ``netplan get``)."""
     updates: dict[str, Any] = {}
-    for field_name in ("members", "parent", "vlan_id", "mtu", "mode", "miimon",
-                       "xmit_hash_policy", "lacp_rate", "stp"):
+    for field_name in ("parent", "vlan_id", "mtu", "mode", "miimon", "xmit_hash_policy",
+                       "lacp_rate", "stp"):
         value = getattr(new, field_name)
         if value not in (None, ()):
             updates[field_name] = value
-    return replace(old, **updates, source=new.source)
+    members = old.members + tuple(m for m in new.members if m not in old.members)
+    return replace(old, **updates, members=members, source=new.source)
 
 
 def _int(value: Any) -> int | None:
@@ -278,15 +396,37 @@ def from_config(config: LinkConfig, only: frozenset[str] | None) -> dict[str, An
     return values
 
 
-def validate(host: Host, edits: list[FileEdit]) -> list[str]:
-    """Check the tree with `edits` applied as ``netplan generate`` would
-    (`zsn.links.persist.netplan_check`), on a scratch copy in a private folder zsn
-    makes: the files netplan reads, each read through the path rule and written
-    there as a regular file, so the copy holds no link and nothing from outside the
-    tree; the check runs nothing on the host and writes only into the copy.
+class Unchecked(ZsnError):
+    """netplan's check could not run here (no libnetplan, or the check failed to run)."""
 
-    Refuses (`ValidationError`) when netplan does; returns a warning when netplan's
-    library is not installed here, so the files could not be checked."""
+
+def validate(host: Host, edits: list[FileEdit]) -> list[str]:
+    """Check the tree with `edits` applied as ``netplan generate`` would (`generate`).
+
+    Refuses (`ValidationError`) when netplan does, saying whether it refuses zsn's
+    result or already the files as they are; returns a warning when netplan's library
+    is not installed here, so the files could not be checked."""
+    try:
+        problem = generate(host, edits)
+        if problem is None:
+            return []
+        already = bool(edits) and generate(host, []) is not None
+    except Unchecked as exc:
+        return [str(exc)]
+    if already:
+        raise ValidationError(f"netplan already refuses the files as they are, before zsn's "
+                              f"change: {problem}")
+    raise ValidationError(f"netplan generate refuses the result: {problem}")
+
+
+def generate(host: Host, edits: list[FileEdit]) -> str | None:
+    """netplan's one-line complaint about the tree with `edits` applied (None: it
+    accepts it), checked as ``netplan generate`` would
+    (`zsn.links.persist.netplan_check`) on a scratch copy in a private folder zsn
+    makes: the files netplan reads, each read through the path rule and written there
+    as a regular file, so the copy holds no link and nothing from outside the tree;
+    the check runs nothing on the host and writes only into the copy. `Unchecked`
+    when it cannot check here."""
     texts = {found.path: found.snapshot.text for found in netplan_files(host)
              if found.snapshot is not None}
     for edit in edits:
@@ -302,14 +442,13 @@ def validate(host: Host, edits: list[FileEdit]) -> list[str]:
             result = commands.run([sys.executable, "-m", "zsn.links.persist.netplan_check",
                                    str(root)], timeout=NETPLAN_TIMEOUT, check=False)
         except CommandError as exc:
-            return [f"netplan's check could not run: {exc}"]
+            raise Unchecked(f"netplan's check could not run: {exc}") from exc
         if result.returncode == netplan_check.EXIT_NO_LIBRARY:
-            return ["netplan is not installed here: the files were not checked as "
-                    "'netplan generate' would check them"]
+            raise Unchecked("netplan is not installed here: the files were not checked as "
+                            "'netplan generate' would check them")
         if not result.ok:
-            raise ValidationError("netplan generate refuses the result: "
-                                  + netplan_error(result.stderr or result.stdout, str(root)))
-    return []
+            return netplan_error(result.stderr or result.stdout, str(root))
+    return None
 
 
 def netplan_error(output: str, scratch: str) -> str:
