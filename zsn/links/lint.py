@@ -209,7 +209,10 @@ def lint(host: Host, *, strict: bool = False) -> list[Finding]:
         owner, persisted = None, Persisted(problems=[str(exc)])
     if strict and persisted.denied:
         raise ZsnError(persisted.denied[0])
-    return lint_links(snapshot, owner, persisted, host) + tools_own_check(host, owner)
+    findings = lint_links(snapshot, owner, persisted, host)
+    if persisted.problems:  # the tool could not read what zsn could not either
+        return findings
+    return findings + tools_own_check(host, owner)
 
 
 LINT_SECONDS = 30.0
