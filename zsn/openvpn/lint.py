@@ -18,6 +18,7 @@ from zsn.openvpn.connections import CONFIG_DIR, ConfigFile, discover, load, summ
 from zsn.openvpn.effects import Effects, ReadConfig, advice, analyze
 from zsn.system.files import exists, is_world_readable, read_tracked
 from zsn.system.host import Host
+from zsn.system.packages import package_version
 
 FILE_OPTIONS = ("ca", "cert", "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "pkcs12",
                 "secret", "dh", "crl-verify", "auth-user-pass", "askpass", "extra-certs")
@@ -39,7 +40,10 @@ RULES = {
                "including behind 'setenv opt' and in included configs",
     "OVPN009": "a file it reads, sends or writes lies outside the config's folder",
     "OVPN010": "config file name that is no usable connection name (unit, socket path)",
+    "OVPN011": "a TLS server without 'dh', which OpenVPN before 2.7 refuses to start",
 }
+DH_OPTIONAL_SINCE = (2, 7)
+"""OpenVPN 2.7 uses ECDH when a TLS server names no 'dh'; 2.6 and older refuse."""
 
 
 def read_config(host: Host) -> ReadConfig:
@@ -73,6 +77,15 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             f"{config_file.path} is a {role} config in the {config_file.kind}/ folder, so "
             f"{unit} runs it with the wrong unit's settings",
             f"move it to {right} and use openvpn-{role}@{config_file.name}")
+
+    tls_server = config.has("tls-server") or config.has("server") or config.has("server-bridge")
+    version = package_version(host, "openvpn")
+    if role == "server" and tls_server and not config.has("dh") and not config.has("secret") \
+            and version is not None and version < DH_OPTIONAL_SINCE:
+        add("OVPN011", "error",
+            f"a TLS server without 'dh': OpenVPN {'.'.join(map(str, version))} refuses to "
+            "start it ('You must define DH file (--dh)')",
+            "add 'dh none' (ECDH, no file) or 'dh FILE'")
 
     effects = effects_of(host, config_file, config)
     for directive, _line in effects.directives:

@@ -65,3 +65,21 @@ def test_hooked_config_with_dropped_privileges(root: Host) -> None:
     put(root, "client", "c", "client\nscript-security 2\nup /etc/openvpn/zsn-resolved-hook\n"
         "down /etc/openvpn/zsn-resolved-hook\nuser nobody\n")
     assert {f.id for f in lint(root)} == {"OVPN006"}
+
+
+def test_a_tls_server_without_dh_is_refused_by_openvpn_2_6(tmp_path: Path) -> None:
+    """OpenVPN's sample server.conf of today names no dh (2.7 uses ECDH); Debian 12's
+    2.6.14 refuses to start it: 'You must define DH file (--dh)'."""
+    sample = (Path(__file__).parents[2] / "fixtures" / "corpus" / "openvpn" / "current"
+              / "server.conf").read_text()
+    host = Host(tmp_path)
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    status = tmp_path / "var/lib/dpkg/status"
+    status.write_text("Package: openvpn\nStatus: install ok installed\n"
+                      "Version: 2.6.14-0+deb12u2\n")
+    (tmp_path / "etc/openvpn/server").mkdir(parents=True)
+    (tmp_path / "etc/openvpn/server/home.conf").write_text(sample)
+    [finding] = [f for f in lint(host) if f.id == "OVPN011"]
+    assert finding.severity == "error" and "OpenVPN 2.6.14 refuses" in finding.message
+    status.write_text(status.read_text().replace("2.6.14-0+deb12u2", "2.7.0-1"))
+    assert "OVPN011" not in {f.id for f in lint(host)}

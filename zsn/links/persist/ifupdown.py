@@ -53,6 +53,7 @@ from zsn.links.persist import (
 )
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.system.packages import package_version
 
 MAIN = IFUPDOWN_MAIN
 DROP_IN = "/etc/network/interfaces.d"
@@ -97,30 +98,6 @@ def dialect_of(host: Host) -> tuple[str, str]:
             if files.exists(host.path(marker)):
                 return dialect, f"{marker} is installed"
     return CLASSIC, "no implementation found installed: Debian's ifupdown syntax"
-
-
-DPKG_STATUS = "/var/lib/dpkg/status"
-APK_INSTALLED = "/lib/apk/db/installed"
-
-
-def package_version(host: Host, package: str) -> tuple[int, ...] | None:
-    """The installed version of `package` (dpkg's status, or Alpine's apk database), as
-    numbers: ``0.11.4~rc1-1+b2`` is (0, 11, 4). None when neither knows it."""
-    for database, name_field, version_field in ((DPKG_STATUS, "Package: ", "Version: "),
-                                                (APK_INSTALLED, "P:", "V:")):
-        path = host.path(database)
-        if not files.exists(path):
-            continue
-        for record in files.read_tracked(path).text.split("\n\n"):
-            lines = record.splitlines()
-            if f"{name_field}{package}" not in lines:
-                continue
-            version = next((line[len(version_field):] for line in lines
-                            if line.startswith(version_field)), "")
-            numbers = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", version)
-            if numbers:
-                return tuple(int(part) for part in numbers.group(1).split("."))
-    return None
 
 
 def _key(option: str) -> str:

@@ -31,11 +31,11 @@ from zsn.links.persist import (
     in_order,
     netplan_check,
 )
-from zsn.links.persist.ifupdown import package_version
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
 from zsn.system import commands, files
 from zsn.system.host import Host
+from zsn.system.packages import package_version
 from zsn.terminal import one_line
 
 DIRS = NETPLAN_DIRS
