@@ -35,6 +35,7 @@ from zsn.system.host import Host
 
 DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/systemd/network",
         "/usr/lib/systemd/network", "/lib/systemd/network")
+"""networkd's folders (zsn.links.persist.NETWORKD_DIRS; zsn.system imports no domain)."""
 BINARIES = ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
 TIMEOUT = 20.0
 """Seconds for the whole check (networkd itself settles in well under one)."""

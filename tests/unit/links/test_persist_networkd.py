@@ -230,3 +230,9 @@ def test_mtu_suffixes_and_time_spans_as_systemd_reads_them() -> None:
     assert parse_mtu("9000") == 9000 and parse_mtu("9K") == 9216 and parse_mtu("1.5K") == 1536
     assert parse_mtu("9000 bytes") is None
     assert parse_timespan_ms("1min 30s") == 90_000 and parse_timespan_ms("250ms") == 250
+
+
+def test_files_in_run_only_make_networkd_the_owner(tmp_path: Path) -> None:
+    """netplan writes /run/systemd/network, systemd's test suite too: nothing in /etc."""
+    host = vlan_tree(tmp_path, "run/systemd/network")
+    assert detect_owner(host).name == "networkd"

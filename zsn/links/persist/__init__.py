@@ -262,6 +262,9 @@ def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:
 NETPLAN_DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
 """In increasing precedence for files of the same name."""
 NETWORKD_DIR = "/etc/systemd/network"
+NETWORKD_DIRS = (NETWORKD_DIR, "/run/systemd/network", "/usr/local/lib/systemd/network",
+                 "/usr/lib/systemd/network", "/lib/systemd/network")
+"""Where networkd reads .netdev and .network files, in decreasing precedence."""
 NETWORKD_ENABLED = "/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
 IFUPDOWN_MAIN = "/etc/network/interfaces"
 NETCTL_DIR = "/etc/netctl"

@@ -37,6 +37,7 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
 from zsn.links.persist import (
     NETWORKD_DIR,
+    NETWORKD_DIRS,
     Device,
     FileBackend,
     LinkConfig,
@@ -52,9 +53,7 @@ from zsn.links.persist.unitfile import Assignment, UnitFile, list_values
 from zsn.system import files
 from zsn.system.host import Host
 
-DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/systemd/network",
-        "/usr/lib/systemd/network", "/lib/systemd/network")
-"""In decreasing precedence for files of the same name."""
+DIRS = NETWORKD_DIRS
 EDITABLE = NETWORKD_DIR
 KINDS = ("bond", "vlan", "bridge")
 OWN_DROP_IN = "zsn.conf"

@@ -12,7 +12,7 @@ from zsn.links.persist import (
     IFUPDOWN_MAIN,
     NETCTL_DIR,
     NETPLAN_DIRS,
-    NETWORKD_DIR,
+    NETWORKD_DIRS,
     NETWORKD_ENABLED,
     Backend,
     Change,
@@ -30,9 +30,12 @@ def netplan_present(host: Host) -> bool:
 
 
 def networkd_present(host: Host) -> bool:
-    folder = host.path(NETWORKD_DIR)
-    if files.list_files(folder, "*.netdev") or files.list_files(folder, "*.network"):
-        return True
+    """Files in any folder networkd reads (netplan, tests and images put them in /run or
+    /usr/lib), or networkd enabled."""
+    for directory in NETWORKD_DIRS:
+        folder = host.path(directory)
+        if files.list_files(folder, "*.netdev") or files.list_files(folder, "*.network"):
+            return True
     return files.exists(host.path(NETWORKD_ENABLED))
 
 
