@@ -191,3 +191,16 @@ def test_ifupdown_ng_before_0_12_stops_at_a_source_pattern(tmp_path: Path) -> No
     [unread] = IFUPDOWN.read(host).unread
     assert unread.kind == "ifupdown-refuses" and unread.line == 3
     assert "expands no wildcards" in unread.message
+
+
+def test_a_proxmox_bond_can_be_set_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole path: `link set` finds the ifupdown2 bond (it said the bond did not
+    exist) and plans its MTU in the stanza, every other line kept."""
+    from zsn import cli
+
+    host = installed(tmp_path, "ifupdown2/bond.eni", "usr/share/ifupdown2/__init__.py")
+    assert cli.main(["--root", str(host.root), "link", "set", "bond1", "--mtu", "9000",
+                     "--config-only", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "+      mtu 9000\n" in out and "written for ifupdown2" in out
