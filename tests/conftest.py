@@ -5,6 +5,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+# The suite runs on a shared 2-core machine: a per-example deadline would time the
+# machine, not the code (a busy neighbour failed a 200 ms deadline). Readers that could
+# loop are bounded by their own progress checks, not by this.
+settings.register_profile("zsn", deadline=None)
+settings.load_profile("zsn")
 
 if TYPE_CHECKING:  # the lab module is imported when a test asks for a lab
     from tests.lab.netns import Lab
