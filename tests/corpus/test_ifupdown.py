@@ -17,12 +17,20 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.corpus.tally import TALLY, Outcome
-from tests.lab.dialects import DIALECTS_DIR, Query, ifquery, require_dialects, version
+from tests.lab.dialects import (
+    DIALECTS_DIR,
+    Query,
+    close_sandboxes,
+    ifquery,
+    require_dialects,
+    version,
+)
 from zsn.links.persist import LinkConfig, Upsert
 from zsn.links.persist.ifupdown import CLASSIC, IFUPDOWN, IFUPDOWN2, NG, read
 from zsn.system.host import Host
@@ -109,8 +117,10 @@ RUNS = corpus_files()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def tools() -> None:
+def tools() -> Iterator[None]:
     require_dialects()
+    yield
+    close_sandboxes()
 
 
 @pytest.mark.parametrize(("name", "dialect"), RUNS, ids=[f"{d}:{n}" for n, d in RUNS])

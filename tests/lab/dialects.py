@@ -4,7 +4,8 @@ Debian's ifupdown, ifupdown2 and ifupdown-ng conflict with each other, so script
 unpacks each (never installs it) into /var/cache/zsn-lab/dialects/PACKAGE; here their
 ``ifquery`` runs from there, in a private mount namespace where the tree's
 ``/etc/network`` is bind-mounted over the real one (``source`` lines name absolute
-paths, and must find the tree's files).
+paths, and must find the tree's files). One such namespace per implementation serves
+the whole run; ifupdown2's queries are forks of one process that imported it.
 
     ifquery("ifupdown2", (root, ["bond0", "br0"]), (other_root, [...])) -> [Query, Query]
 
@@ -15,9 +16,11 @@ reason it refused the file.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -50,19 +53,47 @@ class Query:
     """Why it refused the whole file (None: it read it)."""
 
 
+_SANDBOXES: dict[str, subprocess.Popen[str]] = {}
+"""One sandbox per implementation, kept for the run (its start-up, and ifupdown2's
+imports, would otherwise cost more than the queries)."""
+
+
 def ifquery(dialect: str, *trees: tuple[Path, list[str]]) -> list[Query]:
-    """The implementation's reading of each (root, interface names), in one namespace."""
+    """The implementation's reading of each (root, interface names), in its namespace."""
     require_dialects()
-    request = json.dumps([[str(root), names] for root, names in trees])
-    argv = ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
-            "tests.lab.dialects", dialect]
-    result = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=180,
-                            check=False, cwd=Path(__file__).parents[2])
-    if result.returncode != 0:
-        raise RuntimeError(f"ifquery sandbox failed: {result.stderr[-2000:]}")
+    sandbox = _SANDBOXES.get(dialect)
+    if sandbox is None or sandbox.poll() is not None:
+        argv = ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
+                "tests.lab.dialects", dialect]
+        sandbox = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True, cwd=Path(__file__).parents[2])
+        _SANDBOXES[dialect] = sandbox
+    assert sandbox.stdin is not None and sandbox.stdout is not None
+    sandbox.stdin.write(json.dumps([[str(root), names] for root, names in trees]) + "\n")
+    sandbox.stdin.flush()
+    ready, _, _ = select.select([sandbox.stdout], [], [], 180)
+    answer = sandbox.stdout.readline() if ready else ""
+    if not answer:
+        close_sandboxes()
+        raise RuntimeError(f"ifquery sandbox for {dialect} gave no answer")
     return [Query({name: [(key, value) for key, value in pairs]
                    for name, pairs in data["options"].items()}, data["refused"])
-            for data in json.loads(result.stdout)]
+            for data in json.loads(answer)]
+
+
+def close_sandboxes() -> None:
+    while _SANDBOXES:
+        _dialect, sandbox = _SANDBOXES.popitem()
+        if sandbox.stdin is not None:
+            sandbox.stdin.close()
+        try:
+            sandbox.wait(30)
+        except subprocess.TimeoutExpired:
+            sandbox.kill()
+            sandbox.wait(10)
+
+
+atexit.register(close_sandboxes)
 
 
 # -- inside the mount namespace -----------------------------------------------------------
@@ -89,14 +120,63 @@ def _classic(names: list[str]) -> dict[str, object]:
     return {"options": options, "refused": None}
 
 
+_FORK_SERVER = """
+import json, os, runpy, signal, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import importlib, pkgutil
+import ifupdown2.addons, ifupdown2.ifupdown.client, ifupdown2.ifupdown.ifupdownmain
+for module in pkgutil.iter_modules(ifupdown2.addons.__path__):
+    try:
+        importlib.import_module("ifupdown2.addons." + module.name)
+    except Exception:
+        pass
+for line in sys.stdin:
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(60)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.argv = ["ifquery", *json.loads(line)]
+        code = 0
+        try:
+            runpy.run_module("ifupdown2.__main__", run_name="__main__")
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+        except BaseException:
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    out.seek(0)
+    err.seek(0)
+    print(json.dumps([os.waitstatus_to_exitcode(status),
+                      out.read().decode(errors="replace"), err.read().decode(errors="replace")]),
+          flush=True)
+"""
+_ifupdown2_server: subprocess.Popen[str] | None = None
+
+
+def _run_ifupdown2(arguments: list[str]) -> subprocess.CompletedProcess[str]:
+    """ifupdown2's ifquery with `arguments`: a fork of one process that has imported
+    ifupdown2 once (each query is still a fresh process: nothing carries over)."""
+    global _ifupdown2_server
+    if _ifupdown2_server is None:
+        _ifupdown2_server = subprocess.Popen(
+            [PYTHON, "-c", _FORK_SERVER, str(DIALECTS_DIR / "ifupdown2")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert _ifupdown2_server.stdin is not None and _ifupdown2_server.stdout is not None
+    _ifupdown2_server.stdin.write(json.dumps(arguments) + "\n")
+    _ifupdown2_server.stdin.flush()
+    code, stdout, stderr = json.loads(_ifupdown2_server.stdout.readline())
+    return subprocess.CompletedProcess(arguments, code, stdout, stderr)
+
+
 def _ifupdown2(names: list[str]) -> dict[str, object]:
-    launcher = ("import runpy, sys; sys.argv[0] = 'ifquery'; "
-                f"sys.path.insert(0, {str(DIALECTS_DIR / 'ifupdown2')!r}); "
-                "runpy.run_module('ifupdown2.__main__', run_name='__main__')")
     wanted = list(names)
     while wanted:
-        result = _run([PYTHON, "-c", launcher, "-i", "/etc/network/interfaces", "-o", "json",
-                       *wanted])
+        result = _run_ifupdown2(["-i", "/etc/network/interfaces", "-o", "json", *wanted])
         missing = re.search(r"cannot find interfaces: (.*)", result.stderr)
         if missing:
             gone = set(missing.group(1).split())
@@ -138,13 +218,18 @@ def main(dialect: str) -> None:
     subprocess.run(["mount", "--make-rprivate", "/"], check=True, timeout=10)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"], check=True, timeout=10)
     reader = {"ifupdown": _classic, "ifupdown2": _ifupdown2, "ifupdown-ng": _ng}[dialect]
-    answers = []
-    for root, names in json.load(sys.stdin):
-        subprocess.run(["mount", "--bind", str(Path(root) / "etc/network"), "/etc/network"],
-                       check=True, timeout=10)
-        answers.append(reader(names))
-        subprocess.run(["umount", "/etc/network"], check=True, timeout=10)
-    json.dump(answers, sys.stdout)
+    for request in sys.stdin:
+        answers = []
+        for root, names in json.loads(request):
+            subprocess.run(["mount", "--bind", str(Path(root) / "etc/network"),
+                            "/etc/network"], check=True, timeout=10)
+            answers.append(reader(names))
+            subprocess.run(["umount", "/etc/network"], check=True, timeout=10)
+        print(json.dumps(answers), flush=True)
+    if _ifupdown2_server is not None:
+        assert _ifupdown2_server.stdin is not None
+        _ifupdown2_server.stdin.close()
+        _ifupdown2_server.wait(30)
 
 
 if __name__ == "__main__":
