@@ -26,7 +26,7 @@ import yaml
 from tests.corpus.tally import TALLY, Outcome
 from tests.needs import needs_tools
 from zsn.errors import ValidationError
-from zsn.links.persist import LinkConfig, Upsert
+from zsn.links.persist import Change, LinkConfig, Upsert
 from zsn.links.persist.netplan import NETPLAN, OTHER_SECTIONS, SECTIONS, generate
 from zsn.system.host import Host
 
@@ -94,8 +94,9 @@ def test_netplan_file(tmp_path: Path, name: str) -> None:
     bond = LinkConfig("zsnb0", "bond", ("zsnm1", "zsnm2"), mtu=9000, mode="802.3ad",
                       miimon=100, lacp_rate="fast")
     vlan = LinkConfig("zsnp0.7", "vlan", parent="zsnp0", vlan_id=7, mtu=1500)
-    changes = [Upsert(LinkConfig(c, configs[c].kind, mtu=1400 + n), frozenset({"mtu"}))
-               for n, c in enumerate(sorted(configs))] + [Upsert(bond), Upsert(vlan)]
+    mtus = [Upsert(LinkConfig(c, configs[c].kind, mtu=1400 + n), frozenset({"mtu"}))
+            for n, c in enumerate(sorted(configs))]
+    changes: list[Change] = [*mtus, Upsert(bond), Upsert(vlan)]
     if refused is not None:
         # netplan refuses the file as it is: zsn says so and plans nothing.
         with pytest.raises(ValidationError, match="netplan already refuses the files as "
@@ -116,7 +117,7 @@ def test_netplan_file(tmp_path: Path, name: str) -> None:
             assert re.match(r"\s*mtu:", line[2:]), f"changed: {line!r}"
     assert generate(host, []) is None
     after_configs, after_devices = netplan_reading(netplan_get(tmp_path))
-    for change in changes[:-2]:
+    for change in mtus:
         assert after_configs[change.name].mtu == change.config.mtu
     assert after_configs["zsnb0"] == bond
     assert after_configs["zsnp0.7"].parent == "zsnp0"

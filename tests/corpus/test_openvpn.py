@@ -22,7 +22,7 @@ from tests.lab.openvpn_options import Dump, options
 from tests.needs import needs_tools
 from zsn.openvpn import actions, lint
 from zsn.openvpn.config import parse
-from zsn.openvpn.connections import ConfigFile, config_path, summarize
+from zsn.openvpn.connections import ConfigFile, Kind, config_path, summarize
 from zsn.system.host import Host
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus" / "openvpn"
@@ -68,7 +68,8 @@ def test_openvpn_config(tmp_path: Path, name: str) -> None:
     host = Host(tmp_path / "root")
     installed_version(host.root)
     config = parse(text, name)
-    role = summarize(config, host, Path("/etc/openvpn") / "x").role
+    role: Kind = "server" if summarize(config, host, Path("/etc/openvpn") / "x").role == "server" \
+        else "client"
     config_file = ConfigFile(role, "corpus", config_path(role, "corpus"))
     target = host.path(config_file.path)
     target.parent.mkdir(parents=True)

@@ -34,7 +34,7 @@ def config_rows(section: str) -> list[str]:
                   None)
     if header is None:
         return []
-    rows = []
+    rows: list[str] = []
     for line in lines[header + 1:]:
         if re.match(r" {0,7}[a-z][a-z ]*: ", line):  # the next key (errors:) ends the tree
             break
