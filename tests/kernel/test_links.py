@@ -24,7 +24,11 @@ import pytest
 
 from tests.lab.kernel import modprobe
 from tests.lab.netns import Lab, run, wait_for
+from tests.lab.networkd import NetworkdRun, run_networkd
 from tests.needs import needs_tools
+from zsn.links.persist import LinkConfig, Upsert
+from zsn.links.persist.networkd import NETWORKD
+from zsn.system.host import Host
 
 REPO = Path(__file__).resolve().parents[2]
 NETPLAN_FILE = Path("/etc/netplan/01-zsn-lab.yaml")
@@ -210,3 +214,57 @@ def test_persisted_bond_is_netplan_that_netplan_generate_accepts(pair: Pair) -> 
     zsn(ns, "link", "delete", bond, "--persist")
     assert bond not in NETPLAN_FILE.read_text()
     run(["netplan", "generate"])
+
+
+# -- networkd itself makes what zsn reads (systemd's own test configs) --------------------
+NETWORKD_CORPUS = REPO / "tests" / "fixtures" / "corpus" / "networkd" / "conf"
+
+
+def networkd_tree(root: Path, folder: str, names: tuple[str, ...]) -> Host:
+    for name in names:
+        target = root / folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((NETWORKD_CORPUS / name).read_bytes())
+    (root / "etc/systemd/network").mkdir(parents=True, exist_ok=True)
+    return Host(root)
+
+
+def kernel_link(run_: NetworkdRun, name: str) -> dict[str, Any]:
+    link = run_.link(name)
+    assert link is not None, f"networkd made no {name}: {run_.warnings}"
+    return link
+
+
+def test_networkd_makes_the_vlan_its_drop_ins_define_and_zsn_edits_take_effect(
+        tmp_path: Path) -> None:
+    """21-vlan.netdev names vlan99; its drop-in gives Id=99, and test1's .network drop-in
+    VLAN=vlan99: networkd makes that VLAN on test1. zsn reads the same, and its MTU edit
+    (a drop-in in /etc, as the files are in /run) is what networkd applies next time."""
+    modprobe("8021q")
+    host = networkd_tree(tmp_path, "run/systemd/network", (
+        "21-vlan.netdev", "21-vlan.netdev.d/override.conf", "21-vlan-test1.network",
+        "21-vlan-test1.network.d/override.conf"))
+    config = NETWORKD.read(host).configs["vlan99"]
+    vlan = kernel_link(run_networkd(tmp_path, ["test1"]), "vlan99")
+    assert (vlan["link"], vlan["linkinfo"]["info_data"]["id"]) == (config.parent,
+                                                                     config.vlan_id)
+    plan = NETWORKD.plan(host, [Upsert(LinkConfig("vlan99", "vlan", mtu=1400),
+                                       frozenset({"mtu"}))], NETWORKD.read(host))
+    for step in plan.edits:
+        step.apply()
+    assert kernel_link(run_networkd(tmp_path, ["test1"]), "vlan99")["mtu"] == 1400
+
+
+def test_networkd_makes_the_bond_zsn_reads(tmp_path: Path) -> None:
+    modprobe("bonding")
+    host = networkd_tree(tmp_path, "etc/systemd/network", ("25-bond.netdev",
+                                                           "25-bond99.network"))
+    config = NETWORKD.read(host).configs["bond99"]
+    data = kernel_link(run_networkd(tmp_path, []), "bond99")["linkinfo"]["info_data"]
+    assert (data["mode"], data["miimon"], data["xmit_hash_policy"], data["ad_lacp_rate"]) == (
+        config.mode, config.miimon, config.xmit_hash_policy, config.lacp_rate)
+    plan = NETWORKD.plan(host, [Upsert(LinkConfig("bond99", "bond", mtu=9000),
+                                       frozenset({"mtu"}))], NETWORKD.read(host))
+    for step in plan.edits:
+        step.apply()
+    assert kernel_link(run_networkd(tmp_path, []), "bond99")["mtu"] == 9000
