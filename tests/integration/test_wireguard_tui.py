@@ -14,6 +14,14 @@ from zsn.view import cell_text
 pytestmark = pytest.mark.lab
 
 
+@pytest.fixture(autouse=True)
+def no_history_on_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI runs on the machine's own root here: history is not these tests'
+    subject, and nothing may be written under the machine's /var/lib/zsn."""
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+
+
 async def test_tui_shows_peer_name_and_handshake_age(wg_pair: WgPair) -> None:
     app = ZsnApp(Host(), refresh=0.2)
     server = wg_pair.ifnames[0]
