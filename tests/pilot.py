@@ -13,6 +13,7 @@ from textual import events
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Row, cell_text
@@ -61,6 +62,44 @@ def screen_as(app: App[Any], kind: type[ScreenT]) -> ScreenT:
     screen = app.screen
     assert isinstance(screen, kind), screen
     return screen
+
+
+def drawing_pending(app: App[Any]) -> bool:
+    """True while a screen or a shown widget still has a layout, a repaint, a scroll or
+    a restyle to do, or a message to handle: what it will write is not written yet."""
+    # Only the screen on top draws (a change below it is drawn through it).
+    for screen in (app.screen,):
+        if (screen._layout_required or screen._scroll_required or screen._repaint_required
+                or screen._recompose_required or screen._dirty_widgets or screen._callbacks
+                or screen._compositor._dirty_regions):
+            return True
+        for node in screen.walk_children(Widget, with_self=True):
+            if not all(each.display for each in node.ancestors_with_self
+                       if hasattr(each, "display")):
+                continue  # a hidden pane's widgets draw nothing (and keep their flags)
+            if (node._layout_required or node._repaint_required or node._scroll_required
+                    or node._recompose_required or node._refresh_styles_required
+                    or not node._message_queue.empty()):
+                return True
+    return bool(app._batch_count or not app._message_queue.empty())
+
+
+async def wait_until_quiet(pilot: Any) -> None:
+    """Until start-up's deferred work is over and drawn: every pane made (a timer makes
+    the panes not shown yet a second after start), WireGuard's first findings line
+    (a timer starts it), every worker ended and nothing waiting to be drawn. A test
+    of what a refresh writes then measures the refresh only, however slow the machine."""
+    from zsn.tui.panes.base import LivePane
+
+    app = pilot.app
+    await wait_until(pilot, lambda: len(app.query(LivePane)) == len(app.domains),
+                     "every pane made")
+    panes = app.query("#wireguard")
+    if panes:
+        await wait_until(pilot, lambda: hasattr(panes.first(), "findings"),
+                         "WireGuard's first findings line")
+    await app.workers.wait_for_complete()
+    await wait_until(pilot, lambda: not drawing_pending(app), "everything drawn")
 
 
 def row_texts(table: LiveTable) -> list[list[str]]:

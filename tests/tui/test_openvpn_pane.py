@@ -386,7 +386,7 @@ async def test_details_of_a_failed_unit_give_its_exit_status(
 
 async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
         ovpn_app: ZsnApp) -> None:
-    from tests.pilot import TerminalOutput
+    from tests.pilot import TerminalOutput, wait_until_quiet
     from tests.tui.test_wireguard_pane import shown_tokens_are_whole, table_lines
     from zsn.openvpn.view import COLUMNS
 
@@ -400,8 +400,7 @@ async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
                                      labels, shorts)
         assert bad == []
         assert "active/running" in " ".join(table_lines(ovpn_app, "Connections"))
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.3)
+        await wait_until_quiet(pilot)
         output = TerminalOutput(ovpn_app)
         for _ in range(2):
             ovpn_app.query_one("#openvpn", OpenVpnPane).poll(force=True)

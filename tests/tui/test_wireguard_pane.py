@@ -246,12 +246,11 @@ def table_lines(app: ZsnApp, title: str) -> list[str]:
 
 
 async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: ZsnApp) -> None:
-    from tests.pilot import TerminalOutput
+    from tests.pilot import TerminalOutput, wait_until_quiet
 
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.3)
+        await wait_until_quiet(pilot)
         output = TerminalOutput(fixed_app)
         pane = fixed_app.query_one("#wireguard", WireGuardPane)
         for _ in range(3):  # what the 1 s timer does, with the same snapshot
@@ -422,13 +421,17 @@ async def test_the_chosen_theme_colours_the_first_frame(fixed_app: ZsnApp) -> No
 
 
 async def test_an_open_peer_stays_still_when_nothing_changed(fixed_app: ZsnApp) -> None:
-    from tests.pilot import TerminalOutput
+    from tests.pilot import TerminalOutput, wait_until_quiet
 
     async with fixed_app.run_test(size=(80, 24)) as pilot:
-        await open_first_peer(pilot)
-        assert isinstance(fixed_app.screen, PeerDetailsScreen)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.3)
+        await wait_for_rows(pilot)
+        # Start-up done while the main screen is on top: a pane made later, under the
+        # peer's box, would lay the screen out again at the next change behind it.
+        await wait_until_quiet(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(fixed_app.screen, PeerDetailsScreen),
+                         "the peer's box")
+        await wait_until_quiet(pilot)
         output = TerminalOutput(fixed_app)
         for _ in range(2):
             fixed_app.query_one("#wireguard", WireGuardPane).poll(force=True)

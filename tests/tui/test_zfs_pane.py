@@ -331,7 +331,7 @@ def test_snapshot_empty_state_80x24(snap_compare: SnapCompare,
 
 
 async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: ZsnApp) -> None:
-    from tests.pilot import TerminalOutput
+    from tests.pilot import TerminalOutput, wait_until_quiet
     from tests.tui.test_wireguard_pane import shown_tokens_are_whole, table_lines
 
     async with zfs_app.run_test(size=(80, 24)) as pilot:
@@ -343,8 +343,7 @@ async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: 
                      for line in table_lines(zfs_app, title)]
             bad = shown_tokens_are_whole(lines, row_texts(widget), labels)
             assert bad == [], f"{title}: cut {bad}"
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.3)
+        await wait_until_quiet(pilot)
         output = TerminalOutput(zfs_app)
         pane = zfs_app.query_one("#zfs", ZfsPane)
         for _ in range(2):
