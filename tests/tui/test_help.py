@@ -1,5 +1,6 @@
 """`?` in any pane: opens at once with the pane's own keys first, every key of the pane
-listed, and keys typed while it opens are not lost."""
+listed, its border saying how much is below, and keys typed while it opens are not
+lost."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ async def test_help_opens_with_the_panes_own_keys_first(fixed_app: ZsnApp) -> No
         await wait_until(pilot, lambda: "Keys in every pane" in getattr(more.content, "markup",
                                                                         ""),
                          "the rest of the help")
+        box = fixed_app.screen.query_one("#help")
+        await wait_until(pilot, lambda: " more lines (↑↓ pgdn)" in str(box.border_subtitle),
+                         "the border saying how much is below")
 
 
 async def test_keys_typed_while_help_opens_are_not_lost(fixed_app: ZsnApp) -> None:

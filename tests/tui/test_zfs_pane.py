@@ -517,6 +517,13 @@ async def test_enter_on_a_dataset_opens_all_of_it_mountpoint_first(
                    and "inherited from tank" in line for line in body)
         assert any("compression" in line and "zstd" in line and "local" in line
                    for line in body)
+        # At 80x24 the snapshots start below the first screen: the border says they
+        # are there, and how far.
+        box = zfs_app.screen.query_one("#dataset-details")
+        await wait_until(pilot, lambda: str(box.border_subtitle).startswith(
+            "1 snapshot: @before-upgrade · ↓ "), "the snapshots announced")
+        assert not any("@before-upgrade" in line and "31.5 MiB" in line
+                       for line in screen_text(zfs_app))
         await pilot.press("pagedown")  # the snapshots follow the first properties
         await pilot.pause()
         assert any("@before-upgrade" in line and "31.5 MiB" in line

@@ -1,6 +1,8 @@
 """`enter` on a dataset: all of it, as `zfs get all` says: the mountpoint and what an
 admin looks for first, its snapshots (`zfs list -t snapshot`, oldest first), then
-every other property."""
+every other property. The bottom border says how many snapshots there are and the
+newest, and how many lines are below: at 80x24 the snapshots start below the first
+screen."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from zsn.format import human_bytes
+from zsn.tui.widgets.details import ScrollBox
 from zsn.tui.widgets.safe import plain, title
 from zsn.zfs.listing import shown_property
 from zsn.zfs.snapshots import Snapshot
@@ -60,6 +62,15 @@ def snapshot_table(snapshots: list[Snapshot]) -> Table | Text:
     return table
 
 
+def snapshots_summary(snapshots: list[Snapshot]) -> str:
+    """What the box holds below the first screen: "3 snapshots, newest @daily-25"."""
+    if not snapshots:
+        return "no snapshots"
+    if len(snapshots) == 1:
+        return f"1 snapshot: @{snapshots[0].name}"
+    return f"{len(snapshots)} snapshots, newest @{snapshots[-1].name}"
+
+
 class DatasetScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
@@ -74,7 +85,8 @@ class DatasetScreen(ModalScreen[None]):
         self.snapshots = snapshots
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dataset-details"):
+        with ScrollBox(id="dataset-details", hint="↑↓ pgdn",
+                       summary=snapshots_summary(self.snapshots)):
             yield Static(property_table(self.properties, first=True))
             yield Static(snapshot_table(self.snapshots), id="dataset-snapshots")
             yield Static(property_table(self.properties, first=False))

@@ -15,9 +15,10 @@ from typing import ClassVar
 from rich.markdown import Markdown
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
+
+from zsn.tui.widgets.details import ScrollBox
 
 GENERAL = """\
 ## Keys in every pane
@@ -66,7 +67,7 @@ class HelpScreen(ModalScreen[None]):
         return self._pane_help
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help"):
+        with ScrollBox(id="help", hint="↑↓ pgdn"):
             yield Static(Markdown(keys_table(f"Keys of {self.title_here}", self.bindings_here)
                                   or "No keys of its own here."), id="help-keys")
             yield Static("", id="help-more")
@@ -78,3 +79,4 @@ class HelpScreen(ModalScreen[None]):
 
     def _show_the_rest(self) -> None:
         self.query_one("#help-more", Static).update(Markdown(self.pane_help + "\n\n" + GENERAL))
+        self.call_after_refresh(self.query_one("#help", ScrollBox).show_position)

@@ -4,7 +4,8 @@ It grows with the terminal (its height is a share of the pane's, set in the pane
 styles, not a fixed number of lines) and scrolls when its lines do not fit: `tab`
 reaches it, the arrows scroll it, and its border says how many lines are above
 and below, so nothing is cut silently. Setting the same lines again costs nothing
-(a Static's update re-lays out the screen).
+(a Static's update re-lays out the screen). `ScrollBox` is that border alone, for
+a scrolled box of other widgets (the dataset box).
 """
 
 from __future__ import annotations
@@ -15,10 +16,41 @@ from typing import Any
 from textual.containers import VerticalScroll
 
 from zsn.terminal import safe_lines
-from zsn.tui.widgets.safe import SafeStatic
+from zsn.tui.widgets.safe import SafeStatic, title
 
 
-class DetailsBox(VerticalScroll):
+class ScrollBox(VerticalScroll):
+    """A scrolled box whose bottom border says what is out of sight ("↑ 2 ↓ 5 more
+    lines"), after `summary` (what the box holds further down, e.g. "3 snapshots";
+    outside text allowed: it is escaped)."""
+
+    def __init__(self, *children: Any, hint: str = "tab, ↑↓", summary: str = "",
+                 **kwargs: Any) -> None:
+        super().__init__(*children, **kwargs)
+        self.hint = hint
+        self.summary = summary
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self.show_position()
+
+    def on_resize(self) -> None:
+        self.show_position()
+
+    def show_position(self) -> None:
+        height = self.scrollable_content_region.height
+        total = self.virtual_size.height  # wrapped lines count
+        top = round(self.scroll_y)
+        above = min(top, total)
+        below = max(0, total - top - height)
+        parts = ([f"↑ {above}"] if above else []) + ([f"↓ {below}"] if below else [])
+        position = " ".join(parts) + f" more lines ({self.hint})" if parts else ""
+        subtitle = " · ".join(part for part in (self.summary, position) if part)
+        if str(self.border_subtitle or "") != subtitle:
+            self.border_subtitle = title(subtitle)
+
+
+class DetailsBox(ScrollBox):
     def __init__(self, title: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._text = ""
@@ -38,23 +70,4 @@ class DetailsBox(VerticalScroll):
             return
         self._text = text
         self.query_one(SafeStatic).update(text)
-        self.call_after_refresh(self._show_position)
-
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        self._show_position()
-
-    def on_resize(self) -> None:
-        self._show_position()
-
-    def _show_position(self) -> None:
-        """The border says what is out of sight: "↑ 2 ↓ 5 more lines"."""
-        height = self.scrollable_content_region.height
-        total = self.virtual_size.height  # wrapped lines count
-        top = round(self.scroll_y)
-        above = min(top, total)
-        below = max(0, total - top - height)
-        parts = ([f"↑ {above}"] if above else []) + ([f"↓ {below}"] if below else [])
-        subtitle = " ".join(parts) + " more lines (tab, ↑↓)" if parts else ""
-        if str(self.border_subtitle or "") != subtitle:
-            self.border_subtitle = subtitle
+        self.call_after_refresh(self.show_position)
