@@ -32,6 +32,11 @@ from zsn.system.host import Host
 
 REPO = Path(__file__).resolve().parents[2]
 NETPLAN_FILE = Path("/etc/netplan/01-zsn-lab.yaml")
+NETPLAN_DEADLINE = 120
+"""`netplan generate` on the guest: Python's start and netplan's generator, some 80
+times slower than on a host when the host is loaded (15 s was not enough at a load of
+12), then `udevadm control --reload`, which waits up to udevadm's own 60 s for udevd.
+A netplan that hangs still fails here."""
 
 
 def zsn(ns: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
@@ -41,6 +46,14 @@ def zsn(ns: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str
     assert result.returncode == expect, (f"zsn {' '.join(args)}: {result.returncode}\n"
                                          f"{result.stdout}\n{result.stderr}")
     return result
+
+
+def netplan_generate() -> None:
+    """`netplan generate` once udevd has handled the events of the links just made or
+    deleted: generate ends by asking udevd to reload its rules, and waits for it."""
+    run(["udevadm", "settle", f"--timeout={NETPLAN_DEADLINE}"], check=False,
+        timeout=NETPLAN_DEADLINE + 10)
+    run(["netplan", "generate"], timeout=NETPLAN_DEADLINE)
 
 
 def exported(ns: str) -> dict[str, dict[str, Any]]:
@@ -190,7 +203,7 @@ def test_802_3ad_against_a_lacp_partner_and_without_one(pair: Pair) -> None:
 
 
 def test_persisted_bond_is_netplan_that_netplan_generate_accepts(pair: Pair) -> None:
-    needs_tools("netplan")
+    needs_tools("netplan", "udevadm")
     ns = pair.ns
     NETPLAN_FILE.parent.mkdir(parents=True, exist_ok=True)
     pair.lab.file(NETPLAN_FILE, "# lab host\nnetwork:\n  version: 2\n")
@@ -204,7 +217,7 @@ def test_persisted_bond_is_netplan_that_netplan_generate_accepts(pair: Pair) -> 
     assert text.startswith("# lab host\nnetwork:\n  version: 2\n")
     assert f"    {bond}:\n      interfaces: [{pair.ends[0]}, {pair.ends[1]}]" in text
     generated = Path("/run/systemd/network")
-    run(["netplan", "generate"])
+    netplan_generate()
     assert "Mode=active-backup" in (generated / f"10-netplan-{bond}.netdev").read_text()
     assert "Id=7" in (generated / f"10-netplan-{bond}.7.netdev").read_text()
     drift = [f for f in json.loads(zsn(ns, "link", "lint", "--json").stdout)
@@ -213,7 +226,7 @@ def test_persisted_bond_is_netplan_that_netplan_generate_accepts(pair: Pair) -> 
     zsn(ns, "link", "delete", f"{bond}.7", "--persist")
     zsn(ns, "link", "delete", bond, "--persist")
     assert bond not in NETPLAN_FILE.read_text()
-    run(["netplan", "generate"])
+    netplan_generate()
 
 
 # -- networkd itself makes what zsn reads (systemd's own test configs) --------------------
