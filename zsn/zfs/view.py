@@ -44,10 +44,11 @@ POOL_COLUMNS = (
            help="bytes written per second over the last interval"),
     Column("scan", "Scrub", 3, help="progress and ETA of a running scrub or resilver, "
                                     "else how long ago the last one ended"),
-    Column("allocated", "Alloc", 5, align="right", min_width=SIZE_WIDTH,
+    # Free before size and allocated when narrow: with Cap, what an admin asks first.
+    Column("allocated", "Alloc", 7, align="right", min_width=SIZE_WIDTH,
            help="space allocated"),
     Column("size", "Size", 6, align="right", min_width=SIZE_WIDTH, help="the pool's size"),
-    Column("free", "Free", 7, align="right", min_width=SIZE_WIDTH, help="space free"),
+    Column("free", "Free", 5, align="right", min_width=SIZE_WIDTH, help="space free"),
     Column("fragmentation", "Frag", 8, align="right", min_width=4,
            help="free-space fragmentation"),
     Column("read_ops", "R/s", 9, align="right", help="read operations per second"),
