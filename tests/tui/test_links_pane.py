@@ -207,6 +207,27 @@ async def test_members_going_down_repaint_their_rows(monkeypatch: pytest.MonkeyP
         assert table_rows(app)["eth2x"][2] == "down"
 
 
+async def test_a_link_losing_its_carrier_does_not_move_the_columns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """All up, then a bridge without carrier (the lab's br0 as captured): the header
+    stays where it was at 80 columns."""
+    captured = fixed_view()
+    all_up = captured._replace(snapshot=replace(captured.snapshot, interfaces=tuple(
+        replace(each, carrier=True, operstate="up") for each in captured.snapshot.interfaces)))
+    views = [all_up, captured]
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: views[0])
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        assert table_rows(app)["br0"][2] == "up"
+        header = screen_text(app)[2]
+        views.pop(0)
+        app.query_one(LinksPane).poll(force=True)
+        await wait_until(pilot, lambda: table_rows(app)["br0"][2] == "no-carrier",
+                         "br0 without carrier")
+        assert screen_text(app)[2] == header
+
+
 # -- keys ------------------------------------------------------------------------------
 
 

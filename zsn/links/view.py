@@ -29,8 +29,10 @@ COLUMNS = (
     Column("name", "Link", 1, help="the interface, under the bond, bridge or parent it "
                                    "belongs to (a veth under its peer)"),
     Column("kind", "Kind", 6, help="bond, vlan, bridge, veth, dummy ...; device: hardware"),
-    Column("state", "State", 2, help="up; down: set down; no-carrier: up without a link; "
-                                     "else the kernel's operstate"),
+    # As wide as no-carrier from the start: a pulled cable does not move the columns.
+    Column("state", "State", 2, min_width=len("no-carrier"),
+           help="up; down: set down; no-carrier: up without a link; else the kernel's "
+                "operstate"),
     Column("mtu", "MTU", 4, align="right", min_width=5, help="the link's MTU"),
     *rate_columns(3, where=" on the link"),
     Column("trend", "Trend", 7, help="receive + send bytes per second over the last "
