@@ -29,6 +29,7 @@ from zsn.system.iwd_agent import AGENT, CANCELED
 from zsn.wlan.actions import iwd_failure
 
 pytestmark = pytest.mark.lab
+STATION = "/net/connman/iwd/0/3"
 NETWORK = "/net/connman/iwd/0/3/686f6d652d77706132_psk"
 OTHER = "/net/connman/iwd/0/3/636166652d6f70656e_open"
 RIGHT = "correct horse battery"
@@ -37,9 +38,12 @@ RIGHT = "correct horse battery"
 class FakeIwd:
     """iwd's half of the agent protocol, on its own bus connection."""
 
-    def __init__(self, bus: MessageBus, *, ask_for: str = NETWORK) -> None:
+    def __init__(self, bus: MessageBus, *, ask_for: str = NETWORK, misses: int = 0) -> None:
         self.bus = bus
         self.ask_for = ask_for
+        self.misses = misses
+        """ConnectHiddenNetwork calls answered NotFound before the network is found."""
+        self.hidden_calls: list[str] = []
         self.agent: tuple[str, str] | None = None
         self.answers: list[str] = []
         self.errors: list[str] = []
@@ -55,6 +59,14 @@ class FakeIwd:
             self.agent = None
             return Message.new_method_return(message)
         if message.member == "Connect" and message.path in (NETWORK, OTHER):
+            asyncio.ensure_future(self.connect(message))
+            return True
+        if message.member == "ConnectHiddenNetwork" and message.path == STATION:
+            self.hidden_calls.append(message.body[0])
+            if len(self.hidden_calls) <= self.misses:  # no probe response in this scan
+                return Message.new_error(message, "net.connman.iwd.NotFound",
+                                         "Object not found")
+            self.ask_for = f"{STATION}/{message.body[0].encode().hex()}_psk"
             asyncio.ensure_future(self.connect(message))
             return True
         return None
@@ -136,3 +148,40 @@ def test_requests_for_another_network_are_refused(bus_root: Path) -> None:
     fake, error = asyncio.run(_with_fake_iwd(bus_root, RIGHT, ask_for=OTHER))
     assert isinstance(error, bus_iwd.ConnectError) and fake.answers == []
     assert fake.errors == [CANCELED] and error.log.refused == [OTHER]
+
+
+async def _hidden_with_fake_iwd(root: Path, misses: int) -> tuple[FakeIwd, Any]:
+    host = Host(root)
+    iwd_bus = await MessageBus(bus_address=host.system_bus_address,
+                               bus_type=BusType.SYSTEM).connect()
+    await iwd_bus.request_name(bus_iwd.IWD)
+    fake = FakeIwd(iwd_bus, misses=misses)
+    try:
+        async with SystemBus(host) as bus:
+            try:
+                result: Any = await bus_iwd.connect_hidden(
+                    bus, station=STATION, ssid=b"hidden-wpa2", passphrase=RIGHT, timeout=10)
+            except bus_iwd.ConnectError as exc:
+                result = exc
+    finally:
+        iwd_bus.disconnect()
+    return fake, result
+
+
+def test_a_hidden_network_missed_by_one_scan_is_probed_for_again(bus_root: Path) -> None:
+    """iwd's ConnectHiddenNetwork scans once: a lost probe response is NotFound. zsn
+    asks again, and the passphrase goes to the network iwd then found."""
+    fake, log = asyncio.run(_hidden_with_fake_iwd(bus_root, misses=bus_iwd.HIDDEN_SCANS - 1))
+    assert fake.hidden_calls == ["hidden-wpa2"] * bus_iwd.HIDDEN_SCANS
+    assert fake.answers == [RIGHT]
+    assert log.requests == [f"{STATION}/{b'hidden-wpa2'.hex()}_psk"]
+
+
+def test_a_hidden_network_not_found_in_every_scan_says_so(bus_root: Path) -> None:
+    fake, error = asyncio.run(_hidden_with_fake_iwd(bus_root, misses=bus_iwd.HIDDEN_SCANS))
+    assert isinstance(error, bus_iwd.ConnectError)
+    assert len(fake.hidden_calls) == bus_iwd.HIDDEN_SCANS and fake.answers == []
+    assert fake.agent is None  # unregistered again
+    assert iwd_failure("hidden-wpa2", error, hidden=True) == (
+        "hidden-wpa2: not found in 3 scans probing for it by name (out of range, or the "
+        "name differs)")

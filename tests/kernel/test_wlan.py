@@ -59,8 +59,15 @@ ACCESS_POINTS = [
                                            f"sae_password={SAE}"]),
 ]
 WPA_STATION, IWD_STATION = "wlan0", "wlan5"
-CONNECT_BOUND = 45.0
-"""A wrong passphrase must be reported within this many seconds."""
+VERDICT = 30.0
+"""A daemon rejects a wrong key within this (wpa_supplicant's connect deadline in zsn:
+later, zsn reports a timeout, not a wrong passphrase)."""
+SETTLE = 60.0
+"""The guest is some 14 times slower than the host, and several times slower again
+when the host is loaded: a station may still be finishing its handshake (or redoing
+it, when the access point's EAPOL timers ran out first) when zsn has returned; a
+ping may need the ARP round trip a few times. Waits end as soon as the state is
+there."""
 
 
 class Captured(logging.Handler):
@@ -108,8 +115,16 @@ class WifiLab:
         run(["ip", "addr", "flush", "dev", interface])
         run(["ip", "addr", "add", f"{subnet}.{host_part}/24", "dev", interface])
         wait_for(lambda: run(["ping", "-c", "1", "-W", "1", "-I", interface, f"{subnet}.1"],
-                             check=False).returncode == 0, 20,
+                             check=False).returncode == 0, SETTLE,
                  f"a ping from {interface} to the access point {subnet}.1")
+
+    def reporting_bound(self) -> float:
+        """How long a wrong passphrase may take to be reported now: the daemon's
+        `VERDICT`, plus zsn's start and first read twice over, timed as `zsn wifi list`
+        takes them at this moment (the host's load changes the guest's speed)."""
+        started = time.monotonic()
+        self.zsn("wifi", "list", check=False)
+        return VERDICT + 2 * (time.monotonic() - started)
 
 
 def _phy(interface: str) -> str:
@@ -121,7 +136,7 @@ def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
     needs_tools("hostapd", "hostapd_cli", "wpa_supplicant", "wpa_cli", "iw", "ip", "ping",
                 "dbus-daemon", "iwctl")
     modprobe("mac80211_hwsim", "radios=6")
-    wait_for(lambda: Path(f"/sys/class/net/{IWD_STATION}").exists(), 30, "six hwsim radios")
+    wait_for(lambda: Path(f"/sys/class/net/{IWD_STATION}").exists(), SETTLE, "six hwsim radios")
     lab = Lab()
     handler = Captured()
     root_logger = logging.getLogger()
@@ -147,7 +162,7 @@ def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
                 return "state=ENABLED" in run(
                     ["ip", "netns", "exec", ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
                      interface, "status"], check=False).stdout
-            wait_for(enabled, 20, f"hostapd on {interface}")
+            wait_for(enabled, SETTLE, f"hostapd on {interface}")
             run(["ip", "-n", ap_ns, "addr", "add", f"{subnet}.1/24", "dev", interface])
         xml = request.config.getoption("xmlpath", None)
         built = WifiLab(lab, ap_ns, log=handler, results=Path(xml).parent if xml else None)
@@ -172,7 +187,7 @@ def supplicant(wifi: WifiLab) -> Iterator[Path]:
     pidfile = WORK / "wpa.pid"
     run(["ip", "link", "set", WPA_STATION, "up"])
     run(["wpa_supplicant", "-B", "-i", WPA_STATION, "-c", str(config), "-P", str(pidfile)])
-    wait_for(lambda: Path(f"/run/wpa_supplicant/{WPA_STATION}").exists(), 15,
+    wait_for(lambda: Path(f"/run/wpa_supplicant/{WPA_STATION}").exists(), SETTLE,
              "wpa_supplicant's control socket")
     yield config
     _kill(pidfile)
@@ -214,14 +229,25 @@ def _wpa_state() -> dict[str, str]:
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
+def _wpa_connected(ssid: str) -> dict[str, str]:
+    """wpa_supplicant's status once it is COMPLETED on `ssid` (see `SETTLE`)."""
+    state: dict[str, str] = {}
+
+    def completed() -> bool:
+        nonlocal state
+        state = _wpa_state()
+        return (state.get("wpa_state"), state.get("ssid")) == ("COMPLETED", ssid)
+
+    wait_for(completed, SETTLE, f"{WPA_STATION} connected to {ssid}", interval=0.5)
+    return state
+
+
 def test_wpa_supplicant_connects_wpa2_stores_the_psk_and_pings(
         wifi: WifiLab, supplicant: Path) -> None:
     result = wifi.zsn("wifi", "connect", "home-wpa2", "--passphrase-file", "-", "--iface",
                       WPA_STATION, stdin=HOME + "\n")
     assert "done: wpa_supplicant on wlan0" in result.stderr
-    state = _wpa_state()
-    assert (state["wpa_state"], state["ssid"], state["key_mgmt"]) == (
-        "COMPLETED", "home-wpa2", "WPA2-PSK")
+    assert _wpa_connected("home-wpa2")["key_mgmt"] == "WPA2-PSK"
     saved = supplicant.read_text()
     assert f"psk={derive_psk(HOME, b'home-wpa2')}" in saved and HOME not in saved
     wifi.ping("10.77.1", WPA_STATION, 2)
@@ -229,16 +255,14 @@ def test_wpa_supplicant_connects_wpa2_stores_the_psk_and_pings(
 
 def test_wpa_supplicant_connects_sae_hidden_and_open(wifi: WifiLab, supplicant: Path) -> None:
     wifi.zsn("wifi", "connect", "office-sae", "--passphrase-file", "-", stdin=SAE)
-    state = _wpa_state()
-    assert (state["wpa_state"], state["ssid"], state["key_mgmt"]) == (
-        "COMPLETED", "office-sae", "SAE")
+    assert _wpa_connected("office-sae")["key_mgmt"] == "SAE"
     wifi.ping("10.77.4", WPA_STATION, 2)
     wifi.zsn("wifi", "connect", "hidden-wpa2", "--hidden", "--passphrase-file", "-",
              stdin=HIDDEN)
-    assert _wpa_state()["ssid"] == "hidden-wpa2"
+    _wpa_connected("hidden-wpa2")
     wifi.ping("10.77.3", WPA_STATION, 2)
     wifi.zsn("wifi", "connect", "cafe-open")
-    assert (_wpa_state()["ssid"], _wpa_state()["key_mgmt"]) == ("cafe-open", "NONE")
+    assert _wpa_connected("cafe-open")["key_mgmt"] == "NONE"
     wifi.ping("10.77.2", WPA_STATION, 2)
     # Every network stays enabled: SELECT_NETWORK's disabling was undone before saving.
     listed = run(["wpa_cli", "-i", WPA_STATION, "list_networks"]).stdout
@@ -248,17 +272,18 @@ def test_wpa_supplicant_connects_sae_hidden_and_open(wifi: WifiLab, supplicant: 
 def test_wpa_supplicant_wrong_passphrase_fails_clearly_in_bounded_time(
         wifi: WifiLab, supplicant: Path) -> None:
     before = supplicant.read_text()
+    bound = wifi.reporting_bound()
     started = time.monotonic()
     result = wifi.zsn("wifi", "connect", "home-wpa2", "--passphrase-file", "-", stdin=WRONG,
                       check=False)
     elapsed = time.monotonic() - started
     assert result.returncode == 1, result.stderr
     assert "home-wpa2: wrong passphrase" in result.stderr
-    assert elapsed < CONNECT_BOUND, elapsed
+    assert elapsed < bound, (elapsed, bound)
     # The attempt's network block is gone again; the working one stays.
     assert supplicant.read_text() == before
     wifi.zsn("wifi", "connect", "home-wpa2")  # the known network, no passphrase needed
-    assert _wpa_state()["ssid"] == "home-wpa2"
+    _wpa_connected("home-wpa2")
 
 
 def test_wpa_supplicant_autoconnect_and_forget_change_the_saved_config(
@@ -310,7 +335,7 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
             host = Host()
             wait_for(lambda: IWD_STATION in [
                 each.name for each in read_wlan(host).interfaces
-                if each.backend == "iwd"], 30, "iwd's station")
+                if each.backend == "iwd"], SETTLE, "iwd's station", interval=1)
             yield host
         finally:
             process.terminate()
@@ -337,6 +362,12 @@ def _iwd_link(host: Host) -> tuple[str, bytes | None]:
     return interface.link.state, interface.link.ssid
 
 
+def _iwd_connected(host: Host, ssid: bytes) -> None:
+    """iwd's station connected to `ssid` (see `SETTLE`)."""
+    wait_for(lambda: _iwd_link(host) == ("connected", ssid), SETTLE,
+             f"{IWD_STATION} connected to {ssid.decode()}", interval=1)
+
+
 def test_iwd_connects_through_zsns_agent_and_pings(wifi: WifiLab, iwd: Host) -> None:
     snapshot = read_wlan(iwd)
     interface = actions.resolve_interface(iwd, snapshot, IWD_STATION)
@@ -344,7 +375,7 @@ def test_iwd_connects_through_zsns_agent_and_pings(wifi: WifiLab, iwd: Host) -> 
                                 hidden=False)
     wifi.outputs.append(plan.describe())
     wifi.outputs += plan.apply()
-    assert _iwd_link(iwd) == ("connected", b"home-wpa2")
+    _iwd_connected(iwd, b"home-wpa2")
     assert Path("/var/lib/iwd/home-wpa2.psk").exists()
     station = next(line for line in run(["busctl", "--system", "tree", "--list",
                                          "net.connman.iwd"]).stdout.split()
@@ -359,35 +390,36 @@ def test_iwd_connects_through_zsns_agent_and_pings(wifi: WifiLab, iwd: Host) -> 
 
 
 def test_iwd_wrong_passphrase_fails_clearly_in_bounded_time(wifi: WifiLab, iwd: Host) -> None:
+    bound = wifi.reporting_bound()
     started = time.monotonic()
     result = wifi.zsn("wifi", "connect", "office-sae", "--iface", IWD_STATION,
                       "--passphrase-file", "-", stdin=WRONG, check=False)
     elapsed = time.monotonic() - started
     assert result.returncode == 1, result.stderr
     assert "office-sae: the passphrase was not accepted" in result.stderr, result.stderr
-    assert elapsed < CONNECT_BOUND, elapsed
+    assert elapsed < bound, (elapsed, bound)
     assert not Path("/var/lib/iwd/office-sae.psk").exists()
 
 
 def test_iwd_connects_sae_and_hidden(wifi: WifiLab, iwd: Host) -> None:
     wifi.zsn("wifi", "connect", "office-sae", "--iface", IWD_STATION, "--passphrase-file", "-",
              stdin=SAE)
-    assert _iwd_link(iwd) == ("connected", b"office-sae")
+    _iwd_connected(iwd, b"office-sae")
     wifi.ping("10.77.4", IWD_STATION, 3)
     wifi.zsn("wifi", "connect", "hidden-wpa2", "--hidden", "--iface", IWD_STATION,
              "--passphrase-file", "-", stdin=HIDDEN)
-    assert _iwd_link(iwd) == ("connected", b"hidden-wpa2")
+    _iwd_connected(iwd, b"hidden-wpa2")
     assert "Hidden=true" in Path("/var/lib/iwd/hidden-wpa2.psk").read_text()
 
 
 def test_iwd_autoconnect_and_forget_change_its_profiles(wifi: WifiLab, iwd: Host) -> None:
     profile = Path("/var/lib/iwd/home-wpa2.psk")
     wifi.zsn("wifi", "autoconnect", "home-wpa2", "off", "--iface", IWD_STATION)
-    wait_for(lambda: "AutoConnect=false" in profile.read_text(), 10, "AutoConnect=false")
+    wait_for(lambda: "AutoConnect=false" in profile.read_text(), SETTLE, "AutoConnect=false")
     wifi.zsn("wifi", "autoconnect", "home-wpa2", "on", "--iface", IWD_STATION)
-    wait_for(lambda: "AutoConnect=false" not in profile.read_text(), 10, "AutoConnect back")
+    wait_for(lambda: "AutoConnect=false" not in profile.read_text(), SETTLE, "AutoConnect back")
     wifi.zsn("wifi", "forget", "home-wpa2", "--iface", IWD_STATION)
-    wait_for(lambda: not profile.exists(), 10, "the profile removed")
+    wait_for(lambda: not profile.exists(), SETTLE, "the profile removed")
     wifi.zsn("wifi", "disconnect", "--iface", IWD_STATION)
     assert _iwd_link(iwd)[0] == "disconnected"
 
@@ -398,7 +430,8 @@ def test_two_daemons_on_one_radio_are_flagged(wifi: WifiLab, iwd: Host) -> None:
     pidfile = WORK / "rival.pid"
     run(["wpa_supplicant", "-B", "-i", IWD_STATION, "-c", str(config), "-P", str(pidfile)])
     try:
-        wait_for(lambda: Path(f"/run/wpa_supplicant/{IWD_STATION}").exists(), 15, "rival")
+        wait_for(lambda: Path(f"/run/wpa_supplicant/{IWD_STATION}").exists(), SETTLE,
+                 "rival")
         findings = json.loads(wifi.zsn("wifi", "lint", "--json", check=False).stdout)
         (rivals,) = [f for f in findings if f["id"] == "WLAN001"]
         assert rivals["subject"] == IWD_STATION and "iwd and wpa_supplicant" in rivals["message"]

@@ -5,6 +5,7 @@ and the host's agent tests use it; nothing touches the machine's own bus)."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,8 +40,19 @@ def private_system_bus(root: Path) -> Iterator[Path]:
     process = subprocess.Popen(["dbus-daemon", "--nofork", f"--config-file={config}"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_for(socket_path.exists, 10, "the private dbus-daemon's socket")
+        # The socket file exists from bind(); a client is refused until listen(): a
+        # daemon started in between (iwd) gives up on the bus and exits.
+        wait_for(lambda: _accepts(socket_path), 30, "the private dbus-daemon listening")
         yield socket_path
     finally:
         stop_process(process, grace=5)
         socket_path.unlink(missing_ok=True)
+
+
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True

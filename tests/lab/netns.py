@@ -48,12 +48,15 @@ def new_private_key() -> str:
     return base64.b64encode(bytes(raw)).decode()
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
+             interval: float = 0.05) -> None:
+    """`predicate` true within `timeout` s, asked every `interval` s (longer for one
+    that costs: a full read of a daemon on the kernel lab's slow guest)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.05)
+        time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 

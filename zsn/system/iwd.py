@@ -23,6 +23,7 @@ from dbus_fast import Variant
 
 from zsn.system.dbus import PROPERTIES, BusError, SystemBus
 from zsn.system.iwd_agent import AgentLog, PassphraseAgent
+from zsn.system.limits import Deadline
 
 IWD = "net.connman.iwd"
 IWD_ROOT = "/net/connman/iwd"
@@ -36,6 +37,12 @@ DIAGNOSTIC = "net.connman.iwd.StationDiagnostic"
 OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
 CONNECT_TIMEOUT = 60.0
 """iwd cancels an unanswered agent request after 120 s; a connect ends well before."""
+HIDDEN_SCANS = 3
+"""Directed scans for a hidden network before zsn says it is not there. iwd's
+ConnectHiddenNetwork probes for the name in one scan and answers NotFound when no
+probe response came back during it: a response lost on a busy channel, or sent too
+late by a busy access point, is not a network out of range (wpa_supplicant's connect
+likewise waits for several scans without it)."""
 _agent_numbers = itertools.count()
 
 Objects = dict[str, dict[str, dict[str, Any]]]
@@ -179,3 +186,21 @@ async def connect(bus: SystemBus, *, network: str | None, station: str,
     finally:
         bus.bus.unexport(path, agent)
     return log
+
+
+async def connect_hidden(bus: SystemBus, *, station: str, ssid: bytes, passphrase: str | None,
+                         timeout: float = CONNECT_TIMEOUT) -> AgentLog:
+    """Station.ConnectHiddenNetwork, asked again after a scan that did not find `ssid`
+    (up to `HIDDEN_SCANS` scans, all within `timeout`); any other failure, or the last
+    NotFound, is the `ConnectError`."""
+    deadline = Deadline(timeout)
+    scans = 1
+    while True:
+        try:
+            return await connect(bus, network=None, station=station, hidden_ssid=ssid,
+                                 passphrase=passphrase, timeout=deadline.remaining())
+        except ConnectError as exc:
+            if not (exc.name or "").endswith(".NotFound") or scans == HIDDEN_SCANS \
+                    or deadline.remaining() <= 0:
+                raise
+        scans += 1

@@ -72,8 +72,9 @@ def resolve_interface(host: Host, snapshot: WlanSnapshot, name: str | None, *,
     return found
 
 
-def _bus(host: Host, action: Callable[[SystemBus], Awaitable[T]], timeout: float = 10.0) -> T:
-    return run_sync(host, action, timeout=timeout)
+def _bus(host: Host, action: Callable[[SystemBus], Awaitable[T]], timeout: float = 10.0,
+         deadline: float | None = None) -> T:
+    return run_sync(host, action, timeout=timeout, deadline=deadline)
 
 
 def _wpa(host: Host, interface: str, action: Callable[[WpaControl], Awaitable[T]]) -> T:
@@ -223,13 +224,15 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
                     await bus_iwd.connect(bus, network=found[0], station=station,
                                           hidden_ssid=None, passphrase=secret)
                 elif target.hidden:
-                    await bus_iwd.connect(bus, network=None, station=station,
-                                          hidden_ssid=target.ssid, passphrase=secret)
+                    await bus_iwd.connect_hidden(bus, station=station, ssid=target.ssid,
+                                                 passphrase=secret)
                 else:
                     raise ZsnError(f"iwd does not see {name} on {interface.name} (scan again)")
             except bus_iwd.ConnectError as exc:
-                raise ZsnError(iwd_failure(name, exc)) from None
-        _bus(host, act, timeout=10.0)
+                probed = found is None and target.hidden
+                raise ZsnError(iwd_failure(name, exc, hidden=probed)) from None
+        # The whole talk: the connect's own bound, and the calls around it.
+        _bus(host, act, timeout=10.0, deadline=bus_iwd.CONNECT_TIMEOUT + 20.0)
 
     how = "passphrase handed to iwd by zsn's agent, once" if passphrase is not None else \
         "iwd's stored profile" if target.known is not None else "open network"
@@ -316,8 +319,10 @@ def iwd_configures_addresses(host: Host) -> bool:
     return value.strip().lower() in ("true", "yes", "1")
 
 
-def iwd_failure(name: str, exc: ZsnError) -> str:
-    """What a failed iwd connect means, from iwd's error and what the agent was asked."""
+def iwd_failure(name: str, exc: ZsnError, hidden: bool = False) -> str:
+    """What a failed iwd connect means, from iwd's error and what the agent was asked
+    (`hidden`: the network was probed for by name)."""
+    from zsn.system.iwd import HIDDEN_SCANS
     from zsn.system.iwd_agent import AgentLog
 
     error_name = getattr(exc, "name", None) or ""
@@ -330,6 +335,9 @@ def iwd_failure(name: str, exc: ZsnError) -> str:
         # was for did not succeed. iwd's error does not say more.
         return (f"{name}: the passphrase was not accepted (or the access point refused "
                 f"the connection; iwd: {exc})")
+    if error_name.endswith(".NotFound") and hidden:
+        return (f"{name}: not found in {HIDDEN_SCANS} scans probing for it by "
+                "name (out of range, or the name differs)")
     if error_name.endswith(".NotFound"):
         return f"{name}: not found (out of range, or hidden without --hidden)"
     if error_name.endswith(".AlreadyProvisioned"):
