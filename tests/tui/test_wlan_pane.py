@@ -353,6 +353,19 @@ async def test_rows_follow_the_signal_order_and_the_cursor_its_network(
         assert _rows(app, "#wlan-scan")[2][2] == "-75 dBm ▂···"
 
 
+def app_reading(monkeypatch: pytest.MonkeyPatch, root: Path, snapshot: WlanSnapshot) -> ZsnApp:
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: snapshot)
+    return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+
+
+async def open_read(pilot: Any) -> None:
+    """The WLAN tab, once its networks table has had its first read (empty or not)."""
+    await pilot.pause()
+    pilot.app.query_one("#panes", PaneSwitcher).active = "tab-wlan"
+    await wait_until(pilot, lambda: not pilot.app.query_one("#wlan-scan", LiveTable).reading,
+                     "the scan table read")
+
+
 async def test_connect_without_a_highlighted_network_says_so(
         monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> None:
     """`c` needs a network: with none highlighted it says so and opens no form (the
@@ -360,18 +373,33 @@ async def test_connect_without_a_highlighted_network_says_so(
     snapshot = fixed_snapshot()
     wlan0 = dataclasses.replace(snapshot.interfaces[0], scan=())
     empty = dataclasses.replace(snapshot, interfaces=(wlan0,), networks=())
-    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: empty)
-    app = ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+    app = app_reading(monkeypatch, fixed_root, empty)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        app.query_one("#panes", PaneSwitcher).active = "tab-wlan"
-        await wait_until(pilot, lambda: not app.query_one("#wlan-scan", LiveTable).reading,
-                         "the scan table read")
+        await open_read(pilot)
         await pilot.press("c")
         await wait_until(pilot, lambda: bool(app._notifications), "the notice")
         assert not isinstance(app.screen, ConnectScreen)
         assert next(iter(app._notifications)).message.startswith(
             "Highlight a network to connect to")
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-interface", "no-daemon"])
+async def test_nothing_to_scan_with_is_said_and_s_not_offered_first(
+        monkeypatch: pytest.MonkeyPatch, fixed_root: Path, daemon: bool) -> None:
+    """No wireless interface, or one no daemon manages: the networks table says why
+    it is empty instead of offering a scan that cannot run."""
+    from zsn.tui.widgets.footer import KeyBar
+
+    bare = WlanInterface("wlan0", None, hint="no Wi-Fi daemon manages wlan0: start iwd")
+    snapshot = WlanSnapshot((bare,) if daemon else (), (), 1.0)
+    app = app_reading(monkeypatch, fixed_root, snapshot)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_read(pilot)
+        wanted = ("No networks: no Wi-Fi daemon manages wlan0 to scan with (see below)."
+                  if daemon else "No wireless interface to scan with.")
+        await wait_until(pilot, lambda: any(wanted in line for line in screen_text(app)),
+                         "the reason")
+        assert app.query_one(KeyBar).shown_keys[0] != "s"
 
 
 async def test_the_footer_offers_tab_and_the_known_networks_keys(wlan_app: ZsnApp) -> None:

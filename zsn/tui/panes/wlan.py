@@ -131,6 +131,10 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         scanning = " (scanning…)" if name in self._busy_scanning else ""
         scan.set_title(f"Networks in range of {name}{scanning}" if name
                        else "Networks in range")
+        scan.set_empty_text(
+            "No wireless interface to scan with." if interface is None
+            else f"No networks: no Wi-Fi daemon manages {name} to scan with (see below)."
+            if interface.backend is None else "No networks in range (s scans).")
         scan.update(scan_rows(interface))
         known.update(known_rows(self._snapshot, interface))
         self.query_one("#wlan-details", DetailsBox).show_lines(interface_details(interface))
@@ -149,7 +153,9 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         if known and known.first().has_focus:
             return ("a", "x", "v") if known.first(LiveTable).cursor_row else ("tab",)
         scan = self.query("#wlan-scan")
-        if scan and not scan.first(LiveTable).row_count:
+        interface = self.selected_interface()
+        if scan and not scan.first(LiveTable).row_count and interface is not None \
+                and interface.backend is not None:
             return ("s",)
         return ()
 

@@ -296,6 +296,14 @@ class LiveTable(ScrollView, can_focus=True):
             self._title = title
             self.border_title = safe_title(title)
 
+    def set_empty_text(self, text: str) -> None:
+        """What the table says while it has no rows (zsn's own words); setting the one
+        shown costs nothing."""
+        if self.empty_text != text:
+            self.empty_text = text
+            if not self._view:
+                self._repaint_all()
+
     @property
     def cursor_key(self) -> str | None:
         return self._cursor_key
