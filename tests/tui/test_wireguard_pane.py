@@ -260,6 +260,26 @@ async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: Zsn
         assert output.bytes == 0, f"{output.updates} screen updates, {output.bytes} bytes"
 
 
+async def test_a_findings_line_too_long_for_80_columns_ends_in_an_ellipsis(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line is one row high: a finding's message wrapped below it was lost whole
+    ("... l shows them. WG006:" and nothing after)."""
+    from tests.pilot import screen_text
+    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+
+    (root / "etc/wireguard").chmod(0o755)  # WG006: a folder of private keys others read
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    app = ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: any("WG006" in line for line in screen_text(app)),
+                         "the findings line")
+        [line] = [line for line in screen_text(app) if "WG006" in line]
+        assert line.rstrip().endswith("…") and "WG006: " in line, line
+        assert len(line) <= 80
+
+
 async def test_headers_and_values_are_never_cut_at_80x24_or_120x40(fixed_app: ZsnApp) -> None:
     from zsn.wireguard.view import INTERFACE_COLUMNS, PEER_COLUMNS
 
