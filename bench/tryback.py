@@ -1,20 +1,20 @@
 """Time from a try's deadline to the restored path (issue 19). Run as root:
 
-    python3 bench/tryback.py [--rounds N] [--kernel]
+    python3 bench/tryback.py [--rounds N]
 
 Goal: the median over the lock-out scenarios <= 2 s beyond SECONDS, that is, the
 first successful TCP connect to the SSH server at most 2 s after the deadline.
 
 Each round runs the never-confirmed lock-out scenarios of
 tests/integration/test_tryback_ssh.py (a real sshd in one namespace, the client in
-another, zsn inside the session, the change cutting it; SECONDS = 6), and with
-``--kernel`` those of the kernel lab guest too (tests/kernel/test_tryback.py: the bond,
-the VLAN, Wi-Fi; one boot, SECONDS = 12, the guest's clock). A prober in the client's
+another, zsn inside the session, the change cutting it; SECONDS = 6). The bond, VLAN
+and Wi-Fi scenarios need the kernel lab guest, where the lab's ssh login does not work
+yet: they are not measured. A prober in the client's
 namespace starts a TCP connect every 50 ms, several in flight (tests/lab/probe.py), so
 a SYN lost to the cut path never hides the moment it comes back; the figure is the
 time of the first connect that completes after the deadline the change's record
-holds, minus that deadline. Both clocks are the same machine's wall clock (the guest's
-for the guest). The scenarios record the figure next to their junit report.
+holds, minus that deadline. Both clocks are the same machine's wall clock. The
+scenarios record the figure next to their junit report.
 """
 
 from __future__ import annotations
@@ -45,16 +45,6 @@ def host_round(folder: Path) -> list[tuple[str, float]]:
     return read(folder)
 
 
-def kernel_round(folder: Path) -> list[tuple[str, float]]:
-    from tests.lab.kernel import run_group
-
-    outcome = run_group("tryback", folder)
-    if outcome.failures or outcome.run.returncode != 0:
-        print(outcome.run.tail(), file=sys.stderr)
-        raise SystemExit("the kernel lab scenarios failed: no figure")
-    return read(folder)
-
-
 def read(folder: Path) -> list[tuple[str, float]]:
     lines = (folder / FIGURES).read_text().splitlines()
     return [(item["scenario"], float(item["deadline_to_path"]))
@@ -64,8 +54,6 @@ def read(folder: Path) -> list[tuple[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="host rounds (default 3)")
-    parser.add_argument("--kernel", action="store_true",
-                        help="also the kernel lab guest's scenarios (one boot)")
     args = parser.parse_args()
     figures: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="zsn-bench-tryback-") as work:
@@ -74,10 +62,6 @@ def main() -> None:
             folder.mkdir()
             for scenario, seconds in host_round(folder):
                 figures.setdefault(scenario, []).append(seconds)
-        if args.kernel:
-            folder = Path(work) / "kernel"
-            for scenario, seconds in kernel_round(folder):
-                figures.setdefault(f"{scenario} (kernel lab)", []).append(seconds)
     width = max(len(name) for name in figures)
     print(f"{'scenario':<{width}}  deadline -> first connect (s), per round")
     for scenario, values in figures.items():

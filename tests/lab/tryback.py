@@ -1,6 +1,5 @@
 """Lock-out scenarios run through a real SSH session (tests/lab/sshd.py): the checks
-the host's tests (tests/integration/test_tryback_ssh.py) and the kernel lab guest's
-(tests/kernel/test_tryback.py) share.
+the host's tests (tests/integration/test_tryback_ssh.py) use.
 
 `never_confirmed` proves the cut first (while the try runs, a new connection fails and
 the client's own session dies: its keepalives go unanswered), then that the guardian
