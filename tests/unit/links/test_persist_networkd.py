@@ -236,3 +236,15 @@ def test_files_in_run_only_make_networkd_the_owner(tmp_path: Path) -> None:
     """netplan writes /run/systemd/network, systemd's test suite too: nothing in /etc."""
     host = vlan_tree(tmp_path, "run/systemd/network")
     assert detect_owner(host).name == "networkd"
+
+
+def test_systemds_own_files_in_usr_lib_do_not_make_networkd_the_owner(tmp_path: Path) -> None:
+    """Every machine with systemd has its examples in /usr/lib/systemd/network; an
+    ifupdown box stays ifupdown's (zsn once planned networkd files for it)."""
+    vendor = tmp_path / "usr/lib/systemd/network"
+    vendor.mkdir(parents=True)
+    for shipped in (LINK_FIXTURES / "networkd/vendor").iterdir():
+        shutil.copyfile(shipped, vendor / shipped.name)
+    (tmp_path / "etc/network").mkdir(parents=True)
+    (tmp_path / "etc/network/interfaces").write_text("auto lo\niface lo inet loopback\n")
+    assert detect_owner(Host(tmp_path)).name == "ifupdown"

@@ -29,10 +29,16 @@ def netplan_present(host: Host) -> bool:
     return any(files.list_files(host.path(d), "*.yaml") for d in NETPLAN_DIRS)
 
 
+NETWORKD_LOCAL_DIRS = NETWORKD_DIRS[:2]
+"""/etc and /run: what an admin, netplan or a test put there. The vendor folders
+(/usr/lib ...) hold systemd's own examples on every machine with systemd
+(80-wifi-adhoc.network, 80-container-ve.network), which say nothing of who manages
+the network; an image whose networkd config is there has networkd enabled too."""
+
+
 def networkd_present(host: Host) -> bool:
-    """Files in any folder networkd reads (netplan, tests and images put them in /run or
-    /usr/lib), or networkd enabled."""
-    for directory in NETWORKD_DIRS:
+    """Files in /etc or /run (netplan and tests put them there), or networkd enabled."""
+    for directory in NETWORKD_LOCAL_DIRS:
         folder = host.path(directory)
         if files.list_files(folder, "*.netdev") or files.list_files(folder, "*.network"):
             return True
