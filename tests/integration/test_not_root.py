@@ -101,6 +101,8 @@ def root_owned_tree() -> Iterator[Path]:
         os.chmod(tree / f"etc/netctl/{PROBE}", 0o600)
         (tree / "run/wireguard").mkdir(parents=True)
         os.chmod(tree / "run/wireguard", 0o700)
+        (tree / "run/zsn/changes").mkdir(parents=True)  # tried changes: root's alone,
+        os.chmod(tree / "run/zsn", 0o700)  # as zsn makes the store on a box that tried one
         (tree / "home").mkdir(mode=0o755)
         (tree / "home" / PROBE).write_text("client\nremote 192.0.2.1\n")
         os.chmod(tree / "home" / PROBE, 0o644)
