@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import unavailable
 from tests.pilot import screen_as, wait_until
 from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
 from tests.unit.changes.test_trial import plan_of
@@ -125,7 +126,7 @@ async def test_a_pending_change_is_picked_up_and_rolled_back_with_u(
         app: ZsnApp, host: Host) -> None:
     """A try made before the TUI started (the CLI's, or a TUI gone with its session)."""
     if os.geteuid() != 0:
-        pytest.skip("the TUI looks for pending changes as root only")
+        unavailable("the TUI looks for pending changes as root only")
     began = await asyncio.to_thread(trial.begin, host, risky_plan(host), 60,  # type: ignore[arg-type]
                                     "zsn test", SESSION)
     change = began.change
