@@ -121,7 +121,8 @@ def export_versus_commands(results: Path, runs: int, against: str | None) -> dic
     # References, to say where zsn's time goes: the four commands the export runs, all
     # at once and nothing else (how much the guest's two vCPUs overlap them), and the
     # interpreter starting and stopping.
-    columns = "name,size,allocated,free,fragmentation,capacity,dedupratio,health,ashift"
+    columns = ("name,size,allocated,free,fragmentation,capacity,dedupratio,health,ashift,"
+               "freeing,leaked,readonly")
     properties = ("name,type,used,available,referenced,compressratio,recordsize,compression,"
                   "atime,relatime,xattr,mountpoint,creation,zsn:use")
     commands[FOUR] = (f"zpool list -Hp -o {columns} >/dev/null & zpool status -p -P >/dev/null & "

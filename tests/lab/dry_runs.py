@@ -77,7 +77,7 @@ def build_tree(base: Path) -> tuple[Path, Path]:
 
 
 def _fake_zfs(base: Path) -> Path:
-    from tests.unit.zfs.conftest import FAKE, LAB, read
+    from tests.unit.zfs.conftest import FAKE, LAB, POOL_LIST, POOL_LIST_OUTPUT, read
 
     programs = base / "bin"
     programs.mkdir()
@@ -86,8 +86,7 @@ def _fake_zfs(base: Path) -> Path:
         program.write_text(FAKE.format(python=sys.executable, name=name))
         program.chmod(program.stat().st_mode | stat.S_IXUSR)
     answers = {
-        "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,dedupratio,health,"
-        "ashift": {"stdout": read(LAB / "zpool-list-Hp-o.txt")},
+        POOL_LIST: {"stdout": read(POOL_LIST_OUTPUT)},
         "zpool status -p -P": {"stdout": read(LAB / "zpool-status-p-P.all-classes.txt")},
         # zfs-get-Hp-o.txt's "full compression off default", in the columns asked for.
         "zfs get -Hp -r -t filesystem,volume -o name,value,source compression full":

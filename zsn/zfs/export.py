@@ -61,6 +61,7 @@ def pool_to_dict(pool: Pool, io: dict[str, IostatRow] | None = None) -> dict[str
         "name": pool.name, "health": pool.health, "size": pool.size,
         "allocated": pool.allocated, "free": pool.free, "fragmentation": pool.fragmentation,
         "capacity": pool.capacity, "dedup_ratio": pool.dedup_ratio, "ashift": pool.ashift,
+        "freeing": pool.freeing, "leaked": pool.leaked, "readonly": pool.readonly,
         "status": pool.status or None, "action": pool.action or None,
         "data_errors": pool.data_errors,
         "scan": scan._asdict() if scan else None,
@@ -266,11 +267,16 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     sizes = {key: MetricFamily(f"zfs_pool_{name}_bytes", "gauge", text) for key, name, text in (
         ("size", "size", "Total size of the storage pool."),
         ("allocated", "allocated", "Amount of storage space used within the pool."),
-        ("free", "free", "The amount of free space available in the pool."))}
+        ("free", "free", "The amount of free space available in the pool."),
+        ("freeing", "freeing", "Space still to be freed in the background after a file "
+         "system or snapshot was destroyed."),
+        ("leaked", "leaked", "Space a destroy could not free (leaked)."))}
     ratios = {key: MetricFamily(f"zfs_pool_{name}_ratio", "gauge", text) for key, name, text in (
         ("fragmentation", "fragmentation",
          "The fragmentation ratio of the pool (free space, 0-1)."),
         ("capacity", "capacity", "Ratio of pool space used (0-1)."))}
+    readonly = MetricFamily("zfs_pool_readonly", "gauge",
+                            "Read-only status of the pool [0: read-write, 1: read-only].")
     dedup = MetricFamily("zfs_pool_deduplication_ratio", "gauge",
                          "The ratio of deduplicated size vs undeduplicated size for data in "
                          "this pool (as zfs_exporter: 1 / dedupratio).")
@@ -307,6 +313,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
         for value in POOL_STATES:
             state.add({**labels, "state": value.lower()}, int(pool["health"] == value))
         _add_space(pool, labels, sizes, ratios, dedup)
+        if pool.get("readonly") is not None:
+            readonly.add(labels, int(pool["readonly"]))
         data_errors.add(labels, pool["data_errors"])
         _add_vdevs(pool, labels, rates, vdev_state, vdev_errors)
         _add_scan(pool, labels, scan_active, scan_progress)
@@ -320,8 +328,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                 family.add(dlabels, counters[key])
     for severity, count in count_by_severity(data.get("findings", ())).items():
         findings.add({"severity": severity}, count)
-    return [health, *sizes.values(), *ratios.values(), dedup, state, data_errors, vdev_state,
-            vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
+    return [health, *sizes.values(), *ratios.values(), readonly, dedup, state, data_errors,
+            vdev_state, vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings]
 
 

@@ -62,7 +62,10 @@ def pool_properties(row: Mapping[str, str]) -> dict[str, Any]:
                               ("fragmentation", "fragmentation", units.percent),
                               ("capacity", "capacity", units.percent),
                               ("dedupratio", "dedup_ratio", units.ratio),
-                              ("ashift", "ashift", units.integer)):
+                              ("ashift", "ashift", units.integer),
+                              ("freeing", "freeing", units.size),
+                              ("leaked", "leaked", units.size),
+                              ("readonly", "readonly", units.on_off)):
         if key in row:
             found[field] = parse(row[key])
     return found

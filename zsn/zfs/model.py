@@ -94,6 +94,12 @@ class Pool(NamedTuple):
     dedup_ratio: float | None = None
     ashift: int | None = None
     """The pool property: the default for new vdevs, 0 = detect."""
+    freeing: int | None = None
+    """Bytes still to be freed in the background after a destroy."""
+    leaked: int | None = None
+    """Bytes a destroy could not free (only with ``zfs_free_leak_on_eio``)."""
+    readonly: bool | None = None
+    """Imported read-only (``zpool import -o readonly=on``)."""
     vdevs: tuple[Vdev, ...] = ()
     scan: Scan | None = None
     status: str = ""

@@ -15,8 +15,9 @@ VALID_CHARACTERS = "letters, digits, '_', '-', '.', ':' and space"
 _VALID_RE = re.compile(r"[A-Za-z0-9_.: -]+")
 _INVALID_CHARACTER_RE = re.compile(r"[^A-Za-z0-9_.: -]")
 POOL_COLUMNS = ("name", "size", "allocated", "free", "fragmentation", "capacity",
-                "dedupratio", "health", "ashift")
-"""What zsn asks `zpool list -o` for."""
+                "dedupratio", "health", "ashift", "freeing", "leaked", "readonly")
+"""What zsn asks `zpool list -o` for (``freeing``, ``leaked``, ``readonly``: the rest of
+zfs_exporter's default pool properties)."""
 DATASET_COLUMNS = ("name", "type", "used", "available", "referenced", "compressratio",
                    "recordsize", "compression", "atime", "relatime", "xattr",
                    "mountpoint", "creation", "zsn:use")

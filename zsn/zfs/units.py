@@ -58,6 +58,16 @@ def percent(text: str) -> int | None:
     return integer(value)
 
 
+def on_off(text: str) -> bool | None:
+    """A boolean property: ``on``/``off`` (``-`` and the like: None)."""
+    value = text.strip()
+    if value in NOT_APPLICABLE:
+        return None
+    if value not in ("on", "off"):
+        raise ParseError(f"not on or off: {value[:40]!r}")
+    return value == "on"
+
+
 def ratio(text: str) -> float | None:
     """``1.00`` (``-p``) or ``1.00x``."""
     value = text.strip().removesuffix("x")

@@ -15,10 +15,16 @@ from typing import Any, TypedDict
 
 import pytest
 
+from zsn.zfs.names import POOL_COLUMNS
+
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 LAB = FIXTURES / "zfs-lab"
 VM = FIXTURES / "zfs-vm"
 OTHERS = FIXTURES / "zfs"
+POOL_LIST = "zpool list -Hp -o " + ",".join(POOL_COLUMNS)
+"""The `zpool list` zsn runs; `POOL_LIST_OUTPUT` is its output for the lab's pools full
+and rz (made as for the other captures of the folder)."""
+POOL_LIST_OUTPUT = LAB / "zpool-list-Hp-o.freeing-leaked-readonly.txt"
 
 FAKE = '''#!{python}
 """A fake {name}: answers the argv it was set up for with a captured output."""
@@ -80,8 +86,7 @@ class FakeZfs:
 
     def standard(self, status: str = "zpool-status-p-P.all-classes.txt") -> None:
         """The lab's two pools (full, rz) as zsn reads them."""
-        self.answer("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,"
-                    "dedupratio,health,ashift", read(LAB / "zpool-list-Hp-o.txt"))
+        self.answer(POOL_LIST, read(POOL_LIST_OUTPUT))
         self.answer("zpool status -p -P", read(LAB / status))
 
 

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.schema import check_export
-from tests.unit.zfs.conftest import FIXTURES, LAB, VM, FakeZfs, read
+from tests.unit.zfs.conftest import FIXTURES, LAB, POOL_LIST, POOL_LIST_OUTPUT, VM, FakeZfs, read
 
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
             "compressratio,recordsize,compression,atime,relatime,xattr,mountpoint,creation,"
@@ -26,8 +26,7 @@ def zsn(fake: FakeZfs, *args: str) -> subprocess.CompletedProcess[str]:
 
 def scrub_states(fake: FakeZfs, state: str) -> None:
     """The lab's tank in `state` (zpool status -p -P), sized by the lab's zpool list."""
-    fake.answer("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,"
-                "dedupratio,health,ashift", read(LAB / "zpool-list-Hp-o.txt").replace(
+    fake.answer(POOL_LIST, read(POOL_LIST_OUTPUT).replace(
                     "full\t", "tank\t").split("\n")[0] + "\n")
     fake.answer("zpool status -p -P", read(VM / f"zpool-status-p-P.{state}.txt"))
 
@@ -240,6 +239,11 @@ def test_prometheus_metrics_parse(fake_zfs: FakeZfs) -> None:
              for s in families["zsn_zfs_pool_state"].samples}
     assert state[("full", "online")] == 1 and state[("full", "degraded")] == 0
     assert {s.labels["pool"]: s.value for s in families["zfs_pool_health"].samples}["full"] == 0
+    # The rest of zfs_exporter's default pool properties, its names and values.
+    for name, value in (("zfs_pool_freeing_bytes", 0), ("zfs_pool_leaked_bytes", 0),
+                        ("zfs_pool_readonly", 0)):
+        assert {s.labels["pool"]: s.value for s in families[name].samples} == {
+            "full": value, "rz": value}, name
     writes = {s.labels["vdev"]: s.value
               for s in families["zsn_zfs_vdev_write_ops_per_second"].samples}
     assert writes["full"] == 3015 and writes["/run/vdev/b"] == 274

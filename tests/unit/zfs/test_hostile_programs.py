@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from tests.terminal_scan import drawn_text, raw_controls, run_in_terminal
-from tests.unit.zfs.conftest import LAB, FakeZfs, read
+from tests.unit.zfs.conftest import LAB, POOL_LIST, FakeZfs, read
 from tests.unit.zfs.test_cli_export import DATASETS
 
 MOUNTPOINT = "/mnt/\x1b]52;c;SE9TVElMRQ==\x07\u202eevil"
@@ -36,8 +36,7 @@ def test_hostile_names_in_zpool_and_zfs_output_are_shown_escaped(fake_zfs: FakeZ
 
 
 def test_an_error_that_would_drive_the_terminal_is_quoted_escaped(fake_zfs: FakeZfs) -> None:
-    fake_zfs.answer("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,"
-                    "dedupratio,health,ashift",
+    fake_zfs.answer(POOL_LIST,
                     stderr="cannot open '\x1b]0;owned\x07': \x1b[2Jno such pool\u202e\n"
                            "second line\n", rc=1)
     code, text = zsn(fake_zfs, "zfs", "list")
@@ -48,8 +47,7 @@ def test_an_error_that_would_drive_the_terminal_is_quoted_escaped(fake_zfs: Fake
 
 
 def test_a_flooding_zpool_is_stopped_at_its_cap(fake_zfs: FakeZfs) -> None:
-    fake_zfs.answer("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,"
-                    "dedupratio,health,ashift", stream=["\x1b[2J" * 65536] * 80)
+    fake_zfs.answer(POOL_LIST, stream=["\x1b[2J" * 65536] * 80)
     code, text = zsn(fake_zfs, "zfs", "list")
     assert code == 1 and "larger than 16 MiB" in text
     assert raw_controls(text) == [] and text.count("\n") == 1

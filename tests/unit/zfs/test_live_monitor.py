@@ -14,16 +14,15 @@ from typing import Any
 import pytest
 
 from tests.needs import needs_tools
-from tests.unit.zfs.conftest import LAB, OTHERS, FakeZfs, read
+from tests.unit.zfs.conftest import LAB, OTHERS, POOL_LIST, POOL_LIST_OUTPUT, FakeZfs, read
 from zsn.system import commands
 from zsn.system.host import Host
 from zsn.zfs import live
 from zsn.zfs.live import MODULE_NOT_LOADED, ZfsReader, read_zfs
 from zsn.zfs.monitor import IostatMonitor
+from zsn.zfs.names import POOL_COLUMNS
 
 REPO = Path(__file__).resolve().parents[3]
-LIST = ("zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,dedupratio,"
-        "health,ashift")
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
             "compressratio,recordsize,compression,atime,relatime,xattr,"
             "mountpoint,creation,zsn:use")
@@ -96,7 +95,7 @@ def test_started_reads_finish_with_the_same_snapshot(fake_zfs: FakeZfs) -> None:
 
 
 def test_a_refused_command_is_an_error_and_the_rest_is_shown(fake_zfs: FakeZfs) -> None:
-    fake_zfs.answer(LIST, read(LAB / "zpool-list-Hp-o.txt"))
+    fake_zfs.answer(POOL_LIST, read(POOL_LIST_OUTPUT))
     # libzfs_error_init()'s message for EACCES (lib/libzfs/os/linux/libzfs_util_os.c)
     fake_zfs.answer("zpool status -p -P",
                     stderr="Permission denied the ZFS utilities must be run as root.\n", rc=1)
@@ -107,7 +106,7 @@ def test_a_refused_command_is_an_error_and_the_rest_is_shown(fake_zfs: FakeZfs) 
 
 
 def test_garbage_output_is_an_error_not_a_traceback(fake_zfs: FakeZfs) -> None:
-    fake_zfs.answer(LIST, "full\t1\t2\n")
+    fake_zfs.answer(POOL_LIST, "full\t1\t2\n")
     fake_zfs.answer("zpool status -p -P", "  pool: full\n state: ONLINE\nconfig:\n\n"
                     "\tNAME STATE READ WRITE CKSUM\n\t???\n")
     snapshot = read_zfs(Host(fake_zfs.root), datasets=False)
@@ -118,8 +117,7 @@ def test_garbage_output_is_an_error_not_a_traceback(fake_zfs: FakeZfs) -> None:
 def test_openzfs_2_3_is_read_as_json_and_a_refusal_falls_back_to_text(
         fake_zfs: FakeZfs) -> None:
     (fake_zfs.root / "sys/module/zfs/version").write_text("2.3.1-1\n")
-    fake_zfs.answer("zpool list -j --json-int -o name,size,allocated,free,fragmentation,"
-                    "capacity,dedupratio,health,ashift",
+    fake_zfs.answer("zpool list -j --json-int -o " + ",".join(POOL_COLUMNS),
                     read(OTHERS / "zpool-list-j.openzfs-man.json"))
     fake_zfs.answer("zpool status -j --json-int -P",
                     read(OTHERS / "zpool-status-j.raidz1-dedup-special.openzfs-man.json"))

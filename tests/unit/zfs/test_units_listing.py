@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.zfs.conftest import LAB, OTHERS, VM, read
+from tests.unit.zfs.conftest import LAB, OTHERS, POOL_LIST_OUTPUT, VM, read
 from zsn.errors import ParseError
 from zsn.zfs import listing, units
+from zsn.zfs.names import POOL_COLUMNS
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -48,11 +49,62 @@ def test_size_raises_only_parse_errors(text: str) -> None:
 
 
 def test_zpool_list_as_zsn_asks_for_it() -> None:
-    full, raidz = listing.parse_pools_text(read(LAB / "zpool-list-Hp-o.txt"))
+    full, raidz = listing.parse_pools_text(read(POOL_LIST_OUTPUT))
     assert full == {"name": "full", "health": "ONLINE", "size": 352321536,
                     "allocated": 626688, "free": 351694848, "fragmentation": 0,
-                    "capacity": 0, "dedup_ratio": 1.0, "ashift": 12}
+                    "capacity": 0, "dedup_ratio": 1.0, "ashift": 12, "freeing": 0,
+                    "leaked": 0, "readonly": False}
     assert raidz["ashift"] == 0
+    # The columns zsn asked for before freeing, leaked and readonly.
+    older = listing.parse_pools_text(read(LAB / "zpool-list-Hp-o.txt"), POOL_COLUMNS[:-3])
+    assert older[0] == {key: value for key, value in full.items()
+                        if key not in ("freeing", "leaked", "readonly")}
+
+
+def zfs_exporter_reading(text: str) -> dict[str, dict[str, str]]:
+    """``zpool get -Hpo name,property,value``, as zfs_exporter reads it: pool -> property
+    -> value."""
+    found: dict[str, dict[str, str]] = {}
+    for row in listing.parse_text_rows(text, ("name", "property", "value"), "zpool get"):
+        found.setdefault(row["name"], {})[row["property"]] = row["value"]
+    return found
+
+
+def test_zfs_exporters_pool_properties_have_the_values_it_reads() -> None:
+    """zsn's one `zpool list` and zfs_exporter's `zpool get` of its default properties,
+    run one after the other on idle pools, agree on every one of them."""
+    listed = {row["name"]: row for row in listing.parse_pools_text(read(POOL_LIST_OUTPUT))}
+    got = zfs_exporter_reading(read(LAB / "zpool-get-Hpo.zfs_exporter-defaults.txt"))
+    assert set(got) == set(listed) == {"full", "rz"}
+    for pool, values in got.items():
+        row = listed[pool]
+        for prop in ("allocated", "free", "freeing", "leaked", "size", "fragmentation"):
+            assert row[prop] == int(values[prop]), (pool, prop)
+        assert row["dedup_ratio"] == float(values["dedupratio"])
+        assert row["health"] == values["health"]
+        assert row["readonly"] is (values["readonly"] == "on")
+
+
+def test_space_being_freed_and_a_read_only_pool() -> None:
+    full, rz = listing.parse_pools_text(read(
+        LAB / "zpool-list-Hp-o.freeing-leaked-readonly.freeing-and-readonly.txt"))
+    assert (full["freeing"], full["readonly"]) == (20807680, False)
+    assert (rz["freeing"], rz["readonly"], rz["leaked"]) == (0, True, 0)
+    # zfs_exporter's reading a moment later: less left to free, the same read-only pool.
+    got = zfs_exporter_reading(read(
+        LAB / "zpool-get-Hpo.zfs_exporter-defaults.freeing-and-readonly.txt"))
+    assert 0 < int(got["full"]["freeing"]) < full["freeing"]
+    assert (got["rz"]["readonly"], got["full"]["readonly"]) == ("on", "off")
+
+
+@pytest.mark.parametrize(("text", "expected"), [("on", True), ("off", False), ("-", None)])
+def test_on_off(text: str, expected: bool | None) -> None:
+    assert units.on_off(text) is expected
+
+
+def test_on_off_refuses_anything_else() -> None:
+    with pytest.raises(ParseError):
+        units.on_off("yes")
 
 
 def test_zpool_list_defaults_and_other_tools_columns() -> None:
@@ -76,7 +128,7 @@ def test_zpool_list_v_skips_vdev_rows_and_space_padded_headings() -> None:
 
 
 def test_a_row_with_the_wrong_field_count_is_an_error() -> None:
-    with pytest.raises(ParseError, match="3 fields where 9 were asked for"):
+    with pytest.raises(ParseError, match="3 fields where 12 were asked for"):
         listing.parse_pools_text("a\tb\tc\n")
 
 
