@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -486,3 +487,36 @@ def test_a_session_over_wireguard_names_the_tunnel_and_its_underlay(fresh: SshLa
         config.unlink()
         lab.lab.stop_daemon(server_wg)
         lab.lab.stop_daemon(client_wg)
+
+
+# -- the lab itself ---------------------------------------------------------------------
+
+
+def test_a_refused_login_fails_the_lab_as_it_is_built() -> None:
+    """sshd without PAM refuses a locked account (shadow ``!``), as every account is in
+    the kernel lab guest: the lab says so at once, with sshd's reason, instead of each
+    scenario waiting out its deadlines (the lab's own shadow keeps root unlocked)."""
+    require_lab(("ip", "ping"))
+    lab = Lab()
+    started = time.monotonic()
+    try:
+        with pytest.raises(sshd.LoginRefused) as refused:
+            sshd.build(lab, 8, shadow="root:!:::::::\n")
+    finally:
+        lab.close()
+    assert time.monotonic() - started < 30
+    assert "Permission denied (publickey" in str(refused.value)
+    assert "User root not allowed because account is locked" in str(refused.value)
+
+
+def test_the_lab_shadow_unlocks_every_account_and_holds_no_password() -> None:
+    passwd = "root:x:0:0:root:/root:/bin/bash\nsshd:x:102:65534::/run/sshd:/usr/sbin/nologin\n"
+    assert sshd.unlocked_shadow(passwd) == "root:*:::::::\nsshd:*:::::::\n"
+
+
+def test_a_session_closed_twice_says_the_same_both_times(fresh: SshLab) -> None:
+    session = fresh.session("echo hello; exit 3")
+    wait_for(session.ended, 30, "the session to end")
+    said = session.close()
+    assert said == ("hello\n", "")
+    assert session.close() == said  # the second time, no "read of closed file"

@@ -10,6 +10,13 @@ for ``/run/zsn`` (the pending store) and the config folders zsn may write
 (``BOUND``), so nothing reaches the host; every process of the session, the guardian
 included, sees them. `Session` is one ssh connection; `probe` tells whether a new
 one could connect now (a TCP connect that completes).
+
+sshd runs without PAM, and then it refuses a locked account even for a key ("User
+root not allowed because account is locked": a shadow password starting with ``!``).
+The kernel lab guest's init locks every account (virtme-ng binds over /etc/shadow a
+copy made of ``NAME:!:`` lines), so sshd reads a shadow of its own, every account's
+password unusable (``*``) but none locked. A lab whose login is refused all the same
+fails as it is built, with the client's and sshd's words, not scenario by scenario.
 """
 
 from __future__ import annotations
@@ -228,6 +235,8 @@ def zsn_command(*args: str, wrapper: tuple[str, ...] = ()) -> str:
 @dataclass
 class Session:
     process: subprocess.Popen[bytes]
+    said: tuple[str, str] | None = None
+    """What the session printed (stdout, stderr), once closed."""
 
     def died(self, timeout: float) -> bool:
         """Whether the client gave the session up (cut: no answer to its keepalives)."""
@@ -237,7 +246,13 @@ class Session:
             return False
         return self.process.returncode == 255
 
+    def ended(self) -> bool:
+        return self.process.poll() is not None
+
     def close(self) -> tuple[str, str]:
+        """Stop the client; what the session printed (the same on every call)."""
+        if self.said is not None:
+            return self.said
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -250,7 +265,8 @@ class Session:
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
-        return out.decode(errors="replace"), err.decode(errors="replace")
+        self.said = out.decode(errors="replace"), err.decode(errors="replace")
+        return self.said
 
 
 @dataclass
@@ -335,9 +351,10 @@ def require_ssh_lab() -> None:
     needs_tools("ip", "ssh", "ssh-keygen", "nsenter", "unshare", "ethtool", "ping", SSHD)
 
 
-def build(lab: Lab, number: int) -> SshLab:
-    """The lab: namespaces, the veth path, addresses, routes, keys, sshd started.
-    `number` (1-200) keeps several labs' subnets apart."""
+def build(lab: Lab, number: int, shadow: str | None = None) -> SshLab:
+    """The lab: namespaces, the veth path, addresses, routes, keys, sshd started and a
+    login over it checked. `number` (1-200) keeps several labs' subnets apart;
+    `shadow` replaces the accounts sshd reads (a test of a refused login)."""
     require_ssh_lab()
     server, client = lab.namespace("s"), lab.namespace("c")
     uplink, far = lab.name("up"), lab.name("fa")
@@ -366,7 +383,8 @@ def build(lab: Lab, number: int) -> SshLab:
         folder = work / ("bound" + system_path.replace("/", "-"))
         folder.mkdir(mode=0o755)
         ssh_lab.folders[system_path] = folder
-    _start_sshd(ssh_lab)
+    _start_sshd(ssh_lab, _shadow(work, shadow))
+    _check_login(ssh_lab)
     return ssh_lab
 
 
@@ -376,7 +394,23 @@ def _keys(work: Path) -> None:
     (work / "authorized_keys").write_text((work / "client_key.pub").read_text())
 
 
-def _start_sshd(lab: SshLab) -> None:
+def unlocked_shadow(passwd: str) -> str:
+    """A shadow file for the accounts of `passwd`: no password works (``*``), no
+    account is locked (``!``), nothing expires."""
+    names = [line.split(":", 1)[0] for line in passwd.splitlines() if ":" in line]
+    return "".join(f"{name}:*:::::::\n" for name in names)
+
+
+def _shadow(work: Path, shadow: str | None) -> Path:
+    """sshd's /etc/shadow (`shadow`, or every account unlocked), mode 0600."""
+    path = work / "shadow"
+    path.touch(mode=0o600)
+    path.write_text(shadow if shadow is not None
+                    else unlocked_shadow(Path("/etc/passwd").read_text()))
+    return path
+
+
+def _start_sshd(lab: SshLab, shadow: Path) -> None:
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
     config = lab.work / "sshd_config"
     config.write_text("\n".join([
@@ -386,9 +420,10 @@ def _start_sshd(lab: SshLab) -> None:
         f"AuthorizedKeysFile {lab.work / 'authorized_keys'}", "StrictModes no",
         "PermitRootLogin prohibit-password", "UsePAM no", "PasswordAuthentication no",
         "KbdInteractiveAuthentication no", "PrintMotd no", "PrintLastLog no",
-        "LogLevel ERROR", "MaxStartups 100:30:200",
+        "LogLevel INFO", "MaxStartups 100:30:200",
         "SetEnv PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ""]))
     binds = {str(folder): system for system, folder in lab.folders.items()}
+    binds[str(shadow)] = "/etc/shadow"
     log = open(lab.work / "sshd.log", "wb")  # noqa: SIM115 - closed with the lab
     lab.sshd = subprocess.Popen(
         ["ip", "netns", "exec", lab.server,
@@ -405,3 +440,19 @@ def _start_sshd(lab: SshLab) -> None:
     wait_for(lambda: lab.probe(1.0) or sshd.poll() is not None, 30, "sshd to answer")
     if sshd.poll() is not None:
         raise RuntimeError(f"sshd exited: {(lab.work / 'sshd.log').read_text()[-2000:]}")
+
+
+class LoginRefused(RuntimeError):
+    """The lab's sshd answers but will not let the lab's key in."""
+
+
+def _check_login(lab: SshLab) -> None:
+    """One login with the lab's key: a lab whose every session would be refused fails
+    here, with the reasons, rather than each scenario waiting out its deadlines."""
+    result = lab.run("true", timeout=CONNECT_TIMEOUT + 30)
+    if result.returncode == 0:
+        return
+    said = (lab.work / "sshd.log").read_text(errors="replace").strip().splitlines()
+    raise LoginRefused(
+        f"ssh root@{lab.target[0]} with the lab's key failed (exit {result.returncode}): "
+        f"{result.stderr.strip()}\nsshd said:\n" + "\n".join(said[-20:]))

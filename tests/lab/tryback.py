@@ -119,14 +119,23 @@ APPLY_WAIT = 120.0
 
 
 def applied_in_time(lab: SshLab, scenario: Scenario, session: Session) -> None:
-    """Wait until zsn applied the change; if it does not, say what the session printed."""
+    """Wait until zsn applied the change; if it does not (the session ended first: a
+    login refused, zsn exited), say at once what the session printed."""
+    def applied() -> bool:
+        return scenario.changed(lab) and lab.applied()
+
     try:
-        wait_for(lambda: scenario.changed(lab) and lab.applied(), APPLY_WAIT,
+        wait_for(lambda: applied() or session.ended(), APPLY_WAIT,
                  "the change to be applied")
+        if applied():
+            return
+        problem = f"the session ended (exit {session.process.returncode}) before the " \
+                  "change was applied"
     except TimeoutError:
-        out, err = session.close()
-        raise AssertionError(f"not applied within {APPLY_WAIT:g} s; the session said:\n"
-                             f"{out}{err}\nrecords: {lab.changes()}") from None
+        problem = f"not applied within {APPLY_WAIT:g} s"
+    out, err = session.close()
+    raise AssertionError(f"{problem}; the session said:\n{out}{err}\n"
+                         f"records: {lab.changes()}")
 
 
 def guardian_gone(lab: SshLab, change_id: str) -> bool:
