@@ -1,5 +1,6 @@
 """Lock-out scenarios run through a real SSH session (tests/lab/sshd.py): the checks
-the host's tests (tests/integration/test_tryback_ssh.py) use.
+the host's tests (tests/integration/test_tryback_ssh.py) and the kernel lab guest's
+(tests/kernel/test_tryback.py) share.
 
 `never_confirmed` proves the cut first (while the try runs, a new connection fails and
 the client's own session dies: its keepalives go unanswered), then that the guardian
@@ -82,10 +83,14 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
     try:
         before, files = lab.snapshot(), files_of(lab, scenario)
         assert lab.probe(size=scenario.size), "the path works before the change"
-        with lab.watch(scenario.size) as watch:
-            session = lab.session(zsn_command(*scenario.argv_for(lab), "--try",
-                                              str(seconds)), bulk=scenario.bulk)
-            try:
+        session = lab.session(zsn_command(*scenario.argv_for(lab), "--try", str(seconds)),
+                              bulk=scenario.bulk)
+        try:
+            # The prober starts once zsn runs in the session: each of its connects is a
+            # process sshd starts, and on the kernel lab guest's emulated CPU that load
+            # can stretch the session's own login past its keepalives.
+            in_session(lab, session, lambda: bool(lab.changes()), "zsn to start the change")
+            with lab.watch(scenario.size) as watch:
                 applied_in_time(lab, scenario, session)
                 applied = time.time()
                 if "--persist" in scenario.argv:  # the boot config waits for confirm
@@ -96,8 +101,8 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
                 change = lab.wait_state(("pending", "rolled back", "rollback incomplete"),
                                         30)
                 back = watch.first_up_after(float(change["deadline_wall"]), seconds + 20)
-            finally:
-                session.close()
+        finally:
+            session.close()
         assert back is not None, "the path never came back"
         assert back - applied <= seconds + 5, \
             f"the path came back {back - applied:.1f} s after the change"
@@ -119,23 +124,26 @@ APPLY_WAIT = 120.0
 
 
 def applied_in_time(lab: SshLab, scenario: Scenario, session: Session) -> None:
-    """Wait until zsn applied the change; if it does not (the session ended first: a
-    login refused, zsn exited), say at once what the session printed."""
-    def applied() -> bool:
-        return scenario.changed(lab) and lab.applied()
+    """Wait until zsn applied the change."""
+    in_session(lab, session, lambda: scenario.changed(lab) and lab.applied(),
+               "the change to be applied")
 
+
+def in_session(lab: SshLab, session: Session, reached: Callable[[], bool],
+               what: str) -> None:
+    """Wait for `reached`, within APPLY_WAIT s; if the session ends first (its login
+    refused or timed out, zsn exited), fail at once with what the session printed and
+    sshd's last words."""
     try:
-        wait_for(lambda: applied() or session.ended(), APPLY_WAIT,
-                 "the change to be applied")
-        if applied():
+        wait_for(lambda: reached() or session.ended(), APPLY_WAIT, what)
+        if reached():
             return
-        problem = f"the session ended (exit {session.process.returncode}) before the " \
-                  "change was applied"
+        problem = f"the session ended (exit {session.process.returncode}) before {what}"
     except TimeoutError:
-        problem = f"not applied within {APPLY_WAIT:g} s"
+        problem = f"no {what} within {APPLY_WAIT:g} s"
     out, err = session.close()
     raise AssertionError(f"{problem}; the session said:\n{out}{err}\n"
-                         f"records: {lab.changes()}")
+                         f"records: {lab.changes()}\nsshd said:\n{lab.sshd_said()}")
 
 
 def guardian_gone(lab: SshLab, change_id: str) -> bool:
