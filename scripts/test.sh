@@ -44,7 +44,8 @@ LAB_PACKAGES=(
     dmsetup util-linux                            # group zfs: dm delay disks over loop devices
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
-    openssh-server openssh-client                 # group tryback: zsn inside an SSH session
+    openssh-server openssh-client                 # groups tryback, zfs_send: sshd, ssh
+    netcat-openbsd                                # bench/zfs_send.py: nc against --via tcp
 )
 # The config corpus (tests/corpus) compares zsn's reading of interfaces files with each
 # ifupdown implementation's own ifquery. The three packages conflict, so each is unpacked
@@ -138,7 +139,17 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "installing Debian packages: ${missing[*]}"
         case " ${missing[*]} " in *" zfs-dkms "*) enable_contrib ;; esac
         apt_quiet update
-        apt_quiet install -y "${missing[@]}"
+        # Tests start the daemons they need themselves (sshd, openvpn, hostapd ...): a
+        # package must not start one on the machine as it installs (Debian's policy-rc.d).
+        policy=/usr/sbin/policy-rc.d
+        made_policy=
+        if [ ! -e "$policy" ]; then
+            printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && made_policy=1
+        fi
+        install_status=0
+        apt_quiet install -y "${missing[@]}" || install_status=$?
+        [ -z "$made_policy" ] || rm -f "$policy"
+        [ "$install_status" -eq 0 ] || exit "$install_status"
     fi
     if ! lab_kernel_with_zfs >/dev/null; then
         # zfs-dkms builds for kernels with headers at install time; build for any

@@ -19,7 +19,8 @@ run prints its own. A new parser adds its strategy and its entry here.
 - ZFS (`zsn.zfs`): `zpool status` text (status lines, tree lines, scan lines mixed
   with noise) and JSON; the `zpool iostat` block assembler fed rows rendered from
   numbers (each accepted block reads back the numbers); `zpool list`/`zfs list` rows
-  and snapshot listings;
+  and snapshot listings; what `zsn zfs send` reads (`zfs get` rows, `zfs send -nvP`
+  estimates and resume tokens, the remote batch's end markers);
   kstat benchmarks and tables: typed errors only; the pool cache file (the real capture
   with bytes changed, cut or repeated): typed errors only, and what is accepted decodes
   to lists of the same shapes.
@@ -80,6 +81,7 @@ EXAMPLES = {
     "zpool iostat stream": 1000,
     "zpool/zfs list": 1000,
     "zfs snapshot list": 1000,
+    "zfs send outputs": 1000,
     "ZFS kstats": 1000,
     "ZFS pool cache file": 1000,
     "rtnetlink dumps": 1000,
@@ -472,6 +474,36 @@ def test_fuzz_zfs_snapshot_list() -> None:
             assert snapshot.full_name + "\t" in text
 
     fuzz("zfs snapshot list", st.lists(row, max_size=5), check)
+
+
+def test_fuzz_zfs_send_outputs() -> None:
+    from zsn.system.commands import CommandResult
+    from zsn.zfs import remote, send
+
+    words = st.sampled_from([
+        "resume token contents:", "nvlist version: 0", "\ttoname = tank/a@b",
+        "\ttoguid = 0x152fa5cc748a978", "\trawok = 1", "\tbytes = 0x2c2b28",
+        "full\ttank/a@b\t9757768", "size\t9757768", "size\t-", "size\t12a",
+        "incremental\ta\ttank/a@b\t624", "tank/a\ttype\tfilesystem",
+        "tank/a\treceive_resume_token\t1-abc", "@zsn-end 0", "@zsn-end 1", "@zsn-end x"])
+    lines = st.lists(st.one_of(words, _noise), max_size=12)
+
+    def check(parts: list[str]) -> None:
+        text = "\n".join(parts)
+        ok = CommandResult(("zfs",), 0, text, "", 0.0)
+        token = only_typed_errors(lambda: send.parse_token("tank/b", "1-x", ok))
+        if token is not None:
+            assert token.toname == token.fields.get("toname", "")
+            assert token.remaining is None or token.remaining >= 0
+        size = only_typed_errors(lambda: send.parse_estimate(ok))
+        assert size is None or size >= 0
+        found = only_typed_errors(lambda: send.parse_properties(text))
+        for name, values in (found or {}).items():
+            assert all(f"{name}\t{key}\t{value}" in text for key, value in values.items())
+        runs = remote.split_batch(text, ["a", "b", "c"], {k: ["zfs"] for k in "abc"})
+        assert list(runs) == ["a", "b", "c"][:len(runs)]
+
+    fuzz("zfs send outputs", lines, check)
 
 
 def test_fuzz_zfs_kstats() -> None:

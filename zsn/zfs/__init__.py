@@ -9,8 +9,8 @@ DOMAIN = Domain(
     export="zsn.zfs.export",
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
-                     "snapshots, advisor", "zsn.zfs.cli",
-                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|advise ..."),
+                     "snapshots, replication, advisor", "zsn.zfs.cli",
+                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|advise ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",

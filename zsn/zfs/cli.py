@@ -20,7 +20,7 @@ from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream
 from zsn.terminal import safe, safe_lines
-from zsn.zfs import actions, lint, snapshots
+from zsn.zfs import actions, lint, send_cli, snapshots
 from zsn.zfs.export import dataset_to_dict, pool_to_dict, snapshot_to_dict
 from zsn.zfs.iostat import BlockAssembler, iostat_argv, looks_like_row
 from zsn.zfs.live import ENV, read_everything, read_zfs, require_program, run_zfs_command
@@ -74,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     taking.add_argument("-r", "--recursive", action="store_true",
                         help="of every descendant too, atomically")
     add_dry_run(taking)
+    send_cli.add_arguments(verbs)
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
     advise.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "snapshot":
         return apply_or_show(snapshots.plan_snapshot(host, args.snapshot, args.recursive),
                              args.dry_run)
+    if args.action == "send":
+        return send_cli.run(args, host)
     if args.action == "snapshots":
         return _snapshots(args.dataset, args.recursive, args.json)
     if args.action == "advise":

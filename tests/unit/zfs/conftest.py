@@ -40,6 +40,10 @@ if answer is None:
     sys.exit(99)
 if answer.get("sleep"):
     time.sleep(answer["sleep"])
+if answer.get("drain"):  # a receiver: read the stream to its end, note its size
+    size = len(sys.stdin.buffer.read())
+    with open(os.environ["ZSN_FAKE_ZFS"] + ".received", "a") as received:
+        received.write(str(size) + "\\n")
 for chunk in answer.get("stream", []):
     sys.stdout.write(chunk)
     sys.stdout.flush()
