@@ -125,7 +125,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: ZFS state holds no key material zsn reads."""
     reading = start_everything(host, now=time.time(), iostat=True)
     # While zpool and zfs run: the parsers and the advisor load.
-    from zsn.zfs import iostat
+    from zsn.zfs import iostat, transfers
     from zsn.zfs.lint import SUBJECT, advise
 
     snapshot, facts, outputs = reading.finish()
@@ -147,17 +147,19 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
                 errors.append(f"zpool iostat output not understood: {exc}")
     findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
     return section(snapshot, blocks, dataset_counters(host, names), findings,
-                   tuple(facts.notes), errors)
+                   tuple(facts.notes), errors, transfers.read_transfers(host))
 
 
 def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
             counters: dict[str, dict[str, int]], findings: list[dict[str, Any]],
-            notes: tuple[str, ...], errors: list[str] | None = None) -> dict[str, Any]:
+            notes: tuple[str, ...], errors: list[str] | None = None,
+            transfers: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The section from one reading: pools with their I/O blocks, datasets with their
-    kstat counters, the advisor's findings and notes."""
+    kstat counters, the advisor's findings and notes, the transfers (`zsn.zfs.transfers`)."""
     if snapshot.unavailable:
         return {"available": False, "reason": snapshot.unavailable, "version": None,
-                "pools": [], "datasets": [], "findings": []}
+                "pools": [], "datasets": [], "findings": [],
+                "transfers": {"running": [], "last": []}}
     data: dict[str, Any] = {
         "available": True,
         "version": snapshot.version,
@@ -166,6 +168,7 @@ def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
                   for pool in snapshot.pools],
         "datasets": [dataset_to_dict(d, counters.get(d.name)) for d in snapshot.datasets],
         "findings": findings,
+        "transfers": transfers or {"running": [], "last": []},
     }
     all_notes = list(snapshot.notes) + list(notes)
     if all_notes:
@@ -220,8 +223,10 @@ class Poller:
         blocks = {pool: state.latest for pool, state in io.items() if state.latest is not None}
         errors = [f"zpool iostat {pool}: {state.error}" for pool, state in io.items()
                   if state.error]
+        from zsn.zfs.transfers import read_transfers
+
         return section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
-                       errors)
+                       errors, read_transfers(self.host))
 
     def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
         from zsn.zfs.facts import gather
@@ -330,7 +335,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
         findings.add({"severity": severity}, count)
     return [health, *sizes.values(), *ratios.values(), readonly, dedup, state, data_errors,
             vdev_state, vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
-            *dataset_counters.values(), findings]
+            *dataset_counters.values(), findings,
+            *transfer_metrics(data.get("transfers") or {})]
 
 
 def _add_space(pool: dict[str, Any], labels: dict[str, str], sizes: dict[str, MetricFamily],
@@ -372,3 +378,39 @@ def _add_scan(pool: dict[str, Any], labels: dict[str, str], scan_active: MetricF
         scan_active.add({**labels, "function": function}, int(running))
     if scan and scan["state"] in ("scanning", "paused") and scan["percent"] is not None:
         scan_progress.add({**labels, "function": scan["function"]}, scan["percent"] / 100)
+
+
+def transfer_metrics(transfers: dict[str, Any]) -> list[MetricFamily]:
+    """Transfers in progress and the last result per source and target pair."""
+    running = _transfer_families("zsn_zfs_transfer_", (
+        ("running", None, "1 while zsn zfs send runs for this source and target."),
+        ("bytes", "bytes", "Bytes moved so far by the running transfer."),
+        ("estimated_bytes", "estimate", "What zfs send -nvP estimated the transfer at."),
+        ("rate_bytes_per_second", "rate", "The running transfer's rate over the last seconds."),
+        ("eta_seconds", "eta_seconds", "Seconds left at that rate.")))
+    last = _transfer_families("zsn_zfs_transfer_last_", (
+        ("success", None, "1 if the last transfer of this pair went through, else 0."),
+        ("bytes", "bytes", "Bytes the last transfer of this pair moved."),
+        ("duration_seconds", "seconds", "How long the last transfer of this pair took."),
+        ("rate_bytes_per_second", "rate", "Its average rate."),
+        ("resumed", None, "1 if it resumed an interrupted one (receive_resume_token)."),
+        ("finished_timestamp_seconds", "finished", "Unix time it ended.")))
+    for families, records in ((running, transfers.get("running", ())),
+                              (last, transfers.get("last", ()))):
+        for record in records:
+            labels = {"source": record["source"], "target": record["target"],
+                      "via": str(record.get("via", ""))}
+            values = {"running": 1, "success": int(record.get("state") == "ok"),
+                      "resumed": int(bool(record.get("resumed")))}
+            for key, (family, field) in families.items():
+                value = values.get(key) if field is None else record.get(field)
+                if isinstance(value, int | float):
+                    family.add(labels, value)
+    return [family for families in (running, last) for family, _ in families.values()]
+
+
+def _transfer_families(prefix: str, specs: tuple[tuple[str, str | None, str], ...],
+                       ) -> dict[str, tuple[MetricFamily, str | None]]:
+    """Metric families by key, each with the record field it shows (None: computed)."""
+    return {key: (MetricFamily(prefix + key, "gauge", text), field)
+            for key, field, text in specs}

@@ -58,8 +58,6 @@ def require_program(name: str) -> str:
     """`find_program`, or a `ZsnError` saying which package installs it."""
     found = find_program(name)
     if found is None:
-        from zsn.errors import ZsnError
-
         raise ZsnError(NOT_INSTALLED.format(program=name))
     return found
 

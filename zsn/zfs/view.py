@@ -9,7 +9,8 @@ datasets) is the row's, not the text's: the table draws the guides.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from zsn.format import (
     RATE_WIDTH,
@@ -22,6 +23,7 @@ from zsn.format import (
 )
 from zsn.view import Cell, Column, Row, row_of
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
+from zsn.zfs.snapshots import Snapshot
 
 SPARK_WIDTH = 12
 SPARK_SHORT = 6
@@ -345,3 +347,107 @@ def dataset_rows(datasets: Iterable[Dataset]) -> list[Row]:
     """The datasets table, each under its parent."""
     return [row_of(dataset.name, DATASET_COLUMNS, dataset_cells(dataset),
                    depth=dataset.name.count("/")) for dataset in datasets]
+
+
+# -- snapshots -------------------------------------------------------------------------
+SNAPSHOT_COLUMNS = (
+    Column("name", "Snapshot", 0, help="the snapshot (DATASET@NAME)", truncate=True),
+    Column("created", "Created", 1, help="when it was taken (local time)"),
+    Column("used", "Used", 2, align="right",
+           help="space only this snapshot holds (freed if it alone went)"),
+    Column("referenced", "Refer", 3, align="right", help="data the snapshot refers to"),
+    Column("holds", "Holds", 4, align="right",
+           help="user holds (zfs hold): a held snapshot cannot be destroyed"),
+)
+
+
+def snapshot_row(snapshot: Snapshot, shown_dataset: str | None = None) -> Cells:
+    """A snapshot's cells; its name alone when the table shows one dataset's."""
+    name = f"@{snapshot.name}" if snapshot.dataset == shown_dataset else snapshot.full_name
+    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(snapshot.created)) \
+        if snapshot.created is not None else "-"
+    return {
+        "name": Cell(name),
+        "created": Cell(created),
+        "used": Cell(_size(snapshot.used)),
+        "referenced": Cell(_size(snapshot.referenced)),
+        "holds": Cell(str(snapshot.holds) if snapshot.holds else "-",
+                      "accent" if snapshot.holds else ""),
+    }
+
+
+# -- transfers ---------------------------------------------------------------------------
+TRANSFER_COLUMNS = (
+    Column("pair", "Source → Target", 0, help="what is sent where", truncate=True,
+           min_width=30),
+    Column("state", "State", 1, help="running, ok, failed, interrupted (run it again: "
+                                     "it resumes)"),
+    Column("progress", "Progress", 2, help="bytes moved of zfs send's estimate"),
+    Column("rate", "Rate", 2, align="right",
+           help="over the last seconds while running; the average once done"),
+    Column("eta", "ETA/took", 3, align="right", help="time left while running, else how "
+                                                     "long it took"),
+    Column("via", "Via", 4, help="local (a pipe), ssh or tcp"),
+    Column("when", "When", 5, align="right", help="started (running) or ended, how long ago"),
+    Column("resumed", "Resumed", 6, help="it went on from an interrupted one"),
+)
+BAR_WIDTH = 10
+
+
+def _bar(percent: float) -> str:
+    filled = max(0, min(BAR_WIDTH, int(BAR_WIDTH * percent / 100)))
+    return "█" * filled + "░" * (BAR_WIDTH - filled)
+
+
+def transfer_row(record: Mapping[str, Any], now: float) -> Cells:
+    """A transfer record (`zsn.zfs.transfers`) as cells: running, or the pair's last."""
+    state = str(record.get("state", "?"))
+    moved = record.get("bytes") or 0
+    estimate = record.get("estimate")
+    running = state == "running"
+    if running and isinstance(estimate, int | float) and estimate:
+        percent = min(99.9, 100.0 * moved / estimate)
+        progress = Cell(f"{_bar(percent)} {percent:3.0f}% {human_bytes(moved)}",
+                        "accent", short=f"{percent:.0f}% {human_bytes(moved)}")
+    else:
+        progress = Cell(human_bytes(moved) + (f" of {human_bytes(estimate)}"
+                                              if running and estimate else ""))
+    rate = record.get("rate")
+    if running:
+        eta = record.get("eta_seconds")
+        timing = human_duration(eta) if isinstance(eta, int | float) else "-"
+        when_at = record.get("started")
+    else:
+        seconds = record.get("seconds")
+        timing = human_duration(seconds) if isinstance(seconds, int | float) else "-"
+        when_at = record.get("finished") or record.get("updated")
+    tone = {"running": "accent", "ok": "good", "failed": "bad", "interrupted": "warn"}
+    return {
+        "pair": Cell(f"{record['source']} → {record['target']}"),
+        "state": Cell(state, tone.get(state, "")),
+        "progress": progress,
+        "rate": Cell(human_rate(rate) if isinstance(rate, int | float) else "-"),
+        "eta": Cell(timing),
+        "via": Cell(str(record.get("via") or "-")),
+        "when": Cell(f"{human_duration(now - when_at)} ago"
+                     if isinstance(when_at, int | float) else "-"),
+        "resumed": Cell("yes" if record.get("resumed") else ""),
+    }
+
+
+def transfer_rows(transfers: Mapping[str, Any], now: float) -> list[Row]:
+    """One row per source and target pair: running transfers first, then the other
+    pairs' last results, the latest first."""
+    rows: dict[str, Cells] = {}
+    last = sorted(transfers.get("last", ()), key=lambda r: -(r.get("updated") or 0))
+    for record in [*transfers.get("running", ()), *last]:
+        key = f"{record['source']}\0{record['target']}"
+        if key not in rows:
+            rows[key] = transfer_row(record, now)
+    return [row_of(key, TRANSFER_COLUMNS, cells) for key, cells in rows.items()]
+
+
+def snapshot_rows(dataset: str, snapshots: Sequence[Snapshot]) -> list[Row]:
+    """`dataset`'s snapshots, the newest first."""
+    return [row_of(s.full_name, SNAPSHOT_COLUMNS, snapshot_row(s, dataset))
+            for s in reversed(snapshots)]

@@ -26,20 +26,31 @@ from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.zfs_replication import Background
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
-from zsn.zfs import actions, view
-from zsn.zfs.live import ZfsReader, find_program
+from zsn.zfs import actions, snapshots, view
+from zsn.zfs.live import (
+    ZfsReader,
+    find_program,
+    require_program,
+    run_zfs_command,
+)
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
-from zsn.zfs.snapshots import read_dataset
+from zsn.zfs.send import SendRequest
+from zsn.zfs.snapshots import Snapshot, read_dataset
+from zsn.zfs.transfers import read_transfers
 
 
 def now() -> float:
     """The wall clock for "scrubbed 3d ago" (replaced in snapshot tests)."""
     return time.time()
 
+
+SNAPSHOTS_EVERY = 10.0
+"""Seconds between two reads of the shown dataset's snapshots."""
 
 VALUES = {
     "compression": ("lz4", "zstd", "gzip", "zle", "off"),
@@ -60,6 +71,10 @@ class ZfsView:
     io: dict[str, PoolIostat] = field(default_factory=dict)
     reads: Callable[[str, str], list[int]] = no_samples
     writes: Callable[[str, str], list[int]] = no_samples
+    transfers: dict[str, list[dict[str, Any]]] | None = None
+    """Read while the transfers view is shown (`zsn.zfs.transfers`)."""
+    snapshots: tuple[str, list[Snapshot]] | None = None
+    """A dataset's snapshots, while the snapshots view shows them."""
 
 
 class ZfsPane(LivePane[ZfsView]):
@@ -90,6 +105,19 @@ one that stalls, dies or prints garbage is stopped, shown and restarted.
 - `l` the advisor: findings from the field notes, each with its fix as a command
   (zsn never runs a fix that alters a pool on its own).
 Every change is shown as a plan first and applied on `y`. Nothing destroys data.
+
+#### Snapshots and replication
+- `n` the highlighted dataset's snapshots (`d` first to pick the dataset; the pool's
+  own dataset otherwise): creation, used, referenced, holds. `N` takes one (a plan).
+- `t` the transfers: each source and target pair's running send (progress, rate, ETA)
+  or its last result (bytes, time, resumed or not), also those started from the
+  command line (`zsn zfs send`).
+- `S` sends the highlighted dataset (or the highlighted transfer's pair again, which
+  resumes an interrupted one): a form, then the plan; it runs in the background and
+  goes on if zsn quits. `K` stops a running send (the target keeps what arrived).
+- `P` probes the highlighted transfer's pair: the source's read speed, zsn's pipe, SSH
+  (with its cipher) and TCP to the target, the target's write speed, and which one
+  limits the transfer.
 """
 
     # Most important first: the footer shows as many as fit.
@@ -97,11 +125,17 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         Binding("s", "scrub('start')", "Scrub"),
         Binding("d", "lower('datasets')", "Datasets"),
         Binding("v", "lower('vdevs')", "Vdevs"),
+        Binding("n", "lower('snapshots')", "Snapshots"),
+        Binding("t", "lower('transfers')", "Transfers"),
+        Binding("S", "send", "Send…", key_display="S"),
         Binding("e", "set_property", "Set prop"),
         Binding("l", "advise", "Advisor"),
         Binding("p", "scrub('pause')", "Pause scrub"),
         Binding("x", "scrub('stop')", "Stop scrub"),
         Binding("c", "clear", "Clear errors"),
+        Binding("N", "take_snapshot", "Snapshot…", key_display="N"),
+        Binding("P", "probe", "Probe", key_display="P"),
+        Binding("K", "stop_transfer", "Stop send", key_display="K"),
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
@@ -116,6 +150,11 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._io_pending = threading.Event()
         self.gone = GoneRows(lambda message: self.notify(
             message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Pool ")
+        self.background = Background(host)
+        self._lower = "vdevs"
+        """The lower table shown (read by `fetch` in its thread)."""
+        self._snapshots_of: str | None = None
+        self._snapshots: tuple[str, float, list[Snapshot]] | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -126,6 +165,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                             title="Vdevs (d: datasets)")
             yield LiveTable(view.DATASET_COLUMNS, id="zfs-datasets",
                             title="Datasets (v: vdevs)", empty_text="No datasets.")
+            yield LiveTable(view.SNAPSHOT_COLUMNS, id="zfs-snapshots", title="Snapshots",
+                            empty_text="No snapshots (N takes one).")
+            yield LiveTable(view.TRANSFER_COLUMNS, id="zfs-transfers", title="Transfers",
+                            empty_text="No transfers yet (S sends a dataset).")
 
     # -- the iostat streams: only while shown --------------------------------------
     def _monitor_for(self) -> IostatMonitor | None:
@@ -169,6 +212,24 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     # -- data ------------------------------------------------------------------
     def fetch(self) -> ZfsView:
+        shown = self._fetch_pools()
+        if self._lower == "transfers":
+            shown.transfers = read_transfers(self.host)
+        dataset = self._snapshots_of
+        if self._lower == "snapshots" and dataset is not None:
+            shown.snapshots = (dataset, self._read_snapshots(dataset))
+        return shown
+
+    def _read_snapshots(self, dataset: str) -> list[Snapshot]:
+        """The dataset's snapshots, read again every `SNAPSHOTS_EVERY` seconds."""
+        cached = self._snapshots
+        now = time.monotonic()
+        if cached is None or cached[0] != dataset or now - cached[1] > SNAPSHOTS_EVERY:
+            found = snapshots.read(run_zfs_command, require_program("zfs"), dataset)
+            cached = self._snapshots = (dataset, now, found)
+        return cached[2]
+
+    def _fetch_pools(self) -> ZfsView:
         snapshot = self.reader.read()
         monitor = self._monitor_for() if snapshot.pools else None
         if monitor is None:
@@ -190,6 +251,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             self._show_status(snapshot)
             self._update_pools()
             self._update_lower()
+            self._update_replication(snapshot)
+        for line in self.background.check():
+            self.notify(f"The send started here failed: {line}", severity="error",
+                        timeout=10)
 
     def _show_status(self, current: ZfsView) -> None:
         snapshot = current.snapshot
@@ -307,7 +372,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def urgent_keys(self) -> tuple[str, ...]:
         """While a scrub runs: pause and stop it; paused: resume or stop; then, on the
-        datasets, open and set."""
+        datasets, open, set, snapshots and send; on the snapshots, take one; on the
+        transfers, stop the highlighted running one, probe, send."""
         pool = self.selected_pool()
         scan = pool.scan if pool is not None else None
         keys: tuple[str, ...] = ()
@@ -315,14 +381,123 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             keys = ("p", "x")
         elif scan is not None and scan.function == "scrub" and scan.state == "paused":
             keys = ("s", "x")
-        if self.query_one("#zfs-lower", ContentSwitcher).current == "zfs-datasets":
-            keys += ("enter", "e")
+        lower = self.query_one("#zfs-lower", ContentSwitcher).current
+        if lower == "zfs-datasets":
+            keys += ("enter", "e", "n", "S")
+        elif lower == "zfs-snapshots":
+            keys += ("N", "S")
+        elif lower == "zfs-transfers":
+            record = self.selected_transfer()
+            running = record is not None and record.get("state") == "running"
+            keys += ("K", "P", "S") if running else ("S", "P")
         return keys
 
     def action_lower(self, which: str) -> None:
+        if which == "snapshots":
+            self._snapshots_of = self._dataset_for_snapshots()
+            table = self.query_one("#zfs-snapshots", LiveTable)
+            table.set_title(f"Snapshots of {self._snapshots_of}" if self._snapshots_of
+                            else "Snapshots")
+            if self._snapshots is not None and self._snapshots[0] != self._snapshots_of:
+                table.clear()
+        self._lower = which
         self.query_one("#zfs-lower", ContentSwitcher).current = f"zfs-{which}"
         self.query_one(f"#zfs-{which}", LiveTable).focus()
         self.state_changed()
+        if which in ("snapshots", "transfers"):
+            self.poll(force=True)
+
+    # -- snapshots and transfers -----------------------------------------------------
+    def _dataset_for_snapshots(self) -> str | None:
+        """The highlighted dataset, else the highlighted pool's own dataset."""
+        dataset = self.selected_dataset()
+        pool = self.selected_pool()
+        if dataset is not None and (pool is None or dataset.pool == pool.name):
+            return dataset.name
+        return pool.name if pool is not None else None
+
+    def _update_replication(self, current: ZfsView) -> None:
+        if current.transfers is not None:
+            self.query_one("#zfs-transfers", LiveTable).update(
+                view.transfer_rows(current.transfers, now()))
+        if current.snapshots is not None and current.snapshots[0] == self._snapshots_of:
+            dataset, found = current.snapshots
+            self.query_one("#zfs-snapshots", LiveTable).update(
+                view.snapshot_rows(dataset, found))
+
+    def selected_transfer(self) -> dict[str, Any] | None:
+        """The highlighted transfer's record (running, else the pair's last)."""
+        current = self._view.transfers if self._view is not None else None
+        key = self.query_one("#zfs-transfers", LiveTable).cursor_key
+        if current is None or key is None or self._lower != "transfers":
+            return None
+        for record in [*current.get("running", ()), *current.get("last", ())]:
+            if f"{record['source']}\0{record['target']}" == key:
+                return dict(record)
+        return None
+
+    def action_send(self) -> None:
+        from zsn.tui.panes.zfs_replication import SendForm
+
+        record = self.selected_transfer()
+        like = None
+        if record is not None:
+            source = str(record["source"])
+            like = SendRequest(source, str(record["target"]), str(record.get("via") or "ssh"),
+                               bool(record.get("raw")), bool(record.get("recursive")))
+        else:
+            dataset = self._dataset_for_snapshots()
+            if dataset is None:
+                self.notify("No dataset to send.", severity="warning")
+                return
+            source = dataset
+
+        def started(request: SendRequest) -> None:
+            self.background.start(request)
+
+        def planned(plan: Plan | None) -> None:
+            if plan is not None:
+                self.run_plan(lambda: plan, after=lambda _: self.action_lower("transfers"))
+
+        self.app.push_screen(SendForm(self.host, source, started, like), planned)
+
+    def action_take_snapshot(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+
+        dataset = self._dataset_for_snapshots()
+        if dataset is None:
+            self.notify("No dataset to snapshot.", severity="warning")
+            return
+        name = time.strftime("zsn-%Y-%m-%d-%H%M")
+        self.app.push_screen(AskScreen(
+            f"Snapshot of {dataset}", f"Name after {dataset}@:", name,
+            lambda text: snapshots.plan_snapshot(self.host, f"{dataset}@{text.strip()}")),
+            self.show_plan)
+
+    def action_probe(self) -> None:
+        from zsn.tui.panes.zfs_replication import ProbeScreen
+
+        record = self.selected_transfer()
+        if record is None:
+            self.action_lower("transfers")
+            self.notify("Highlight a transfer to probe its path (S sends one first).",
+                        severity="warning")
+            return
+        request = SendRequest(str(record["source"]), str(record["target"]),
+                              str(record.get("via") or "ssh") if record.get("via") != "local"
+                              else "ssh", bool(record.get("raw")),
+                              bool(record.get("recursive")))
+        self.app.push_screen(ProbeScreen(self.host, request))
+
+    def action_stop_transfer(self) -> None:
+        from zsn.tui.panes.zfs_replication import stop_plan
+
+        record = self.selected_transfer()
+        if record is None or record.get("state") != "running":
+            self.notify("Highlight a running transfer in the transfers view (t).",
+                        severity="warning")
+            return
+        self.run_plan(lambda: stop_plan(record))
 
     def action_refresh_now(self) -> None:
         self.reader.invalidate(datasets=True)
@@ -337,6 +512,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def plan_done(self, plan: Plan) -> None:
         """A plan (applied or failed part-way) changed pools or datasets: read all again."""
         self.reader.invalidate(datasets=True)
+        self._snapshots = None
 
     def action_scrub(self, verb: str) -> None:
         pool = self._need_pool()
