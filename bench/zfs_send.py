@@ -1,0 +1,278 @@
+"""Replication in the QEMU kernel lab: `zsn zfs send` against the pipelines it replaces.
+
+Goals (issue 21), each zsn's throughput at least 0.95x the reference's, same run:
+
+- local, pool to pool: `zsn zfs send SRC@s DST` vs `zfs send SRC@s | zfs receive DST`;
+- `--via tcp` (a raw send of an encrypted dataset) vs `zfs send -w | nc -N` into
+  `nc -l | zfs receive` (openbsd-netcat), on loopback;
+- `--via ssh` vs `zfs send | ssh root@127.0.0.1 zfs receive` (ssh's default cipher, and
+  again with the cipher zsn picked, to tell the transport from the cipher);
+- zsn's own CPU per GiB moved (user + system of the zsn process while it moves the
+  bytes, its children not counted), beside `pv`'s in `zfs send | pv | zfs receive`
+  (what the field notes and syncoid put in the pipe to see progress).
+
+Throughput is the stream's bytes over the seconds from starting the programs to the
+last one's exit: for a reference pipeline the wall time of the shell running it, for
+zsn the seconds its result records (its children started, the stream moved, zfs
+receive done), which leave out the interpreter's start and zsn's reads of both sides
+before it sends; the whole process's wall time is printed too. The stream is the same
+on both sides of a pair (same snapshot, same flags). Rounds run every pair once, in
+rotating order; medians are compared. Each transfer goes to a new dataset, destroyed
+after.
+
+Layout: pools `bsrc` and `bdst` on files in a tmpfs; `bsrc/data` (SIZE MiB of random
+bytes, @s) and `bsrc/secret` (the same size, encrypted with a raw key, @s); an sshd on
+127.0.0.1 (throwaway host key, root by key, X25519 key exchange: the post-quantum
+default takes tens of seconds of emulated CPU) with the client key in a tmpfs over
+the guest's ~/.ssh.
+
+Run as root on the host (boots one guest under the lab's lock):
+
+    .venv/bin/python bench/zfs_send.py [--size 64] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+BASE = Path("/run/zsnbench-send")
+GOAL = 0.95
+PORT = 47001
+GIB = 1 << 30
+LOOPBACK = "root@127.0.0.1"
+
+
+def sh(*argv: str, check: bool = True) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
+                            env={**os.environ, "LC_ALL": "C"})
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def build_layout(size: int) -> None:
+    sh("modprobe", "zfs")
+    BASE.mkdir(parents=True, exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", f"size={6 * size + 400}m", "tmpfs", str(BASE))
+    for pool, megabytes in (("bsrc", 3 * size + 128), ("bdst", 2 * size + 128)):
+        sh("truncate", "-s", f"{megabytes}M", str(BASE / f"{pool}.img"))
+        sh("zpool", "create", "-f", "-o", "ashift=12", "-O", "compression=lz4", "-O",
+           "atime=off", "-m", f"{BASE}/{pool}", pool, str(BASE / f"{pool}.img"))
+    (BASE / "key").write_bytes(os.urandom(32))
+    sh("zfs", "create", "bsrc/data")
+    sh("zfs", "create", "-o", "encryption=on", "-o", "keyformat=raw", "-o",
+       f"keylocation=file://{BASE / 'key'}", "bsrc/secret")
+    for dataset in ("data", "secret"):
+        with open(BASE / "bsrc" / dataset / "random", "wb") as out:
+            for _ in range(size):
+                out.write(os.urandom(1 << 20))
+        sh("zfs", "snapshot", f"bsrc/{dataset}@s")
+
+
+def start_sshd() -> Any:
+    from tests.lab.sshd import SshServer, client_key, unlock_root_for_keys
+
+    ssh_dir = Path("/root/.ssh")
+    ssh_dir.mkdir(exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", "mode=0700", "tmpfs", str(ssh_dir))
+    public = client_key(ssh_dir)
+    work = BASE / "sshd"
+    work.mkdir()
+    unlock_root_for_keys(work)
+    server = SshServer(None, ["127.0.0.1"], work, authorized=[public.read_text().strip()])
+    server.start()
+    (ssh_dir / "known_hosts").write_text(server.known_hosts_line("127.0.0.1") + "\n")
+    server.wait_ready(LOOPBACK)
+    return server
+
+
+def zsn_send(*args: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "zsn", "zfs", "send", *args, "--json"],
+                            capture_output=True, text=True, timeout=1200, cwd=REPO,
+                            check=False)
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"zsn zfs send {' '.join(args)}: {result.stderr.strip()}")
+    record = json.loads(result.stdout)
+    return {"bytes": record["bytes"], "seconds": record["seconds"], "wall": wall,
+            "cpu": record["cpu_seconds"]}
+
+
+def pipeline(script: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
+                            text=True, timeout=1200, check=False, env={**os.environ,
+                                                                       "LC_ALL": "C"})
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{script}: {result.stderr.strip()}")
+    return {"seconds": seconds, "wall": seconds, "stderr": result.stderr}
+
+
+def netcat(target: str) -> dict[str, Any]:
+    receiver = subprocess.Popen(["bash", "-o", "pipefail", "-c",
+                                 f"nc -l 127.0.0.1 {PORT} | zfs receive -u {target}"])
+    time.sleep(0.5)  # nc listening (its start is not the sender's)
+    started = time.perf_counter()
+    subprocess.run(["bash", "-o", "pipefail", "-c",
+                    f"zfs send -w bsrc/secret@s | nc -N 127.0.0.1 {PORT}"], check=True,
+                   timeout=1200)
+    if receiver.wait(600) != 0:
+        raise RuntimeError("nc -l | zfs receive failed")
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "wall": seconds}
+
+
+def pv_cpu(target: str) -> dict[str, Any]:
+    """`pv` in the pipe, its own CPU measured by /usr/bin/time."""
+    found = pipeline(f"zfs send bsrc/data@s | /usr/bin/time -f 'pvcpu %U %S' pv -q | "
+                     f"zfs receive -u {target}")
+    line = next(line for line in found["stderr"].splitlines() if line.startswith("pvcpu"))
+    user, system = (float(value) for value in line.split()[1:])
+    return {**found, "cpu": user + system}
+
+
+def cases(cipher: str) -> dict[str, Any]:
+    return {
+        "zsn local": lambda t: zsn_send("bsrc/data@s", t),
+        "zfs send | zfs receive": lambda t: pipeline(
+            f"zfs send bsrc/data@s | zfs receive -u {t}"),
+        "zsn --via tcp (raw)": lambda t: zsn_send("bsrc/secret@s", f"{LOOPBACK}:{t}", "--raw",
+                                                  "--via", "tcp"),
+        "zfs send -w | nc": netcat,
+        "zsn --via ssh": lambda t: zsn_send("bsrc/data@s", f"{LOOPBACK}:{t}"),
+        "zfs send | ssh zfs receive": lambda t: pipeline(
+            f"zfs send bsrc/data@s | ssh -o BatchMode=yes {LOOPBACK} zfs receive -u {t}"),
+        f"... | ssh -c {cipher} ...": lambda t: pipeline(
+            f"zfs send bsrc/data@s | ssh -o BatchMode=yes -c {cipher} {LOOPBACK} "
+            f"zfs receive -u {t}"),
+        "zfs send | pv | zfs receive": pv_cpu,
+    }
+
+
+PAIRS = (("zsn local", "zfs send | zfs receive"),
+         ("zsn --via tcp (raw)", "zfs send -w | nc"),
+         ("zsn --via ssh", "zfs send | ssh zfs receive"))
+
+
+def in_guest(results: Path, size: int, rounds: int) -> None:
+    from zsn.zfs.remote import cipher_order
+
+    started = time.monotonic()
+    build_layout(size)
+    server = start_sshd()
+    print(f"layout built in {time.monotonic() - started:.0f} s", flush=True)
+    cipher = cipher_order()[0]
+    runs = cases(cipher)
+    names = list(runs)
+    figures: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    stream: dict[str, int] = {}
+    try:
+        for number in range(rounds + 1):  # the first round warms caches, not counted
+            for position, name in enumerate(names[number % len(names):]
+                                            + names[:number % len(names)]):
+                target = f"bdst/r{number}x{position}"
+                found = runs[name](target)
+                sh("zfs", "destroy", "-r", target)
+                if "bytes" in found:
+                    stream["raw" if "tcp" in name else "plain"] = found["bytes"]
+                if number:
+                    figures[name].append(found)
+                print(f"round {number} {name}: {found['seconds']:.1f} s", flush=True)
+    finally:
+        server.stop()
+        for pool in ("bsrc", "bdst"):
+            subprocess.run(["zpool", "destroy", "-f", pool], check=False)
+        subprocess.run(["umount", "-l", "/root/.ssh"], check=False)
+        subprocess.run(["umount", "-l", "/etc/shadow"], check=False)
+        subprocess.run(["umount", "-l", str(BASE)], check=False)
+    (results / "figures.json").write_text(json.dumps(
+        {"figures": figures, "stream": stream, "cipher": cipher, "size": size}, indent=2))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=64, help="MiB per dataset (default 64)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
+    parser.add_argument("--in-guest", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--report", metavar="FIGURES_JSON",
+                        help="print the figures a guest run wrote (no boot)")
+    args = parser.parse_args()
+    if args.in_guest:
+        in_guest(Path(args.in_guest), args.size, args.rounds)
+        return 0
+    if args.report:
+        return report(json.loads(Path(args.report).read_text()), "(as recorded)",
+                      args.rounds)
+    for tool in ("nc", "pv", "sshd"):
+        if shutil.which(tool) is None:
+            sys.exit(f"bench: {tool} is missing (apt install netcat-openbsd pv openssh-server)")
+    from tests.lab.kernel import boot
+
+    results = Path(tempfile.mkdtemp(prefix="zsn-bench-send-"))
+    os.chmod(results, 0o755)
+    run = boot(f"{sys.executable} bench/zfs_send.py --size {args.size} --rounds {args.rounds} "
+               f"--in-guest {results}", results, "bench zfs send", timeout=3000)
+    figures_path = results / "figures.json"
+    if run.returncode != 0 or not figures_path.exists():
+        print(run.tail(40))
+        return 1
+    return report(json.loads(figures_path.read_text()), run.boot.kernel, args.rounds)
+
+
+def report(found: dict[str, Any], kernel: str, rounds: int) -> int:
+    """The figures of one guest run, medians and the ratios against the goal."""
+    figures, stream = found["figures"], found["stream"]
+    print(f"guest kernel {kernel}, TCG, 2 vCPUs; {found['size']} MiB datasets "
+          f"(streams: {stream['plain'] / 2 ** 20:.1f} MiB plain, {stream['raw'] / 2 ** 20:.1f} "
+          f"MiB raw); {rounds} rounds, medians; zsn's ssh cipher: {found['cipher']}")
+    print(f"\n{'':<34} {'MiB/s':>8} {'seconds':>8} {'wall':>8} {'min s':>7} {'max s':>7}")
+    rates: dict[str, float] = {}
+    for name, runs in figures.items():
+        seconds = [r["seconds"] for r in runs]
+        size = stream["raw" if "tcp" in name or "nc" in name else "plain"]
+        rates[name] = size / median(seconds) / 2 ** 20
+        print(f"{name:<34} {rates[name]:8.2f} {median(seconds):8.2f} "
+              f"{median([r['wall'] for r in runs]):8.2f} {min(seconds):7.2f} "
+              f"{max(seconds):7.2f}")
+    print()
+    ratios = []
+    for zsn, reference in PAIRS:
+        ratio = rates[zsn] / rates[reference]
+        ratios.append(ratio)
+        print(f"{zsn} / {reference}: {ratio:.2f}x (goal >= {GOAL}) "
+              f"{'OK' if ratio >= GOAL else 'UNDER'}")
+    same = f"... | ssh -c {found['cipher']} ..."
+    print(f"zsn --via ssh / {same}: {rates['zsn --via ssh'] / rates[same]:.2f}x "
+          "(the same cipher: zsn's mover alone)")
+    zsn_cpu = [r["cpu"] / r["bytes"] * GIB for name in ("zsn local", "zsn --via ssh",
+                                                         "zsn --via tcp (raw)")
+               for r in figures[name]]
+    pv_runs = figures["zfs send | pv | zfs receive"]
+    pv_per_gib = median([r["cpu"] / stream["plain"] * GIB for r in pv_runs])
+    print(f"CPU per GiB moved: zsn {median(zsn_cpu):.3f} s (all its transfers), pv "
+          f"{pv_per_gib:.3f} s (time's 10 ms resolution)")
+    return 0 if min(ratios) >= GOAL else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
