@@ -79,9 +79,8 @@ def test_an_existing_target_goes_on_from_the_newest_common_snapshot() -> None:
 ])
 def test_what_zfs_would_refuse_is_refused_first(state: str, reason: str) -> None:
     dataset = "dst/other" if state == "no-common" else "dst/data"
-    with pytest.raises(ValidationError, match=re.escape(reason.replace("dst/data", dataset)
-                                                        if state == "no-common" else reason)):
-        decide(source("data", "src/data"), target(state, dataset), "dst/data",
+    with pytest.raises(ValidationError, match=re.escape(reason.replace("dst/data", dataset))):
+        decide(source("data", "src/data"), target(state, dataset), dataset,
                snapshot=None, recursive=False, raw=False)
 
 
@@ -121,7 +120,7 @@ def test_a_partial_full_receive_is_resumed_and_completes_the_target() -> None:
     assert partial is not None and partial.get("", "receive_resume_token").startswith("1-")
     token = parse_token("dst/part", partial.get("", "receive_resume_token"),
                         result("token.partial-full"))
-    assert token.toname == "src/data@c" and token.remaining == 9757768 and not token.raw
+    assert token.toname == "src/data@c" and token.remaining == 9718984 and not token.raw
     decision = decide(source("data", "src/data"), partial, "dst/part", snapshot=None,
                       recursive=False, raw=False, tokens=[token])
     assert [s.kind for s in decision.streams] == ["resume"]
@@ -255,7 +254,8 @@ def test_a_send_moves_every_byte_and_records_its_result(fake_zfs: FakeZfs) -> No
     assert result["snapshot"] == "src/data@c" and result["streams"] == 2
     received = Path(str(fake_zfs.script) + ".received").read_text().split()
     assert [int(n) for n in received] == [40 * 65536, 2 * 65536]
-    lines = sent.stderr.splitlines()
+    # Off a terminal, plain "progress: ..." lines come between these, as time goes.
+    lines = [line for line in sent.stderr.splitlines() if not line.startswith("progress: ")]
     assert lines[0] == "stream 1: zfs send src/data@a | zfs receive -s -u dst/data (8.1 MiB)"
     assert lines[1].startswith("stream 2: zfs send -I @a src/data@c")
     assert lines[-1].startswith(f"sent {total / 2 ** 20:.1f} MiB in ") and \
