@@ -23,8 +23,8 @@ after.
 Layout: pools `bsrc` and `bdst` on files in a tmpfs; `bsrc/data` (SIZE MiB of random
 bytes, @s) and `bsrc/secret` (the same size, encrypted with a raw key, @s); an sshd on
 127.0.0.1 (throwaway host key, root by key, X25519 key exchange: the post-quantum
-default takes tens of seconds of emulated CPU) with the client key in a tmpfs over
-the guest's ~/.ssh.
+default takes tens of seconds of emulated CPU), root's client key named by a drop-in
+of the guest's ssh_config.
 
 Run as root on the host (boots one guest under the lab's lock):
 
@@ -84,12 +84,11 @@ def build_layout(size: int) -> None:
 
 
 def start_sshd() -> Any:
-    from tests.lab.sshd import SshServer, client_key, unlock_root_for_keys
+    from tests.lab.ssh_target import SshServer, client_key, unlock_root_for_keys, use_client_files
 
-    ssh_dir = Path("/root/.ssh")
-    ssh_dir.mkdir(exist_ok=True)
-    sh("mount", "-t", "tmpfs", "-o", "mode=0700", "tmpfs", str(ssh_dir))
+    ssh_dir = BASE / "client"
     public = client_key(ssh_dir)
+    use_client_files(ssh_dir)
     work = BASE / "sshd"
     work.mkdir()
     unlock_root_for_keys(work)
@@ -171,6 +170,7 @@ PAIRS = (("zsn local", "zfs send | zfs receive"),
 
 
 def in_guest(results: Path, size: int, rounds: int) -> None:
+    from tests.lab.ssh_target import forget_client_files
     from zsn.zfs.remote import cipher_order
 
     started = time.monotonic()
@@ -198,7 +198,7 @@ def in_guest(results: Path, size: int, rounds: int) -> None:
         server.stop()
         for pool in ("bsrc", "bdst"):
             subprocess.run(["zpool", "destroy", "-f", pool], check=False)
-        subprocess.run(["umount", "-l", "/root/.ssh"], check=False)
+        forget_client_files()
         subprocess.run(["umount", "-l", "/etc/shadow"], check=False)
         subprocess.run(["umount", "-l", str(BASE)], check=False)
     (results / "figures.json").write_text(json.dumps(

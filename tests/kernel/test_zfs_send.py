@@ -25,7 +25,13 @@ import pytest
 
 from tests.kernel.test_zfs import sh, wait_for, zsn
 from tests.lab.kernel import modprobe
-from tests.lab.ssh_target import SshServer, client_key, unlock_root_for_keys
+from tests.lab.ssh_target import (
+    SshServer,
+    client_key,
+    forget_client_files,
+    unlock_root_for_keys,
+    use_client_files,
+)
 from tests.needs import needs_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +121,7 @@ def pools() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def target(pools: None) -> Iterator[SshServer]:
-    """sshd in a namespace at 10.77.0.2, root's key (in a tmpfs over ~/.ssh) allowed."""
+    """sshd in a namespace at 10.77.0.2 letting in root's key (`use_client_files`)."""
     work = BASE / "sshd"
     sh("ip", "netns", "add", NS)
     server: SshServer | None = None
@@ -128,10 +134,9 @@ def target(pools: None) -> Iterator[SshServer]:
         sh("ip", "-n", NS, "addr", "add", f"{ADDRESS}/24", "dev", "zsendvb")
         sh("ip", "-n", NS, "link", "set", "zsendvb", "up")
         _wireguard()
-        ssh_dir = Path("/root/.ssh")
-        ssh_dir.mkdir(exist_ok=True)
-        sh("mount", "-t", "tmpfs", "-o", "mode=0700", "tmpfs", str(ssh_dir))
+        ssh_dir = BASE / "client"
         public = client_key(ssh_dir)
+        use_client_files(ssh_dir)
         work.mkdir(parents=True, exist_ok=True)
         unlock_root_for_keys(work)
         server = SshServer(NS, [ADDRESS, WG_ADDRESS], work,
@@ -149,7 +154,7 @@ def target(pools: None) -> Iterator[SshServer]:
         sh("ip", "link", "del", "zsendwg0", check=False)
         sh("ip", "link", "del", "zsendva", check=False)
         sh("ip", "netns", "del", NS, check=False)
-        sh("umount", "-l", "/root/.ssh", check=False)
+        forget_client_files()
         sh("umount", "-l", "/etc/shadow", check=False)
 
 

@@ -40,6 +40,23 @@ def client_key(ssh_dir: Path) -> Path:
     return key.with_suffix(".pub")
 
 
+CLIENT_CONFIG = Path("/etc/ssh/ssh_config.d/zsn-lab.conf")
+"""Where `use_client_files` names the client's files for every ssh root runs."""
+
+
+def use_client_files(directory: Path) -> None:
+    """Make root's ssh offer `directory`/id_ed25519 and trust `directory`/known_hosts:
+    a drop-in of the system-wide client config, since root's home (the host's, shared
+    read-only in the kernel lab) may have no ~/.ssh to hold them. Throwaway systems only
+    (the guest's /etc is an overlay dropped at power-off); `forget_client_files` undoes it."""
+    CLIENT_CONFIG.write_text(f"IdentityFile {directory / 'id_ed25519'}\n"
+                             f"UserKnownHostsFile {directory / 'known_hosts'}\n")
+
+
+def forget_client_files() -> None:
+    CLIENT_CONFIG.unlink(missing_ok=True)
+
+
 def unlock_root_for_keys(work: Path) -> None:
     """Root's shadow entry with ``*`` instead of a lock: sshd (without PAM) lets root in
     by key. Throwaway systems only (the bind mount hides the real file)."""
