@@ -52,6 +52,8 @@ _END = "@zsn-end "
 _END_RE = re.compile(r"^@zsn-end (\d{1,3})$", re.MULTILINE)
 """Only zsn's echo starts a line with ``@``: zfs prints names first, and names never
 start with ``@``."""
+READY = "@zsn-ready"
+"""What a remote receiver's script prints once ssh is connected and it starts."""
 
 
 class Endpoint(NamedTuple):
@@ -122,13 +124,17 @@ def parse_source(text: str) -> tuple[str, str | None]:
 
 
 # -- running commands on a side --------------------------------------------------------
-def remote_script(commands_: Sequence[Sequence[str]], *, exec_last: bool = False) -> str:
+def remote_script(commands_: Sequence[Sequence[str]], *, exec_last: bool = False,
+                  announce: bool = False) -> str:
     """One ``sh`` script running each argv: PATH with the system's sbin first,
     ``LC_ALL=C``; for a batch, each command's output (stderr joined to stdout) then
-    ``@zsn-end STATUS``; with `exec_last`, the one command replaces the shell."""
+    ``@zsn-end STATUS``; with `exec_last`, the one command replaces the shell (first
+    saying `READY` on stdout with `announce`)."""
     lines = [f'PATH={SYSTEM_PATH}:"$PATH"; LC_ALL=C; export PATH LC_ALL']
     if exec_last:
         [argv] = commands_
+        if announce:
+            lines.append(f"echo {READY}")
         lines.append("exec " + shlex.join(argv))
     else:
         for argv in commands_:
@@ -185,11 +191,13 @@ class Side:
     def where(self) -> str:
         return f"on {self.endpoint.host}" if self.endpoint.remote else "here"
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        """The argv that runs `argv` on this side (through ssh for a remote one)."""
+    def command(self, argv: Sequence[str], *, announce: bool = False) -> list[str]:
+        """The argv that runs `argv` on this side (through ssh for a remote one, saying
+        `READY` first with `announce`)."""
         if self.ssh is None:
             return list(argv)
-        return self.ssh.argv("sh -c " + shlex.quote(remote_script([argv], exec_last=True)))
+        return self.ssh.argv("sh -c " + shlex.quote(
+            remote_script([argv], exec_last=True, announce=announce)))
 
     def run_batch(self, jobs: Mapping[str, Sequence[str]],
                   timeout: float = BATCH_TIMEOUT) -> dict[str, commands.CommandResult]:

@@ -69,16 +69,24 @@ class Sink(Protocol):
 class ProgramSink:
     """A program that reads the stream on its standard input: ``zfs receive`` here, or
     ``ssh HOST ... zfs receive`` (ssh's own errors and the remote ones both arrive on
-    its standard error)."""
+    its standard error). With `ready`, the line the program prints once it runs: the
+    stream waits for it (or for the program's end), so no bytes are paced into a pipe
+    while ssh connects, to leave it in one burst past a rate limit once it has."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], ready: str | None = None) -> None:
         self.argv = argv
+        self.ready = ready
         self.child: Child | None = None
         self._write_end: int | None = None
 
     def open(self) -> int:
         read_end, self._write_end = make_pipe()
-        self.child = Child(self.argv, stdin=read_end, env=ENV)
+        self.child = Child(self.argv, stdin=read_end, stdout="lines" if self.ready else None,
+                           env=ENV)
+        if self.ready:
+            line = self.child.next_line(CONNECT_SECONDS)
+            while line is not None and line.strip() != self.ready:
+                line = self.child.next_line(CONNECT_SECONDS)
         return self._write_end
 
     def close(self) -> None:
@@ -322,7 +330,7 @@ class TransferFailed(ZsnError):
 def sink_for(send_plan: SendPlan, stream: Stream, host: Host) -> Sink:
     """Where a stream goes: ``zfs receive`` here, over ssh, or to zsn's receiver."""
     from zsn.zfs import receiver
-    from zsn.zfs.remote import Side
+    from zsn.zfs.remote import READY, Side
 
     receive = ["zfs", "receive", *stream.receive_args]
     if not send_plan.target.remote:
@@ -331,7 +339,7 @@ def sink_for(send_plan: SendPlan, stream: Stream, host: Host) -> Sink:
         return ProgramSink([require_program("zfs"), *receive[1:]])
     side = Side(send_plan.target, send_plan.ssh)
     if send_plan.transport == "ssh":
-        return ProgramSink(side.command(receive))
+        return ProgramSink(side.command(receive, announce=True), ready=READY)
     source = receiver.source()
     control = side.command(["python3", "-c", source, *receive])
 

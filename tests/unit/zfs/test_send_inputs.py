@@ -90,6 +90,8 @@ def test_the_remote_script_quotes_every_argument_and_runs_nothing_from_a_name() 
     assert runs["a"].stdout == hostile + "\n" and runs["b"].ok
     one = remote_script([["zfs", "receive", "-s", "-u", "tank/my data"]], exec_last=True)
     assert one.endswith("exec zfs receive -s -u 'tank/my data'")
+    announced = remote_script([["zfs", "receive", "tank/x"]], exec_last=True, announce=True)
+    assert announced.endswith("; echo @zsn-ready; exec zfs receive tank/x")
     assert one.startswith('PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:'
                           '"$PATH"; LC_ALL=C; export PATH LC_ALL')
 

@@ -91,6 +91,21 @@ def test_a_receiver_that_fails_is_named_with_its_words(tmp_path: Path) -> None:
     assert not outcome.interrupted
 
 
+def test_a_remote_receiver_gets_bytes_only_once_it_runs(tmp_path: Path) -> None:
+    """Nothing is paced into ssh's pipe while it connects (to go out in one burst)."""
+    started = tmp_path / "started"
+    sink = ProgramSink(["sh", "-c", f"sleep 0.5; touch {started}; echo @zsn-ready; "
+                        "exec cat > /dev/null"], ready="@zsn-ready")
+    sink.open()
+    assert started.exists()
+    sink.close()
+    assert sink.wait(10) == 0
+    refused = ProgramSink(["sh", "-c", "echo 'ssh: connect to host nas port 22: Connection "
+                           "refused' >&2; exit 255"], ready="@zsn-ready")
+    outcome = run_stream(["cat", "/dev/zero"], refused, where="on nas")
+    assert outcome.error is not None and "Connection refused" in outcome.error
+
+
 def test_a_sender_that_fails_is_the_cause_shown(tmp_path: Path) -> None:
     outcome = run_stream(["sh", "-c", "echo \"cannot open 'x@y': dataset does not exist\" >&2;"
                           " exit 1"], ProgramSink(["sh", "-c", "cat > /dev/null; exit 1"]),
