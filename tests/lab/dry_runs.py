@@ -85,7 +85,7 @@ def _fake_zfs(base: Path) -> Path:
         program = programs / name
         program.write_text(FAKE.format(python=sys.executable, name=name))
         program.chmod(program.stat().st_mode | stat.S_IXUSR)
-    answers = {
+    answers: dict[str, dict[str, str | int]] = {
         POOL_LIST: {"stdout": read(POOL_LIST_OUTPUT)},
         "zpool status -p -P": {"stdout": read(LAB / "zpool-status-p-P.all-classes.txt")},
         # zfs-get-Hp-o.txt's "full compression off default", in the columns asked for.
@@ -95,8 +95,39 @@ def _fake_zfs(base: Path) -> Path:
         "zfs list -Hp -t snapshot -o name,guid,createtxg,creation,used,referenced,userrefs "
         "-s createtxg full": {"stdout": ""},
     }
+    answers.update(_send_reads())
     (base / "answers.json").write_text(json.dumps(answers))
     return programs
+
+
+def _send_reads() -> dict[str, dict[str, str | int]]:
+    """`zsn zfs send src/data dst/data`'s reads of both sides and its estimates, as the
+    kernel lab answered them for a new target (tests/fixtures/zfs-send-lab, second run)."""
+    from tests.unit.zfs.conftest import FIXTURES
+
+    send = FIXTURES / "zfs-send-lab"
+
+    def answer(name: str) -> dict[str, str | int]:
+        def part(suffix: str) -> str:
+            path = send / f"{name}.{suffix}"
+            return path.read_text() if path.exists() else ""
+
+        return {"stdout": part("out"), "stderr": part("err"), "rc": int(part("rc") or 0)}
+
+    get = "zfs get -Hp -o name,property,value -t filesystem,volume"
+    listing = ("zfs list -Hp -t snapshot -o name,guid,createtxg,creation,used,referenced,"
+               "userrefs -s createtxg")
+    return {
+        f"{get} type,encryption,keystatus src/data": answer("data.source-get"),
+        f"{listing} src/data": answer("data.source-snapshots"),
+        f"{get} type,encryption,written,receive_resume_token dst/data": answer("new.target-get"),
+        f"{listing} dst/data": answer("new.target-snapshots"),
+        "zfs get -Hp -o name,property,value type dst": answer("new.target-parent"),
+        "zpool get -Hp -o name,property,value feature@extensible_dataset dst":
+            answer("new.target-features"),
+        "zfs send -nvP src/data@a": answer("estimate.full"),
+        "zfs send -nvP -I @a src/data@c": answer("estimate.intermediate"),
+    }
 
 
 def commands(base: Path, root: Path) -> list[list[str]]:
@@ -117,7 +148,8 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                 ["enable", "office"], ["disable", "office"], ["hook", "install", "office"],
                 ["import", str(base / "import/home.ovpn")], ["management", "office"]],
         "zfs": [["scrub", "full"], ["set", "full", "compression=lz4"],
-                ["clear", "full", "/run/vdev/a"], ["snapshot", "full@before"]],
+                ["clear", "full", "/run/vdev/a"], ["snapshot", "full@before"],
+                ["send", "src/data", "dst/data"]],
         "wifi": [["connect", "home-wpa2", "--passphrase-file", passphrase, "--hidden"],
                  ["disconnect"], ["forget", "home-wpa2"], ["autoconnect", "home-wpa2", "on"]],
         "link": [["create", "bond", "bond1", "--mode", "802.3ad", "--members", "eth2,eth3",
