@@ -25,7 +25,7 @@ async def test_help_opens_with_the_panes_own_keys_first(fixed_app: ZsnApp) -> No
         first_key = next(b for b in pane.BINDINGS if isinstance(b, Binding))
         assert first_key.description in body  # on the first screen, before the rest
         # Every key of the pane, shown in the footer or not, is in the help.
-        listed = dict(fixed_app.screen.bindings_here)
+        listed = {key: action for key, action, _ in fixed_app.screen.bindings_here}
         for binding in pane.BINDINGS:
             assert isinstance(binding, Binding)
             assert listed[binding.key_display or binding.key] == binding.description

@@ -374,7 +374,7 @@ async def test_persist_mode_key_lint_help_and_palette(links_app: ZsnApp) -> None
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(links_app.screen, HelpScreen)
-        assert ("c", "Create…") in links_app.screen.bindings_here
+        assert ("c", "Create…", "") in links_app.screen.bindings_here
         assert "### Links" in links_app.screen.pane_help
         await pilot.press("escape")
         from zsn.tui.commands import ZsnCommands
@@ -479,6 +479,34 @@ async def test_the_footer_follows_the_highlighted_link(links_app: ZsnApp) -> Non
         await wait_until(pilot, lambda: bar.shown_keys[0] == "x", "remove member first")
         await select(pilot, "rr0")
         await wait_until(pilot, lambda: bar.shown_keys[:2] == ["a", "d"], "add, delete first")
+        assert "x" not in bar.shown_keys  # rr0 is no member
+        await select(pilot, "lo")  # no bond, VLAN or bridge: only the MTU changes
+        await wait_until(pilot, lambda: not {"a", "d", "x", "s"} & set(bar.shown_keys),
+                         "no keys for bonds, bridges or members")
+        assert "m" in bar.shown_keys
+        await pilot.press("d")
+        await wait_until(pilot, lambda: any("this needs a bond or vlan or bridge" in n.message
+                                            for n in links_app._notifications), "why not")
+        assert not isinstance(links_app.screen, PlanScreen)
+
+
+async def test_under_a_root_only_the_config_keys_are_offered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    view = fixed_view()
+    view = view._replace(snapshot=replace(view.snapshot, live=False))
+    monkeypatch.setattr(LinksPane, "fetch", lambda self: view)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        bar = app.query_one(KeyBar)
+        await wait_until(pilot, lambda: "c" in bar.shown_keys, "the footer")
+        assert not {"m", "d", "a", "x", "s", "p"} & set(bar.shown_keys)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: any("Under --root only the config" in n.message
+                                            for n in app._notifications), "why not")
+        assert not isinstance(app.screen, PlanScreen)
 
 
 def test_snapshot_kept_filter_80x24(snap_compare: SnapCompare, links_app: ZsnApp) -> None:

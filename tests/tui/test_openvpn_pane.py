@@ -424,3 +424,25 @@ async def test_long_journal_lines_wrap_and_keep_every_word(ovpn_app: ZsnApp,
         await pilot.pause()
         shown = " ".join(" ".join(line.strip("│ ▁▔").split()) for line in screen_text(ovpn_app))
         assert message in shown  # every word, none cut at the right edge
+
+
+async def test_with_no_connection_only_import_is_offered(tmp_path: Path) -> None:
+    """No config under /etc/openvpn: every key that acts on a connection is off the
+    footer (pressed, it says why); importing a profile is what helps."""
+    from zsn.tui.widgets.footer import KeyBar
+
+    app = ZsnApp(Host(tmp_path), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one("#panes", PaneSwitcher).active = "tab-openvpn"
+        await wait_until(pilot, lambda: app.query_one(OpenVpnPane).snapshot_count,
+                         "the first read")
+        await wait_until(pilot, lambda: app.query_one(OpenVpnPane).has_focus_within,
+                         "the pane has the keyboard")
+        bar = app.query_one(KeyBar)
+        await wait_until(pilot, lambda: bar.shown_keys == ["i", "q", "question_mark"],
+                         "only import offered")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: any("No OpenVPN connections here" in n.message
+                                            for n in app._notifications), "why not")
+        assert not isinstance(app.screen, PlanScreen)

@@ -77,7 +77,7 @@ async def test_question_mark_shows_help_with_pane_keys(fixed_app: ZsnApp) -> Non
         await wait_for_rows(pilot)
         await pilot.press("question_mark")
         assert isinstance(fixed_app.screen, HelpScreen)
-        assert ("r", "Refresh") in fixed_app.screen.bindings_here
+        assert ("r", "Refresh", "") in fixed_app.screen.bindings_here
         await pilot.press("escape")
         assert not isinstance(fixed_app.screen, HelpScreen)
 
@@ -476,3 +476,36 @@ async def test_filtering_peers_takes_the_letter_keys_and_the_footer_says_so(
         await pilot.press("enter")
         await pilot.pause()
         assert "a" in bar.shown_keys and peers.filter_text == "bob"
+
+
+async def test_peer_and_interface_keys_need_a_running_interface(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No interface running: the keys that act on a peer or on a running interface are
+    off the footer (pressed, they say why); creating or bringing one up stays."""
+    from zsn.tui.widgets.footer import KeyBar
+    from zsn.wireguard.model import WireGuardSnapshot
+
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
+                        lambda host, cache: WireGuardSnapshot(interfaces=(), taken_at=1.0))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one(WireGuardPane)
+        await wait_until(pilot, lambda: pane.snapshot_count, "the first read")
+        bar = app.query_one(KeyBar)
+        await wait_until(pilot, lambda: "a" in bar.shown_keys, "the footer")
+        assert not {"v", "x", "e", "n", "s", "D", "C", "K", "G"} & set(bar.shown_keys)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: any("No WireGuard interface is running" in n.message
+                                            for n in app._notifications), "why not")
+
+
+async def test_peer_keys_act_on_the_highlighted_peer(fixed_app: ZsnApp) -> None:
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        bar = fixed_app.query_one(KeyBar)
+        await wait_until(pilot, lambda: bar.shown_keys[:3] == ["a", "v", "x"], "peer keys")
+        assert not bar.greyed_keys

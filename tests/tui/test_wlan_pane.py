@@ -323,9 +323,12 @@ async def test_read_only_interface_changes_nothing(monkeypatch: pytest.MonkeyPat
         await wait_until(pilot, lambda: app.query_one("#wlan-interfaces", LiveTable).row_count,
                          "the interface row")
         assert _rows(app, "#wlan-interfaces")[0][1] == "NetworkManager (ro)"
+        from zsn.tui.widgets.footer import KeyBar
+
+        assert not {"c", "s", "d", "h"} & set(app.query_one(KeyBar).shown_keys)
         await pilot.press("d")
-        await pilot.pause()
-        assert any("nmcli device wifi connect" in m for m in _messages(app))
+        await wait_until(pilot, lambda: any("nmcli device wifi connect" in m
+                                            for m in _messages(app)), "the nmcli hint")
         assert not isinstance(app.screen, PlanScreen)
 
 
@@ -400,6 +403,12 @@ async def test_nothing_to_scan_with_is_said_and_s_not_offered_first(
         await wait_until(pilot, lambda: any(wanted in line for line in screen_text(app)),
                          "the reason")
         assert app.query_one(KeyBar).shown_keys[0] != "s"
+        # nothing a change could act on: no change offered; pressed, a key says why
+        assert not {"c", "s", "d", "h", "a", "x", "v"} & set(app.query_one(KeyBar).shown_keys)
+        await pilot.press("c")
+        reason = "start iwd" if daemon else "No wireless interface here."
+        await wait_until(pilot, lambda: any(reason in m for m in _messages(app)), "why")
+        assert not isinstance(app.screen, ConnectScreen)
 
 
 async def test_the_footer_offers_tab_and_the_known_networks_keys(wlan_app: ZsnApp) -> None:
@@ -459,3 +468,27 @@ async def test_after_connecting_to_a_hidden_network_no_hidden_row_stays(
         names = [row[0] for row in _rows(app, "#wlan-scan")]
         assert names[0] == "hidden-wpa2" and "(hidden)" not in names
         assert "connected" in _rows(app, "#wlan-scan")[0]
+
+
+async def test_the_footer_offers_what_the_interface_and_network_allow(
+        wlan_app: ZsnApp) -> None:
+    """wlan0 is connected, to a known network: disconnect and the known network's keys
+    act. wlan5 is not connected, its highlighted network unknown: neither is offered,
+    and pressed, each says why."""
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        bar = wlan_app.query_one(KeyBar)
+        await wait_until(pilot, lambda: "d" in bar.shown_keys, "disconnect offered")
+        assert not bar.greyed_keys
+        await to_office_on_wlan5(pilot)
+        await wait_until(pilot, lambda: "d" not in bar.shown_keys, "no disconnect")
+        assert not {"a", "x", "v"} & set(bar.shown_keys) and "c" in bar.shown_keys
+        await pilot.press("d")
+        await wait_until(pilot, lambda: any("wlan5 is not connected." in m
+                                            for m in _messages(wlan_app)), "not connected")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: any("Highlight a known network" in m
+                                            for m in _messages(wlan_app)), "needs a known one")
+        assert not isinstance(wlan_app.screen, PlanScreen)

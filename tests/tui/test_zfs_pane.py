@@ -22,7 +22,9 @@ from zsn.tui.app import PaneSwitcher, ZsnApp
 from zsn.tui.panes.zfs import ZfsPane
 from zsn.tui.screens.dataset import DatasetScreen
 from zsn.tui.screens.findings import FindingsScreen
+from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.plan import PlanScreen
+from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import cell_text
 from zsn.zfs import iostat, listing, status
@@ -180,27 +182,39 @@ async def test_narrow_terminals_drop_whole_columns(monkeypatch: pytest.MonkeyPat
     assert set(narrow) < set(wide)
 
 
-async def test_scrub_keys_show_a_plan_and_apply_it_on_y(
-        zfs_app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_scrub_keys_follow_the_scrub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each scrub key offered only when it can act, the footer reading the pool's new
+    state back after each change (the lab's captures of tank at each step)."""
+    app, reads, _ = changing_app(monkeypatch)
+    after = {"pause": "scrub-paused", "start": "scrub-in-progress", "stop": "scrub-canceled"}
     ran: list[str] = []
 
     def plan_scrub(host: Host, pool: str, verb: str) -> Plan:
-        return Plan(f"{verb} scrub on {pool}", [LiveStep(f"scrub {verb} {pool}",
-                                                           lambda: ran.append(verb))])
+        def run() -> None:
+            ran.append(verb)
+            reads.snapshot = fixed_snapshot(after[verb])
+
+        return Plan(f"{verb} scrub on {pool}", [LiveStep(f"scrub {verb} {pool}", run)])
 
     monkeypatch.setattr("zsn.zfs.actions.plan_scrub", plan_scrub)
-    async with zfs_app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await select_tank(pilot)
-        for key, verb in (("p", "pause"), ("s", "start"), ("x", "stop")):
+        # running: pause and stop first, no start; paused: resume and stop; over: start
+        for key, verb, keys in (("p", "pause", ["p", "x"]), ("s", "start", ["s", "x"]),
+                                ("x", "stop", ["p", "x"])):
+            await wait_until(pilot, partial(first_keys, app, keys), f"{keys} first")
+            assert ("s" in footer(app)[0]) == (key == "s")  # no start while one runs
             await pilot.press(key)
-            await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
-            assert screen_as(zfs_app, PlanScreen).plan_title == f"{verb} scrub on tank"
+            await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
+            assert screen_as(app, PlanScreen).plan_title == f"{verb} scrub on tank"
             await pilot.press("y")
             await wait_until(pilot, partial(operator.contains, ran, verb), f"{verb} applied")
+        await wait_until(pilot, lambda: "x" not in footer(app)[0], "no stop once stopped")
+        assert "p" not in footer(app)[0] and footer(app)[0][0] == "s"
         await pilot.press("p")
-        await wait_until(pilot, lambda: isinstance(zfs_app.screen, PlanScreen), "the plan")
-        await pilot.press("n")
-        await pilot.pause()
+        await wait_until(pilot, lambda: any("No scrub is running on tank" in n.message
+                                            for n in app._notifications), "the reason")
+        assert not isinstance(app.screen, PlanScreen)
         assert ran == ["pause", "start", "stop"]
 
 
@@ -218,7 +232,7 @@ async def test_a_refused_scrub_is_a_notification(zfs_app: ZsnApp) -> None:
         actions.plan_scrub = refuse  # type: ignore[assignment]
         try:
             await select_tank(pilot)
-            await pilot.press("s")
+            await pilot.press("x")
             await wait_until(pilot, lambda: any(
                 "already running" in n.message for n in zfs_app._notifications), "a notice")
             assert not isinstance(zfs_app.screen, PlanScreen)
@@ -315,6 +329,30 @@ async def test_empty_states(monkeypatch: pytest.MonkeyPatch, snapshot: ZfsSnapsh
         await wait_until(pilot, lambda: message in str(
             app.query_one("#zfs .pane-status", Static).render()), "the empty state")
         assert app.query_one("#zfs-pools", LiveTable).row_count == 0
+        # Nothing to act on: no key offers to act, and one pressed says why.
+        await wait_until(pilot, lambda: app.query_one("#zfs", ZfsPane).snapshot_count,
+                         "the first read")
+        assert footer(app) == (["q", "question_mark"], []), footer(app)
+        await pilot.press("s")
+        reason = snapshot.errors[0] if snapshot.errors else message.split(":")[0] \
+            if snapshot.unavailable else "No pools here"
+        await wait_until(pilot, lambda: any(reason in n.message for n in app._notifications),
+                         "the reason")
+        assert not isinstance(app.screen, PlanScreen)
+        await pilot.press("question_mark")
+        help_screen = screen_as(app, HelpScreen)
+        assert all(reason in why for key, _, why in help_screen.bindings_here
+                   if key != "r"), help_screen.bindings_here
+
+
+def first_keys(app: ZsnApp, keys: list[str]) -> bool:
+    return footer(app)[0][:len(keys)] == keys
+
+
+def footer(app: ZsnApp) -> tuple[list[str], list[str]]:
+    """The keys on the footer line, and those of them shown greyed."""
+    bar = app.query_one(KeyBar)
+    return bar.shown_keys, bar.greyed_keys
 
 
 def test_snapshot_empty_state_80x24(snap_compare: SnapCompare,
@@ -388,9 +426,11 @@ async def test_a_vanished_pool_stays_greyed_until_it_is_back(
         # the cursor is on it: no vdev tree of another pool, no actions on it
         assert table.cursor_key == "tank"
         assert app.query_one("#zfs-vdevs", LiveTable).row_count == 0
+        assert "s" in footer(app)[1]  # greyed: nothing to act on
         await pilot.press("s")
         await wait_until(pilot, lambda: any(
-            "No pool to act on" in n.message for n in app._notifications), "a notice")
+            "The highlighted pool is gone" in n.message for n in app._notifications),
+            "a notice")
         assert not isinstance(app.screen, PlanScreen)
         reads.snapshot = both  # imported again
         pane.poll(force=True)
@@ -617,3 +657,21 @@ def test_snapshot_failure_notice_80x24(snap_compare: SnapCompare, zfs_app: ZsnAp
         await pilot.pause()
 
     assert snap_compare(zfs_app, terminal_size=(80, 24), run_before=failed)
+
+
+async def test_set_property_is_offered_on_a_highlighted_dataset(zfs_app: ZsnApp) -> None:
+    """`e` acts on a dataset: not offered under the vdev tree (pressed, it says how to
+    get one), offered first once the datasets are shown; `d` and `v` show the other."""
+    async with zfs_app.run_test(size=(80, 24)) as pilot:
+        await select_tank(pilot)
+        await wait_until(pilot, lambda: "d" in footer(zfs_app)[0], "the footer")
+        assert "e" not in footer(zfs_app)[0] and "v" not in footer(zfs_app)[0]
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any("Show the datasets (d)" in n.message
+                                            for n in zfs_app._notifications), "how to")
+        await pilot.press("d")
+        await wait_for_rows(pilot, "#zfs-datasets")
+        # after the running scrub's pause and stop: open and set
+        await wait_until(pilot, lambda: footer(zfs_app)[0][:4] == ["p", "x", "enter", "e"],
+                         "open and set first")
+        assert "e" not in footer(zfs_app)[1] and "d" not in footer(zfs_app)[0]

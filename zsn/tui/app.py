@@ -234,9 +234,12 @@ class ZsnApp(App[int]):
         from zsn.tui.screens.help import HelpScreen
 
         pane = self.active_pane()
-        shown = [(b.key_display or b.key, b.description)
-                 for b in (pane.BINDINGS if pane else []) if isinstance(b, Binding)
-                 and b.description]
+        shown: list[tuple[str, str, str]] = []
+        for binding in pane.own_bindings() if pane else []:
+            if binding.description:
+                why = pane.why_not_now(binding) if pane else None
+                shown.append((binding.key_display or binding.key, binding.description,
+                              why.reason if why else ""))
         title = next((each.title for each in self.domains if pane and each.name == pane.id),
                      "this pane")
 

@@ -419,8 +419,7 @@ def _netctl_switch(host: Host, unit: str, others: list[str]) -> None:
 
 def plan_disconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface) -> Plan:
     title = f"disconnect {interface.name}"
-    if not interface.link.connected and interface.link.state not in (
-            "connecting", "ASSOCIATING", "AUTHENTICATING", "4WAY_HANDSHAKE", "SCANNING"):
+    if not interface.link.in_use:
         return Plan(title, warnings=[f"{interface.name} is not connected"])
     if interface.backend == "iwd":
         from zsn.system import iwd as bus_iwd

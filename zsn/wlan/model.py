@@ -86,6 +86,15 @@ class Link:
     def channel(self) -> int | None:
         return channel_of(self.frequency)
 
+    @property
+    def in_use(self) -> bool:
+        """Connected, or on the way to it: something a disconnect would end."""
+        return self.connected or self.state in CONNECTING_STATES
+
+
+CONNECTING_STATES = frozenset({"connecting", "ASSOCIATING", "AUTHENTICATING",
+                               "4WAY_HANDSHAKE", "SCANNING"})
+"""iwd's and wpa_supplicant's words for a connection being made."""
 
 DISCONNECTED = Link("disconnected", False)
 

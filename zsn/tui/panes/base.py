@@ -57,6 +57,11 @@
    rest are in `?` and the command palette. `urgent_keys()` names the keys the
    current state needs most (they come first in the footer); call
    `state_changed()` when the highlighted row or the state may have changed them.
+   A key that cannot do anything now says why in `not_now(action, parameters)`
+   (Textual's `check_action` asks it): `NotNow(reason)` greys it in the footer
+   (no row highlighted yet), `NotNow(reason, hidden=True)` takes it off the
+   footer (nothing here it could ever act on: no ZFS, no wireless interface, not a
+   member); either way pressing it says the reason, and `?` lists it with it.
 
 Compose: yield a `StatusLine()` first, then the tables (and details widgets).
 Textual calls the event handlers of every class (`on_mount` of the pane and of
@@ -72,6 +77,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
+from textual import events
+from textual.actions import parse as parse_action
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.timer import Timer
 
@@ -102,6 +110,15 @@ SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
 """How long a source an action removes may vanish without a notice."""
+
+class NotNow(NamedTuple):
+    """Why a pane's key cannot do anything in the current state (`LivePane.not_now`)."""
+
+    reason: str
+    """Said when the key is pressed, and in `?`."""
+    hidden: bool = False
+    """Off the footer (nothing here it could act on); else shown greyed."""
+
 
 class Checked(NamedTuple):
     """A plan checked against the SSH session's path (`LivePane.run_plan`)."""
@@ -164,6 +181,13 @@ class GoneRows:
         return row._replace(cells=cells, state="gone")
 
 
+def binding_action(action: str) -> tuple[str, tuple[object, ...]]:
+    """A binding's action string as Textual's `check_action` gets it: the name (no
+    namespace) and its parameters (``scrub('pause')`` -> ``("scrub", ("pause",))``)."""
+    _, name, parameters = parse_action(action)
+    return name, parameters
+
+
 def failure_line(title: str, message: str) -> str:
     """A failed plan in one line: where it failed and why (the notice's title names the
     plan), then only what could not be undone. `ApplyError`'s text begins with the
@@ -187,8 +211,9 @@ class LivePane(Vertical, Generic[SnapshotT]):
         self.refresh_seconds = refresh_seconds
         self._busy = threading.Event()
         self._again = False
-        self._urgent: tuple[str, ...] = ()
         """A forced read was asked for during a read: it runs when that one ends."""
+        self._footer_state: tuple[tuple[str, ...], tuple[NotNow | None, ...]] = ((), ())
+        """What the footer was last drawn from (`state_changed`)."""
         self._timer: Timer | None = None
         self._last_poll = 0.0
         """When the last read started (0: none yet)."""
@@ -215,12 +240,48 @@ class LivePane(Vertical, Generic[SnapshotT]):
         and stop), most needed first; call `state_changed` when they may change."""
         return ()
 
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """Why the pane's binding to `action(*parameters)` cannot act in the current
+        state (None: it can). Cheap, UI thread: asked whenever the footer is drawn."""
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        why = self.not_now(action, parameters)
+        return True if why is None else None if not why.hidden else False
+
+    def why_not_now(self, binding: Binding) -> NotNow | None:
+        """`not_now` for one of the pane's bindings (`?` lists the reason)."""
+        name, parameters = binding_action(binding.action)
+        return self.not_now(name, parameters)
+
     def state_changed(self) -> None:
-        """The footer follows `urgent_keys` (redrawn only when they changed)."""
-        urgent = self.urgent_keys()
-        if urgent != self._urgent:
-            self._urgent = urgent
+        """The footer follows `urgent_keys` and `not_now` (redrawn only when they
+        changed)."""
+        state = (self.urgent_keys(), tuple(self.why_not_now(binding)
+                                           for binding in self.own_bindings()))
+        if state != self._footer_state:
+            self._footer_state = state
             self.refresh_bindings()
+
+    def own_bindings(self) -> list[Binding]:
+        """The pane's own key bindings, in its order (most important first)."""
+        return [binding for binding in self.BINDINGS if isinstance(binding, Binding)]
+
+    def on_key(self, event: events.Key) -> None:
+        """A key of this pane that cannot act now says why (Textual would drop it
+        silently): a greyed key in the footer, or one `?` lists as not now."""
+        active = self.screen.active_bindings.get(event.key)
+        if active is not None and (active.enabled or active.node is not self):
+            return  # it acts, or a widget nearer the focus takes it
+        for binding in self.own_bindings():
+            if event.key in binding.key.split(","):
+                why = self.why_not_now(binding)
+                if why is not None:
+                    event.stop()
+                    event.prevent_default()
+                    self.notify(why.reason, title=binding.description, severity="warning",
+                                timeout=6, markup=False)
+                return
 
     def set_status(self, lines: list[str], severity: Severity = "error") -> None:
         """Show `lines` above the tables (hidden when empty); unchanged costs nothing.

@@ -24,12 +24,17 @@ from zsn.links.text import describe
 from zsn.lint import Finding
 from zsn.plan import LiveStep, Plan, Planned, SessionPlan
 from zsn.system.host import Host
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 
 MODES = ("live", "persist", "config")
+LINK_ACTIONS: dict[str, tuple[str, ...]] = {
+    "mtu": (), "remove_member": (), "add_member": ("bond", "bridge"),
+    "delete": ("bond", "vlan", "bridge"), "save": ("bond", "vlan", "bridge"),
+}
+"""The actions on the highlighted link, and the kinds each needs (any: empty)."""
 MODE_TEXT = {"live": "live only", "persist": "live + config", "config": "config only"}
 
 
@@ -154,6 +159,30 @@ SSH session runs over asks you to type its name first.
             return ("d",)
         return ()
 
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """Under --root only creating (in the config) and lint; a change to a link
+        needs one highlighted, of the kind it changes."""
+        if action not in LINK_ACTIONS and action != "persist_mode" or self._view is None:
+            return None
+        if not self._view.snapshot.live:
+            return NotNow("Under --root only the config can change: c creates, zsn link "
+                          "... --config-only changes.", hidden=True)
+        if action == "persist_mode":
+            return None
+        interface = self.selected()
+        if interface is None:
+            return NotNow("Highlight a link first.")
+        needed = LINK_ACTIONS[action]
+        if action == "add_member" and interface.master is not None:
+            return None  # added to its bond or bridge
+        if needed and interface.kind not in needed:
+            return NotNow(f"{interface.name} is a {interface.kind}; this needs a "
+                          f"{' or '.join(needed)}.", hidden=True)
+        if action == "remove_member" and interface.master is None:
+            return NotNow(f"{interface.name} is not a member of a bond or bridge.",
+                          hidden=True)
+        return None
+
     def _show_mode(self) -> None:
         owner = self._view.owner.name if self._view and self._view.owner else "none"
         mode = self._mode()
@@ -168,9 +197,6 @@ SSH session runs over asks you to type its name first.
 
     # -- actions -------------------------------------------------------------------
     def action_persist_mode(self) -> None:
-        if self._view is not None and not self._view.snapshot.live:
-            self.notify("Under --root only the config can change.", severity="warning")
-            return
         self.mode = MODES[(MODES.index(self._mode()) + 1) % len(MODES)]
         self._show_mode()
         self.notify(f"Changes now: {MODE_TEXT[self.mode]}", timeout=3)
@@ -206,17 +232,13 @@ SSH session runs over asks you to type its name first.
         """A dialog's build (its worker thread): the request from what was typed."""
         return self.plan_in_dialog(self._planner(actions.request_from_fields(action, fields)))
 
-    def _need(self, kinds: tuple[str, ...] = ()) -> Interface | None:
-        interface = self.selected()
-        if interface is None:
-            self.notify("No live link selected (under --root, use zsn link ... "
-                        "--config-only).", severity="warning")
+    def _need(self, action: str) -> Interface | None:
+        """The highlighted link `action` can change, else None, saying why."""
+        why = self.not_now(action, ())
+        if why is not None:
+            self.notify(why.reason, severity="warning")
             return None
-        if kinds and interface.kind not in kinds:
-            self.notify(f"{interface.name} is a {interface.kind}; this needs a "
-                        f"{' or '.join(kinds)}.", severity="warning")
-            return None
-        return interface
+        return self.selected()
 
     def action_create(self) -> None:
         from zsn.tui.screens.ask import ChooseScreen
@@ -240,7 +262,7 @@ SSH session runs over asks you to type its name first.
     def action_mtu(self) -> None:
         from zsn.tui.screens.ask import AskScreen
 
-        interface = self._need()
+        interface = self._need("mtu")
         if interface is None:
             return
         name = interface.name
@@ -252,14 +274,11 @@ SSH session runs over asks you to type its name first.
     def action_add_member(self) -> None:
         from zsn.tui.screens.ask import AskScreen
 
-        interface = self._need()
+        interface = self._need("add_member")
         if interface is None:
             return
         master = interface.name if interface.kind in ("bond", "bridge") else interface.master
-        if master is None:
-            self.notify("Highlight a bond or bridge (or one of its members).",
-                        severity="warning")
-            return
+        assert master is not None  # a bond, a bridge or one of their members
         self.app.push_screen(AskScreen(
             f"Add to {master}", f"Link to add to {master}:", "",
             lambda text: self._from_dialog(
@@ -267,22 +286,18 @@ SSH session runs over asks you to type its name first.
             field="member"), self.show_planned)
 
     def action_remove_member(self) -> None:
-        interface = self._need()
-        if interface is None:
-            return
-        if interface.master is None:
-            self.notify(f"{interface.name} is not a member of a bond or bridge.",
-                        severity="warning")
+        interface = self._need("remove_member")
+        if interface is None or interface.master is None:
             return
         self._offer(actions.RemoveMember(interface.master, interface.name))
 
     def action_delete(self) -> None:
-        interface = self._need(("bond", "vlan", "bridge"))
+        interface = self._need("delete")
         if interface is not None:
             self._offer(actions.DeleteLink(interface.name), removes=interface.name)
 
     def action_save(self) -> None:
-        interface = self._need(("bond", "vlan", "bridge"))
+        interface = self._need("save")
         if interface is not None:
             self._offer(actions.SaveLink(interface.name))
 

@@ -16,7 +16,7 @@ from zsn.openvpn.connections import Connection, load
 from zsn.openvpn.live import OpenVpnSnapshot, read_openvpn
 from zsn.plan import Plan
 from zsn.system.host import Host
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
@@ -115,6 +115,17 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if self._snapshot is not None:
             self._update_details()
+        self.state_changed()
+
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """Every key but import and refresh acts on the highlighted connection."""
+        if action in ("import_profile", "refresh_now") or self._snapshot is None:
+            return None
+        if not self._snapshot.connections:
+            return NotNow("No OpenVPN connections here: i imports a profile.", hidden=True)
+        if self.selected() is None:
+            return NotNow("Highlight a connection first.")
+        return None
 
     def _need_selection(self) -> Connection | None:
         conn = self.selected()

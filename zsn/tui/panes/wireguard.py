@@ -9,10 +9,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.system.host import Host
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.panes.wireguard_actions import (
     ACTION_BINDINGS,
     ACTION_HELP,
+    INTERFACE_ACTIONS,
+    PEER_ACTIONS,
     FindingsLine,
     WireGuardActions,
 )
@@ -182,10 +184,24 @@ in the config after them, by name). `enter` on a peer shows all of it.
         return peer
 
     # -- events and actions ----------------------------------------------------
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """A peer's keys need a highlighted peer, an interface's a running interface."""
+        if self._snapshot is None or action not in PEER_ACTIONS | INTERFACE_ACTIONS:
+            return None
+        if not self._snapshot.interfaces:
+            return NotNow("No WireGuard interface is running: U brings one up, N creates "
+                          "one.", hidden=True)
+        if self.selected_interface() is None:
+            return NotNow("Highlight a running interface first.")
+        if action in PEER_ACTIONS and self.selected_peer() is None:
+            return NotNow("Highlight a peer first.")
+        return None
+
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:
         if event.table.id == "wg-interfaces" and self._snapshot is not None \
                 and event.key != self._shown_interface:
             self._update_peers()
+        self.state_changed()
 
     def on_live_table_selected(self, event: LiveTable.Selected) -> None:
         if event.table.id == "wg-peers":

@@ -48,6 +48,13 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("G", "gateway", "Gateway (NAT)…"),
 ]
 
+PEER_ACTIONS = frozenset({"show_client", "remove_peer", "disable_peer", "rename_peer",
+                          "routed_subnets"})
+"""The actions on the highlighted peer."""
+INTERFACE_ACTIONS = frozenset({"interface_down", "client_to_client", "link_interfaces",
+                               "gateway"})
+"""The actions on the highlighted running interface."""
+
 ACTION_HELP = """
 #### Managing peers
 - `a` add a peer: a form with the next free address, profile, DNS, keepalive,

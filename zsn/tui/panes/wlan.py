@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 
 from zsn.lint import Finding
 from zsn.system.host import Host
-from zsn.tui.panes.base import LivePane
+from zsn.tui.panes.base import LivePane, NotNow
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
@@ -159,6 +159,35 @@ backend's unit at boot, and the link's BSSID, frequency and security.
             return ("s",)
         return ()
 
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """No wireless interface, or none a daemon zsn drives manages: no changes;
+        connecting needs a network highlighted, the known networks' keys a known one."""
+        if action in ("refresh_now", "lint", "focus_next_table") or self._snapshot is None:
+            return None
+        interface = self.selected_interface()
+        if interface is None:
+            return NotNow("No wireless interface here.", hidden=True)
+        if interface.read_only or interface.backend is None:
+            return NotNow(interface.read_only or interface.hint
+                          or f"No Wi-Fi daemon manages {interface.name}.", hidden=True)
+        if action == "scan" and interface.name in self._busy_scanning:
+            return NotNow(f"{interface.name} is scanning.")
+        if action == "disconnect" and not interface.link.in_use:
+            return NotNow(f"{interface.name} is not connected.", hidden=True)
+        if action in ("connect", "autoconnect", "forget", "qr"):
+            return self._network_not_now(action)
+        return None
+
+    def _network_not_now(self, action: str) -> NotNow | None:
+        entry, known = self._focused_network()
+        if action == "connect" and entry is None and known is None:
+            return NotNow("Highlight a network to connect to (tab moves between the "
+                          "tables); h connects to a hidden network by its name.")
+        if action != "connect" and known is None:
+            return NotNow("Highlight a known network (lower table, or a network marked "
+                          "known).", hidden=entry is not None)
+        return None
+
     def on_live_table_selected(self, event: LiveTable.Selected) -> None:
         if event.table.id in ("wlan-scan", "wlan-known"):
             self.action_connect()
@@ -204,9 +233,11 @@ backend's unit at boot, and the link's BSSID, frequency and security.
             return
         self._busy_scanning.add(interface.name)
         self._update_lower()
+        self.state_changed()
 
         def finished(_: object = None) -> None:
             self._busy_scanning.discard(interface.name)
+            self.state_changed()
             self.poll(force=True)
 
         def failed(message: str) -> None:

@@ -25,7 +25,7 @@ from textual.widgets import ContentSwitcher
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
-from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane
+from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.panes.zfs_replication import Background
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
@@ -391,6 +391,64 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             running = record is not None and record.get("state") == "running"
             keys += ("K", "P", "S") if running else ("S", "P")
         return keys
+
+    def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
+        """No ZFS or no pools: only refresh; a scrub's pause and stop only while one
+        runs; `e` on a highlighted dataset; a transfer's probe and stop on one."""
+        if action == "refresh_now" or self._view is None:
+            return None  # not read yet: the keys say what they find when pressed
+        snapshot = self._view.snapshot
+        if snapshot.unavailable:
+            return NotNow(f"ZFS is not available here: {snapshot.unavailable}.", hidden=True)
+        if not snapshot.pools:  # none, or none could be read
+            return NotNow(snapshot.errors[0] if snapshot.errors else "No pools here.",
+                          hidden=True)
+        lower = self.query_one("#zfs-lower", ContentSwitcher).current
+        if action == "lower":  # (n again: the snapshots of what is highlighted now)
+            which = parameters[0] if parameters else ""
+            shown = lower == f"zfs-{which}" and which != "snapshots"
+            return NotNow("Already shown.", hidden=True) if shown else None
+        if action in ("probe", "stop_transfer"):
+            return self._transfer_not_now(action, lower == "zfs-transfers")
+        if action == "set_property":
+            if lower != "zfs-datasets":
+                return NotNow("Show the datasets (d), highlight one, then press e.",
+                              hidden=True)
+            return None if self.selected_dataset() is not None else NotNow(
+                "Highlight a dataset, then press e.")
+        pool = self.selected_pool()
+        if action in ("scrub", "clear") and pool is None:
+            return NotNow("The highlighted pool is gone.")
+        if action == "scrub" and pool is not None:
+            return self._scrub_not_now(pool, str(parameters[0]) if parameters else "start")
+        return None
+
+    def _transfer_not_now(self, action: str, shown: bool) -> NotNow | None:
+        record = self.selected_transfer()
+        if action == "probe" and record is None:
+            return NotNow("Highlight a transfer to probe its path (t shows them; S sends "
+                          "one first).", hidden=not shown)
+        if action == "stop_transfer" and (record is None or record.get("state") != "running"):
+            return NotNow("Highlight a running transfer in the transfers view (t).",
+                          hidden=not shown or record is not None)
+        return None
+
+    @staticmethod
+    def _scrub_not_now(pool: Pool, verb: str) -> NotNow | None:
+        scan = pool.scan
+        running = scan is not None and scan.state == "scanning"
+        scrubbing = running and scan is not None and scan.function == "scrub"
+        paused = scan is not None and scan.function == "scrub" and scan.state == "paused"
+        if verb == "start" and running:
+            return NotNow(f"A scrub is running on {pool.name}: p pauses it, x stops it."
+                          if scrubbing else f"{pool.name} is resilvering: a scrub can "
+                          "start when it is done.", hidden=True)
+        if verb == "pause" and not scrubbing:
+            return NotNow(f"No scrub is running on {pool.name}"
+                          + (" (it is paused: s resumes it)." if paused else "."), hidden=True)
+        if verb == "stop" and not (scrubbing or paused):
+            return NotNow(f"No scrub is running or paused on {pool.name}.", hidden=True)
+        return None
 
     def action_lower(self, which: str) -> None:
         if which == "snapshots":

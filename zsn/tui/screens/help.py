@@ -9,6 +9,7 @@ widget per block: seconds to mount on a loaded machine while keys waited).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from zsn.terminal import safe
 from zsn.tui.widgets.details import ScrollBox
 
 GENERAL = """\
@@ -39,8 +41,17 @@ GENERAL = """\
 """
 
 
-def keys_table(title: str, bindings: list[tuple[str, str]]) -> str:
-    rows = "".join(f"| `{key}` | {description} |\n" for key, description in bindings)
+def markdown_text(text: str) -> str:
+    """Outside text (a name in a reason) as literal Markdown: escaped for the
+    terminal, its punctuation taken as itself, never as a table cell's end."""
+    return re.sub(r"([\\`*_{}\[\]<>()#+\-.!|~])", r"\\\1", safe(text))
+
+
+def keys_table(title: str, bindings: list[tuple[str, str, str]]) -> str:
+    """The pane's keys, in its order; a key that cannot act now says why."""
+    rows = "".join(f"| `{key}` | {description}"
+                   + (f" — *not now: {markdown_text(why)}*" if why else "") + " |\n"
+                   for key, description, why in bindings)
     return f"## {title}\n| key | action |\n|---|---|\n{rows}" if rows else ""
 
 
@@ -51,11 +62,11 @@ class HelpScreen(ModalScreen[None]):
         Binding("question_mark", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, bindings: list[tuple[str, str]], pane_help: Callable[[], str] | str = "",
-                 title: str = "this pane") -> None:
+    def __init__(self, bindings: list[tuple[str, str, str]],
+                 pane_help: Callable[[], str] | str = "", title: str = "this pane") -> None:
         super().__init__()
         self.bindings_here = bindings
-        """The pane's own keys, first on the screen."""
+        """The pane's own keys (key, action, why not now), first on the screen."""
         self._pane_help = pane_help
         self.title_here = title
 

@@ -80,6 +80,12 @@ class KeyBar(Widget):
         self._fit(self.size.width)
         return [key for _, _, key in self._spans]
 
+    @property
+    def greyed_keys(self) -> list[str]:
+        """The keys on the line now that cannot act in this state (for tests)."""
+        shown = set(self.shown_keys)
+        return [key for key, _, _, enabled in self._keys if key in shown and not enabled]
+
     def _palette(self) -> KeyShown | None:
         app = self.app
         if not app.ENABLE_COMMAND_PALETTE:
