@@ -7,7 +7,6 @@ a terminal sends typing or a paste), with the pane polling every 50 ms underneat
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,15 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
-from tests.pilot import Paste, screen_as, screen_text, type_burst, wait_for_rows, wait_until
+from tests.pilot import (
+    WAIT_SECONDS,
+    Paste,
+    screen_as,
+    screen_text,
+    type_burst,
+    wait_for_rows,
+    wait_until,
+)
 from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, SnapCompare, fixed_snapshot
 from zsn.lint import Finding
 from zsn.plan import Plan
@@ -72,21 +79,31 @@ async def _polls_go_on(pilot: Pilot[int], app: ZsnApp) -> None:
 # -- item 2: keys in bursts are never lost -----------------------------------------
 
 
-async def test_a_burst_typed_into_the_onboarding_form_loses_nothing(
-        app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The defaults (next free address) arrive after the typing: they must not
-    # overwrite the address typed meanwhile.
+def held_defaults(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The onboarding form's defaults, read once the first event is set; the second is
+    set when they have been read."""
+    release = threading.Event()
     filled = threading.Event()
     defaults = onboarding.onboarding_defaults
 
-    def slow_defaults(host: Host, interface: str) -> onboarding.OnboardingDefaults:
-        time.sleep(0.3)
+    def held(host: Host, interface: str) -> onboarding.OnboardingDefaults:
+        release.wait(WAIT_SECONDS)
         try:
             return defaults(host, interface)
         finally:
             filled.set()
 
-    monkeypatch.setattr("zsn.tui.screens.onboarding.onboarding_defaults", slow_defaults)
+    monkeypatch.setattr("zsn.tui.screens.onboarding.onboarding_defaults", held)
+    return release, filled
+
+
+async def test_a_burst_typed_into_the_onboarding_form_loses_nothing(
+        app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The defaults (next free address) arrive after the typing: they must not
+    # overwrite the address typed meanwhile. They wait for the typing to be in the
+    # form, not a fixed 0.3 s: on a busy machine that ran out inside the burst, with
+    # the focus in a field not typed in yet (the next test).
+    typed, filled = held_defaults(monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         type_burst(app, "a", *"carol-phone", "tab", *"10.77.0.9", "tab", "tab",
@@ -94,6 +111,7 @@ async def test_a_burst_typed_into_the_onboarding_form_loses_nothing(
         await wait_until(pilot, lambda: isinstance(app.screen, OnboardPeerScreen)
                          and _value(app, "#onboard-endpoint") == "vpn.example.com",
                          "the last field typed")
+        typed.set()
         await wait_until(pilot, filled.is_set, "the defaults read")
         await _polls_go_on(pilot, app)
         assert _value(app, "#onboard-name") == "carol-phone"
@@ -105,6 +123,27 @@ async def test_a_burst_typed_into_the_onboarding_form_loses_nothing(
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
         assert "add peer carol-phone to zcapwg1 (server only, 10.77.0.9" in screen_as(
             app, PlanScreen).plan_title
+
+
+async def test_defaults_arriving_in_a_field_just_entered_give_way_to_typing(
+        app: ZsnApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defaults come while the focus is in the (empty) address field, before the
+    first character: the default is shown selected, and typing replaces it (it went
+    before the typed address: "10.77.0.4, fd77::410.77.0.9")."""
+    entered, filled = held_defaults(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        type_burst(app, "a", *"carol-phone", "tab")
+        await wait_until(pilot, lambda: isinstance(app.screen, OnboardPeerScreen)
+                         and app.focused is app.screen.query_one("#onboard-address"),
+                         "the address field entered")
+        entered.set()
+        await wait_until(pilot, lambda: filled.is_set() and _value(app, "#onboard-address"),
+                         "the default address")
+        type_burst(app, *"10.77.0.9")
+        await wait_until(pilot, lambda: _value(app, "#onboard-address").endswith("9"),
+                         "the typing")
+        assert _value(app, "#onboard-address") == "10.77.0.9"
 
 
 async def test_a_burst_into_the_new_interface_form_loses_nothing(app: ZsnApp) -> None:

@@ -95,6 +95,10 @@ class FormScreen(ModalScreen[ResultT | None]):
             value = safe(value)  # read from a file or a daemon: never raw on the terminal
             self._filled[key] = value
             widget.value = value
+            if widget.has_focus and widget.select_on_focus:
+                # Entered before the value came: what is typed next replaces it, as
+                # when a field with its value is entered (not appended to it).
+                widget.select_all()
 
     def show_error(self, message: str, key: str | None = None) -> None:
         """Show `message` under the fields (hidden when empty), marking field `key`."""
