@@ -267,10 +267,13 @@ async def test_enable_and_disable_keys(ovpn_app: ZsnApp, monkeypatch: pytest.Mon
         await open_tab(pilot)
         await pilot.press("down", "e")
         await wait_until(pilot, lambda: len(calls) == 1, "enabled")
-        await pilot.press("d")
+        await pilot.press("d")  # backup is disabled already: nothing to do, said so
+        await wait_until(pilot, lambda: any("disabled at boot already" in n.message
+                                            for n in ovpn_app._notifications), "why not")
+        await pilot.press("up", "d")  # office is enabled
         await wait_until(pilot, lambda: len(calls) == 2, "disabled")
         assert calls == [("openvpn-client@backup.service", True),
-                         ("openvpn-client@backup.service", False)]
+                         ("openvpn-client@office.service", False)]
         await wait_until(pilot, lambda: any(
             n.message == "enable openvpn-client@backup.service at boot: done"
             for n in ovpn_app._notifications), "the notice")
@@ -448,3 +451,17 @@ async def test_with_no_connection_only_import_is_offered(tmp_path: Path) -> None
         await wait_until(pilot, lambda: any("No OpenVPN connections here" in n.message
                                             for n in app._notifications), "why not")
         assert not isinstance(app.screen, PlanScreen)
+
+
+async def test_the_footer_offers_what_the_unit_can_do(ovpn_app: ZsnApp) -> None:
+    """Running and enabled: stop, not start; stopped and disabled: start, not stop."""
+    from zsn.tui.widgets.footer import KeyBar
+
+    async with ovpn_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        bar = ovpn_app.query_one(KeyBar)
+        await wait_until(pilot, lambda: bar.shown_keys[:2] == ["x", "R"], "office: stop")
+        assert "s" not in bar.shown_keys and "e" not in bar.shown_keys
+        await pilot.press("down")  # backup: inactive, disabled
+        await wait_until(pilot, lambda: bar.shown_keys[:2] == ["s", "R"], "backup: start")
+        assert "x" not in bar.shown_keys and "d" not in bar.shown_keys

@@ -123,8 +123,29 @@ result. `h` installs zsn's DNS hook: pushed DNS servers and domains go to
             return None
         if not self._snapshot.connections:
             return NotNow("No OpenVPN connections here: i imports a profile.", hidden=True)
-        if self.selected() is None:
+        conn = self.selected()
+        if conn is None:
             return NotNow("Highlight a connection first.")
+        return self._unit_not_now(conn, action, parameters)
+
+    @staticmethod
+    def _unit_not_now(conn: Connection, action: str,
+                      parameters: tuple[object, ...]) -> NotNow | None:
+        """Start while it runs, stop while it does not, enable when enabled ...: systemd
+        would do nothing (unknown without the bus: offered)."""
+        unit = conn.unit
+        if unit is None:
+            return None
+        name = conn.config.unit
+        running = unit.active_state in ("active", "activating", "reloading")
+        if action == "unit" and parameters == ("start",) and running:
+            return NotNow(f"{name} is running (R restarts it).", hidden=True)
+        if action == "unit" and parameters == ("stop",) and unit.active_state in (
+                "inactive", "failed"):
+            return NotNow(f"{name} is not running.", hidden=True)
+        if action == "enable" and parameters and unit.unit_file_state == (
+                "enabled" if parameters[0] else "disabled"):
+            return NotNow(f"{name} is {unit.unit_file_state} at boot already.", hidden=True)
         return None
 
     def _need_selection(self) -> Connection | None:
