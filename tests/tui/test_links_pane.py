@@ -464,7 +464,9 @@ async def test_the_details_box_grows_with_the_terminal_and_says_what_is_below(
         box.focus()
         await pilot.press("end")
         await wait_until(pilot, lambda: str(box.border_subtitle).startswith("↑"), "scrolled")
-        assert any("-> zsn link persist" in line for line in screen_text(links_app))
+        # On the screen once drawn: the subtitle changes first, the frame after it.
+        await wait_until(pilot, lambda: any("-> zsn link persist" in line
+                                            for line in screen_text(links_app)), "the advice")
         await pilot.resize_terminal(120, 40)
         await wait_until(pilot, lambda: box.size.height > small, "taller at 120x40")
 
@@ -501,8 +503,8 @@ async def test_under_a_root_only_the_config_keys_are_offered(
     async with app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         bar = app.query_one(KeyBar)
-        await wait_until(pilot, lambda: "c" in bar.shown_keys, "the footer")
-        assert not {"m", "d", "a", "x", "s", "p"} & set(bar.shown_keys)
+        await wait_until(pilot, lambda: "c" in bar.shown_keys and not {
+            "m", "d", "a", "x", "s", "p"} & set(bar.shown_keys), "only create and lint")
         await pilot.press("m")
         await wait_until(pilot, lambda: any("Under --root only the config" in n.message
                                             for n in app._notifications), "why not")

@@ -494,8 +494,9 @@ async def test_peer_and_interface_keys_need_a_running_interface(
         pane = app.query_one(WireGuardPane)
         await wait_until(pilot, lambda: pane.snapshot_count, "the first read")
         bar = app.query_one(KeyBar)
-        await wait_until(pilot, lambda: "a" in bar.shown_keys, "the footer")
-        assert not {"v", "x", "e", "n", "s", "D", "C", "K", "G"} & set(bar.shown_keys)
+        await wait_until(pilot, lambda: "a" in bar.shown_keys and not {
+            "v", "x", "e", "n", "s", "D", "C", "K", "G"} & set(bar.shown_keys),
+            "no peer or interface keys")
         await pilot.press("x")
         await wait_until(pilot, lambda: any("No WireGuard interface is running" in n.message
                                             for n in app._notifications), "why not")
