@@ -46,6 +46,7 @@ LAB_PACKAGES=(
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
     openssh-server openssh-client                 # groups tryback, zfs_send: sshd, ssh
     netcat-openbsd                                # bench/zfs_send.py: nc against --via tcp
+    openvpn                                       # group serve: a client and its server
 )
 # The config corpus (tests/corpus) compares zsn's reading of interfaces files with each
 # ifupdown implementation's own ifquery. The three packages conflict, so each is unpacked
