@@ -11,8 +11,7 @@ while the session's IPv6 default route was learned from router advertisements. E
 never confirmed (restored within SECONDS + 5 s) and confirmed (it stays). Also: zsn
 killed (kill -9) right after applying, every process of the session killed, and a
 rollback that meets a changed state. Bonds, VLANs and Wi-Fi need kernel modules this
-host lacks; their scenarios in the kernel lab guest are not here yet (the lab's ssh
-login is refused in the guest).
+host lacks: tests/kernel/test_tryback.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 detached `python -m zsn.changes.guardian`): rolled back at the deadline, kept on
 confirm, the boot config written on confirm only, a rollback that meets a file
 changed since, refusals. The live kinds (links, WireGuard, Wi-Fi, units) are tried in
-the lab: tests/integration/test_tryback_ssh.py."""
+the labs: tests/integration/test_tryback_ssh.py and tests/kernel/test_tryback.py."""
 
 from __future__ import annotations
 
