@@ -109,7 +109,8 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
         done = lab.wait_state(("rolled back", "rollback incomplete"), 30)
         assert done["state"] == "rolled back", done["outcome"]
         assert done["outcome"]["by"] == "the guardian, at the deadline"
-        assert lab.snapshot() == before
+        after = lab.snapshot()
+        assert after == before, "not as before the change: " + _differences(before, after)
         assert files_of(lab, scenario) == files
         listed = lab.zsn("pending", "--all")  # over a new session, as the admin would
         assert listed.returncode == 0, listed.stderr
@@ -117,6 +118,14 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
         return back - float(change["deadline_wall"])
     finally:
         teardown()
+
+
+def _differences(before: dict[str, object], after: dict[str, object]) -> str:
+    """What differs between two `SshLab.snapshot`s, part by part (links, addresses,
+    routes)."""
+    return "; ".join(f"{part}: before {json.dumps(before[part])}, after "
+                     f"{json.dumps(after.get(part))}"
+                     for part in before if before[part] != after.get(part))
 
 
 APPLY_WAIT = 120.0
