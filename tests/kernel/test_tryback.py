@@ -10,9 +10,8 @@ namespace, ssh in another: tests/lab/sshd.py) and makes a change that cuts it, w
 - a Wi-Fi disconnect (mac80211_hwsim): the session runs over a station wpa_supplicant
   drives, hostapd is the access point in the client's namespace.
 
-Each never confirmed (the guardian restores the path within SECONDS + 5 s; not the
-bond yet: see NEVER_CONFIRMED) and confirmed (it stays). The guest is much slower
-than the host: longer tries.
+Each never confirmed (the guardian restores the path within SECONDS + 5 s) and
+confirmed (it stays). The guest is much slower than the host: longer tries.
 """
 
 from __future__ import annotations
@@ -222,13 +221,9 @@ WIFI = Scenario(
 
 
 SCENARIOS = [BOND, VLAN, WIFI]
-NEVER_CONFIRMED = [VLAN, WIFI]
-"""The bond's never-confirmed run is left out: in the guest the guardian rolls it back
-at the deadline and the path comes back in time, but the server's links, addresses or
-routes then differ from before the change (which, not yet known)."""
 
 
-@pytest.mark.parametrize("scenario", NEVER_CONFIRMED, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_never_confirmed_the_guardian_restores_the_path(
         ssh_lab: SshLab, scenario: Scenario, request: pytest.FixtureRequest) -> None:
     try:
