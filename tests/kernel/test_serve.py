@@ -129,13 +129,7 @@ def _bond_and_vlan(lab: Lab) -> None:
 
 def _wireguard(lab: Lab) -> Ready:
     other = lab.namespace("wg")
-    a, b = lab.name("wa"), lab.name("wb")
-    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-    sh("ip", "addr", "add", "192.168.77.1/24", "dev", a)
-    sh("ip", "link", "set", a, "up")
-    sh("ip", "link", "set", b, "netns", other)
-    sh("ip", "-n", other, "addr", "add", "192.168.77.2/24", "dev", b)
-    sh("ip", "-n", other, "link", "set", b, "up")
+    lab.veth(None, "192.168.77.1/24", other, "192.168.77.2/24", suffix="w")
     keys = (new_private_key(), new_private_key())
     here, there = lab.name("wg0"), lab.name("wg1")
     for name, ns in ((here, None), (there, other)):
@@ -182,13 +176,7 @@ def _wifi(lab: Lab) -> Ready:
 
 def _openvpn(lab: Lab) -> Ready:
     server_ns = lab.namespace("ov")
-    a, b = lab.name("oa"), lab.name("ob")
-    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-    sh("ip", "addr", "add", "192.168.78.1/24", "dev", a)
-    sh("ip", "link", "set", a, "up")
-    sh("ip", "link", "set", b, "netns", server_ns)
-    sh("ip", "-n", server_ns, "addr", "add", "192.168.78.2/24", "dev", b)
-    sh("ip", "-n", server_ns, "link", "set", b, "up")
+    lab.veth(None, "192.168.78.1/24", server_ns, "192.168.78.2/24", suffix="o")
     pki = make_pki()
     server = WORK / "server.conf"
     server.write_text(server_config(pki, management=str(WORK / "server.sock")))

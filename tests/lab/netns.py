@@ -94,14 +94,19 @@ class Lab:
         run(["ip", "-n", name, "link", "set", "lo", "up"])
         return name
 
-    def veth(self, ns_a: str, addr_a: str, ns_b: str, addr_b: str, suffix: str = "") -> None:
-        """A veth pair from `ns_a` to `ns_b`; `suffix` tells a lab's several pairs apart."""
+    def veth(self, ns_a: str | None, addr_a: str, ns_b: str, addr_b: str,
+             suffix: str = "") -> None:
+        """A veth pair from `ns_a` (None: this namespace) to `ns_b`; `suffix` tells a lab's
+        several pairs apart."""
         a, b = self.name(f"va{suffix}"), self.name(f"vb{suffix}")
         run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
         for dev, ns, addr in ((a, ns_a, addr_a), (b, ns_b, addr_b)):
-            run(["ip", "link", "set", dev, "netns", ns])
-            run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
-            run(["ip", "-n", ns, "link", "set", dev, "up"])
+            ip = ["ip"]
+            if ns is not None:
+                run(["ip", "link", "set", dev, "netns", ns])
+                ip = ["ip", "-n", ns]
+            run([*ip, "addr", "add", addr, "dev", dev])
+            run([*ip, "link", "set", dev, "up"])
 
     def wireguard_go(self, ns: str, ifname: str) -> Path:
         """Start wireguard-go for `ifname` inside `ns`; return its UAPI socket."""
