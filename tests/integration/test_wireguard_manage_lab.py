@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.mounts import private_argv
-from tests.lab.netns import Lab, require_lab, run, wait_for
+from tests.lab.netns import Lab, processes, require_lab, run, wait_for
 from tests.needs import needs_tools
 from zsn.wireguard import uapi
 from zsn.wireguard.addressing import next_free_address
@@ -93,17 +93,11 @@ def _require_tools() -> None:
 
 def _kill_leftover_daemons(names: list[str]) -> None:
     """wireguard-go daemons zsn started (via wg-quick) that outlived their namespace."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, argv in processes():
         if len(argv) >= 2 and argv[0].endswith(b"wireguard-go") and \
                 argv[-2 if argv[-1] == b"" else -1].decode(errors="replace") in names:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(proc.name), 15)
+                os.kill(pid, 15)
     for name in names:
         Path(f"/var/run/wireguard/{name}.sock").unlink(missing_ok=True)
 

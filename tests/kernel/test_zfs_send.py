@@ -25,6 +25,7 @@ import pytest
 
 from tests.kernel.test_zfs import sh, wait_for, zsn
 from tests.lab.kernel import modprobe
+from tests.lab.netns import processes
 from tests.lab.ssh_target import (
     SshServer,
     client_key,
@@ -73,15 +74,9 @@ def guids(dataset: str) -> dict[str, int]:
 
 def receiving(dataset: str) -> int | None:
     """The pid of the ``zfs receive`` writing into `dataset` (here or under sshd)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, argv in processes():
         if b"receive" in argv and dataset.encode() in argv and argv[0].endswith(b"zfs"):
-            return int(entry.name)
+            return pid
     return None
 
 

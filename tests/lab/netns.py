@@ -12,7 +12,7 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +71,19 @@ def stop_process(process: subprocess.Popen[bytes] | subprocess.Popen[str],
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(5)
+
+
+def processes() -> Iterator[tuple[int, list[bytes]]]:
+    """Every process's pid and argv (NUL-split, as /proc has it), skipping any that exit
+    while read: for finding daemons a test did not start itself."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        yield int(entry.name), argv
 
 
 @dataclass
