@@ -9,7 +9,7 @@ Each round runs the never-confirmed lock-out scenarios of
 tests/integration/test_tryback_ssh.py (a real sshd in one namespace, the client in
 another, zsn inside the session, the change cutting it; SECONDS = 6), and with
 ``--kernel`` those of the kernel lab guest too (tests/kernel/test_tryback.py: the
-bond, the session's VLAN deleted; one boot, SECONDS = 12, the guest's
+bond, the session's VLAN deleted, a Wi-Fi disconnect; one boot, SECONDS = 12, the guest's
 clock). A prober in the client's namespace starts a TCP connect every 50 ms (200 ms
 in the guest), several in flight (tests/lab/probe.py), once zsn began the change, so
 a SYN lost to the cut path never hides the moment it comes back; the figure is the

@@ -10,9 +10,8 @@ namespace, ssh in another: tests/lab/sshd.py) and makes a change that cuts it, w
 - a Wi-Fi disconnect (mac80211_hwsim): the session runs over a station wpa_supplicant
   drives, hostapd is the access point in the client's namespace.
 
-Each never confirmed (the guardian restores the path within SECONDS + 5 s; not Wi-Fi
-yet: see NEVER_CONFIRMED) and confirmed (it stays). The guest is much slower than
-the host: longer tries.
+Each never confirmed (the guardian restores the path within SECONDS + 5 s) and
+confirmed (it stays). The guest is much slower than the host: longer tries.
 """
 
 from __future__ import annotations
@@ -222,15 +221,9 @@ WIFI = Scenario(
 
 
 SCENARIOS = [BOND, VLAN, WIFI]
-NEVER_CONFIRMED = [BOND, VLAN]
-"""The Wi-Fi disconnect's never-confirmed run is left out: in the guest the guardian
-reconnects the station, but the path came back 16.1 s after the deadline in one boot
-(within SECONDS + 5 s of the change by under a second) and 19.3 s after the change in
-another, over it; where that time goes (wpa_supplicant's scan, the association, the
-emulated CPU) is not yet known."""
 
 
-@pytest.mark.parametrize("scenario", NEVER_CONFIRMED, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_never_confirmed_the_guardian_restores_the_path(
         ssh_lab: SshLab, scenario: Scenario, request: pytest.FixtureRequest) -> None:
     try:

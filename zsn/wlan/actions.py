@@ -187,7 +187,7 @@ def _plan_connect_wpa(host: Host, interface: WlanInterface, target: Target,
     steps: list[Step] = [LiveStep(
         f"wpa_supplicant on {interface.name}: {what}, wait for COMPLETED "
         f"({wpa.CONNECT_TIMEOUT:g} s), re-enable the other networks, SAVE_CONFIG", run,
-        restore=(wifi_undo(host, "wpa_supplicant", interface.name, _on(interface), saved),)
+        restore=(wifi_undo(host, "wpa_supplicant", interface, saved),)
         if saved or interface.saves_config is False else None)]
     return _live(host, Plan(title, steps, notes=notes), interface, target.ssid)
 
@@ -241,8 +241,7 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
     profile = (iwd_backend.profile_path(target.ssid, kind),) if passphrase is not None else ()
     steps.append(LiveStep(f"iwd on {interface.name}: connect to {name}{hidden} ({how}), "
                           "wait for iwd's answer", run,
-                          restore=(wifi_undo(host, "iwd", interface.name, _on(interface),
-                                             profile),)))
+                          restore=(wifi_undo(host, "iwd", interface, profile),)))
     notes = []
     if passphrase is not None:
         notes.append("iwd stores the network in /var/lib/iwd (0600) and connects to it "
@@ -253,11 +252,6 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
                      f"systemd-networkd or dhcpcd must configure {interface.name}")
     return _live(host, Plan(title, steps, warnings=warnings, notes=notes), interface,
                  target.ssid)
-
-
-def _on(interface: WlanInterface) -> bytes | None:
-    """The network `interface` is on now (what a rollback connects it to again)."""
-    return interface.link.ssid if interface.link.connected else None
 
 
 def _live(host: Host, plan: Plan, interface: WlanInterface, ssid: bytes | None) -> Plan:
@@ -428,7 +422,7 @@ def plan_disconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface
         return _live(host, Plan(title, [LiveStep(
             f"iwd: disconnect {interface.name}",
             lambda: _bus(host, lambda bus: bus_iwd.disconnect(bus, station)),
-            restore=(wifi_undo(host, "iwd", interface.name, _on(interface)),))],
+            restore=(wifi_undo(host, "iwd", interface),))],
             notes=["iwd does not reconnect on this interface until the next connect (zsn "
                    "wifi connect SSID)"]), interface, None)
     if interface.backend == "wpa_supplicant":
@@ -436,7 +430,7 @@ def plan_disconnect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface
             f"wpa_supplicant: DISCONNECT {interface.name}",
             lambda: _wpa(host, interface.name, wpa.disconnect),
             lambda: _wpa(host, interface.name, wpa.reconnect),
-            (wifi_undo(host, "wpa_supplicant", interface.name, _on(interface)),))],
+            (wifi_undo(host, "wpa_supplicant", interface),))],
             notes=["wpa_supplicant stays disconnected until the next connect"]),
             interface, None)
     if interface.backend == "netctl":

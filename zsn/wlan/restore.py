@@ -4,7 +4,8 @@
 wpa_supplicant: when the connect saved its config (SAVE_CONFIG), the file is put back
 first (as every file is: only if it still holds what the connect wrote) and
 wpa_supplicant re-reads it (RECONFIGURE), so its networks are the ones it had; then
-it is connected again (RECONNECT) or disconnected as it was. iwd: the network it was
+it is connected again (RECONNECT, after a scan of the channel the network was on)
+or disconnected as it was. iwd: the network it was
 on is connected again (iwd keeps its profile), or the station disconnected. netctl
 profiles are systemd units: the ``unit`` kind restores them. A restore waits for the
 association, so what it reports is what the radio did.
@@ -12,7 +13,6 @@ association, so what it reports is what the radio did.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,24 +23,37 @@ from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.system.wpa_ctrl import WpaMonitor
+from zsn.wlan.model import WlanInterface
 from zsn.wlan.ssid import display
 
 ASSOCIATION_WAIT = 20.0
 """How long a restore waits for the interface to be on its network again."""
 
 
-def wifi_undo(host: Host, backend: str, interface: str, ssid: bytes | None,
+def wifi_undo(host: Host, backend: str, interface: WlanInterface,
               daemon_files: tuple[str, ...] = ()) -> Undo:
-    """`interface` connected to `ssid` again (None: disconnected), after putting back
-    `daemon_files` (system paths) the change makes the daemon write: wpa_supplicant's
-    config (SAVE_CONFIG), an iwd network profile."""
+    """`interface` on the network it is on now again (or disconnected, as it is), after
+    putting back `daemon_files` (system paths) the change makes the daemon write:
+    wpa_supplicant's config (SAVE_CONFIG), an iwd network profile. The channel it is
+    on is kept too: wpa_supplicant finds the network again by scanning that one first."""
     kept = []
     for system_path in daemon_files:
         path = files.write_target(host.path(system_path))
         snapshot = files.read_tracked(path) if files.exists(path) else None
         kept.append(dict(file_undo(path, snapshot, None).data))
-    return Undo("wifi", {"backend": backend, "interface": interface,
-                         "ssid": None if ssid is None else ssid.hex(), "files": kept})
+    link = interface.link
+    ssid = link.ssid if link.connected else None
+    return Undo("wifi", {"backend": backend, "interface": interface.name,
+                         "ssid": None if ssid is None else ssid.hex(),
+                         "frequency": None if ssid is None else link.frequency, "files": kept})
+
+
+def _frequency(data: Mapping[str, Any]) -> int | None:
+    """The recorded channel's frequency (MHz), if it is one (a record is read back from
+    disk: only a plain positive number goes into a command)."""
+    value = data.get("frequency")
+    return value if type(value) is int and 0 < value < 100_000 else None
 
 
 def _files_restored(data: Mapping[str, Any], outcome: Outcome) -> bool:
@@ -89,6 +102,9 @@ class WifiRestorer:
         found = [command for kept in data["files"] for command in FILE.commands(kept)]
         if data["files"]:
             found.append(f"wpa_cli -i {name} reconfigure")
+        frequency = _frequency(data)
+        if data["ssid"] and frequency is not None:
+            found.append(f"wpa_cli -i {name} scan freq={frequency}")
         found.append(f"wpa_cli -i {name} {'reconnect' if data['ssid'] else 'disconnect'}")
         return found
 
@@ -112,13 +128,10 @@ def _wpa(host: Host, data: Mapping[str, Any], ssid: bytes | None) -> Outcome:
             return
         if state.link.connected and state.link.ssid == ssid:
             return
-        await wpa.reconnect(ctrl)
-        deadline = time.monotonic() + ASSOCIATION_WAIT
-        while time.monotonic() < deadline:
-            state = await wpa.read_state(ctrl, name)
-            if state.link.connected:
-                break
-            await asyncio.sleep(0.2)
+        async with WpaMonitor(ctrl.path, interface=name,
+                              conversation=ASSOCIATION_WAIT + 5) as monitor:
+            await wpa.rejoin(monitor, ctrl, _frequency(data), ASSOCIATION_WAIT)
+        state = await wpa.read_state(ctrl, name)
         if state.link.connected and state.link.ssid == ssid:
             outcome.done.append(f"{name} on {display(ssid)} again")
         elif state.link.connected and state.link.ssid is not None:

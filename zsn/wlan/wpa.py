@@ -11,6 +11,7 @@ would otherwise persist ``disabled=1`` on all of them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ MAX_BSS = 2000
 MAX_NETWORKS = 1000
 CONNECT_TIMEOUT = 30.0
 SCAN_TIMEOUT = 15.0
+CHANNEL_SCAN_TIMEOUT = 5.0
+"""A scan of one channel: well under a second on a real radio."""
 NOT_FOUND_LIMIT = 3
 """Scans in a row without the network before a connect gives up early."""
 
@@ -316,9 +319,12 @@ async def set_enabled(ctrl: WpaControl, ids: list[int], enabled: bool) -> list[s
     return (await save_config(ctrl))[1]
 
 
-async def scan(monitor: WpaMonitor, ctrl: WpaControl, timeout: float = SCAN_TIMEOUT) -> None:
-    """Ask for a scan and wait for its results (a scan already running counts)."""
-    reply = (await ctrl.request("SCAN")).strip()
+async def scan(monitor: WpaMonitor, ctrl: WpaControl, timeout: float = SCAN_TIMEOUT,
+               frequency: int | None = None) -> None:
+    """Ask for a scan (of the channel at `frequency` MHz alone, when given) and wait
+    for its results (a scan already running counts)."""
+    reply = (await ctrl.request("SCAN" if frequency is None else f"SCAN freq={frequency}")
+             ).strip()
     if reply not in ("OK", "FAIL-BUSY"):
         raise SocketError(f"wpa_supplicant on {ctrl.interface} refused to scan: {reply[:40]}")
     deadline = asyncio.get_running_loop().time() + timeout
@@ -332,6 +338,29 @@ async def scan(monitor: WpaMonitor, ctrl: WpaControl, timeout: float = SCAN_TIME
             return
     raise SocketError(f"wpa_supplicant on {ctrl.interface}: no scan results within "
                       f"{timeout:g} s")
+
+
+async def rejoin(monitor: WpaMonitor, ctrl: WpaControl, frequency: int | None,
+                 timeout: float) -> bool:
+    """RECONNECT after a DISCONNECT, first scanning the channel at `frequency` MHz
+    alone when it is known (the one the network was on); True once connected within
+    `timeout` s.
+
+    RECONNECT joins at once from scan results younger than 5 s (wpa_supplicant's "fast
+    associate"); older ones make it scan every channel the radio has first, dozens on a
+    dual-band radio, the passive-only ones dwelt on for 100 ms or more each. With fresh
+    results of the one channel it joins from them; a network no longer there makes it
+    scan them all, as before."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    if frequency is not None:
+        with contextlib.suppress(SocketError):  # then RECONNECT scans them all
+            await scan(monitor, ctrl, min(timeout, CHANNEL_SCAN_TIMEOUT), frequency)
+    await reconnect(ctrl)
+    async for datagram in monitor.events(deadline):
+        event = parse_event(datagram)
+        if event is not None and event.name == "CTRL-EVENT-CONNECTED":
+            return True
+    return False
 
 
 def run(host: Host, interface: str, action: Callable[[WpaControl], Awaitable[T]],
