@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ from tests.lab.dbus import private_system_bus
 from tests.lab.kernel import modprobe
 from tests.lab.netns import Lab, run, wait_for
 from tests.needs import needs_tools
+from zsn.system import nl80211
 from zsn.system.host import Host
 from zsn.wlan import actions
 from zsn.wlan.lint import lint
@@ -195,9 +197,9 @@ def supplicant(wifi: WifiLab) -> Iterator[Path]:
 
 def _scan_until(wifi: WifiLab, interface: str, wanted: set[str | None], hidden: bool,
                 located: bool = False) -> list[dict[str, object]]:
-    """`zsn wifi scan` until every wanted SSID (None: a hidden AP) shows, at most 60 s;
-    `located`: with its channel, i.e. from the kernel's scan table (iwd's own list keeps
-    networks the kernel forgot 30 s after a scan: a slow guest reads after that)."""
+    """`zsn wifi scan` until every wanted SSID (None: a hidden AP) shows, at most 60 s
+    (a probe response can be lost); `located`: with its channel, i.e. from the kernel's
+    scan table, not only from the daemon's list."""
     deadline = time.monotonic() + 60
     entries: list[dict[str, object]] = []
     while time.monotonic() < deadline:
@@ -342,9 +344,36 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
             process.wait(10)
 
 
+@contextlib.contextmanager
+def _scan_events(wifi: WifiLab, interface: str) -> Iterator[None]:
+    """Keep the datagrams of nl80211's "scan" multicast group meanwhile, for
+    tests/fixtures/wlan (the unit tests of `nl80211.scans_ended`)."""
+    nl = nl80211.family()
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK,
+                         nl80211.NETLINK_GENERIC)
+    sock.bind((0, 0))
+    sock.setsockopt(nl80211.SOL_NETLINK, nl80211.NETLINK_ADD_MEMBERSHIP, nl.groups["scan"])
+    try:
+        yield
+        chunks = []
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                chunks.append(sock.recv(1 << 16))
+    finally:
+        sock.close()
+    index = int(Path(f"/sys/class/net/{interface}/ifindex").read_text())
+    wifi.capture(f"nl80211-scan-events.{interface}.hex",
+                 f"family={nl.id} ifindex={index}\n" + "".join(f"{c.hex()}\n" for c in chunks),
+                 f"datagrams of nl80211's scan group during `zsn wifi scan {interface}` "
+                 "under iwd, one per line in hex")
+
+
 def test_iwd_scan_sees_every_access_point(wifi: WifiLab, iwd: Host) -> None:
-    entries = _scan_until(wifi, IWD_STATION, {"home-wpa2", "cafe-open", "office-sae"},
-                          hidden=True, located=True)
+    # iwd scans in three parts, each flushing what the others found from the kernel's
+    # table: zsn reads the table as each part ends, so one scan shows every channel.
+    with _scan_events(wifi, IWD_STATION):
+        entries = _scan_until(wifi, IWD_STATION, {"home-wpa2", "cafe-open", "office-sae"},
+                              hidden=True, located=True)
     by_name = {entry["ssid"]: entry for entry in entries}
     assert by_name["cafe-open"]["security"] == "open"
     assert by_name["home-wpa2"]["security"] == "WPA2"  # from its beacons: iwd says "psk"

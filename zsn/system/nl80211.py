@@ -13,11 +13,14 @@ raw bytes, so they are tested on dumps captured in the kernel lab.
 
 from __future__ import annotations
 
+import select
+import socket
 import struct
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from zsn.errors import NetlinkError, ParseError
+from zsn.errors import NetlinkError, ParseError, ZsnError
 from zsn.system import rtnetlink
 from zsn.system.rtnetlink import NLMSG_ERROR, attributes, mac_text, messages, unsigned
 
@@ -26,8 +29,14 @@ GENL_ID_CTRL = 0x10
 CTRL_CMD_GETFAMILY = 3
 CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
+CTRL_ATTR_MCAST_GROUPS = 7
+CTRL_ATTR_MCAST_GRP_NAME = 1
+CTRL_ATTR_MCAST_GRP_ID = 2
+SOL_NETLINK = 270
+NETLINK_ADD_MEMBERSHIP = 1
 NL80211_CMD_GET_SCAN = 32
 NL80211_CMD_NEW_SCAN_RESULTS = 34
+NL80211_CMD_SCAN_ABORTED = 35
 NL80211_ATTR_IFINDEX = 3
 NL80211_ATTR_BSS = 47
 NL80211_BSS_BSSID = 1
@@ -116,8 +125,15 @@ def _request(command: int, attributes: bytes) -> bytes:
     return _GENL.pack(command, 1, 0) + attributes
 
 
-def family_id(name: str = "nl80211") -> int:
-    """The generic netlink family's number (the kernel gives it out at load)."""
+class Family(NamedTuple):
+    """A generic netlink family as the kernel gave it out at load."""
+
+    id: int
+    groups: dict[str, int]
+    """Its multicast groups by name ("scan", "mlme"...) and number."""
+
+
+def family(name: str = "nl80211") -> Family:
     chunks = rtnetlink.exchange(
         GENL_ID_CTRL, _request(CTRL_CMD_GETFAMILY, rtnetlink.attribute(
             CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0")),
@@ -125,10 +141,26 @@ def family_id(name: str = "nl80211") -> int:
     for kind, data, a, b in messages(chunks):
         if kind == NLMSG_ERROR or b - a < _GENL.size:
             continue
+        number, groups = None, {}
         for attribute, start, end in attributes(data, a + _GENL.size, b):
             if attribute == CTRL_ATTR_FAMILY_ID and end - start >= 2:
-                return int(_U16.unpack_from(data, start)[0])
+                number = int(_U16.unpack_from(data, start)[0])
+            elif attribute == CTRL_ATTR_MCAST_GROUPS:
+                for _index, group_start, group_end in attributes(data, start, end):
+                    values = {kind: (x, y) for kind, x, y
+                              in attributes(data, group_start, group_end)}
+                    if CTRL_ATTR_MCAST_GRP_NAME in values and CTRL_ATTR_MCAST_GRP_ID in values:
+                        x, y = values[CTRL_ATTR_MCAST_GRP_NAME]
+                        group = bytes(data[x:y]).rstrip(b"\0").decode("ascii", "replace")
+                        groups[group] = unsigned(data, *values[CTRL_ATTR_MCAST_GRP_ID])
+        if number is not None:
+            return Family(number, groups)
     raise NetlinkError(f"the kernel has no {name} netlink family (no Wi-Fi support)")
+
+
+def family_id(name: str = "nl80211") -> int:
+    """The generic netlink family's number (the kernel gives it out at load)."""
+    return family(name).id
 
 
 def dump_scan_raw(family: int, ifindex: int) -> list[bytes]:
@@ -142,3 +174,96 @@ def read_scan(ifindex: int) -> list[BssRecord]:
     """The access points the kernel knows in range of the interface `ifindex`."""
     family = family_id()
     return decode_scan(dump_scan_raw(family, ifindex), family)
+
+
+def scans_ended(chunk: bytes, family_number: int, ifindex: int) -> bool:
+    """Whether a datagram of the "scan" multicast group says a scan on `ifindex` ended
+    with results (NL80211_CMD_NEW_SCAN_RESULTS naming the interface)."""
+    try:
+        for kind, data, a, b in messages([chunk]):
+            if kind != family_number or b - a < _GENL.size \
+                    or data[a] != NL80211_CMD_NEW_SCAN_RESULTS:
+                continue
+            for attribute, start, end in attributes(data, a + _GENL.size, b):
+                if attribute == NL80211_ATTR_IFINDEX and end - start == 4 \
+                        and unsigned(data, start, end) == ifindex:
+                    return True
+    except (struct.error, IndexError, ValueError):
+        return False  # not an event of ours
+    return False
+
+
+class ScanWatch:
+    """Reads the kernel's table each time a scan on one interface ends, while open.
+
+    iwd splits a scan it is asked for into parts (the 2.4 GHz channels 1, 6 and 11,
+    then 5 GHz, then the rest of 2.4 GHz), each with NL80211_SCAN_FLAG_FLUSH: as a part
+    ends, cfg80211 drops every access point the part did not see, so after the last
+    part the table holds only its channels. iwd reads the table as each part ends; so
+    does this, handing each reading to `seen` (from its own thread). A watch that cannot
+    join the group (no nl80211, no permission) reads nothing: `error` says why.
+    """
+
+    POLL_SECONDS = 0.2
+    """How soon `close` stops the thread."""
+
+    def __init__(self, ifindex: int, seen: Callable[[list[BssRecord]], None]) -> None:
+        self.ifindex = ifindex
+        self.seen = seen
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        try:
+            self._family = family()
+            group = self._family.groups.get("scan")
+            if group is None:
+                raise NetlinkError("nl80211 has no scan multicast group")
+            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                 NETLINK_GENERIC)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+                sock.bind((0, 0))
+                sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+            except OSError:
+                sock.close()
+                raise
+        except (OSError, NetlinkError) as exc:
+            self.error = f"watching the kernel's scans: {exc}"
+            return
+        self._sock = sock
+        self._thread = threading.Thread(target=self._run, name="nl80211-scan-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        assert self._sock is not None
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._sock], [], [], self.POLL_SECONDS)
+            if not ready:
+                continue
+            try:
+                chunk = self._sock.recv(1 << 16)
+            except OSError:  # ENOBUFS: events lost; read the table anyway
+                chunk = b""
+            if chunk and not scans_ended(chunk, self._family.id, self.ifindex):
+                continue
+            try:
+                self.seen(decode_scan(dump_scan_raw(self._family.id, self.ifindex),
+                                      self._family.id))
+            except (ZsnError, OSError) as exc:
+                self.error = f"reading the kernel's scan table: {exc}"
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self) -> ScanWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

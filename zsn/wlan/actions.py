@@ -24,6 +24,7 @@ from zsn.system.files import PRIVATE_FILE_MODE, backup_path, is_world_readable, 
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket
 from zsn.wlan import netctl, wpa
+from zsn.wlan.live import watching_scans
 from zsn.wlan.model import (
     BACKEND_TITLES,
     KnownNetwork,
@@ -637,8 +638,9 @@ def scan(host: Host, interface: WlanInterface) -> None:
         from zsn.system import iwd as bus_iwd
 
         station = _iwd_station(host, interface.name)
-        _bus(host, lambda bus: bus_iwd.scan(bus, station, IWD_SCAN_TIMEOUT),
-             timeout=IWD_SCAN_TIMEOUT)
+        with watching_scans(host, interface.name):
+            _bus(host, lambda bus: bus_iwd.scan(bus, station, IWD_SCAN_TIMEOUT),
+                 timeout=IWD_SCAN_TIMEOUT)
         return
     path = control_socket(host, interface.name)
     if interface.backend in ("wpa_supplicant", "netctl") and files.exists(path):

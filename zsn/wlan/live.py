@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from zsn.errors import ZsnError
 from zsn.system import files, nl80211, wireless
@@ -27,14 +31,18 @@ from zsn.system.wpa_ctrl import WpaControl, control_socket, supplicant_configs
 from zsn.wlan import iwd as iwd_backend
 from zsn.wlan import netctl, nm, wpa
 from zsn.wlan.bss import in_range
+from zsn.wlan.elements import advertised
 from zsn.wlan.model import (
     DISCONNECTED,
     Backend,
     KnownNetwork,
     Rfkill,
+    ScanEntry,
     WlanInterface,
     WlanSnapshot,
 )
+
+log = logging.getLogger("zsn.wlan")
 
 READ_TIMEOUT = 5.0
 READ_CONVERSATION = 10.0
@@ -142,6 +150,60 @@ def _kernel_scan(host: Host, name: str, errors: list[str]) -> list[BssRecord] | 
         return None
 
 
+class _ScannedByParts:
+    """What the kernel's table held as each part of an iwd scan ended, per interface.
+
+    iwd flushes the table part by part (`zsn.system.nl80211.ScanWatch`), so a later
+    reading lacks the access points of the earlier parts, which iwd still lists. An
+    access point stays here while iwd lists its network (by name, or by address when
+    hidden) and the kernel's table lacks it; a fresher reading replaces it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_interface: dict[str, dict[str, BssRecord]] = {}
+
+    def add(self, name: str, records: list[BssRecord]) -> None:
+        with self._lock:
+            remembered = self._by_interface.setdefault(name, {})
+            remembered.update((record.bssid, record) for record in records)
+
+    def completed(self, name: str, records: list[BssRecord],
+                  listed: tuple[ScanEntry, ...]) -> list[BssRecord]:
+        """`records` (the table now) plus the remembered access points of networks in
+        `listed` (iwd's networks in range) that the table no longer holds."""
+        names = {entry.ssid for entry in listed if entry.ssid is not None}
+        hidden = {entry.bssid for entry in listed if entry.ssid is None}
+        current = {record.bssid for record in records}
+        with self._lock:
+            remembered = self._by_interface.get(name)
+            if not remembered:
+                return records
+            kept = {bssid: record for bssid, record in remembered.items()
+                    if bssid not in current and (
+                        advertised(record.elements, record.capability).ssid in names
+                        or bssid in hidden)}
+            self._by_interface[name] = kept
+        return records + list(kept.values())
+
+
+_SCANNED_BY_PARTS = _ScannedByParts()
+
+
+@contextlib.contextmanager
+def watching_scans(host: Host, name: str) -> Iterator[None]:
+    """Keep what the kernel's table holds as each part of a scan on `name` ends, for
+    the readings after it (iwd's scans only: they flush part by part)."""
+    index = wireless.ifindex_of(host, name) if host.is_live else None
+    if index is None:
+        yield
+        return
+    with nl80211.ScanWatch(index, partial(_SCANNED_BY_PARTS.add, name)) as watch:
+        if watch.error is not None:
+            log.debug("%s", watch.error)  # readings then show what the table holds
+        yield
+
+
 def _rfkill(host: Host, phy: str | None) -> Rfkill | None:
     if phy is None:
         return None
@@ -216,7 +278,8 @@ def _interface(host: Host, name: str, bus_side: _BusSide, wpa_state: object,
     if backend == "iwd" and iwd_device is not None:
         records = _kernel_scan(host, name, errors)
         scan = iwd_device.scan if records is None else in_range(
-            records, iwd_device.scan, iwd_device.link,
+            _SCANNED_BY_PARTS.completed(name, records, iwd_device.scan),
+            iwd_device.scan, iwd_device.link,
             known=[n.ssid for n in networks if n.backend == "iwd"])
         return replace(result, link=iwd_device.link, scan=scan,
                        backend_unit="iwd.service",

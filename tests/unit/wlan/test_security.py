@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
-from tests.unit.wlan.conftest import fixture_text, iwd_station, kernel_scan
+from tests.unit.wlan.conftest import fixture_text, iwd_replies, iwd_station, kernel_scan
+from zsn.wlan import iwd, live
+from zsn.wlan.bss import in_range
 from zsn.wlan.elements import advertised
 from zsn.wlan.iwd import security_of_type
 
@@ -93,3 +95,34 @@ def test_a_hidden_network_once_connected_is_one_row_by_name() -> None:
             if entry.bssid == "02:00:00:00:04:00"]
     assert rows == [("hidden-wpa2", "02:00:00:00:04:00", True)]
     assert not any(entry.hidden for entry in station.scan)
+
+
+def test_an_iwd_scan_in_parts_keeps_the_access_points_its_earlier_parts_saw() -> None:
+    # iwd flushes the kernel's table part by part: a reading after the last part has
+    # only its channels (here: none of the lab's), while iwd still lists every network.
+    state = iwd.state_of(iwd_replies("scanned"))
+    device = state.devices["wlan0"]
+    parts = live._ScannedByParts()
+    parts.add("wlan0", kernel_scan("scanned"))  # as the first part ended
+    after_last_part = parts.completed("wlan0", [], device.scan)
+    entries = {entry.title: entry for entry in in_range(after_last_part, device.scan,
+                                                        device.link)}
+    assert {title: entry.channel for title, entry in entries.items()} == {
+        "home-wpa2": 1, "office-sae": 6, "mixed-wpa3": 11, "cafe-open": 6, "guest-owe": 1,
+        "(hidden)": 11}
+
+
+def test_an_access_point_iwd_no_longer_lists_is_forgotten() -> None:
+    state = iwd.state_of(iwd_replies("scanned"))
+    device = state.devices["wlan0"]
+    records = kernel_scan("scanned")
+    parts = live._ScannedByParts()
+    parts.add("wlan0", records)
+    gone = [entry for entry in device.scan if entry.title != "cafe-open"]
+    kept = parts.completed("wlan0", [], tuple(gone))
+    assert "02:00:00:00:05:00" not in {record.bssid for record in kept}
+    assert len(kept) == len(records) - 1
+    # and a fresher reading of an access point replaces the remembered one
+    (fresh,) = [record for record in records if record.bssid == "02:00:00:00:01:00"]
+    now = parts.completed("wlan0", [fresh], tuple(gone))
+    assert [record.bssid for record in now].count("02:00:00:00:01:00") == 1
