@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from tests.unit.wlan.conftest import fixture_text, iwd_replies, iwd_station, kernel_scan
+from zsn.system import nl80211
 from zsn.wlan import iwd, live
 from zsn.wlan.bss import in_range
 from zsn.wlan.elements import advertised
@@ -126,3 +127,15 @@ def test_an_access_point_iwd_no_longer_lists_is_forgotten() -> None:
     (fresh,) = [record for record in records if record.bssid == "02:00:00:00:01:00"]
     now = parts.completed("wlan0", [fresh], tuple(gone))
     assert [record.bssid for record in now].count("02:00:00:00:01:00") == 1
+
+
+def test_each_part_of_an_iwd_scan_is_seen_ending_on_its_interface_only() -> None:
+    header, *lines = fixture_text("nl80211-scan-events.wlan5.hex").splitlines()
+    values = dict(item.split("=") for item in header.split())
+    family, index = int(values["family"]), int(values["ifindex"])
+    chunks = [bytes.fromhex(line) for line in lines]
+    assert [nl80211.scans_ended(chunk, family, index) for chunk in chunks] == [
+        True, False, True, False, True, False, True]  # iwd's own scan, then three parts
+    assert not any(nl80211.scans_ended(chunk, family, index + 1) for chunk in chunks)
+    assert not any(nl80211.scans_ended(chunk, family + 1, index) for chunk in chunks)
+    assert not nl80211.scans_ended(chunks[0][:40], family, index)  # cut short: not an end
