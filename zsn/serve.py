@@ -178,6 +178,14 @@ class Exporter:
         for collector in self.collectors.values():
             collector.close()
 
+    def warm_up(self) -> None:
+        """Start every collector's first reading now, not at the first scrape: a first
+        reading opens its readers cold (sockets, the pool streams, names from the
+        configs) and can take longer than a scrape's deadline, which would report a
+        working collector as failed once after each start."""
+        for collector in self.collectors.values():
+            collector.refresh()
+
     def chosen(self, query: list[tuple[str, str]]) -> list[Collector]:
         """The collectors a ``collect[]``/``exclude[]`` query names (node_exporter's rules)."""
         wanted = [value for key, value in query if key == "collect[]"]
@@ -468,6 +476,7 @@ async def serve(host: Host, args: argparse.Namespace, *,
     except OSError as exc:
         exporter.close()
         raise ListenError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
+    exporter.warm_up()
     pollers = [asyncio.create_task(exporter.poll_forever(each, args.poll_interval))
                for each in exporter.collectors.values() if each.has_hook]
     if stop is None:

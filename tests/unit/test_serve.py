@@ -299,3 +299,15 @@ def test_listen_addresses(text: str, address: tuple[str, int], loopback: bool) -
 def test_listen_mistakes(text: str) -> None:
     with pytest.raises(ZsnError, match="expected ADDRESS:PORT"):
         serve.parse_listen(text)
+
+
+def test_every_collector_starts_reading_when_serve_starts_not_at_the_first_scrape(
+        fake_sections: dict[str, ModuleType], tmp_path: Path) -> None:
+    slow = fake_sections["slow"]
+    with running(tmp_path, "--deadline", "0.3") as server:
+        # a first reading slower than the deadline, under way before any scrape
+        wait_for(lambda: len(slow.polls) == 1, 10, "the slow section's first reading")
+        slow.release.set()
+        status, text = server.get("/metrics?collect[]=slow")
+    assert status == 200
+    assert collector_lines(text, "slow")[0] == 1
