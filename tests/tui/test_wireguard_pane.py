@@ -510,3 +510,60 @@ async def test_peer_keys_act_on_the_highlighted_peer(fixed_app: ZsnApp) -> None:
         bar = fixed_app.query_one(KeyBar)
         await wait_until(pilot, lambda: bar.shown_keys[:3] == ["a", "v", "x"], "peer keys")
         assert not bar.greyed_keys
+
+
+async def test_keys_that_need_a_config_say_so_when_there_is_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No config in /etc/wireguard: adding a peer, bringing an interface up and
+    enabling a peer are greyed, and pressed they say why."""
+    from zsn.tui.widgets.footer import KeyBar
+    from zsn.wireguard.model import WireGuardSnapshot
+
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache:
+                        WireGuardSnapshot(interfaces=(), taken_at=1.0, configs=()))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one(WireGuardPane)
+        await wait_until(pilot, lambda: pane.snapshot_count, "the first read")
+        bar = app.query_one(KeyBar)
+        await wait_until(pilot, lambda: "a" in bar.greyed_keys, "a greyed")
+        await pilot.press("a")
+        await wait_until(pilot, lambda: any("No config in /etc/wireguard" in n.message
+                                            for n in app._notifications), "why not")
+        assert pane.not_now("interface_up", ()) is not None
+        assert pane.not_now("enable_peer", ()) is not None
+        assert pane.not_now("create_interface", ()) is None
+
+
+async def test_bring_up_and_enable_are_offered_only_when_they_can_act(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.tui.conftest import fixed_snapshot
+    from zsn.tui.widgets.footer import KeyBar
+
+    running = fixed_snapshot()
+    names = tuple(each.name for each in running.interfaces)
+    states = {"every config up": running._replace(configs=names),
+              "one stopped": running._replace(configs=(*names, "zstopped"))}
+    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+    current = {"snapshot": states["every config up"]}
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
+                        lambda host, cache: current["snapshot"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        pane = app.query_one(WireGuardPane)
+        why = pane.not_now("interface_up", ())
+        assert why is not None and "already up" in why.reason
+        why = pane.not_now("enable_peer", ())
+        assert why is not None and "no disabled peers" in why.reason
+        assert pane.not_now("add_peer", ()) is None
+        current["snapshot"] = states["one stopped"]._replace(interfaces=tuple(
+            each._replace(disabled_peers=1) for each in running.interfaces))
+        pane.poll(force=True)
+        await wait_until(pilot, lambda: pane.not_now("interface_up", ()) is None,
+                         "U offered for the stopped one")
+        assert pane.not_now("enable_peer", ()) is None
+        assert "U" not in app.query_one(KeyBar).greyed_keys

@@ -42,3 +42,21 @@ def test_without_a_config_peers_are_ordered_by_name_then_key(tmp_path: Path) -> 
     ordered = LiveCache().in_config_order("x", tmp_path / "missing.conf",
                                           (zed, peers[1], amy, peers[0]))
     assert [p.public_key for p in ordered] == [amy.public_key, zed.public_key, ALICE, BOB]
+
+
+def test_the_disabled_peers_and_the_configs_come_from_the_files(tmp_path: Path) -> None:
+    """PiVPN's CI config (one peer disabled with its `#[disabled]` marker, one not): the
+    pane offers `E` (enable) only when a config has a disabled peer, and `U` (bring up)
+    only for a config that is not running."""
+    from zsn.system import files
+    from zsn.system.host import Host
+    from zsn.wireguard.live import configured_interfaces
+
+    pivpn = WG / "imports" / "pivpn" / "ci-ipv4" / "etc" / "wireguard" / "wg0.conf"
+    assert LiveCache().disabled(pivpn) == 1
+    assert LiveCache().disabled(WG / "zcapwg1.conf") == 0
+    (tmp_path / "etc/wireguard").mkdir(parents=True)
+    assert configured_interfaces(Host(tmp_path)) == ()
+    shutil.copyfile(pivpn, tmp_path / "etc/wireguard/wg0.conf")
+    (tmp_path / f"etc/wireguard/wg0.conf{files.BACKUP_SUFFIX}").write_text("")  # not listed
+    assert configured_interfaces(Host(tmp_path)) == ("wg0",)

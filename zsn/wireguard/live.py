@@ -38,6 +38,8 @@ class _ConfigPeers(NamedTuple):
     """Position of each peer's public key in the config."""
     expiries: dict[str, int]
     """When each peer with an ``# Expires =`` line expires, by public key."""
+    disabled: int = 0
+    """How many peers are commented out with ``#[disabled]``."""
 
 
 class LiveCache:
@@ -70,6 +72,10 @@ class LiveCache:
         """Expiry by public key from the config at `path` (read with the names)."""
         return self._config_peers(path).expiries
 
+    def disabled(self, path: Path) -> int:
+        """How many peers the config at `path` has disabled (read with the names)."""
+        return self._config_peers(path).disabled
+
     def _config_peers(self, path: Path) -> _ConfigPeers:
         try:
             st = files.status(path)
@@ -90,7 +96,8 @@ class LiveCache:
         else:
             keyed = parsed.peer_keys()
             peers = _ConfigPeers({key: peer.name for key, peer in keyed if peer.name}, {},
-                                 expiry.expiries(parsed))
+                                 expiry.expiries(parsed),
+                                 sum(1 for peer in parsed.all_peers if peer.disabled))
             for position, (key, _peer) in enumerate(keyed):
                 peers.order.setdefault(key, position)
         self._cache[path] = (signature, peers)
@@ -171,7 +178,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             link = links.get(name)
             instance = f"kernel:{link.index}" if link is not None else ""
             interfaces.append(_interface(name, "kernel", device, link, path, instance=instance,
-                                         expiries=cache.expiries(path)))
+                                         expiries=cache.expiries(path),
+                                         disabled=cache.disabled(path)))
         for name, request in requests.items():
             if name in kernel_names:
                 continue
@@ -190,7 +198,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             link = links.get(name)
             in_namespace = link is not None or not host.is_live
             interfaces.append(_interface(name, "userspace", device, link, path, in_namespace,
-                                         _socket_instance(sockets[name]), cache.expiries(path)))
+                                         _socket_instance(sockets[name]), cache.expiries(path),
+                                         cache.disabled(path)))
     finally:
         for request in requests.values():
             if isinstance(request, uapi.Exchange):
@@ -203,7 +212,17 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         errors=tuple(errors),
         taken_at=time.time(),
         read_only_reason=NEEDS_ROOT if permission_denied and not host.is_superuser else None,
+        configs=configured_interfaces(host),
     )
+
+
+def configured_interfaces(host: Host) -> tuple[str, ...] | None:
+    """The interfaces with a config in /etc/wireguard (None: it cannot be listed)."""
+    try:
+        return tuple(sorted(path.stem for path in
+                            files.list_files(host.path(config.WIREGUARD_DIR), "*.conf")))
+    except ZsnError:
+        return None
 
 
 def _readable_name(path: Path) -> bool:
@@ -240,6 +259,7 @@ def _interface(
     in_namespace: bool = True,
     instance: str = "",
     expiries: dict[str, int] | None = None,
+    disabled: int = 0,
 ) -> InterfaceState:
     public_key = device.public_key if device else None
     if device and public_key is None and device.private_key:
@@ -260,4 +280,5 @@ def _interface(
         in_namespace=in_namespace,
         instance=instance,
         expiries=MappingProxyType(expiries or {}),
+        disabled_peers=disabled,
     )

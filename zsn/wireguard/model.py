@@ -66,6 +66,8 @@ class InterfaceState(NamedTuple):
     a device that was restarted counts from zero again."""
     expiries: Mapping[str, int] = MappingProxyType({})
     """Unix time each peer with an ``# Expires =`` line in the config expires, by key."""
+    disabled_peers: int = 0
+    """Peers the config keeps disabled (``#[disabled]``): not in the device."""
 
 
 class PeerSession(NamedTuple):
@@ -97,6 +99,9 @@ class WireGuardSnapshot(NamedTuple):
     """History per (interface, public key), when a recorder ran on this snapshot."""
     history_note: str | None = None
     """Why history is not being recorded (off in the settings, store not writable)."""
+    configs: tuple[str, ...] | None = None
+    """The interfaces with a config in /etc/wireguard, running or not (None: the
+    directory could not be listed, e.g. not root)."""
 
 
 # WireGuard rejects a session 180 s after its last handshake (REJECT_AFTER_TIME);

@@ -13,6 +13,7 @@ from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.panes.wireguard_actions import (
     ACTION_BINDINGS,
     ACTION_HELP,
+    CONFIG_ACTIONS,
     INTERFACE_ACTIONS,
     PEER_ACTIONS,
     FindingsLine,
@@ -185,8 +186,13 @@ in the config after them, by name). `enter` on a peer shows all of it.
 
     # -- events and actions ----------------------------------------------------
     def not_now(self, action: str, parameters: tuple[object, ...]) -> NotNow | None:
-        """A peer's keys need a highlighted peer, an interface's a running interface."""
-        if self._snapshot is None or action not in PEER_ACTIONS | INTERFACE_ACTIONS:
+        """A peer's keys need a highlighted peer, an interface's a running interface;
+        adding a peer, bringing one up and enabling a peer need a config that allows it."""
+        if self._snapshot is None:
+            return None
+        if action in CONFIG_ACTIONS:
+            return self._config_not_now(action, self._snapshot)
+        if action not in PEER_ACTIONS | INTERFACE_ACTIONS:
             return None
         if not self._snapshot.interfaces:
             return NotNow("No WireGuard interface is running: U brings one up, N creates "
@@ -195,6 +201,24 @@ in the config after them, by name). `enter` on a peer shows all of it.
             return NotNow("Highlight a running interface first.")
         if action in PEER_ACTIONS and self.selected_peer() is None:
             return NotNow("Highlight a peer first.")
+        return None
+
+    def _config_not_now(self, action: str, snapshot: WireGuardSnapshot) -> NotNow | None:
+        configs = snapshot.configs
+        if configs is None:
+            return None  # not listable from here: the action says what it finds
+        if not configs:
+            return NotNow("No config in /etc/wireguard: N creates an interface.")
+        if action == "interface_up":
+            running = {each.name for each in snapshot.interfaces}
+            if all(name in running for name in configs):
+                return NotNow("Every interface with a config is already up.")
+        if action == "enable_peer":
+            interface = self.selected_interface()
+            if interface is None:
+                return NotNow("Highlight a running interface first.")
+            if not interface.disabled_peers:
+                return NotNow(f"{interface.name} has no disabled peers.")
         return None
 
     def on_live_table_highlighted(self, event: LiveTable.Highlighted) -> None:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 
-from zsn.errors import ZsnError
 from zsn.format import short_key
 from zsn.system import files
 from zsn.system.host import Host
@@ -54,6 +53,8 @@ PEER_ACTIONS = frozenset({"show_client", "remove_peer", "disable_peer", "rename_
 INTERFACE_ACTIONS = frozenset({"interface_down", "client_to_client", "link_interfaces",
                                "gateway"})
 """The actions on the highlighted running interface."""
+CONFIG_ACTIONS = frozenset({"add_peer", "interface_up", "enable_peer"})
+"""The actions that need a config in /etc/wireguard (a stopped interface, a disabled peer)."""
 
 ACTION_HELP = """
 #### Managing peers
@@ -125,13 +126,9 @@ class WireGuardActions:
         self.refresh_findings()
 
     def config_interfaces(self) -> list[str]:
-        from zsn.wireguard.config import WIREGUARD_DIR
+        from zsn.wireguard.live import configured_interfaces
 
-        directory = self.host.path(WIREGUARD_DIR)
-        try:
-            return [path.stem for path in files.list_files(directory, "*.conf")]
-        except ZsnError:
-            return []
+        return list(configured_interfaces(self.host) or ())
 
     def _interface_name(self) -> str | None:
         interface = self.selected_interface()
@@ -199,7 +196,6 @@ class WireGuardActions:
             self.run_plan(lambda: actions.plan_disable_peer(self.host, *ref))
 
     def action_enable_peer(self) -> None:
-        from zsn.system import files
         from zsn.tui.screens.ask import ChooseScreen
         from zsn.wireguard import actions
         from zsn.wireguard.config import config_path, parse
