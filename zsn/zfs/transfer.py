@@ -216,6 +216,9 @@ class Outcome(NamedTuple):
     """Why it failed, for the user; None when it went through."""
     interrupted: bool = False
     """Stopped on purpose (Ctrl-C, the TUI, a stall): the target may keep partial state."""
+    setup: float = 0.0
+    """Seconds before the stream could flow: the receiver started (over ssh, its
+    connection; with tcp, the socket too). The rest of `seconds` moved the data."""
 
 
 def receiver_error(text: str, where: str) -> str:
@@ -248,6 +251,7 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         os.close(read_end)
         sink.stop()
         raise
+    setup = clock() - started
     pump = Pump(read_end, sink_fd, limit=RateLimit(limit) if limit else None)
     thread = threading.Thread(target=pump.run, name="zfs stream", daemon=True)
     thread.start()
@@ -281,7 +285,7 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         sink.wait(60)
         sink.stop()
         os.close(read_end)
-        return Outcome(pump.moved, clock() - started, reason, interrupted=True)
+        return Outcome(pump.moved, clock() - started, reason, interrupted=True, setup=setup)
     os.close(read_end)
     if pump.ended == "eof":
         sink.close()
@@ -295,13 +299,14 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
     seconds = clock() - started
     if pump.ended == "eof" and send_status != 0:  # the cause; the receiver only saw it end
         return Outcome(pump.moved, seconds,
-                       f"zfs send failed: {safe(sender_error(sender.stderr_tail()))}")
+                       f"zfs send failed: {safe(sender_error(sender.stderr_tail()))}",
+                       setup=setup)
     if receive_status != 0 or pump.ended != "eof":
         error = receiver_error(sink.failure(), where)
         if pump.error is not None:
             error += f" (moving the data: {pump.error.strerror or pump.error})"
-        return Outcome(pump.moved, seconds, error)
-    return Outcome(pump.moved, seconds)
+        return Outcome(pump.moved, seconds, error, setup=setup)
+    return Outcome(pump.moved, seconds, setup=setup)
 
 
 def sender_error(text: str) -> str:
@@ -378,6 +383,7 @@ class Transfer:
         self._rate = Rate(clock)
         self._recorder: Recorder | None = None
         self._moved = 0
+        self._setup = 0.0
 
     def run(self) -> dict[str, Any]:
         """The result record; `TransferFailed` when a stream did not go through."""
@@ -399,6 +405,7 @@ class Transfer:
             for note in decision.notes:
                 self.say(note)
         self._moved = 0
+        self._setup = 0.0
         try:
             self._streams(plan, recorder, zfs)
         except TransferFailed as failed:
@@ -445,6 +452,7 @@ class Transfer:
                                  limit=self.request.limit, on_tick=tick, stop=self.stop,
                                  clock=self._clock)
             self._moved += outcome.moved
+            self._setup += outcome.setup
             if outcome.error is not None:
                 raise TransferFailed(outcome.error, {}, outcome.interrupted)
             if stream.kind == "resume":  # the rest, from what the target has now
@@ -478,4 +486,5 @@ class Transfer:
         return recorder.finish(
             state=state, error=error, bytes=moved, seconds=round(seconds, 3),
             rate=round(moved / seconds) if seconds > 0 else None, finished=time.time(),
-            cpu_seconds=round(cpu_seconds() - cpu_before, 3), percent=None, eta_seconds=None)
+            cpu_seconds=round(cpu_seconds() - cpu_before, 3),
+            setup_seconds=round(self._setup, 3), percent=None, eta_seconds=None)

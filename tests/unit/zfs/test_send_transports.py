@@ -106,6 +106,15 @@ def test_a_remote_receiver_gets_bytes_only_once_it_runs(tmp_path: Path) -> None:
     assert outcome.error is not None and "Connection refused" in outcome.error
 
 
+def test_the_receivers_start_is_told_apart_from_the_data(tmp_path: Path) -> None:
+    """The record's setup_seconds: what went before the bytes could flow."""
+    sink = ProgramSink(["sh", "-c", "sleep 0.5; echo @zsn-ready; exec cat > /dev/null"],
+                       ready="@zsn-ready")
+    outcome = run_stream(producer(tmp_path / "source", MIB), sink, where="there")
+    assert outcome.error is None and outcome.moved == MIB
+    assert 0.5 <= outcome.setup < outcome.seconds
+
+
 def test_a_sender_that_fails_is_the_cause_shown(tmp_path: Path) -> None:
     outcome = run_stream(["sh", "-c", "echo \"cannot open 'x@y': dataset does not exist\" >&2;"
                           " exit 1"], ProgramSink(["sh", "-c", "cat > /dev/null; exit 1"]),
