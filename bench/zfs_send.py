@@ -183,11 +183,13 @@ def over_ssh(target: str, *options: str) -> dict[str, Any]:
         stdin=sender.stdout, stderr=subprocess.PIPE, text=True)
     sender.stdout.close()
     assert receiver.stderr is not None
-    first = receiver.stderr.readline()
+    said = []  # root's shell may say something first (a .bashrc)
+    while (line := receiver.stderr.readline()) and line.strip() != "running":
+        said.append(line)
     running = time.perf_counter()
     rest = receiver.stderr.read()
-    if receiver.wait(600) != 0 or sender.wait(60) != 0 or first.strip() != "running":
-        raise RuntimeError(f"zfs send | ssh zfs receive failed: {first}{rest}")
+    if receiver.wait(600) != 0 or sender.wait(60) != 0 or not line:
+        raise RuntimeError(f"zfs send | ssh zfs receive failed: {''.join(said)}{rest}")
     ended = time.perf_counter()
     return {"seconds": ended - started, "wall": ended - started, "data": ended - running}
 
@@ -254,8 +256,13 @@ def in_guest(results: Path, size: int, rounds: int) -> None:
             for position, name in enumerate(names[number % len(names):]
                                             + names[:number % len(names)]):
                 target = f"bdst/r{number}x{position}"
-                found = runs[name](target)
-                sh("zfs", "destroy", "-r", target, check="start-up" not in name)
+                try:
+                    found = runs[name](target)
+                except (RuntimeError, subprocess.SubprocessError) as exc:
+                    print(f"round {number} {name}: FAILED {exc}", flush=True)
+                    continue
+                finally:
+                    sh("zfs", "destroy", "-r", target, check=False)
                 if "bytes" in found:
                     stream["raw" if "tcp" in name else "plain"] = found["bytes"]
                 if number:
@@ -305,6 +312,8 @@ def main() -> int:
     if run.returncode != 0 or not figures_path.exists():
         print(run.tail(40))
         return 1
+    print("\n".join(line for line in run.tail(400).splitlines()
+                    if line.startswith(("layout", "round"))))
     return report(json.loads(figures_path.read_text()), run.boot.kernel, args.rounds)
 
 
