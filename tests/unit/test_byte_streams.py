@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from zsn.system.streams import Child, Pump, RateLimit, make_pipe
 
 PY = sys.executable
@@ -53,6 +55,36 @@ def test_a_pump_whose_reader_went_away_says_so(tmp_path: Path) -> None:
     sender.stop()
     os.close(read_end)
     os.close(into_write)
+
+
+def test_a_pump_into_a_slower_reader_moves_big_pieces(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that takes 16 KiB at a time (as ssh does) and is the slower side: the
+    pump lets the sink drain between splices instead of one splice per read."""
+    calls = []
+    splice = os.splice
+
+    def counted(source: int, sink: int, count: int) -> int:
+        calls.append(count)
+        return splice(source, sink, count)
+
+    monkeypatch.setattr(os, "splice", counted)
+    source, out = tmp_path / "source", tmp_path / "out"
+    read_end, write_end = make_pipe()
+    sender = Child(producer(source, 8 * MIB), stdout=write_end)
+    into_read, into_write = make_pipe()
+    slow = ("import os, sys, time\nwith open(sys.argv[1], 'wb') as out:\n"
+            "    while chunk := os.read(0, 16384):\n        out.write(chunk)\n"
+            "        time.sleep(0.001)\n")
+    reader = Child([PY, "-c", slow, str(out)], stdin=into_read)
+    pump = Pump(read_end, into_write)
+    pump.run()
+    os.close(into_write)
+    assert pump.ended == "eof" and pump.moved == 8 * MIB
+    assert sender.wait(10) == 0 and reader.wait(30) == 0
+    assert digest(out) == digest(source)
+    assert len(calls) < 8 * MIB // (64 * 1024), len(calls)  # one per read: ~512
+    os.close(read_end)
 
 
 def test_the_rate_limit_is_even_second_by_second() -> None:
