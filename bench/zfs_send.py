@@ -334,9 +334,11 @@ def main() -> int:
 def report(found: dict[str, Any], kernel: str, rounds: int) -> int:
     """The figures of one guest run, medians and the ratios against the goal."""
     figures, stream = found["figures"], found["stream"]
+    sizes = ", ".join(f"{stream[kind] / 2 ** 20:.1f} MiB {kind}" for kind in ("plain", "raw")
+                      if kind in stream)
     print(f"guest kernel {kernel}, TCG, 2 vCPUs; {found['size']} MiB datasets "
-          f"(streams: {stream['plain'] / 2 ** 20:.1f} MiB plain, {stream['raw'] / 2 ** 20:.1f} "
-          f"MiB raw); {rounds} rounds, medians; zsn's ssh cipher: {found['cipher']}")
+          f"(streams: {sizes}); {rounds} rounds, medians; zsn's ssh cipher: "
+          f"{found['cipher']}")
     print(f"\n{'':<36} {'MiB/s':>7} {'seconds':>8} {'data MiB/s':>10} {'data s':>7} "
           f"{'wall':>7} {'min s':>7} {'max s':>7}")
     rates: dict[str, float] = {}
