@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -349,10 +348,7 @@ def _scan_events(wifi: WifiLab, interface: str) -> Iterator[None]:
     """Keep the datagrams of nl80211's "scan" multicast group meanwhile, for
     tests/fixtures/wlan (the unit tests of `nl80211.scans_ended`)."""
     nl = nl80211.family()
-    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK,
-                         nl80211.NETLINK_GENERIC)
-    sock.bind((0, 0))
-    sock.setsockopt(nl80211.SOL_NETLINK, nl80211.NETLINK_ADD_MEMBERSHIP, nl.groups["scan"])
+    sock = nl80211.scan_events(nl, blocking=False)
     try:
         yield
         chunks = []

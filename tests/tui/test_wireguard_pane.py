@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from zsn.tui.panes.wireguard import WireGuardPane
 from zsn.tui.screens.help import HelpScreen
 from zsn.tui.screens.peer_details import PeerDetailsScreen
 from zsn.tui.widgets.table import LiveTable
+from zsn.wireguard.model import WireGuardSnapshot
 
 
 async def open_first_peer(pilot: Pilot[int]) -> None:
@@ -478,18 +480,22 @@ async def test_filtering_peers_takes_the_letter_keys_and_the_footer_says_so(
         assert "a" in bar.shown_keys and peers.filter_text == "bob"
 
 
+def app_reading(monkeypatch: pytest.MonkeyPatch,
+                read: Callable[[], WireGuardSnapshot]) -> ZsnApp:
+    """An app whose WireGuard pane reads `read()` (and records no history)."""
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache: read())
+    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
+                        lambda recorder, snapshot: snapshot)
+    return ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+
+
 async def test_peer_and_interface_keys_need_a_running_interface(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """No interface running: the keys that act on a peer or on a running interface are
     off the footer (pressed, they say why); creating or bringing one up stays."""
     from zsn.tui.widgets.footer import KeyBar
-    from zsn.wireguard.model import WireGuardSnapshot
 
-    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
-                        lambda host, cache: WireGuardSnapshot(interfaces=(), taken_at=1.0))
-    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
-                        lambda recorder, snapshot: snapshot)
-    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    app = app_reading(monkeypatch, lambda: WireGuardSnapshot(interfaces=(), taken_at=1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(WireGuardPane)
         await wait_until(pilot, lambda: pane.snapshot_count, "the first read")
@@ -517,13 +523,9 @@ async def test_keys_that_need_a_config_say_so_when_there_is_none(
     """No config in /etc/wireguard: adding a peer, bringing an interface up and
     enabling a peer are greyed, and pressed they say why."""
     from zsn.tui.widgets.footer import KeyBar
-    from zsn.wireguard.model import WireGuardSnapshot
 
-    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, cache:
-                        WireGuardSnapshot(interfaces=(), taken_at=1.0, configs=()))
-    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
-                        lambda recorder, snapshot: snapshot)
-    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
+    app = app_reading(monkeypatch,
+                      lambda: WireGuardSnapshot(interfaces=(), taken_at=1.0, configs=()))
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(WireGuardPane)
         await wait_until(pilot, lambda: pane.snapshot_count, "the first read")
@@ -546,12 +548,8 @@ async def test_bring_up_and_enable_are_offered_only_when_they_can_act(
     names = tuple(each.name for each in running.interfaces)
     states = {"every config up": running._replace(configs=names),
               "one stopped": running._replace(configs=(*names, "zstopped"))}
-    app = ZsnApp(Host(Path("/srv/zsn-test-root")), theme="zsn-night", refresh=3600)
-    monkeypatch.setattr("zsn.tui.panes.wireguard.record_history",
-                        lambda recorder, snapshot: snapshot)
     current = {"snapshot": states["every config up"]}
-    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard",
-                        lambda host, cache: current["snapshot"])
+    app = app_reading(monkeypatch, lambda: current["snapshot"])
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         pane = app.query_one(WireGuardPane)

@@ -36,7 +36,6 @@ SOL_NETLINK = 270
 NETLINK_ADD_MEMBERSHIP = 1
 NL80211_CMD_GET_SCAN = 32
 NL80211_CMD_NEW_SCAN_RESULTS = 34
-NL80211_CMD_SCAN_ABORTED = 35
 NL80211_ATTR_IFINDEX = 3
 NL80211_ATTR_BSS = 47
 NL80211_BSS_BSSID = 1
@@ -193,6 +192,24 @@ def scans_ended(chunk: bytes, family_number: int, ifindex: int) -> bool:
     return False
 
 
+def scan_events(nl80211: Family, *, blocking: bool = True) -> socket.socket:
+    """A socket that receives the datagrams of nl80211's "scan" multicast group (scans
+    triggered, ended, aborted), joined; the caller closes it."""
+    group = nl80211.groups.get("scan")
+    if group is None:
+        raise NetlinkError("nl80211 has no scan multicast group")
+    kind = socket.SOCK_RAW | socket.SOCK_CLOEXEC | (0 if blocking else socket.SOCK_NONBLOCK)
+    sock = socket.socket(socket.AF_NETLINK, kind, NETLINK_GENERIC)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        sock.bind((0, 0))
+        sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class ScanWatch:
     """Reads the kernel's table each time a scan on one interface ends, while open.
 
@@ -216,18 +233,7 @@ class ScanWatch:
         self._thread: threading.Thread | None = None
         try:
             self._family = family()
-            group = self._family.groups.get("scan")
-            if group is None:
-                raise NetlinkError("nl80211 has no scan multicast group")
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                                 NETLINK_GENERIC)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-                sock.bind((0, 0))
-                sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
-            except OSError:
-                sock.close()
-                raise
+            sock = scan_events(self._family)
         except (OSError, NetlinkError) as exc:
             self.error = f"watching the kernel's scans: {exc}"
             return

@@ -212,7 +212,6 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         errors=tuple(errors),
         taken_at=time.time(),
         read_only_reason=NEEDS_ROOT if permission_denied and not host.is_superuser else None,
-        configs=configured_interfaces(host),
     )
 
 

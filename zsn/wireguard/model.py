@@ -100,8 +100,9 @@ class WireGuardSnapshot(NamedTuple):
     history_note: str | None = None
     """Why history is not being recorded (off in the settings, store not writable)."""
     configs: tuple[str, ...] | None = None
-    """The interfaces with a config in /etc/wireguard, running or not (None: the
-    directory could not be listed, e.g. not root)."""
+    """The interfaces with a config in /etc/wireguard, running or not (None: not
+    read, or the directory could not be listed, e.g. not root). Read by the pane only:
+    its keys follow it; the exports have no use for it."""
 
 
 # WireGuard rejects a session 180 s after its last handshake (REJECT_AFTER_TIME);

@@ -35,12 +35,13 @@ def now() -> float:
 
 
 def read_wireguard(host: Host, cache: LiveCache) -> WireGuardSnapshot:
-    """`zsn.wireguard.live.read_wireguard`, imported in the poll's thread, after the
-    first frame (netlink and the UAPI code are not needed to draw it); replaced in
-    tests."""
+    """`zsn.wireguard.live.read_wireguard` with the configs in /etc/wireguard (the
+    keys that need one follow them), imported in the poll's thread, after the first
+    frame (netlink and the UAPI code are not needed to draw it); replaced in tests."""
     from zsn.wireguard import live
 
-    return live.read_wireguard(host, cache)
+    return live.read_wireguard(host, cache)._replace(
+        configs=live.configured_interfaces(host))
 
 
 def record_history(recorder: Recorder, snapshot: WireGuardSnapshot) -> WireGuardSnapshot:
