@@ -87,9 +87,7 @@ def never_confirmed(lab: SshLab, scenario: Scenario, seconds: int) -> float:
         session = lab.session(zsn_command(*scenario.argv_for(lab), "--try", str(seconds)),
                               bulk=scenario.bulk)
         try:
-            # The prober starts once zsn runs in the session: each of its connects is a
-            # process sshd starts, and on the kernel lab guest's emulated CPU that load
-            # can stretch the session's own login past its keepalives.
+            # The prober starts once zsn runs in the session, well before the deadline.
             in_session(lab, session, lambda: bool(lab.changes()), "zsn to start the change")
             with lab.watch(scenario.size) as watch:
                 applied_in_time(lab, scenario, session)
