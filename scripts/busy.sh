@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-3}
 commit=$(git rev-parse HEAD)
 work=$(mktemp -d /tmp/zsn-busy.XXXXXX)
+chmod 755 "$work"  # the suite runs some commands as nobody, from the clone
 echo "busy: $runs run(s) of $commit beside a CPU hog; output in $work"
 
 python3 -c 'while True: pass' &

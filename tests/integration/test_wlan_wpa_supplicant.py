@@ -63,7 +63,10 @@ def supplicant(lab: Lab, tmp_path: Path) -> Iterator[Supplicant]:
     pidfile = tmp_path / "wpa.pid"
     run(["ip", "netns", "exec", namespace, "wpa_supplicant", "-B", "-D", "wired", "-i",
          interface, "-c", str(config), "-P", str(pidfile)])
-    wait_for(pidfile.exists, 10, "wpa_supplicant's pid file")
+    # wpa_supplicant creates its pid file, then writes the pid: a busy machine can read
+    # it in between.
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip().isdigit(), 10,
+             "wpa_supplicant's pid in its pid file")
     pid = int(pidfile.read_text())
 
     def stop() -> None:
