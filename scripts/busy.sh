@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole suite N times in a row (default 3) beside a CPU hog, as CI's 2-core
-# machine may be: each run is `CI=true bash .ci/run` in a fresh clone of this
+# machine may be: each run is `bash .ci/run` (it sets CI=true) in a fresh clone of this
 # checkout's HEAD. Stops at the first failing run. Prints each run's time and the
 # load average; every run's output is kept under the directory it names.
 # Usage: bash scripts/busy.sh [N]
@@ -20,9 +20,9 @@ trap 'kill "$hog" 2>/dev/null' EXIT
 for run in $(seq 1 "$runs"); do
     clone="$work/clone"
     rm -rf "$clone"
-    git clone -q "$PWD" "$clone" && git -C "$clone" checkout -q "$commit"
+    git clone -q "$PWD" "$clone" && git -C "$clone" checkout -q "$commit" || exit 1
     started=$(date +%s)
-    (cd "$clone" && CI=true bash .ci/run) >"$work/run$run.log" 2>&1
+    (cd "$clone" && bash .ci/run) >"$work/run$run.log" 2>&1
     status=$?
     seconds=$(($(date +%s) - started))
     summary=$(grep -E '[0-9]+ (passed|failed)' "$work/run$run.log" | tail -1)

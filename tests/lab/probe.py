@@ -2,10 +2,10 @@
 
 ``once HOST PORT SOURCE TIMEOUT``: exit 0 when a TCP connect from SOURCE completes
 in time (the kernel answers it: a slow guest's sshd need not have spoken yet).
-``watch HOST PORT SOURCE TIMEOUT [INTERVAL]``: start a TCP connect every INTERVAL s
-(default 50 ms; each given TIMEOUT s, several in flight, so a lost SYN never hides the
-moment the path comes back) and print ``up TIME`` / ``down TIME`` (time.time()) at
-each change, the first answered connect after a cut marking when it came back. A
+``watch HOST PORT SOURCE TIMEOUT``: start a TCP connect every 50 ms (each given
+TIMEOUT s, several in flight, so a lost SYN never hides the moment the path comes back)
+and print ``up TIME`` / ``down TIME`` (time.time()) at each change, the first answered
+connect after a cut marking when it came back. A
 refusal is an answer: watching a port nothing listens on, the server's kernel answers
 every SYN with a reset and no daemon forks a process per connect (on the kernel lab's
 one emulated CPU, sshd doing so starved the very guardian being timed).
@@ -37,8 +37,7 @@ def tcp_connect(host: str, port: int, source: str, timeout: float) -> bool:
         return True
 
 
-def watch(host: str, port: int, source: str, timeout: float,
-          interval: float = INTERVAL) -> None:
+def watch(host: str, port: int, source: str, timeout: float) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     selector = selectors.DefaultSelector()
     started: dict[socket.socket, float] = {}
@@ -54,7 +53,7 @@ def watch(host: str, port: int, source: str, timeout: float,
     while True:
         now = time.monotonic()
         if now >= next_start:
-            next_start = now + interval
+            next_start = now + INTERVAL
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setblocking(False)
             sock.bind((source, 0))
@@ -82,10 +81,10 @@ def watch(host: str, port: int, source: str, timeout: float,
 
 
 def main(args: list[str]) -> int:
-    mode, host, port, source, timeout, *interval = args
+    mode, host, port, source, timeout = args
     if mode == "once":
         return 0 if tcp_connect(host, int(port), source, float(timeout)) else 1
-    watch(host, int(port), source, float(timeout), float(interval[0]) if interval else INTERVAL)
+    watch(host, int(port), source, float(timeout))
     return 0
 
 
