@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 
-from tests.pilot import TerminalOutput, screen_text, shown_row
+from tests.pilot import TerminalOutput, screen_text, shown_row, wait_until
 from zsn.tui.widgets.table import LiveTable, fit, lay_out, tree_guides
 from zsn.view import Cell, Column, Row, cell_text, natural_key
 
@@ -304,11 +304,9 @@ async def test_the_footer_shows_esc_first_while_a_kept_filter_hides_rows() -> No
         bar = app.query_one(KeyBar)
         assert "escape" not in bar.shown_keys
         await pilot.press("slash", *"peer-4", "enter")
-        await pilot.pause()
-        assert bar.shown_keys[0] == "escape"
+        await wait_until(pilot, lambda: bar.shown_keys[:1] == ["escape"], "esc first")
         await pilot.press("escape")
-        await pilot.pause()
-        assert "escape" not in bar.shown_keys
+        await wait_until(pilot, lambda: "escape" not in bar.shown_keys, "esc gone")
 
 
 async def test_rate_columns_keep_their_width_and_place_as_values_change() -> None:

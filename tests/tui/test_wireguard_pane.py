@@ -469,15 +469,14 @@ async def test_filtering_peers_takes_the_letter_keys_and_the_footer_says_so(
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         bar = fixed_app.query_one(KeyBar)
-        assert "a" in bar.shown_keys
+        await wait_until(pilot, lambda: "a" in bar.shown_keys, "add on the footer")
         await pilot.press("slash", *"bob")  # "b" is no key here, "a" would add a peer
-        await pilot.pause()
         peers = fixed_app.query_one("#wg-peers", LiveTable)
-        assert [row[0] for row in row_texts(peers)] == ["bob-site"]
-        assert "a" not in bar.shown_keys
+        await wait_until(pilot, lambda: [row[0] for row in row_texts(peers)] == ["bob-site"]
+                         and "a" not in bar.shown_keys, "bob's row only, no add key")
         await pilot.press("enter")
-        await pilot.pause()
-        assert "a" in bar.shown_keys and peers.filter_text == "bob"
+        await wait_until(pilot, lambda: "a" in bar.shown_keys, "add back on the footer")
+        assert peers.filter_text == "bob"
 
 
 def app_reading(monkeypatch: pytest.MonkeyPatch,
