@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +78,11 @@ def links(ns: str) -> dict[str, dict[str, Any]]:
     return {link["ifname"]: link for link in data}
 
 
+def rx_bytes(ns: str, interface: str) -> int:
+    data = json.loads(run(["ip", "-n", ns, "-s", "-j", "link", "show", interface]).stdout)
+    return int(data[0]["stats64"]["rx"]["bytes"])
+
+
 def pings(ns: str, address: str, count: int = 1) -> bool:
     return run(["ip", "netns", "exec", ns, "ping", "-c", str(count), "-W", "1", address],
                check=False).returncode == 0
@@ -101,13 +105,16 @@ def test_bridge_lifecycle_with_traffic(segment: Segment) -> None:
     rows = [line.split()[0:2] for line in listing[1:]]
     assert [bridge, "bridge"] in rows and ["├", p1] in rows and ["└", p2] in rows
 
-    traffic = subprocess.Popen(["ip", "netns", "exec", segment.hosts[0], "ping", "-c", "40",
+    # pings flow from before the export's two counter readings until after them, however
+    # long a loaded machine takes to start zsn
+    traffic = subprocess.Popen(["ip", "netns", "exec", segment.hosts[0], "ping", "-w", "120",
                                 "-i", "0.02", "-s", "1200", segment.addresses[1]],
                                stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)  # traffic flows before the export's two counter readings
+        wait_for(lambda: rx_bytes(ns, p1) > 10 * 1228, 30, f"ten pings into {p1}")
         exported = json.loads(zsn(ns, "--export", "links").stdout)["links"]
     finally:
+        traffic.terminate()
         traffic.wait(timeout=20)
     by_name = {i["name"]: i for i in exported["interfaces"]}
     assert [m["name"] for m in by_name[bridge]["members"]] == [p1, p2]
