@@ -324,7 +324,7 @@ def test_never_confirmed_the_guardian_restores_the_path(
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_confirmed_the_change_stays(fresh: SshLab, scenario: Scenario) -> None:
     persisted = scenario.name.rpartition("-")[2] if scenario in PERSIST else None
-    confirmed(fresh, scenario, SECONDS, past_deadline=scenario is BRIDGE,
+    confirmed(fresh, scenario, past_deadline=SECONDS if scenario is BRIDGE else None,
               kept=_bridge_persisted(persisted) if persisted else None)
 
 

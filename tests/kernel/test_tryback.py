@@ -235,6 +235,6 @@ def test_never_confirmed_the_guardian_restores_the_path(
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_confirmed_the_change_stays(ssh_lab: SshLab, scenario: Scenario) -> None:
     try:
-        confirmed(ssh_lab, scenario, SECONDS, past_deadline=False)
+        confirmed(ssh_lab, scenario)
     finally:
         ssh_lab.forget_changes()

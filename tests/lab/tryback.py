@@ -171,14 +171,21 @@ def guardian_gone(lab: SshLab, change_id: str) -> bool:
         return True
 
 
-def confirmed(lab: SshLab, scenario: Scenario, seconds: int, past_deadline: bool,
+CONFIRM_WINDOW = 300
+"""The try's window when the test does not wait it out: the confirm (a new zsn started
+from the console) must come before the deadline, however slowly a loaded guest starts
+it."""
+
+
+def confirmed(lab: SshLab, scenario: Scenario, past_deadline: int | None = None,
               kept: Callable[[SshLab], bool] | None = None) -> None:
-    """The try, kept from the console: the change stays (checked past the deadline, or
-    by the guardian having gone: nobody else would roll it back); `kept` checks the
-    boot config the confirm wrote."""
+    """The try, kept from the console: the change stays (checked past the deadline of a
+    `past_deadline` s try, or else by the guardian having gone: nobody else would roll it
+    back); `kept` checks the boot config the confirm wrote."""
+    window = CONFIRM_WINDOW if past_deadline is None else past_deadline
     teardown = scenario.prepare(lab)
     try:
-        session = lab.session(zsn_command(*scenario.argv_for(lab), "--try", str(seconds)),
+        session = lab.session(zsn_command(*scenario.argv_for(lab), "--try", str(window)),
                               bulk=scenario.bulk)
         try:
             applied_in_time(lab, scenario, session)
@@ -187,8 +194,10 @@ def confirmed(lab: SshLab, scenario: Scenario, seconds: int, past_deadline: bool
             assert confirm.returncode == 0, confirm.stderr
             assert confirm.stdout == f"kept: change {change['id']} ({change['title']})\n"
             wait_for(lambda: guardian_gone(lab, str(change["id"])), 30, "the guardian to go")
-            if past_deadline:
-                time.sleep(seconds + 1)
+            if past_deadline is not None:
+                deadline = change["deadline_wall"]
+                assert isinstance(deadline, float), change
+                time.sleep(max(0.0, deadline + 1 - time.time()))
             assert scenario.changed(lab)
             assert lab.changes()[0]["state"] == "confirmed"
             if kept is not None:
