@@ -74,13 +74,9 @@ def zsn(ns: str, *argv: str, env: dict[str, str] | None = None,
 
 
 def links(ns: str) -> dict[str, dict[str, Any]]:
-    data = json.loads(run(["ip", "-n", ns, "-j", "-d", "link", "show"]).stdout)
+    """The namespace's links as `ip -details -statistics` shows them, by name."""
+    data = json.loads(run(["ip", "-n", ns, "-j", "-d", "-s", "link", "show"]).stdout)
     return {link["ifname"]: link for link in data}
-
-
-def rx_bytes(ns: str, interface: str) -> int:
-    data = json.loads(run(["ip", "-n", ns, "-s", "-j", "link", "show", interface]).stdout)
-    return int(data[0]["stats64"]["rx"]["bytes"])
 
 
 def pings(ns: str, address: str, count: int = 1) -> bool:
@@ -111,7 +107,8 @@ def test_bridge_lifecycle_with_traffic(segment: Segment) -> None:
                                 "-i", "0.02", "-s", "1200", segment.addresses[1]],
                                stdout=subprocess.DEVNULL)
     try:
-        wait_for(lambda: rx_bytes(ns, p1) > 10 * 1228, 30, f"ten pings into {p1}")
+        wait_for(lambda: links(ns)[p1]["stats64"]["rx"]["bytes"] > 10 * 1228, 30,
+                 f"ten pings into {p1}")
         exported = json.loads(zsn(ns, "--export", "links").stdout)["links"]
     finally:
         traffic.terminate()
