@@ -291,6 +291,10 @@ pipes make each side wake up sixteen times as often)."""
 CHUNK_BYTES = 1 << 20
 """The most one splice moves."""
 STOP_WAIT = 10.0
+OUTPUT_DRAIN_SECONDS = 15.0
+"""After a child exits, how long its output may take to be read to the end: at once on
+an idle machine, seconds on a loaded one (a failing program's last words are what the
+user needs); the bound is for a grandchild that keeps the pipe open."""
 DRAIN_WAIT_MAX = 0.05
 """The longest a pump waits for a full sink to drain before it splices again."""
 
@@ -420,8 +424,9 @@ class Child:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        drained = Deadline(OUTPUT_DRAIN_SECONDS)
         for thread in self._threads:
-            thread.join(timeout=2)
+            thread.join(timeout=drained.remaining())
         return code
 
     def close_control(self) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import threading
 import time
@@ -221,15 +222,31 @@ class Outcome(NamedTuple):
     connection; with tcp, the socket too). The rest of `seconds` moved the data."""
 
 
-def receiver_error(text: str, where: str) -> str:
-    """A receiver's (or ssh's) standard error as one line for the user."""
+def silent_end(status: int | None) -> str:
+    """What is known of a program that said nothing on its way out: how it ended."""
+    if status is None:
+        return "it said nothing and was still running"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = f"signal {-status}"
+        return f"it was killed by {name} without a word"
+    if status == 0:
+        return "it exited 0 before the end of the stream, without a word"
+    return f"it exited with status {status} without a word"
+
+
+def receiver_error(text: str, where: str, status: int | None) -> str:
+    """A receiver's (or ssh's) standard error as one line for the user; `status` is
+    its exit status (negative: the signal that killed it; None: still running)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()
              and not line.startswith("debug")]
     saved = any("Partially received snapshot is saved" in line for line in lines)
     lines = [line for line in lines if not line.startswith(("Partially received",
                                                              "A resuming stream",
                                                              "zfs send -t "))]
-    message = " ".join(lines)[:400] or "it failed without a word"
+    message = " ".join(lines)[:400] or silent_end(status)
     if saved:
         message += " (the target kept what arrived: the same command resumes it)"
     return f"zfs receive {where} failed: {safe(message)}"
@@ -299,19 +316,20 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
     seconds = clock() - started
     if pump.ended == "eof" and send_status != 0:  # the cause; the receiver only saw it end
         return Outcome(pump.moved, seconds,
-                       f"zfs send failed: {safe(sender_error(sender.stderr_tail()))}",
+                       f"zfs send failed: "
+                       f"{safe(sender_error(sender.stderr_tail(), send_status))}",
                        setup=setup)
     if receive_status != 0 or pump.ended != "eof":
-        error = receiver_error(sink.failure(), where)
+        error = receiver_error(sink.failure(), where, receive_status)
         if pump.error is not None:
             error += f" (moving the data: {pump.error.strerror or pump.error})"
         return Outcome(pump.moved, seconds, error, setup=setup)
     return Outcome(pump.moved, seconds, setup=setup)
 
 
-def sender_error(text: str) -> str:
+def sender_error(text: str, status: int | None) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return " ".join(lines)[:400] or "it failed without a word"
+    return " ".join(lines)[:400] or silent_end(status)
 
 
 def cpu_seconds() -> float:

@@ -91,6 +91,21 @@ def test_a_receiver_that_fails_is_named_with_its_words(tmp_path: Path) -> None:
     assert not outcome.interrupted
 
 
+def test_a_program_that_ends_without_a_word_is_told_by_how_it_ended() -> None:
+    """A receiver killed (the kernel's OOM killer, an admin) or failing silently: the
+    error says how it ended, not only that it said nothing."""
+    killed = run_stream(["cat", "/dev/zero"], ProgramSink(
+        ["sh", "-c", "head -c 1000 > /dev/null; kill -KILL $$"]), where="on backup")
+    assert killed.error == "zfs receive on backup failed: it was killed by SIGKILL " \
+                           "without a word"
+    quiet = run_stream(["cat", "/dev/zero"], ProgramSink(
+        ["sh", "-c", "head -c 1000 > /dev/null; exit 3"]), where="here")
+    assert quiet.error == "zfs receive here failed: it exited with status 3 without a word"
+    sender = run_stream(["sh", "-c", "kill -TERM $$"],
+                        ProgramSink(["sh", "-c", "cat > /dev/null"]), where="here")
+    assert sender.error == "zfs send failed: it was killed by SIGTERM without a word"
+
+
 def test_a_remote_receiver_gets_bytes_only_once_it_runs(tmp_path: Path) -> None:
     """Nothing is paced into ssh's pipe while it connects (to go out in one burst)."""
     started = tmp_path / "started"
