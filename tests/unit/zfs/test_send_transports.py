@@ -91,6 +91,23 @@ def test_a_receiver_that_fails_is_named_with_its_words(tmp_path: Path) -> None:
     assert not outcome.interrupted
 
 
+def test_a_receiver_that_leaves_before_the_sender_closes_is_a_stream_that_went_through(
+        tmp_path: Path) -> None:
+    """zfs receive exits 0 once it read the stream's last record; on a loaded machine
+    zfs send can close its end after that. Every byte was taken: it went through. A
+    receiver that leaves while bytes are still to come has not."""
+    left = tmp_path / "receiver-left"
+    sender = ["sh", "-c", f"printf abc; while [ ! -e {left} ]; do sleep 0.05; done"]
+    receiver = ["sh", "-c", f"head -c 3 > /dev/null; exec 0<&-; touch {left}"]
+    outcome = run_stream(sender, ProgramSink(receiver), where="here")
+    assert outcome.error is None and outcome.moved == 3
+    left.unlink()
+    more = ["sh", "-c", f"printf abc; while [ ! -e {left} ]; do sleep 0.05; done; printf d"]
+    outcome = run_stream(more, ProgramSink(receiver), where="here")
+    assert outcome.error == "zfs receive here failed: it exited 0 before the end of the " \
+                            "stream, without a word"
+
+
 def test_a_program_that_ends_without_a_word_is_told_by_how_it_ended() -> None:
     """A receiver killed (the kernel's OOM killer, an admin) or failing silently: the
     error says how it ended, not only that it said nothing."""
