@@ -295,6 +295,8 @@ OUTPUT_DRAIN_SECONDS = 15.0
 """After a child exits, how long its output may take to be read to the end: at once on
 an idle machine, seconds on a loaded one (a failing program's last words are what the
 user needs); the bound is for a grandchild that keeps the pipe open."""
+SOURCE_CLOSE_SECONDS = 60.0
+"""After the sink's reader left: how long the source's writer may take to close."""
 DRAIN_WAIT_MAX = 0.05
 """The longest a pump waits for a full sink to drain before it splices again."""
 
@@ -508,6 +510,8 @@ class Pump:
         self.ended: str | None = None
         self.error: OSError | None = None
         self._stopping = threading.Event()
+        self._lost = False
+        """Bytes read from the source that the sink never took."""
 
     def stop(self) -> None:
         """Ask `run` to return after the current splice (which the caller unblocks by
@@ -540,7 +544,11 @@ class Pump:
                     self._let_the_sink_drain(started)
             self.ended = "stopped"
         except (BrokenPipeError, ConnectionResetError):
-            self.ended = "sink closed"
+            # A reader that left after the last byte, before the writer closed (a loaded
+            # machine), gets EPIPE from the kernel, not end of file: the end all the same
+            # when every byte read was taken and the source then closes empty.
+            self.ended = "eof" if not self._lost and _closes_empty(
+                self.source, SOURCE_CLOSE_SECONDS) else "sink closed"
         except OSError as exc:
             self.ended, self.error = "error", exc
 
@@ -559,6 +567,22 @@ class Pump:
         view = memoryview(buffer)[:want]
         count = os.readv(self.source, [view])
         written = 0
-        while written < count:
-            written += os.write(self.sink, view[written:count])
+        try:
+            while written < count:
+                written += os.write(self.sink, view[written:count])
+        except OSError:
+            self._lost = True
+            raise
         return count
+
+
+def _closes_empty(source: int, timeout: float) -> bool:
+    """Whether `source`'s writer, within `timeout` s, closes it with no byte left."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(source, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return False
+    try:
+        return os.read(source, 1) == b""
+    except BlockingIOError:
+        return False

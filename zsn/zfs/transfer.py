@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
 import threading
@@ -39,8 +38,6 @@ from zsn.zfs.transfers import Recorder
 
 STALL_SECONDS = 300.0
 """No byte moved for this long: the stream is stuck (a hung receiver, a lost network)."""
-SENDER_FINISH_SECONDS = 60.0
-"""How long ``zfs send`` may take to exit after its last byte."""
 FINISH_SECONDS = 600.0
 """How long a receiver may take after the end of the stream (ZFS commits the last txg)."""
 CONNECT_SECONDS = 60.0
@@ -306,14 +303,10 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         sink.stop()
         os.close(read_end)
         return Outcome(pump.moved, clock() - started, reason, interrupted=True, setup=setup)
-    # The receiver may leave after the last byte and before the sender closes the
-    # stream (a loaded machine): the pump then meets a closed sink, not the end.
-    delivered = pump.ended == "eof" or (
-        pump.ended == "sink closed" and source_ended_empty(read_end, SENDER_FINISH_SECONDS))
     os.close(read_end)
-    if delivered:
+    if pump.ended == "eof":
         sink.close()
-        send_status = sender.wait(SENDER_FINISH_SECONDS)
+        send_status = sender.wait(60)
         receive_status = sink.wait(FINISH_SECONDS)
     else:  # the receiver went away (or the pipe broke): stop the sender
         sender.stop()
@@ -321,30 +314,17 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         send_status = sender.wait(10)
     sink.stop()
     seconds = clock() - started
-    if delivered and send_status != 0:  # the cause; the receiver only saw it end
+    if pump.ended == "eof" and send_status != 0:  # the cause; the receiver only saw it end
         return Outcome(pump.moved, seconds,
                        f"zfs send failed: "
                        f"{safe(sender_error(sender.stderr_tail(), send_status))}",
                        setup=setup)
-    if receive_status != 0 or not delivered:
+    if receive_status != 0 or pump.ended != "eof":
         error = receiver_error(sink.failure(), where, receive_status)
         if pump.error is not None:
             error += f" (moving the data: {pump.error.strerror or pump.error})"
         return Outcome(pump.moved, seconds, error, setup=setup)
     return Outcome(pump.moved, seconds, setup=setup)
-
-
-def source_ended_empty(read_end: int, timeout: float) -> bool:
-    """Whether the sender, within `timeout` s, closed the stream with no byte left in
-    it: everything it sent was taken."""
-    poller = select.poll()
-    poller.register(read_end, select.POLLIN)
-    if not poller.poll(int(timeout * 1000)):
-        return False
-    try:
-        return os.read(read_end, 1) == b""
-    except BlockingIOError:
-        return False
 
 
 def sender_error(text: str, status: int | None) -> str:
