@@ -134,7 +134,31 @@ def test_a_child_gives_lines_and_keeps_the_tail_of_stderr() -> None:
 
 
 def test_a_child_that_does_not_stop_on_sigterm_is_killed() -> None:
-    child = Child(["sh", "-c", "trap '' TERM; sleep 60"])
+    child = Child(["sh", "-c", "trap '' TERM; echo ready; sleep 60"], stdout="lines")
+    assert child.next_line(10) == "ready"
     started = time.monotonic()
     child.stop(grace=0.5)
-    assert child.returncode is not None and time.monotonic() - started < 20
+    assert child.returncode is not None and time.monotonic() - started < 10
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has ended (a zombie waiting for init to reap it counts)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in {"Z", "X"}
+
+
+def test_stopping_a_child_ends_the_programs_it_started() -> None:
+    """A shell's command holding the pipes open: the stop is prompt, not a wait for
+    output that never ends, and leaves nothing running."""
+    child = Child(["sh", "-c", "sleep 60 & echo $!; wait"], stdout="lines")
+    grandchild = int(child.next_line(10) or 0)
+    started = time.monotonic()
+    child.stop(grace=5)
+    assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 10
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _gone(grandchild)

@@ -26,6 +26,7 @@ import errno
 import fcntl
 import os
 import selectors
+import signal
 import subprocess
 import threading
 import time
@@ -360,14 +361,15 @@ class Child:
                     os.close(given)  # the child has its copy; ours would hide its end
         if self.process.stdin is not None:
             self.control = self.process.stdin.fileno()
-        self._spawn_reader(self._read_stderr, "stderr")
-        if self.process.stdout is not None:
-            self._spawn_reader(self._read_lines, "stdout")
+        self._stderr_reader = self._spawn_reader(self._read_stderr, "stderr")
+        self._stdout_reader = self._spawn_reader(self._read_lines, "stdout") \
+            if self.process.stdout is not None else None
 
-    def _spawn_reader(self, target: Callable[[], None], what: str) -> None:
+    def _spawn_reader(self, target: Callable[[], None], what: str) -> threading.Thread:
         thread = threading.Thread(target=target, name=f"{self.program} {what}", daemon=True)
         thread.start()
         self._threads.append(thread)
+        return thread
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
@@ -437,22 +439,33 @@ class Child:
                 self.process.stdin.close()
 
     def stop(self, grace: float = STOP_GRACE) -> None:
-        """SIGTERM, `grace` seconds, SIGKILL; idempotent."""
+        """SIGTERM to the child's process group, `grace` seconds, SIGKILL; idempotent.
+
+        The group, not the child alone: a grandchild (ssh's helpers, a shell's
+        command) would otherwise outlive the stop and hold the output pipes open."""
         self.close_control()
         if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.terminate()
+            self._signal_group(signal.SIGTERM)
             try:
                 self.process.wait(grace)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    self.process.kill()
+                self._signal_group(signal.SIGKILL)
                 self.process.wait(STOP_WAIT)
+        self._signal_group(signal.SIGKILL)
         self.wait(0)
-        for pipe in (self.process.stdout, self.process.stderr):
-            if pipe is not None:
+        for pipe, reader in ((self.process.stdout, self._stdout_reader),
+                             (self.process.stderr, self._stderr_reader)):
+            # A pipe whose reader still runs stays open: its fd number, closed under
+            # the reader, could be handed to the next pipe anyone opens.
+            if pipe is not None and not (reader and reader.is_alive()):
                 with contextlib.suppress(OSError):
                     pipe.close()
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        # The group outlives its leader while a member is left; the kernel hands its
+        # number to no new process meanwhile, so the signal reaches ours alone.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
 
 
 class RateLimit:
