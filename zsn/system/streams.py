@@ -444,14 +444,18 @@ class Child:
         The group, not the child alone: a grandchild (ssh's helpers, a shell's
         command) would otherwise outlive the stop and hold the output pipes open."""
         self.close_control()
-        if self.process.poll() is None:
-            self._signal_group(signal.SIGTERM)
-            try:
-                self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                self._signal_group(signal.SIGKILL)
-                self.process.wait(STOP_WAIT)
-        self._signal_group(signal.SIGKILL)
+        # Only a child not yet reaped when the stop began: its group's number is ours
+        # (Linux hands pids out in turn, so reaping it here frees nothing the next
+        # lines could hit). A group left empty by an earlier wait could be reused.
+        if self.process.returncode is None:
+            if self.process.poll() is None:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    self.process.wait(grace)
+                except subprocess.TimeoutExpired:
+                    self._signal_group(signal.SIGKILL)
+                    self.process.wait(STOP_WAIT)
+            self._signal_group(signal.SIGKILL)  # what it started and left behind
         self.wait(0)
         for pipe, reader in ((self.process.stdout, self._stdout_reader),
                              (self.process.stderr, self._stderr_reader)):
@@ -462,8 +466,8 @@ class Child:
                     pipe.close()
 
     def _signal_group(self, signum: signal.Signals) -> None:
-        # The group outlives its leader while a member is left; the kernel hands its
-        # number to no new process meanwhile, so the signal reaches ours alone.
+        # The group outlives its leader while a member is left, and the kernel gives
+        # its number to no new process meanwhile.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signum)
 
