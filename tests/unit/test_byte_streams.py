@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab.netns import wait_for
 from zsn.system.streams import Child, Pump, RateLimit, make_pipe
 
 PY = sys.executable
@@ -158,7 +159,4 @@ def test_stopping_a_child_ends_the_programs_it_started() -> None:
     started = time.monotonic()
     child.stop(grace=5)
     assert time.monotonic() - started < 10
-    deadline = time.monotonic() + 10
-    while not _gone(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _gone(grandchild)
+    wait_for(lambda: _gone(grandchild), 10, "the shell's command to end")

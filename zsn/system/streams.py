@@ -337,7 +337,6 @@ class Child:
         self._line_arrived = threading.Condition()
         self._stderr = b""
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
         self._stdout_done = threading.Event()
         self.control: int | None = None
         """The write end of the child's stdin with ``stdin="pipe"``; `close_control`
@@ -368,7 +367,6 @@ class Child:
     def _spawn_reader(self, target: Callable[[], None], what: str) -> threading.Thread:
         thread = threading.Thread(target=target, name=f"{self.program} {what}", daemon=True)
         thread.start()
-        self._threads.append(thread)
         return thread
 
     def _read_stderr(self) -> None:
@@ -429,8 +427,9 @@ class Child:
         except subprocess.TimeoutExpired:
             return None
         drained = Deadline(OUTPUT_DRAIN_SECONDS)
-        for thread in self._threads:
-            thread.join(timeout=drained.remaining())
+        for thread in (self._stdout_reader, self._stderr_reader):
+            if thread is not None:
+                thread.join(timeout=drained.remaining())
         return code
 
     def close_control(self) -> None:

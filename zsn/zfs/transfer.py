@@ -38,6 +38,8 @@ from zsn.zfs.transfers import Recorder
 
 STALL_SECONDS = 300.0
 """No byte moved for this long: the stream is stuck (a hung receiver, a lost network)."""
+SENDER_FINISH_SECONDS = 60.0
+"""How long ``zfs send`` may take to exit after its last byte."""
 FINISH_SECONDS = 600.0
 """How long a receiver may take after the end of the stream (ZFS commits the last txg)."""
 CONNECT_SECONDS = 60.0
@@ -304,9 +306,10 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         os.close(read_end)
         return Outcome(pump.moved, clock() - started, reason, interrupted=True, setup=setup)
     os.close(read_end)
-    if pump.ended == "eof":
+    delivered = pump.ended == "eof"
+    if delivered:
         sink.close()
-        send_status = sender.wait(60)
+        send_status = sender.wait(SENDER_FINISH_SECONDS)
         receive_status = sink.wait(FINISH_SECONDS)
     else:  # the receiver went away (or the pipe broke): stop the sender
         sender.stop()
@@ -314,12 +317,12 @@ def run_stream(send_argv: list[str], sink: Sink, *, where: str,
         send_status = sender.wait(10)
     sink.stop()
     seconds = clock() - started
-    if pump.ended == "eof" and send_status != 0:  # the cause; the receiver only saw it end
+    if delivered and send_status != 0:  # the cause; the receiver only saw it end
         return Outcome(pump.moved, seconds,
                        f"zfs send failed: "
                        f"{safe(sender_error(sender.stderr_tail(), send_status))}",
                        setup=setup)
-    if receive_status != 0 or pump.ended != "eof":
+    if receive_status != 0 or not delivered:
         error = receiver_error(sink.failure(), where, receive_status)
         if pump.error is not None:
             error += f" (moving the data: {pump.error.strerror or pump.error})"
