@@ -169,7 +169,7 @@ def run_benchmarks(runs: int, peers: int, against: str | None = None) -> int:
 
 def in_process_phases(runs: int) -> None:
     """Where an export's time goes once everything is imported (this process, warm)."""
-    from zsn import export
+    from zsn.exporter import document as export
     from zsn.system.host import Host
 
     host = Host()

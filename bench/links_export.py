@@ -95,7 +95,7 @@ def main() -> int:
     for label in ("zsn --export links (JSON)", "zsn --export links --format prometheus"):
         print(f"  ratio {label} / ip: {stats[label].median / ip:.1f}x (goal <= 2x)")
 
-    from zsn import export
+    from zsn.exporter import document as export
     from zsn.links import export as links_export
     from zsn.links.live import read_structure
     from zsn.system.host import Host

@@ -37,8 +37,8 @@ import _lab
 import _links_lab
 import psutil
 
-from zsn.collectors import REUSE_SECONDS
-from zsn.serve import DEFAULT_POLL_INTERVAL
+from zsn.exporter.collectors import REUSE_SECONDS
+from zsn.exporter.serve import DEFAULT_POLL_INTERVAL
 
 IDLE_SECONDS = 2 * DEFAULT_POLL_INTERVAL
 """Long enough for two of the polls a section with a per-poll hook (WireGuard's peer

@@ -137,7 +137,7 @@ class ArgumentParser(argparse.ArgumentParser):
     and a second line. Its sub-commands' parsers are of this class too."""
 
     def error(self, message: str) -> NoReturn:
-        from zsn.headless import EXIT_INVALID
+        from zsn.errors import EXIT_INVALID
 
         self.exit(EXIT_INVALID, f"{self.prog}: invalid: {message} "
                                 f"('{self.prog} --help' shows the usage)\n")
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = command_word(args_list)
     if command is not None and command[0] == "serve":
-        from zsn.serve import main as serve
+        from zsn.exporter.serve import main as serve
 
         return serve(command[1])
     named = command_group_of(args_list)
@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _export(host: object, sections: list[str], fmt: str, include_secrets: bool,
             textfile: str | None = None) -> int:
-    from zsn import export
+    from zsn.exporter import document
     from zsn.system.host import Host
 
     assert isinstance(host, Host)
@@ -222,12 +222,12 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool,
     # once more by the collection at exit either.
     gc.disable()
     try:
-        result = export.collect(host, sections, include_secrets=include_secrets,
+        result = document.collect(host, sections, include_secrets=include_secrets,
                                 sample_rates=fmt != "prometheus")
         if fmt == "prometheus":
-            text = export.to_prometheus(result)
+            text = document.to_prometheus(result)
         else:
-            text = export.to_json(result, pretty=sys.stdout.isatty())
+            text = document.to_json(result, pretty=sys.stdout.isatty())
     finally:
         gc.freeze()
         gc.enable()

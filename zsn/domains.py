@@ -4,7 +4,7 @@ A domain is a package whose ``__init__`` declares ``DOMAIN = Domain(...)``, plus
 line in `REGISTRY`. Everything the faces need is named by module path, so nothing
 loads until it is used: `zsn --export wlan` imports WLAN's export module and no
 other domain's, `zsn link ...` imports the links command module, and the TUI imports
-a pane's module when its tab is made. `cli.py`, `export.py` and `tui/app.py` read
+a pane's module when its tab is made. `cli.py`, `exporter/document.py` and `tui/app.py` read
 this registry and name no domain themselves.
 
 The faces, each a module path:
@@ -12,8 +12,8 @@ The faces, each a module path:
 - ``export``: ``present(host) -> bool``, ``collect(host, *, include_secrets) -> dict``
   (JSON-ready, with an ``"errors"`` list when only part could be read),
   ``prometheus(data) -> list[MetricFamily]``, optionally ``begin_sampling(host)``
-  (rates from two readings; see `zsn.export`) and optionally a ``Poller`` class for
-  long-running processes (see `zsn.collectors`): ``Poller(host)`` keeps the section's
+  (rates from two readings; see `zsn.exporter.document`) and optionally a ``Poller`` class for
+  long-running processes (see `zsn.exporter.collectors`): ``Poller(host)`` keeps the section's
   readers warm, ``poll()`` reads the live state (what the ``live`` reader returns,
   where the domain has one), ``section(snapshot) -> dict`` is what ``collect`` would
   return from it (never with secrets), ``close()`` stops what it runs. A section
@@ -43,8 +43,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 if TYPE_CHECKING:
+    from zsn.exporter.prometheus import MetricFamily
     from zsn.lint import Finding
-    from zsn.prometheus import MetricFamily
     from zsn.system.host import Host
 
 REGISTRY: tuple[str, ...] = (
@@ -87,6 +87,13 @@ class Domain(NamedTuple):
     on_poll: str = ""
 
 
+class HeadlessGroup(NamedTuple):
+    """A command group defined inside a module that holds several (``module:attribute``)."""
+
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Host], int]
+
+
 class ExportFace(Protocol):
     """A domain's export module (its optional faces are looked up by name)."""
 
@@ -98,7 +105,7 @@ class ExportFace(Protocol):
 
 
 class CommandFace(Protocol):
-    """A command group's module (or a `zsn.headless.HeadlessGroup`)."""
+    """A command group's module (or a `HeadlessGroup`)."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
@@ -171,11 +178,11 @@ def domain(name: str) -> Domain:
 
 CHANGE_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup("confirm", "keep a change made with --try (before its deadline)",
-                 "zsn.tried:confirm", "confirm [ID]"),
+                 "zsn.tries.cli:confirm", "confirm [ID]"),
     CommandGroup("pending", "changes made with --try that wait for confirm or rollback",
-                 "zsn.tried:pending", "pending [--all] [--json]"),
+                 "zsn.tries.cli:pending", "pending [--all] [--json]"),
     CommandGroup("rollback", "undo a change made with --try now",
-                 "zsn.tried:rollback", "rollback [ID]"),
+                 "zsn.tries.cli:rollback", "rollback [ID]"),
 )
 """Every domain's live changes can be tried: these groups are no domain's."""
 

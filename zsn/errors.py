@@ -6,6 +6,12 @@ import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+EXIT_OK = 0
+EXIT_ERROR = 1
+"""A daemon, a program or a file failed (a `ZsnError`)."""
+EXIT_INVALID = 2
+"""Bad input: refused with one line, nothing changed (a `ValidationError`)."""
+
 
 class ZsnError(Exception):
     """Base of every error zsn reports to a user."""

@@ -11,7 +11,7 @@ every domain:
 
 A command that changes live networking takes `add_change_options` and applies its
 plan with `apply_change`: the SSH session's path is checked against it, ``--try
-SECONDS`` applies it under a guardian (`zsn.changes`), and the live state is read
+SECONDS`` applies it under a guardian (`zsn.tries`), and the live state is read
 back afterwards (verify after apply).
 """
 
@@ -21,31 +21,27 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from zsn.domains import CommandFace
-from zsn.errors import SessionLinkError, ValidationError, ZsnError
+from zsn.errors import (
+    EXIT_ERROR,
+    EXIT_INVALID,
+    EXIT_OK,
+    SessionLinkError,
+    ValidationError,
+    ZsnError,
+)
 from zsn.system.host import Host
 from zsn.terminal import cell_width, message_line, safe
 
 if TYPE_CHECKING:  # the command line imports this module to start anything: keep it light
     from zsn.plan import Plan
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_INVALID = 2
-
 CONFIRM_SSH_FLAG = "--confirm-ssh-link"
 """Names the link this SSH session runs over, to allow a change that touches it."""
 TRY_FLAG = "--try"
 """Applies a change under a guardian that rolls it back unless it is confirmed."""
-
-
-class HeadlessGroup(NamedTuple):
-    """A command group defined inside a module that holds several (``module:attribute``)."""
-
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, Host], int]
 
 
 def add_dry_run(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +70,7 @@ def add_change_options(parser: argparse.ArgumentParser) -> None:
 
 def _seconds(text: str) -> float:
     """``--try``'s value, checked as the command line is read (before any plan)."""
-    from zsn.changes.trial import check_seconds
+    from zsn.tries.lifecycle import check_seconds
 
     try:
         return check_seconds(float(text))
@@ -88,7 +84,7 @@ def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
                  show_output: Callable[[str], None] | None = None) -> int:
     """Apply (or with ``--dry-run`` show) a live change: the SSH session's path named
     and guarded, ``--try`` honoured, the result read back and compared with the plan."""
-    from zsn.changes import session as sessions
+    from zsn.tries import session as sessions
 
     seconds: float | None = getattr(args, "try_seconds", None)
     confirmed = getattr(args, "confirm_ssh", None)
@@ -107,9 +103,9 @@ def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
 
 
 def _try_summary(plan: Plan, seconds: float) -> str:
-    from zsn.changes.trial import undo_of
-    from zsn.changes.undo import describe
     from zsn.plan import FileEdit
+    from zsn.tries.lifecycle import undo_of
+    from zsn.tries.undo import describe
 
     lines = [f"Tried for {seconds:g} s: unless confirmed in time (zsn confirm ID), a guardian "
              "puts back:"]
@@ -121,13 +117,13 @@ def _try_summary(plan: Plan, seconds: float) -> str:
 
 def _try(host: Host, plan: Plan, seconds: float, session: object,
          show_output: Callable[[str], None] | None) -> int:
-    from zsn.changes import trial
-    from zsn.changes.session import SessionPath
+    from zsn.tries import lifecycle
+    from zsn.tries.session import SessionPath
 
     assert session is None or isinstance(session, SessionPath)
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    result = trial.begin(host, plan, seconds, shlex.join(["zsn", *sys.argv[1:]]), session)
+    result = lifecycle.begin(host, plan, seconds, shlex.join(["zsn", *sys.argv[1:]]), session)
     for line in result.done:
         print(f"done: {line}", file=sys.stderr)
     for note in plan.notes:
@@ -149,7 +145,7 @@ def _try(host: Host, plan: Plan, seconds: float, session: object,
 
 
 def verify(plan: Plan) -> list[str]:
-    from zsn.changes.trial import verify as read_back
+    from zsn.tries.lifecycle import verify as read_back
 
     return read_back(plan)
 

@@ -6,7 +6,7 @@ a diff, secrets masked) or a live operation (netlink, UAPI, D-Bus, a program run
 in reverse and raises `ApplyError`, which says what was done, what was undone and
 what could not be.
 
-A plan that can be tried (``--try``, `zsn.changes`) also says how to put things back
+A plan that can be tried (``--try``, `zsn.tries`) also says how to put things back
 from another process: each live step's `LiveStep.restore` (or the plan's
 `Plan.checkpoint`) is data a guardian can carry out after zsn has gone, and file
 edits are restored from what they replaced. `Plan.touches` names the links whose
@@ -27,7 +27,7 @@ from zsn.errors import SessionLinkError, ZsnError
 from zsn.system import files
 
 if TYPE_CHECKING:  # a plan carries undos as data; the changes build on plans
-    from zsn.changes.undo import Undo
+    from zsn.tries.undo import Undo
 
 # Values that must never reach a diff, a log or a notification: WireGuard key lines
 # and the bodies of OpenVPN's inline private-key blocks (<key>...</key> etc.).
@@ -180,7 +180,7 @@ class LiveStep:
     undo_run: Callable[[], object] | None = None
     restore: tuple[Undo, ...] | None = None
     """How a try puts back what this step changes, as data another process can carry
-    out (`zsn.changes.undo`); ``()`` when the plan's `Plan.checkpoint` covers it;
+    out (`zsn.tries.undo`); ``()`` when the plan's `Plan.checkpoint` covers it;
     ``None``: the step cannot be tried."""
 
     def apply(self) -> None:
@@ -233,7 +233,7 @@ class Plan:
     touches: frozenset[str] = frozenset()
     """Links (interface names; ``tun*``: any name starting ``tun``, for a device the
     kernel numbers) whose live state the change alters: set against the SSH session's path
-    (`zsn.changes.session`) before anything is applied."""
+    (`zsn.tries.session`) before anything is applied."""
     reroutes: tuple[tuple[str, str], ...] = ()
     """(network, what the change does to it) for networks the change routes a new way
     (a tunnel's AllowedIPs, forwarding that drops learned default routes): the SSH

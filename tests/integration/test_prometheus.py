@@ -26,7 +26,7 @@ from tests.lab.netns import run, stop_process, wait_for
 from tests.lab.pki import make_pki
 from tests.needs import needs_tools
 from tests.schema import check_export
-from zsn import serve
+from zsn.exporter import serve
 from zsn.wireguard import uapi
 
 pytestmark = pytest.mark.lab

@@ -19,13 +19,14 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from tests.lab.netns import wait_for
-from zsn import domains, serve
+from zsn import domains
+from zsn.exporter import serve
 from zsn.system.host import Host
 
 SECTIONS = {
     # name: export module source (present/collect/prometheus, maybe a Poller and a hook)
     "steady": '''
-        from zsn.prometheus import MetricFamily
+        from zsn.exporter.prometheus import MetricFamily
 
         def present(host):
             return True
@@ -51,7 +52,7 @@ SECTIONS = {
             return []
     ''',
     "partial": '''
-        from zsn.prometheus import MetricFamily
+        from zsn.exporter.prometheus import MetricFamily
 
         def present(host):
             return True
@@ -66,7 +67,7 @@ SECTIONS = {
     ''',
     "slow": '''
         import threading
-        from zsn.prometheus import MetricFamily
+        from zsn.exporter.prometheus import MetricFamily
 
         release = threading.Event()
         polls = []
@@ -95,7 +96,7 @@ SECTIONS = {
             return []
     ''',
     "hooked": '''
-        from zsn.prometheus import MetricFamily
+        from zsn.exporter.prometheus import MetricFamily
 
         hooked = []
         made = []

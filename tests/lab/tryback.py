@@ -166,7 +166,7 @@ def guardian_gone(lab: SshLab, change_id: str) -> bool:
     path = lab.folder("/run/zsn") / "changes" / change_id / "guardian"
     try:
         pid = int(path.read_text())
-        return b"zsn.changes.guardian" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"zsn.tries.guardian" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return True
 

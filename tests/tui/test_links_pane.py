@@ -332,9 +332,9 @@ async def test_member_keys_and_delete(links_app: ZsnApp) -> None:
 async def test_a_change_to_the_ssh_link_is_tried(links_app: ZsnApp,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """No question to answer: the plan names the session's path and says the change is
-    applied as a try (tests/tui/test_trying.py has what follows a yes)."""
+    applied as a try (tests/tui/test_tries.py has what follows a yes)."""
     from tests.unit.links.conftest import captured_session
-    from zsn.changes import session as sessions
+    from zsn.tries import session as sessions
 
     view = fixed_view()
     session = captured_session(monkeypatch, "rr0.10", "10.0.10.2 40000 10.0.10.1 22")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.lab.hostile import hostile_socket
-from zsn import export
 from zsn.errors import CommandError, SocketError, ZsnError
+from zsn.exporter import document as export
 from zsn.openvpn import management
 from zsn.openvpn.connections import connections
 from zsn.system import commands, files

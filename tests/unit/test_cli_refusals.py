@@ -11,8 +11,8 @@ import pytest
 from tests.terminal_scan import HOSTILE, raw_controls
 from zsn import cli, domains
 from zsn.errors import ZsnError
+from zsn.exporter.prometheus import MetricFamily, render
 from zsn.plan import ApplyError
-from zsn.prometheus import MetricFamily, render
 from zsn.terminal import message_line, safe_output
 
 

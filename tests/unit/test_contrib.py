@@ -17,8 +17,8 @@ import yaml
 
 from tests.needs import needs_tools
 from tests.schema import check_export
-from zsn import export
 from zsn.domains import domains, load
+from zsn.exporter import document as export
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib"
 METRIC_RE = re.compile(r"\b(?:zsn|wireguard|zfs)_[a-z0-9_]+")

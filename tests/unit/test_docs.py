@@ -17,8 +17,10 @@ import pytest
 from textual.binding import Binding
 from textual.screen import Screen
 
-from zsn import cli, export, serve
+from zsn import cli
 from zsn.domains import Domain, domains, load
+from zsn.exporter import document as export
+from zsn.exporter import serve
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

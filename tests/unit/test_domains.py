@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import zsn
-from zsn import cli, domains, export
+from zsn import cli, domains
 from zsn.domains import Domain, load
+from zsn.exporter import document as export
 
 PACKAGE_ROOT = Path(zsn.__file__).parent
 
@@ -57,7 +58,8 @@ def test_cli_export_and_app_name_no_domain() -> None:
     for domain in domains.domains():
         names |= {domain.name, domain.title.lower()}
         names |= {group.name for group in domain.commands}
-    for module in ("cli.py", "export.py", "tui/app.py", "serve.py", "collectors.py"):
+    for module in ("cli.py", "exporter/document.py", "tui/app.py", "exporter/serve.py",
+                   "exporter/collectors.py"):
         words = set(re.findall(r"[a-z]+", (PACKAGE_ROOT / module).read_text().lower()))
         assert not names & words, f"{module} names {sorted(names & words)}"
 
@@ -107,7 +109,7 @@ DEMO_PACKAGE = {
             pane="zsn_demo.pane:DemoPane", lint="zsn_demo.lint")
     ''',
     "export.py": '''
-        from zsn.prometheus import MetricFamily
+        from zsn.exporter.prometheus import MetricFamily
 
         def present(host):
             return host.path("/etc/demo").is_dir()

@@ -14,9 +14,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.schema import check_export
-from zsn import export
 from zsn.errors import ZsnError
-from zsn.prometheus import MetricFamily, render
+from zsn.exporter import document as export
+from zsn.exporter.prometheus import MetricFamily, render
 from zsn.system.host import Host
 from zsn.wireguard.export import prometheus as wireguard_metrics
 

@@ -5,7 +5,7 @@ registry, so a new domain is added to these tables."""
 
 from __future__ import annotations
 
-from zsn import domains, tried
+from zsn import domains
 from zsn.domains import CommandFace, ExportFace, LintFace, LiveReader
 from zsn.links import cli as links_cli
 from zsn.links import export as links_export
@@ -13,6 +13,7 @@ from zsn.links import lint as links_lint
 from zsn.openvpn import cli as openvpn_cli
 from zsn.openvpn import export as openvpn_export
 from zsn.openvpn import lint as openvpn_lint
+from zsn.tries import cli as tries_cli
 from zsn.wireguard import cli as wireguard_cli
 from zsn.wireguard import export as wireguard_export
 from zsn.wireguard import lint as wireguard_lint
@@ -36,7 +37,7 @@ COMMANDS: dict[str, CommandFace] = {
     "peer": wireguard_cli.peer, "wg": wireguard_cli.wg, "vpn": openvpn_cli,
     "zfs": zfs_cli, "wifi": wlan_cli, "link": links_cli,
     # No domain's: the changes made with --try (zsn.domains.CHANGE_GROUPS).
-    "confirm": tried.confirm, "pending": tried.pending, "rollback": tried.rollback,
+    "confirm": tries_cli.confirm, "pending": tries_cli.pending, "rollback": tries_cli.rollback,
 }
 LIVE: dict[str, LiveReader] = {"wireguard": wireguard_live.read_wireguard}
 

@@ -161,7 +161,7 @@ ALLOWED = {
     "zsn/wlan/secrets.py": "a passphrase file the user names (process substitution welcome)",
     "zsn/system/wpa_ctrl.py:tempdir": "zsn's own private folder for its reply socket",
     "zsn/system/namespaces.py": "the live system's namespace identities (no --root)",
-    "zsn/webconfig.py": "the exporter's web config and TLS files, named by the admin on "
+    "zsn/exporter/webconfig.py": "the exporter's web config and TLS files, named by the admin on "
                         "its command line (not the tree), and zsn's own temporary folder",
     "zsn/zfs/receiver.py": "runs on the target as a script of its own (no zsn there): "
                            "its files are the target's; and its own source, sent there",

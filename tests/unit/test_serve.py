@@ -18,8 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.lab.netns import wait_for
 from tests.lab.serving import Running, read_all, running
-from zsn import serve
 from zsn.errors import ZsnError
+from zsn.exporter import serve
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -248,7 +248,7 @@ def test_serve_never_imports_textual_or_rich(tmp_path: Path) -> None:
     (tmp_path / "etc" / "wireguard").mkdir(parents=True, mode=0o700)
     code = textwrap.dedent(f"""
         import asyncio, sys, threading, urllib.request
-        from zsn import serve
+        from zsn.exporter import serve
         from zsn.system.host import Host
 
         parser = serve.argparse.ArgumentParser()

@@ -22,8 +22,8 @@ from tests.lab.pki import Pki, make_pki
 from tests.lab.serving import running
 from tests.needs import needs_tools
 from zsn.errors import ZsnError
+from zsn.exporter.webconfig import WebConfig, duration_seconds
 from zsn.system.host import Host
-from zsn.webconfig import WebConfig, duration_seconds
 
 PASSWORD = "correct horse"
 # Cost 4 keeps the suite fast; the server treats every cost alike.

@@ -428,7 +428,7 @@ def test_peer_log_of_an_unknown_peer_is_refused_and_without_history_is_an_error(
 
 def test_the_export_has_each_peers_history_and_prometheus_whether_connected(
         host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
-    from zsn import prometheus
+    from zsn.exporter import prometheus
     from zsn.wireguard import export
 
     last = recorded_series(host)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
-from zsn.changes.session import SessionPath, find_session, guard
 from zsn.errors import ValidationError, about_input
 from zsn.links import bonding, validate, verify
 from zsn.links.checkpoint import capture, create, describe_create
@@ -32,6 +31,7 @@ from zsn.links.persist.owner import detect_owner, plan_persist, read_persistent
 from zsn.plan import LiveStep, Plan
 from zsn.system import netlink, rtnetlink
 from zsn.system.host import Host
+from zsn.tries.session import SessionPath, find_session, guard
 from zsn.wording import Action, Phrase
 
 PERSIST_KEY = "persist_mode"

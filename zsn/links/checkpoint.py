@@ -20,8 +20,6 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
-from zsn.changes.restores import restore_routes
-from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ZsnError
 from zsn.links import bonding
 from zsn.links.live import read_links
@@ -29,6 +27,8 @@ from zsn.links.model import KINDS_ZSN_MANAGES, Interface
 from zsn.links.persist import LinkConfig, config_of
 from zsn.system import netlink
 from zsn.system.host import Host
+from zsn.tries.restores import restore_routes
+from zsn.tries.undo import Outcome, Undo
 
 
 @dataclass(frozen=True)

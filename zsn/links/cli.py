@@ -12,15 +12,8 @@ import argparse
 import json
 import sys
 
-from zsn.errors import ValidationError
-from zsn.headless import (
-    EXIT_OK,
-    add_change_options,
-    add_dry_run,
-    apply_change,
-    apply_or_show,
-    print_table,
-)
+from zsn.errors import EXIT_OK, ValidationError
+from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show, print_table
 from zsn.links import actions, lint, validate
 from zsn.links.export import interfaces_to_dicts
 from zsn.links.live import read_links, with_rates

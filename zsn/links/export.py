@@ -9,12 +9,12 @@ from typing import Any
 
 from zsn.errors import ZsnError
 from zsn.every import Every
+from zsn.exporter.prometheus import MetricFamily
 from zsn.links.live import BondDetails, LinkMonitor, read_links, with_rates
 from zsn.links.model import BondState, Interface, LinksSnapshot, member_role
 from zsn.links.persist import Persisted
 from zsn.links.persist.owner import detect_owner, read_persistent
 from zsn.lint import count_by_severity
-from zsn.prometheus import MetricFamily
 from zsn.system.host import Host
 from zsn.system.rtnetlink import Counters
 

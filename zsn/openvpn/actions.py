@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zsn.changes.restores import unit_undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.openvpn.config import (
     INLINE,
@@ -44,6 +43,7 @@ from zsn.system.files import (
     read_tracked,
 )
 from zsn.system.host import Host
+from zsn.tries.restores import unit_undo
 
 if TYPE_CHECKING:  # D-Bus loads only when a unit is controlled, not for lint or export
     from zsn.system.dbus import JobResult, SystemBus, UnitFileChange

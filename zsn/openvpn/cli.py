@@ -12,16 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from zsn.errors import ValidationError
+from zsn.errors import EXIT_OK, ValidationError
 from zsn.format import human_bytes
-from zsn.headless import (
-    EXIT_OK,
-    add_change_options,
-    add_dry_run,
-    apply_change,
-    apply_or_show,
-    print_table,
-)
+from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show, print_table
 from zsn.lint import print_findings
 from zsn.openvpn import actions, lint
 from zsn.openvpn.connections import KINDS, ConfigFile, Connection, connections, discover

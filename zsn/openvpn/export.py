@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from zsn.errors import ZsnError
+from zsn.exporter.prometheus import MetricFamily
 from zsn.lint import count_by_severity
 from zsn.openvpn.connections import CONFIG_DIR, Connection
 from zsn.openvpn.lint import SUBJECT
 from zsn.openvpn.live import read_openvpn
 from zsn.openvpn.management import STATES
-from zsn.prometheus import MetricFamily
 from zsn.system import files
 from zsn.system.host import Host
 

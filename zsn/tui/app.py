@@ -23,7 +23,7 @@ from zsn.tui.notices import HeldNotices, Notice
 from zsn.tui.panes.base import LivePane
 from zsn.tui.startup import Startup
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
-from zsn.tui.trying import KEEP_KEY, UNDO_KEY, Tries
+from zsn.tui.tries import KEEP_KEY, UNDO_KEY, Tries
 from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
 
@@ -77,7 +77,7 @@ class ZsnApp(App[int]):
         self._keys = KeySequencer(self, self._route_input)
         self._notices = HeldNotices()
         self.tries = Tries(self)
-        """The change being tried, if any (`zsn.tui.trying`)."""
+        """The change being tried, if any (`zsn.tui.tries`)."""
 
     async def on_event(self, event: events.Event) -> None:
         # Keys and pastes from the terminal go one at a time (zsn.tui.keys): typed

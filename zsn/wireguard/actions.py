@@ -16,11 +16,11 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from zsn.changes.restores import file_undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries.restores import file_undo
 from zsn.wireguard import addressing
 from zsn.wireguard.config import (
     Section,

@@ -12,15 +12,9 @@ import shutil
 import sys
 from functools import partial
 
-from zsn.headless import (
-    EXIT_ERROR,
-    EXIT_OK,
-    HeadlessGroup,
-    add_change_options,
-    add_dry_run,
-    apply_change,
-    apply_or_show,
-)
+from zsn.domains import HeadlessGroup
+from zsn.errors import EXIT_ERROR, EXIT_OK
+from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show
 from zsn.lint import print_findings
 from zsn.plan import Plan
 from zsn.qr import DEFAULT_SIZE, make_qr

@@ -84,7 +84,7 @@ def find_device(host: Host, name: str) -> LiveDevice | None:
 def running_state(host: Host, name: str) -> DeviceState | None:
     """The running interface `name` as it is now (peers, endpoints, fwmark), or ``None``
     when it is down. What the SSH session's path reads below a tunnel
-    (`zsn.changes.session`)."""
+    (`zsn.tries.session`)."""
     device = find_device(host, name)
     if device is None:
         return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from zsn.errors import NetlinkError, ZsnError
 from zsn.every import Every
-from zsn.prometheus import MetricFamily
+from zsn.exporter.prometheus import MetricFamily
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import lint, uapi

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from zsn.changes.restores import unit_undo
-from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import commands, files, kernel_modules, netlink
 from zsn.system.host import Host
 from zsn.system.systemd import systemd_runs
+from zsn.tries.restores import unit_undo
+from zsn.tries.undo import Outcome, Undo
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, config_path, parse
 from zsn.wireguard.device import find_device
@@ -245,4 +245,4 @@ class WgQuickRestorer:
 
 WG_QUICK = WgQuickRestorer()
 """An interface up or down again through wg-quick (where systemd runs it, the ``unit``
-kind of `zsn.changes.restores` does)."""
+kind of `zsn.tries.restores` does)."""

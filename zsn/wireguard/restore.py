@@ -1,4 +1,4 @@
-"""Putting back what a tried WireGuard change did (restorers of `zsn.changes.undo`):
+"""Putting back what a tried WireGuard change did (restorers of `zsn.tries.undo`):
 one peer of a running interface as it was, a route into an interface (an interface
 up or down again: `zsn.wireguard.interfaces.WG_QUICK`).
 
@@ -13,9 +13,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from zsn.changes.undo import Outcome, Undo
 from zsn.system import netlink
 from zsn.system.host import Host
+from zsn.tries.undo import Outcome, Undo
 from zsn.wireguard.device import PeerSettings, add_route, find_device, remove_route
 
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from zsn.changes.restores import firewall_undo, sysctl_undo
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import commands, files, netlink
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
+from zsn.tries.restores import firewall_undo, sysctl_undo
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import WIREGUARD_DIR, parse
 from zsn.wireguard.device import default_route_device

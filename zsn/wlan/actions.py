@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from zsn.changes.restores import unit_undo
-from zsn.changes.undo import Undo
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import Check, FileEdit, LiveStep, Plan, Step
 from zsn.system import files, wireless
@@ -23,6 +21,8 @@ from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
 from zsn.system.files import PRIVATE_FILE_MODE, backup_path, is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket
+from zsn.tries.restores import unit_undo
+from zsn.tries.undo import Undo
 from zsn.wlan import netctl, wpa
 from zsn.wlan.live import watching_scans
 from zsn.wlan.model import (

@@ -12,16 +12,8 @@ import json
 import shutil
 import sys
 
-from zsn.errors import ValidationError
-from zsn.headless import (
-    EXIT_ERROR,
-    EXIT_OK,
-    add_change_options,
-    add_dry_run,
-    apply_change,
-    apply_or_show,
-    print_table,
-)
+from zsn.errors import EXIT_ERROR, EXIT_OK, ValidationError
+from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show, print_table
 from zsn.lint import print_findings
 from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host

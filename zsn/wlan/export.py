@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from zsn.errors import ZsnError
+from zsn.exporter.prometheus import MetricFamily
 from zsn.lint import count_by_severity
-from zsn.prometheus import MetricFamily
 from zsn.system import files, wireless
 from zsn.system.host import Host
 from zsn.wlan import iwd, netctl

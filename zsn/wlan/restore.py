@@ -1,5 +1,5 @@
 """Putting a Wi-Fi interface back on the network it was on (or off), for a tried
-``zsn wifi connect|disconnect`` (a restorer of `zsn.changes.undo`).
+``zsn wifi connect|disconnect`` (a restorer of `zsn.tries.undo`).
 
 wpa_supplicant: when the connect saved its config (SAVE_CONFIG), the file is put back
 first (as every file is: only if it still holds what the connect wrote) and
@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from zsn.changes.restores import FILE, file_undo
-from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import WpaMonitor
+from zsn.tries.restores import FILE, file_undo
+from zsn.tries.undo import Outcome, Undo
 from zsn.wlan.model import WlanInterface
 from zsn.wlan.ssid import display
 

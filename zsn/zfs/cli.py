@@ -13,9 +13,9 @@ import sys
 import threading
 import time
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import EXIT_OK, ValidationError, ZsnError
 from zsn.format import human_bytes, human_duration, human_nanoseconds, human_rate
-from zsn.headless import EXIT_OK, add_dry_run, apply_or_show, interval_seconds, print_table
+from zsn.headless import add_dry_run, apply_or_show, interval_seconds, print_table
 from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream

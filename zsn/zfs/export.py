@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from zsn.errors import ZsnError
 from zsn.every import Every
-from zsn.prometheus import MetricFamily
+from zsn.exporter.prometheus import MetricFamily
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everything

@@ -33,9 +33,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from zsn.errors import ZsnError
+from zsn.errors import EXIT_ERROR, EXIT_OK, ZsnError
 from zsn.format import human_bytes, human_rate
-from zsn.headless import EXIT_ERROR, EXIT_OK
 from zsn.system import commands
 from zsn.system.host import Host
 from zsn.terminal import safe

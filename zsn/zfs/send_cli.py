@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from zsn.errors import ValidationError
+from zsn.errors import EXIT_ERROR, EXIT_OK, ValidationError
 from zsn.format import human_bytes, human_duration, human_rate
-from zsn.headless import EXIT_ERROR, EXIT_OK, add_dry_run
+from zsn.headless import add_dry_run
 from zsn.system.host import Host
 from zsn.terminal import SafeStream, safe
 from zsn.zfs.send import VIA, SendRequest, parse_rate, plan_send

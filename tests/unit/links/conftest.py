@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from zsn.changes.session import SessionPath, find_session
 from zsn.links.live import BondDetails, addresses_by_index, build_interfaces
 from zsn.links.model import Interface, LinksSnapshot
 from zsn.system import rtnetlink
 from zsn.system.host import Host
+from zsn.tries.session import SessionPath, find_session
 
 LINK_FIXTURES = Path(__file__).parents[2] / "fixtures" / "links"
 

@@ -8,12 +8,12 @@ import pytest
 
 from tests.unit.links.conftest import captured_session, captured_snapshot
 from zsn import cli
-from zsn.changes import session as sessions
-from zsn.changes.session import parse_ssh_connection
 from zsn.errors import AccessDeniedError
 from zsn.links import actions, lint
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries import session as sessions
+from zsn.tries.session import parse_ssh_connection
 
 
 @pytest.fixture

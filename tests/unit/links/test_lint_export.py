@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.schema import check_export
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
-from zsn import export as zsn_export
+from zsn.exporter import document as zsn_export
 from zsn.links import bonding
 from zsn.links import export as links_export
 from zsn.links.lint import RULES, lint_links
@@ -107,7 +107,7 @@ def test_json_carries_stack_members_counters_and_rates(exported: dict[str, Any])
 
 
 def test_prometheus_text_parses_and_has_member_gauges(exported: dict[str, Any]) -> None:
-    from zsn.export import ExportResult, to_prometheus
+    from zsn.exporter.document import ExportResult, to_prometheus
 
     text = to_prometheus(ExportResult(exported, []))
     families = {f.name: f for f in text_string_to_metric_families(text)}
@@ -137,7 +137,7 @@ def test_prometheus_export_reads_counters_once_without_a_window(
     section = result.document["links"]
     assert section["rate_window_seconds"] is None
     assert all(each["rates"] is None for each in section["interfaces"])
-    from zsn.export import to_prometheus
+    from zsn.exporter.document import to_prometheus
 
     families = {f.name for f in text_string_to_metric_families(to_prometheus(result))}
     assert "zsn_link_receive_bytes" in families  # the parser drops a counter's _total

@@ -4,10 +4,10 @@ import json
 import os
 
 from tests.schema import check_export
-from zsn import export
+from zsn.exporter import document as export
+from zsn.exporter.prometheus import render
 from zsn.openvpn import export as ovpn_export
 from zsn.openvpn.connections import config_path
-from zsn.prometheus import render
 from zsn.system.host import Host
 
 

@@ -137,7 +137,7 @@ def test_export_has_no_secret_unless_asked(tmp_path: Path, wifi: Callable[..., i
 
 
 def test_prometheus_signal_and_bitrate_of_a_connected_link() -> None:
-    from zsn.prometheus import render
+    from zsn.exporter.prometheus import render
     from zsn.wlan.export import interface_to_dict, prometheus
 
     link = Link("COMPLETED", True, b"home-wpa2", "02:00:00:00:01:00", -30, 2412, 36000)
@@ -155,7 +155,7 @@ def test_prometheus_signal_and_bitrate_of_a_connected_link() -> None:
 def test_prometheus_text_parses() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
-    from zsn.prometheus import render
+    from zsn.exporter.prometheus import render
     from zsn.wlan.export import interface_to_dict, prometheus
 
     link = Link("connected", True, b'we"ird\\name', None, -55.5, 5180, 866700)

@@ -49,7 +49,7 @@
    through `offer_plan(build)`, or `plan_in_dialog` + `show_planned` from a form:
    `build(link)` is called again with the link once `ask_session_link`, the one hook
    for that question, has it: the TUI names it itself, and `run_plan` applies every
-   change that could cut the session off as a try (`zsn.tui.trying`: rolled back by
+   change that could cut the session off as a try (`zsn.tui.tries`: rolled back by
    a guardian unless kept with one key), after reading the live state back (verify
    after apply). Core text naming another action (`zsn.wording`)
    is worded with this pane's keys. Bindings are listed most
@@ -93,11 +93,11 @@ from zsn.tui.wording import say
 from zsn.view import Cell, Row, cell_text
 
 if TYPE_CHECKING:
-    from zsn.changes.session import SessionPath
-    from zsn.changes.trial import Trial
     from zsn.plan import Plan
+    from zsn.tries.lifecycle import AppliedTry
+    from zsn.tries.session import SessionPath
     from zsn.tui.startup import FirstRead
-    from zsn.tui.trying import Tries
+    from zsn.tui.tries import Tries
 
 T = TypeVar("T")
 SnapshotT = TypeVar("SnapshotT")
@@ -285,7 +285,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
 
     def set_status(self, lines: list[str], severity: Severity = "error") -> None:
         """Show `lines` above the tables (hidden when empty); unchanged costs nothing.
-        A change being tried says so first, with its countdown (`zsn.tui.trying`)."""
+        A change being tried says so first, with its countdown (`zsn.tui.tries`)."""
         self._status = (list(lines), severity)
         self.refresh_status()
 
@@ -371,9 +371,9 @@ class LivePane(Vertical, Generic[SnapshotT]):
         cut the session off names it and is applied as a try, when it can be."""
         if not plan.touches and not plan.reroutes:
             return Checked(plan)
-        from zsn.changes.session import find_session, name_in_plan
-        from zsn.changes.trial import undo_of
-        from zsn.tui.trying import KEEP_KEY, TRY_SECONDS
+        from zsn.tries.lifecycle import undo_of
+        from zsn.tries.session import find_session, name_in_plan
+        from zsn.tui.tries import KEEP_KEY, TRY_SECONDS
 
         session = find_session(self.host)
         if not name_in_plan(plan, session):
@@ -388,20 +388,20 @@ class LivePane(Vertical, Generic[SnapshotT]):
                                 f"({KEEP_KEY})")
         return Checked(plan, session, trying=True)
 
-    def _try(self, checked: Checked) -> tuple[Trial, list[str]]:
+    def _try(self, checked: Checked) -> tuple[AppliedTry, list[str]]:
         """Apply the checked plan as a try (worker thread); its read back notes."""
-        from zsn.changes.trial import begin
-        from zsn.tui.trying import TRY_SECONDS
+        from zsn.tries.lifecycle import begin
+        from zsn.tui.tries import TRY_SECONDS
 
-        trial = begin(self.host, checked.plan, TRY_SECONDS,
-                      f"zsn's TUI: {checked.plan.title}", checked.session)
-        return trial, checked.plan.notes_after()
+        applied = begin(self.host, checked.plan, TRY_SECONDS,
+                        f"zsn's TUI: {checked.plan.title}", checked.session)
+        return applied, checked.plan.notes_after()
 
     @staticmethod
     def _apply(plan: Plan) -> tuple[list[str], list[str]]:
         """Apply `plan` (worker thread), then read back in the same thread, right after:
         the notes that say what it is now, and what differs from what it meant."""
-        from zsn.changes.trial import verify
+        from zsn.tries.lifecycle import verify
 
         plan.apply()
         return plan.notes_after(), verify(plan)
@@ -411,12 +411,12 @@ class LivePane(Vertical, Generic[SnapshotT]):
         tries: Tries | None = getattr(self.app, "tries", None)
         return tries
 
-    def _tried(self, plan: Plan, trial: Trial, notes_after: list[str],
+    def _tried(self, plan: Plan, applied: AppliedTry, notes_after: list[str],
                after: Callable[[Plan], None] | None) -> None:
         tries = self._tries()
         if tries is not None:
-            tries.start(trial.change)
-        self._plan_applied(plan, notes_after, after, trial.differences, tried=True)
+            tries.start(applied.change)
+        self._plan_applied(plan, notes_after, after, applied.differences, tried=True)
 
     def nothing_changed(self, message: str) -> None:
         """A change was refused before anything changed: say why, once."""
@@ -490,7 +490,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
         self.notify(f"Done: {plan.title}" + (f"\n{notes}" if notes else ""), timeout=6,
                     markup=False)
         if differences:  # verify after apply: what the live state is not
-            from zsn.tui.trying import UNDO_KEY
+            from zsn.tui.tries import UNDO_KEY
 
             offer = f"\n{UNDO_KEY} rolls it back now" if tried else ""
             self.notify("\n".join(differences) + offer, title=f"Not as meant: {plan.title}",

@@ -8,11 +8,12 @@ import json
 import sys
 import time
 
-from zsn.changes import guardians, trial
-from zsn.changes import store as records
-from zsn.changes.store import Change, Store
-from zsn.headless import EXIT_OK, HeadlessGroup
+from zsn.domains import HeadlessGroup
+from zsn.errors import EXIT_OK
 from zsn.system.host import Host
+from zsn.tries import guardians, lifecycle
+from zsn.tries import store as records
+from zsn.tries.store import Change, Store
 
 
 def _id_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,7 @@ def add_confirm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_confirm(args: argparse.Namespace, host: Host) -> int:
-    change = trial.confirm(host, args.change_id)
+    change = lifecycle.confirm(host, args.change_id)
     for line in change.outcome.get("done", []):
         print(f"done: {line}", file=sys.stderr)
     print(f"kept: change {change.id} ({change.title})")
@@ -42,8 +43,8 @@ def add_rollback_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_rollback(args: argparse.Namespace, host: Host) -> int:
-    change = trial.roll_back(host, args.change_id)
-    print(trial.report(change))
+    change = lifecycle.roll_back(host, args.change_id)
+    print(lifecycle.report(change))
     return EXIT_OK if change.state == records.ROLLED_BACK else 1
 
 
@@ -91,7 +92,7 @@ def _line(host: Host, store: Store, change: Change, now: float) -> str:
 def _public(change: Change) -> dict[str, object]:
     data = change.as_dict()
     data.pop("deferred")
-    data["undo"] = trial.describe_undo(change.undo)
+    data["undo"] = lifecycle.describe_undo(change.undo)
     data["seconds_left"] = round(change.seconds_left(), 1) \
         if change.state == records.PENDING else None
     return data

@@ -1,5 +1,5 @@
 """Tries of file and sysctl changes under a temporary root, with the real guardian (a
-detached `python -m zsn.changes.guardian`): rolled back at the deadline, kept on
+detached `python -m zsn.tries.guardian`): rolled back at the deadline, kept on
 confirm, the boot config written on confirm only, a rollback that meets a file
 changed since, refusals. The live kinds (links, WireGuard, Wi-Fi, units) are tried in
 the labs: tests/integration/test_tryback_ssh.py and tests/kernel/test_tryback.py."""
@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from zsn import cli
-from zsn.changes import guardians, restores, trial
-from zsn.changes import store as records
-from zsn.changes.store import Store
 from zsn.errors import ValidationError
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries import guardians, lifecycle, restores
+from zsn.tries import store as records
+from zsn.tries.store import Store
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def host(tmp_path: Path) -> Iterator[Host]:
     (tmp_path / "etc/app.conf.zsn-bak").write_text("older = 1\n")
     yield Host(tmp_path)
     for change in Store(Host(tmp_path)).waiting():  # no guardian outlives its test
-        trial.roll_back(Host(tmp_path), change.id)
+        lifecycle.roll_back(Host(tmp_path), change.id)
 
 
 def plan_of(host: Host) -> Plan:
@@ -67,11 +67,11 @@ def guardian_gone(host: Host, change_id: str) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return "zsn.changes.guardian" not in Path(f"/proc/{pid}/cmdline").read_text()
+    return "zsn.tries.guardian" not in Path(f"/proc/{pid}/cmdline").read_text()
 
 
 def test_not_confirmed_it_is_rolled_back_live_and_in_files(host: Host) -> None:
-    result = trial.begin(host, plan_of(host), 2, "zsn test")
+    result = lifecycle.begin(host, plan_of(host), 2, "zsn test")
     assert host.path("/etc/app.conf").read_text() == "new = 2\n"
     assert host.path("/etc/app.conf.zsn-bak").read_text() == "old = 1\n"
     assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
@@ -89,7 +89,7 @@ def test_not_confirmed_it_is_rolled_back_live_and_in_files(host: Host) -> None:
 
 
 def test_confirmed_it_stays_and_the_boot_config_is_written(host: Host) -> None:
-    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    change = lifecycle.begin(host, plan_of(host), 60, "zsn test").change
     assert cli.main(["--root", str(host.root), "confirm", change.id]) == 0
     assert host.path("/etc/boot.yaml").read_text() == "boot: new\n"
     assert host.path("/etc/app.conf").read_text() == "new = 2\n"
@@ -100,12 +100,12 @@ def test_confirmed_it_stays_and_the_boot_config_is_written(host: Host) -> None:
         time.sleep(0.05)
     assert host.path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
     with pytest.raises(ValidationError, match="is confirmed, not pending"):
-        trial.confirm(host, change.id)
+        lifecycle.confirm(host, change.id)
 
 
 def test_a_rollback_that_meets_a_changed_file_says_what_is_left(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    change = lifecycle.begin(host, plan_of(host), 60, "zsn test").change
     host.path("/etc/app.conf").write_text("someone = else\n")
     assert cli.main(["--root", str(host.root), "rollback"]) == 1
     out = capsys.readouterr().out
@@ -130,14 +130,14 @@ def test_a_rollback_that_meets_a_changed_file_says_what_is_left(
 
 def test_pending_lists_one_line_each_and_refuses_a_second_try(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    change = trial.begin(host, plan_of(host), 60, "zsn test").change
+    change = lifecycle.begin(host, plan_of(host), 60, "zsn test").change
     assert cli.main(["--root", str(host.root), "pending"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     words = line.split("  ")
     assert words[0] == change.id and words[1] == "test change"
     assert 55 <= int(words[2].split()[0]) <= 60 and words[2].endswith(" s left")
     with pytest.raises(ValidationError, match=f"change {change.id} .* is still being tried"):
-        trial.begin(host, Plan("another"), 10, "zsn test")
+        lifecycle.begin(host, Plan("another"), 10, "zsn test")
     for bad in ("../../etc", "ABCDEF", "1234567"):
         assert cli.main(["--root", str(host.root), "confirm", bad]) == 2
         assert "is not a change id (six hex digits" in capsys.readouterr().err
@@ -147,22 +147,22 @@ def test_a_step_without_a_restore_cannot_be_tried(host: Host) -> None:
     plan = Plan("blind", [LiveStep("something live", lambda: None)])
     with pytest.raises(ValidationError, match="'something live' cannot be undone by a "
                        "guardian, so this change cannot be tried"):
-        trial.begin(host, plan, 10, "zsn test")
+        lifecycle.begin(host, plan, 10, "zsn test")
     assert Store(host).changes() == []
 
 
 def test_no_guardian_no_change(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(guardians, "guardian_argv",
                         lambda host, change_id, detach: ["/bin/false"])
-    with pytest.raises(trial.TryError, match="nothing was changed: the guardian exited at "
+    with pytest.raises(lifecycle.TryError, match="nothing was changed: the guardian exited at "
                        "once"):
-        trial.begin(host, plan_of(host), 10, "zsn test")
+        lifecycle.begin(host, plan_of(host), 10, "zsn test")
     assert host.path("/etc/app.conf").read_text() == "old = 1\n"
     assert Store(host).changes() == []
 
 
 def test_stopped_early_the_guardian_rolls_back_at_once(host: Host) -> None:
-    change = trial.begin(host, plan_of(host), 600, "zsn test").change
+    change = lifecycle.begin(host, plan_of(host), 600, "zsn test").change
     pid = guardians.guardian_pid(Store(host), change.id)
     assert pid is not None
     os.kill(pid, 15)
@@ -205,7 +205,7 @@ def test_verify_after_apply_exits_1_and_offers_the_rollback(
     assert "verify: net.ipv4.ip_forward is 2, not 1" in err
     assert f"keep it anyway with 'zsn confirm {change.id}'" in err
     # Without a try: the same difference, exit 1, nothing to roll back.
-    trial.roll_back(host, change.id)
+    lifecycle.roll_back(host, change.id)
     capsys.readouterr()
     plan = plan_of(host)
     plan.checks.append(Check("forwarding", lambda: ["net.ipv4.ip_forward is 2, not 1"]))

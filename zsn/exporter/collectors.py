@@ -29,14 +29,14 @@ from typing import Any, NamedTuple, Protocol
 
 from zsn.domains import Domain, ExportFace, export_face, load
 from zsn.errors import ZsnError
-from zsn.prometheus import render
+from zsn.exporter.prometheus import render
 from zsn.system.files import describe_os_error
 from zsn.system.host import Host
 
 REUSE_SECONDS = 1.0
 """A reading this fresh serves another scrape instead of reading again."""
 
-log = logging.getLogger("zsn.serve")
+log = logging.getLogger("zsn.exporter.serve")
 
 
 class Poller(Protocol):

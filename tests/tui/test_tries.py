@@ -16,13 +16,13 @@ import pytest
 from tests.needs import unavailable
 from tests.pilot import screen_as, wait_until
 from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
-from tests.unit.changes.test_trial import plan_of
-from zsn.changes import session as sessions
-from zsn.changes import trial
-from zsn.changes.session import SessionPath
-from zsn.changes.store import Store
+from tests.unit.tries.test_lifecycle import plan_of
 from zsn.system.host import Host
-from zsn.tui import trying
+from zsn.tries import lifecycle
+from zsn.tries import session as sessions
+from zsn.tries.session import SessionPath
+from zsn.tries.store import Store
+from zsn.tui import tries
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.plan import PlanScreen
 from zsn.tui.widgets.footer import KeyBar
@@ -40,10 +40,10 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Host]:
     (tmp_path / "etc/app.conf").write_text("old = 1\n")
     monkeypatch.setattr(sessions, "find_session", lambda host, environ=None: SESSION)
     # SESSION's links are not this machine's: no routes of theirs to keep.
-    monkeypatch.setattr(trial, "session_routes", lambda session: [])
+    monkeypatch.setattr(lifecycle, "session_routes", lambda session: [])
     yield Host(tmp_path)
     for change in Store(Host(tmp_path)).waiting():  # no guardian outlives its test
-        trial.roll_back(Host(tmp_path), change.id)
+        lifecycle.roll_back(Host(tmp_path), change.id)
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ async def test_tried_counted_down_and_kept_with_one_key(app: ZsnApp, host: Host)
 
 async def test_not_kept_the_guardian_puts_it_back_and_the_tui_says_so(
         app: ZsnApp, host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trying, "TRY_SECONDS", 2.0)
+    monkeypatch.setattr(tries, "TRY_SECONDS", 2.0)
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.active_pane()
         assert pane is not None
@@ -127,7 +127,7 @@ async def test_a_pending_change_is_picked_up_and_rolled_back_with_u(
     """A try made before the TUI started (the CLI's, or a TUI gone with its session)."""
     if os.geteuid() != 0:
         unavailable("the TUI looks for pending changes as root only")
-    began = await asyncio.to_thread(trial.begin, host, risky_plan(host), 60,  # type: ignore[arg-type]
+    began = await asyncio.to_thread(lifecycle.begin, host, risky_plan(host), 60,  # type: ignore[arg-type]
                                     "zsn test", SESSION)
     change = began.change
     async with app.run_test(size=(80, 24)) as pilot:

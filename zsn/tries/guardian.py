@@ -11,7 +11,7 @@ It must outlive zsn (kill -9 included), the SSH session and the session's scope
   take a terminal, stdin/stdout/stderr on /dev/null, cwd ``/`` (daemon(7)). It keeps
   the network namespace it was started in.
 
-Either way it runs ``python -m zsn.changes.guardian --root ROOT ID``: it loads what
+Either way it runs ``python -m zsn.tries.guardian --root ROOT ID``: it loads what
 the rollback needs while it waits (so the deadline costs no imports), says it is
 ready by writing its pid into the change's folder, then sleeps until the deadline
 and rolls back unless the change was confirmed or rolled back meanwhile. Stopped
@@ -28,19 +28,19 @@ import signal
 import sys
 import time
 
-from zsn.changes import store as records
-from zsn.changes.guardians import ARMING_LIMIT, ready_file
-from zsn.changes.store import Change, Store
-from zsn.changes.trial import roll_back
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries import store as records
+from zsn.tries.guardians import ARMING_LIMIT, ready_file
+from zsn.tries.lifecycle import roll_back
+from zsn.tries.store import Change, Store
 
 
 def _preload(change: Change) -> None:
     """Import what the rollback runs now, not at the deadline."""
-    from zsn.changes.undo import restorer
     from zsn.system import netlink
+    from zsn.tries.undo import restorer
 
     for undo in change.undo:
         restorer(undo.kind)
@@ -93,7 +93,7 @@ def _abandon(store: Store, change_id: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zsn.changes.guardian")
+    parser = argparse.ArgumentParser(prog="python -m zsn.tries.guardian")
     parser.add_argument("--root", default="/")
     parser.add_argument("--detach", action="store_true")
     parser.add_argument("change_id")

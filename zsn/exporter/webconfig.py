@@ -33,7 +33,7 @@ from zsn.errors import ZsnError
 from zsn.system.files import read_text
 from zsn.system.host import Host
 
-log = logging.getLogger("zsn.serve")
+log = logging.getLogger("zsn.exporter.serve")
 
 CONFIG_MAX_BYTES = 1 << 20
 TOP_KEYS = {"tls_server_config", "http_server_config", "basic_auth_users", "rate_limit"}

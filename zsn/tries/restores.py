@@ -1,5 +1,5 @@
 """The restorers every domain shares: files, sysctls, firewall rules, systemd units,
-routes (see `zsn.changes.undo` for what a restorer is).
+routes (see `zsn.tries.undo` for what a restorer is).
 
 Each one compares before it acts. A file is put back only when it still holds what
 the change wrote (or was removed by it): one that changed since is someone's edit
@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from zsn.changes.undo import Outcome, Undo
 from zsn.errors import CommandError, ZsnError
 from zsn.system import commands, files, netlink
 from zsn.system.host import Host
+from zsn.tries.undo import Outcome, Undo
 
 FIREWALL_TIMEOUT = 10.0
 UNIT_TIMEOUT = 60.0

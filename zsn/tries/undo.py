@@ -77,11 +77,11 @@ class Restorer(Protocol):
 
 
 RESTORERS: dict[str, str] = {
-    "file": "zsn.changes.restores:FILE",
-    "sysctl": "zsn.changes.restores:SYSCTL",
-    "firewall": "zsn.changes.restores:FIREWALL",
-    "unit": "zsn.changes.restores:UNIT",
-    "routes": "zsn.changes.restores:ROUTES",
+    "file": "zsn.tries.restores:FILE",
+    "sysctl": "zsn.tries.restores:SYSCTL",
+    "firewall": "zsn.tries.restores:FIREWALL",
+    "unit": "zsn.tries.restores:UNIT",
+    "routes": "zsn.tries.restores:ROUTES",
     "links": "zsn.links.checkpoint:RESTORER",
     "wg-quick": "zsn.wireguard.interfaces:WG_QUICK",
     "wg-peer": "zsn.wireguard.restore:PEER",

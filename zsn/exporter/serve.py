@@ -1,7 +1,7 @@
 """`zsn serve`: a long-running Prometheus exporter of every export section.
 
 A small asyncio HTTP/1.1 server (standard library only; never Textual or Rich) in
-front of one `zsn.collectors.Collector` per registered section:
+front of one `zsn.exporter.collectors.Collector` per registered section:
 
 - ``GET /metrics``: every section present on the host (``?collect[]=NAME`` for some,
   ``?exclude[]=NAME`` for all but some), each collector waited for no longer than its
@@ -14,7 +14,7 @@ Bounds, so a client cannot hurt the scrapes of others: at most `MAX_CONNECTIONS`
 connections (`MAX_CONNECTIONS_PER_CLIENT` from one address), the request head within
 `HEAD_SECONDS` and `HEAD_BYTES` (one byte a second is cut off), no request bodies,
 responses written within `WRITE_SECONDS`, idle keep-alive connections closed after
-`IDLE_SECONDS`. Listening anywhere but loopback needs a web config (`zsn.webconfig`:
+`IDLE_SECONDS`. Listening anywhere but loopback needs a web config (`zsn.exporter.webconfig`:
 TLS and basic auth, as Prometheus' own exporters read it).
 
 This module names no domain: the sections come from `zsn.domains`.
@@ -39,17 +39,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 from zsn import __version__
-from zsn.collectors import Collector, Reading
 from zsn.domains import domains
 from zsn.errors import ZsnError
-from zsn.export import SCHEMA_VERSION, collector_families
-from zsn.prometheus import render
+from zsn.exporter.collectors import Collector, Reading
+from zsn.exporter.document import SCHEMA_VERSION, collector_families
+from zsn.exporter.prometheus import render
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.terminal import safe
 
 if TYPE_CHECKING:
-    from zsn.webconfig import RateLimit, Settings, WebConfig
+    from zsn.exporter.webconfig import RateLimit, Settings, WebConfig
 
 DEFAULT_LISTEN = "127.0.0.1:9586"
 """The port Prometheus's registry of exporter ports gives the exporter zsn can stand in
@@ -70,7 +70,7 @@ MAX_REQUESTS_PER_CONNECTION = 10_000
 LINGER_SECONDS = 1.0
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-log = logging.getLogger("zsn.serve")
+log = logging.getLogger("zsn.exporter.serve")
 
 
 class Request(NamedTuple):
@@ -460,7 +460,7 @@ async def serve(host: Host, args: argparse.Namespace, *,
     address, port = parse_listen(args.listen)
     web = None
     if args.web_config:
-        from zsn.webconfig import WebConfig
+        from zsn.exporter.webconfig import WebConfig
 
         web = WebConfig.load(host, args.web_config)
     if not is_loopback(address):

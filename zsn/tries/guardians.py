@@ -1,4 +1,4 @@
-"""Starting, finding and stopping a change's guardian (`zsn.changes.guardian`, the
+"""Starting, finding and stopping a change's guardian (`zsn.tries.guardian`, the
 process itself): zsn's side of it. Where systemd runs, a transient unit over D-Bus;
 otherwise a detached process. zsn applies nothing until the guardian is ready."""
 
@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zsn.changes.store import Change, Store
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.namespaces import joinable_network_namespace
 from zsn.system.systemd import systemd_runs
+from zsn.tries.store import Change, Store
 
 READY_TIMEOUT = 60.0
 """How long zsn waits, at most, for a guardian to say it is ready: Python starts in well
@@ -44,7 +44,7 @@ def guardian_argv(host: Host, change_id: str, detach: bool) -> list[str]:
     the host's root where zsn does; a unit runs under the systemd of that root, which
     sees it as ``/`` (a container's, under --root)."""
     root = str(host.root) if detach else "/"
-    argv = [sys.executable, "-m", "zsn.changes.guardian", "--root", root]
+    argv = [sys.executable, "-m", "zsn.tries.guardian", "--root", root]
     return [*argv, "--detach", change_id] if detach else [*argv, change_id]
 
 
@@ -159,7 +159,7 @@ def alive(host: Host, store: Store, change: Change) -> bool:
         command = files.read_bytes(Path("/proc") / str(pid) / "cmdline", _MAX_COMMAND_LINE)
     except (OSError, ZsnError):
         return False
-    return b"zsn.changes.guardian" in command and change.id.encode() in command
+    return b"zsn.tries.guardian" in command and change.id.encode() in command
 
 
 def stop(host: Host, store: Store, change: Change) -> None:

@@ -1,7 +1,7 @@
 """Trying a change: apply it under a guardian, then confirm it or roll it back.
 
-`begin` records the change with its undo (`zsn.changes.undo`), starts the guardian
-(`zsn.changes.guardians`) and only then applies the plan; the boot config the plan
+`begin` records the change with its undo (`zsn.tries.undo`), starts the guardian
+(`zsn.tries.guardians`) and only then applies the plan; the boot config the plan
 would write (``--persist``) is kept in the record and written by `confirm`. Unless
 `confirm` runs before the deadline, the guardian calls `roll_back`, which anyone may
 also call sooner (``zsn rollback``). All three take the change's lock, so they never
@@ -17,15 +17,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from zsn.changes import guardians, restores
-from zsn.changes import store as records
-from zsn.changes.session import SessionPath
-from zsn.changes.store import Change, Store
-from zsn.changes.undo import Outcome, Undo, describe, perform
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import ApplyError, FileEdit, LiveStep, Plan
 from zsn.system import files, netlink
 from zsn.system.host import Host
+from zsn.tries import guardians, restores
+from zsn.tries import store as records
+from zsn.tries.session import SessionPath
+from zsn.tries.store import Change, Store
+from zsn.tries.undo import Outcome, Undo, describe, perform
 
 MIN_SECONDS = 1
 MAX_SECONDS = 3600
@@ -40,7 +40,7 @@ class TryError(ZsnError):
 
 
 @dataclass
-class Trial:
+class AppliedTry:
     """A change that was applied under a guardian."""
 
     change: Change
@@ -125,7 +125,7 @@ def session_routes(session: SessionPath | None) -> list[Undo]:
 
 
 def begin(host: Host, plan: Plan, seconds: float, command: str,
-          session: SessionPath | None = None) -> Trial:
+          session: SessionPath | None = None) -> AppliedTry:
     """Record `plan` with its undo, start its guardian, then apply it (without its boot
     config, kept for `confirm`). A plan that fails part-way is rolled back at once."""
     check_seconds(seconds)
@@ -167,7 +167,7 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
             current.applied = True
             store.save(current)
             change = current
-    return Trial(change, done, verify(plan))
+    return AppliedTry(change, done, verify(plan))
 
 
 def _settle_abandoned(host: Host, store: Store) -> None:

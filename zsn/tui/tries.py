@@ -1,8 +1,8 @@
 """Changes the TUI applies as a try: the one pending change, its countdown in every
 pane's status line, ``k`` to keep it and ``u`` to roll it back now.
 
-A change that could cut the SSH session off (`zsn.changes.session`) is applied under
-a guardian (`zsn.changes.trial`) when the user says yes: if the session is cut, the
+A change that could cut the SSH session off (`zsn.tries.session`) is applied under
+a guardian (`zsn.tries.lifecycle`) when the user says yes: if the session is cut, the
 guardian puts things back at the deadline and the session comes back by itself.
 `TRY_SECONDS` is long enough to look at the result and press one key. A change still
 pending when the TUI starts (a try made by the CLI, or by a TUI that went away with
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zsn.changes import store as records
-from zsn.changes.store import Change, Store
+from zsn.tries import store as records
+from zsn.tries.store import Change, Store
 
 if TYPE_CHECKING:
     from zsn.tui.app import ZsnApp
@@ -29,7 +29,7 @@ UNDO_KEY = "u"
 
 
 @dataclass
-class Tried:
+class PendingTry:
     change_id: str
     title: str
     deadline_wall: float
@@ -43,7 +43,7 @@ class Tries:
 
     def __init__(self, app: ZsnApp) -> None:
         self.app = app
-        self.current: Tried | None = None
+        self.current: PendingTry | None = None
         self._timer_started = False
 
     def status_lines(self) -> list[str]:
@@ -59,7 +59,7 @@ class Tries:
                 f"{KEEP_KEY} keeps it, {UNDO_KEY} rolls it back now"]
 
     def start(self, change: Change) -> None:
-        self.current = Tried(change.id, change.title, change.deadline_wall)
+        self.current = PendingTry(change.id, change.title, change.deadline_wall)
         if not self._timer_started:
             self._timer_started = True
             self.app.set_interval(1.0, self.tick)
@@ -79,7 +79,7 @@ class Tries:
             self.app.run_worker(lambda: self._watch_end(tried), thread=True,
                                 group="tries", exclusive=True)
 
-    def _watch_end(self, tried: Tried) -> None:
+    def _watch_end(self, tried: PendingTry) -> None:
         """Past the deadline (worker thread): tell how the guardian ended it."""
         try:
             change = Store(self.app.host).load(tried.change_id)
@@ -89,7 +89,7 @@ class Tries:
         if change.state not in records.WAITING:
             self.app.call_from_thread(self._ended, tried, change)
 
-    def _ended(self, tried: Tried, change: Change | None) -> None:
+    def _ended(self, tried: PendingTry, change: Change | None) -> None:
         if self.current is not tried:
             return
         self.current = None
@@ -116,7 +116,7 @@ class Tries:
         tried = self.current
         if tried is None:
             return
-        from zsn.changes.trial import confirm
+        from zsn.tries.lifecycle import confirm
 
         def kept(change: Change) -> None:
             self._ended(tried, change)
@@ -130,7 +130,7 @@ class Tries:
         tried = self.current
         if tried is None:
             return
-        from zsn.changes.trial import roll_back
+        from zsn.tries.lifecycle import roll_back
 
         def undone(change: Change) -> None:
             self._ended(tried, change)

@@ -1,4 +1,4 @@
-"""The pending store: one folder per tried change under ``/run/zsn/changes/``.
+"""The pending store: one folder per tried change under ``/run/zsn/tries/``.
 
 ``/run`` is a tmpfs, so a reboot forgets every pending change, as it should: the
 files a try defers (``--persist``) were never written, and the boot reads the old
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zsn.changes.undo import Outcome, Undo
 from zsn.errors import ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries.undo import Outcome, Undo
 
 STORE_DIR = "/run/zsn/changes"
 FORMAT = 1

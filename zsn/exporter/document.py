@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from zsn import __version__
 from zsn.domains import ExportFace, domain, domains, export_face
 from zsn.errors import ZsnError
-from zsn.prometheus import MetricFamily, render
+from zsn.exporter.prometheus import MetricFamily, render
 from zsn.system import files
 from zsn.system.files import describe_os_error
 from zsn.system.host import Host
