@@ -12,15 +12,13 @@ its session) is shown the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from zsn.system.host import Host
 from zsn.tries import store as records
 from zsn.tries.store import Change, Store
-
-if TYPE_CHECKING:
-    from zsn.tui.app import ZsnApp
 
 TRY_SECONDS = 60.0
 """How long a change the TUI tries waits to be kept."""
@@ -38,10 +36,44 @@ class PendingTry:
         return max(0.0, self.deadline_wall - time.time())
 
 
+class TriedPane(Protocol):
+    """What a pane does for a try: show the countdown, read again, run a blocking call."""
+
+    def refresh_status(self) -> None: ...
+
+    def poll(self, force: bool = False) -> None: ...
+
+    def run_in_thread(self, job: Callable[[], Any], done: Callable[[Any], None],
+                      failed: Callable[[str], None] | None = None) -> None: ...
+
+
+class TryingApp(Protocol):
+    """What the app gives its tries (the app, typed here by what is used, so this
+    module needs neither the app's module nor the panes')."""
+
+    host: Host
+
+    def panes(self) -> Sequence[TriedPane]: ...
+
+    def active_pane(self) -> TriedPane | None: ...
+
+    def set_interval(self, interval: float, callback: Callable[[], object]) -> object: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def run_worker(self, work: Callable[[], object], *, thread: bool, group: str,
+                   exclusive: bool) -> object: ...
+
+    def call_from_thread(self, callback: Callable[..., object], *args: Any) -> object: ...
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None) -> None: ...
+
+
 class Tries:
     """The app's pending try, if any (one at a time, as the store allows)."""
 
-    def __init__(self, app: ZsnApp) -> None:
+    def __init__(self, app: TryingApp) -> None:
         self.app = app
         self.current: PendingTry | None = None
         self._timer_started = False
