@@ -28,6 +28,8 @@ DEBIAN_PACKAGES=(
     ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module
     openssh-server openssh-client      # try/rollback: zsn inside a real SSH session a change cuts
     radvd                              # try/rollback: an IPv6 router the gateway scenario needs
+    nftables                           # WireGuard access rules: nft -j, the table zsn loads
+    iperf3                             # access rules lab: forwarding with and without the policy
 )
 
 # The QEMU kernel lab (tests/lab/kernel.py): Debian's own kernel, with the modules a

@@ -34,6 +34,10 @@ network:
 DISABLED_PEER = ("\n#[disabled] [Peer]\n#[disabled] # Name = dave\n"
                  "#[disabled] PublicKey = GtL7fZc/bLnqZldpVofMCD6hDjrK28SsdLxevJ+qtKU=\n"
                  "#[disabled] AllowedIPs = 10.77.0.9/32\n")
+ACCESS_RULES = ("Default = allow\nGroup = kids: alice-laptop\n"
+                "Rule = deny kids -> bob-site 445/tcp\nRule = allow kids -> 10.77.0.0/24 53\n"
+                "Test = kids -> bob-site:445/tcp deny\n")
+"""The access rules of wg0 (as `zsn wg acl` writes them, comments aside)."""
 OPENVPN_CLIENT = "client\ndev tun\nproto udp\nremote vpn.example.org 1194\nnobind\n"
 NETCTL_PROFILE = ("Description='home'\nInterface=wlan0\nConnection=wireless\n"
                   "Security=wpa\nESSID=home-wpa2\nIP=dhcp\n"
@@ -59,6 +63,7 @@ def build_tree(base: Path) -> tuple[Path, Path]:
     (root / "etc/sysctl.d").mkdir(parents=True)
     _write(root / "srv/old-wireguard/wg0.conf",
            (FIXTURES / "wireguard/notes-server-wg0.conf").read_text(), 0o600)
+    _write(wireguard / "acl/wg0.acl", ACCESS_RULES, 0o600)
     _write(wireguard / "wg1.conf", "[Interface]\nAddress = 10.78.0.1/24\nListenPort = 51902\n"
            "PrivateKey = 0EERySwwME/UXHGdbYYo2lZbGszSZV83hLjwWXQQYEI=\n", 0o600)
     _write(root / "etc/openvpn/client/office.conf", OPENVPN_CLIENT, 0o600)
@@ -143,7 +148,14 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                ["up", "wg0"], ["down", "wg0"], ["clients", "wg0"],
                ["endpoint", "wg0", "vpn.example.org"], ["link", "wg0", "wg1"],
                ["gateway", "wg0", "--egress", "eth0"],
-               ["import", "wg-quick", "/srv/old-wireguard", "--interface", "wg5"]],
+               ["import", "wg-quick", "/srv/old-wireguard", "--interface", "wg5"],
+               ["acl", "group", "add", "wg0", "kids", "bob-site"],
+               ["acl", "group", "remove", "wg0", "kids", "alice-laptop"],
+               ["acl", "rule", "add", "wg0", "allow", "any", "10.77.0.0/24", "--port", "53"],
+               ["acl", "rule", "remove", "wg0", "2"],
+               ["acl", "rule", "move", "wg0", "2", "--position", "1"],
+               ["acl", "default", "wg0", "deny"], ["acl", "load", "wg0"],
+               ["acl", "test", "add", "wg0", "bob-site -> alice-laptop allow"]],
         "vpn": [["start", "office"], ["stop", "office"], ["restart", "office"],
                 ["enable", "office"], ["disable", "office"], ["hook", "install", "office"],
                 ["import", str(base / "import/home.ovpn")], ["management", "office"]],

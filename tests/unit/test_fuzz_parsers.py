@@ -36,6 +36,10 @@ run prints its own. A new parser adds its strategy and its entry here.
   (PiVPN's setupVars.conf, docker env files, wg-easy v14's wg0.json) and expiry
   times (`zsn.wireguard.expiry`): typed errors only; an accepted setupVars line reads
   back the same.
+- WireGuard access rules (`zsn.wireguard.policy.parse`): what is accepted renders and
+  reads back the same; ``nft -j list table`` output (`zsn.system.nftables.decode`,
+  `zsn.wireguard.acl_table.decode`: the captured listings with bytes changed, and JSON
+  of any shape): typed errors only, and an accepted table renders to the same table.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
   captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
   the config formats zsn edits keep every byte they do not change: netplan YAML
@@ -94,6 +98,8 @@ EXAMPLES = {
     "history amounts": 1000,
     "import sources": 1000,
     "expiry times": 1000,
+    "access rules file": 2000,
+    "nft table listings": 1000,
 }
 
 
@@ -754,3 +760,60 @@ def test_fuzz_expiry_times() -> None:
                          "99999999999d", "2030-13-01", "2030-01-01T25:00",
                          "2030-01-01T10:00:00+01:00"])),
         check)
+
+
+_acl_lines = st.one_of(
+    _noise,
+    st.builds(lambda key, value: f"{key} = {value}",
+              st.sampled_from(["Default", "Group", "Rule", "Test", "default", "RULE", "X"]),
+              st.one_of(_noise, st.sampled_from([
+                  "allow", "deny", "kids: alice, bob", "kids:", "a-b: c, c", "kids alice",
+                  "allow kids -> nas 445/tcp", "deny any -> 10.0.0.0/8", "allow a -> b 0",
+                  "allow behind:site -> fd00::/64 53/udp", "allow 10.0.0.1/8 -> any",
+                  "kids -> nas:445/tcp deny", "a -> [fd00::1]:22 allow", "a -> b:x allow",
+                  "allow a -> fd00::1%eth0", "deny 10.0.0.0/8 -> fd00::/8"]))),
+    st.sampled_from(["# comment", "", "  ", "Rule=allow any -> any"]))
+
+
+def test_fuzz_access_rules_file() -> None:
+    from zsn.wireguard import policy
+
+    def check(text: str) -> None:
+        read = only_typed_errors(lambda: policy.parse(text, "wg0", "wg0.acl"))
+        if read is not None:
+            again = policy.parse(policy.render(read), "wg0", "again")
+            assert again == read
+
+    fuzz("access rules file", _joined(st.lists(_acl_lines, max_size=12)), check)
+
+
+def test_fuzz_nft_table_listings() -> None:
+    from zsn.system import nftables
+    from zsn.wireguard import acl_table
+
+    folder = Path(__file__).parents[1] / "fixtures" / "wireguard" / "acl"
+    real = [(folder / name).read_text() for name in (
+        "nft-list-table.nftables-1.0.6.counted.json",
+        "nft-list-table.nftables-1.0.6.hand-changed.json")]
+    interface = "zcap7277hc"
+
+    def check(value: tuple[int, list[tuple[int, str]], str | None]) -> None:
+        which, edits, other = value
+        text = real[which % 2] if other is None else other
+        for where, piece in edits:
+            where %= max(len(text), 1)
+            text = text[:where] + piece + text[where + len(piece):]
+        objects = only_typed_errors(lambda: nftables.decode(text, "nft"))
+        if objects is not None:
+            live = only_typed_errors(lambda: acl_table.decode(objects, interface))
+            if live is not None:
+                rendered = {"nftables": acl_table.render(live.spec)}
+                assert acl_table.TableSpec.from_dict(live.spec.as_dict()) == live.spec
+                assert json.loads(json.dumps(rendered)) == rendered
+
+    fuzz("nft table listings", st.tuples(
+        st.integers(0, 1),
+        st.lists(st.tuples(st.integers(0, 6000), st.sampled_from(
+            ["0", "9", '"', "{", "}", "[", "]", ",", "-1", "null", "true", "@", "x", " ",
+             '"range"', '"prefix"', '"elem"', "4", "6", '"::"'])), max_size=3),
+        st.one_of(st.none(), _json_value.map(json.dumps))), check)

@@ -87,6 +87,7 @@ RESTORERS: dict[str, str] = {
     "wg-peer": "zsn.wireguard.restore:PEER",
     "wg-route": "zsn.wireguard.restore:ROUTE",
     "wifi": "zsn.wlan.restore:RESTORER",
+    "nft-table": "zsn.wireguard.acl:TABLE",
 }
 """Every kind of undo and the object that carries it out (``module:attribute``)."""
 

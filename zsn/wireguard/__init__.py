@@ -10,9 +10,9 @@ DOMAIN = Domain(
         CommandGroup("peer", "add, remove, show, disable, enable, rename WireGuard peers; "
                      "their history", "zsn.wireguard.cli:peer",
                      "peer add|remove|show|disable|enable|rename|routes|log|expire IFACE NAME ..."),
-        CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, lint, "
-                     "record history", "zsn.wireguard.cli:wg",
-                     "wg create|up|down|endpoint|clients|link|gateway|lint|record|import ..."),
+        CommandGroup("wg", "create WireGuard interfaces, bring them up/down, routing, access "
+                     "rules, lint, record history", "zsn.wireguard.cli:wg",
+                     "wg create|up|down|endpoint|clients|link|gateway|acl|lint|record|import ..."),
     ),
     pane="zsn.tui.panes.wireguard:WireGuardPane",
     lint="zsn.wireguard.lint",

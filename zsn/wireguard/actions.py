@@ -21,7 +21,7 @@ from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.tries.restores import file_undo
-from zsn.wireguard import addressing
+from zsn.wireguard import acl, addressing
 from zsn.wireguard.config import (
     Section,
     WgConfig,
@@ -154,7 +154,9 @@ def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
     peer = usable_peer(edited, name)
     live_settings = settings_of(peer)
     client_path = client_file(host, server.name, peer)
+    removed = frozenset({peer.name}) if peer.name else frozenset()
     edited.remove_peer(peer)
+    rules = acl.peer_change_steps(host, server, edited, removed=removed)
     plan = Plan(f"remove peer {name} from {server.name}")
     plan.steps.append(server.edit(edited))
     if client_path is not None and files.exists(client_path):
@@ -173,31 +175,45 @@ def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
             device, outside_subnet(server, list(live_settings.allowed_ips)), add=False))
     elif device is None:
         plan.notes.append(down_note(server))
+    return with_rules(plan, rules)
+
+
+def with_rules(plan: Plan, rules: acl.PolicySteps) -> Plan:
+    """`plan` with the access rules' part of its peer change (`acl.peer_change_steps`)
+    after its own steps."""
+    plan.steps.extend(rules.steps)
+    plan.checks.extend(rules.checks)
+    plan.notes.extend(note for note in rules.notes if note not in plan.notes)
     return plan
 
 
-def _file_and_live(server: ServerConfig, edited: WgConfig, title: str,
-                   live: Callable[[LiveDevice], LiveStep]) -> Plan:
-    """A plan editing the server config, then changing the running interface if it is up."""
+def _file_and_live(host: Host, server: ServerConfig, edited: WgConfig, title: str,
+                   live: Callable[[LiveDevice], LiveStep], policy_tests: bool = True) -> Plan:
+    """A plan editing the server config, then changing the running interface if it is
+    up, and its access rules' sets."""
+    rules = acl.peer_change_steps(host, server, edited, policy_tests=policy_tests)
     plan = Plan(title, [server.edit(edited)])
     device = server.live()
     if device is None:
         plan.notes.append(down_note(server))
     else:
         plan.steps.append(live(device))
-    return plan
+    return with_rules(plan, rules)
 
 
-def plan_disable_peer(host: Host, interface: str, name: str) -> Plan:
-    """Comment the peer's block out (``#[disabled]``) and take it off the live interface."""
+def plan_disable_peer(host: Host, interface: str, name: str, policy_tests: bool = True) -> Plan:
+    """Comment the peer's block out (``#[disabled]``) and take it off the live interface
+    (and out of the access rules' sets). `policy_tests` False: an expired peer is taken
+    off even when that breaks a test of the access rules."""
     server = ServerConfig.load(host, interface)
     edited = server.edited()
     peer = usable_peer(edited, name)
     live_settings = settings_of(peer)
     edited.disable_peer(peer)
     return _file_and_live(
-        server, edited, f"disable peer {name} on {server.name} (kept in the file)",
-        lambda device: live_step_remove(device, live_settings, f"remove peer {name}"))
+        host, server, edited, f"disable peer {name} on {server.name} (kept in the file)",
+        lambda device: live_step_remove(device, live_settings, f"remove peer {name}"),
+        policy_tests)
 
 
 def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
@@ -210,7 +226,7 @@ def plan_enable_peer(host: Host, interface: str, name: str) -> Plan:
     live_settings = settings_of(enabled)
     _check_enable_free(edited, enabled)
     return _file_and_live(
-        server, edited, f"enable peer {name} on {server.name}",
+        host, server, edited, f"enable peer {name} on {server.name}",
         lambda device: live_step_add(device, live_settings, f"add peer {name}"))
 
 
@@ -260,9 +276,12 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
                                    partial(files.move, new_client, old_client)))
     elif files.lexists(new_client):
         _adopt_moved_client(plan, server, peer, new_client, new_name)
+    old_name = peer.name
     edited.rename_peer(peer, new_name)
+    rules = acl.peer_change_steps(host, server, edited, renamed={old_name: new_name}
+                                  if old_name else {})
     plan.steps.append(server.edit(edited))
-    return plan
+    return with_rules(plan, rules)
 
 
 _CLIENT_COMMENT_RE = re.compile(r"# (?P<name>[^:\n]*): client of (?P<interface>\S+), "
@@ -315,6 +334,7 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
     peer = edited.require_peer(name)
     edited.add_list_items(peer, "AllowedIPs", routed)
     after = settings_of(edited.require_peer(name))
+    rules = acl.peer_change_steps(host, server, edited)
     plan = Plan(f"set subnets behind {name} on {server.name}: {', '.join(routed) or 'none'}")
     plan.steps.append(server.edit(edited))
     device = server.live()
@@ -331,7 +351,7 @@ def plan_set_routed_subnets(host: Host, interface: str, name: str,
             plan.checks.append(routes_check(device, outside_subnet(server, routed)))
     elif device is None:
         plan.notes.append(down_note(server))
-    return plan
+    return with_rules(plan, rules)
 
 
 def _is_host(network: str) -> bool:
@@ -371,7 +391,8 @@ def enforce(host: Host, expired: list[Expired],
     problems: list[str] = []
     for peer in expired:
         try:
-            plan_disable_peer(host, peer.interface, peer.public_key).apply()
+            plan_disable_peer(host, peer.interface, peer.public_key,
+                              policy_tests=False).apply()
         except ZsnError as exc:
             try:
                 config = parse_shared(files.read_text(config_path(host, peer.interface)),

@@ -21,6 +21,7 @@ from zsn.qr import DEFAULT_SIZE, make_qr
 from zsn.system.host import Host
 from zsn.terminal import safe, write_styled
 from zsn.wireguard import actions, interfaces, lint, onboarding, routing
+from zsn.wireguard.acl_cli import add_acl_arguments, run_acl
 from zsn.wireguard.qr import qr_payload
 from zsn.wireguard.server import DEFAULT_KEEPALIVE
 
@@ -134,6 +135,9 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
                    "(what the zsn-history timer runs where neither the TUI nor zsn serve do)")
     check = wgs.add_parser("lint", help="check the configs; exit 1 when there are errors")
     check.add_argument("--json", action="store_true", help="print findings as JSON")
+    rules = wgs.add_parser("acl", help="access rules: peer groups, ordered allow/deny rules, "
+                           "explain, tests (enforced with nftables)")
+    add_acl_arguments(rules)
 
 
 
@@ -276,6 +280,8 @@ def run_peer(args: argparse.Namespace, host: Host) -> int:
 def run_wg(args: argparse.Namespace, host: Host) -> int:
     if args.action == "record":
         return _record(host)
+    if args.action == "acl":
+        return run_acl(args, host)
     if args.action == "lint":
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     if args.action in LIVE_ACTIONS:

@@ -19,7 +19,7 @@ from zsn.errors import ZsnError
 from zsn.lint import Finding
 from zsn.system import files
 from zsn.system.host import Host
-from zsn.wireguard import addressing, settings
+from zsn.wireguard import addressing, policy, settings
 from zsn.wireguard.config import WIREGUARD_DIR, Section, WgConfig, parse
 from zsn.wireguard.refusals import refusals
 from zsn.wireguard.server import DEFAULT_KEEPALIVE, ServerConfig, has_resolver
@@ -46,6 +46,10 @@ RULES = {
     "WG012": "a peer expires within 7 days",
     "WG013": "a peer has expired but is still enabled (no zsn process ran since)",
     "WG014": "an Expires line zsn cannot read",
+    "WG015": "access rules that cannot be read or name what the interface lacks",
+    "WG016": "the kernel's access rules (nftables) differ from the policy file",
+    "WG017": "access rules that a boot or wg-quick up would not load as the policy says",
+    "WG018": "a test of the access rules fails",
 }
 _RULE_KEYS = ("PreUp", "PostUp", "PreDown", "PostDown")
 # "-i wg1", "--in-interface wg1", nft "iifname wg1" / "iifname "wg1""
@@ -79,6 +83,7 @@ def lint(host: Host) -> list[Finding]:
         findings += lint_config(host, server, names, stored)
         findings += _keepalive_findings(server.path, server.config)
         findings += _expiry_findings(server.name, str(server.path), server.config)
+        findings += _access_rule_findings(host, server)
     client_paths = [path for folder in files.list_files(directory / "clients")
                     for path in files.list_files(folder, "*.conf")]
     for path in client_paths:
@@ -171,6 +176,62 @@ def _expiry_findings(interface: str, path: str, config: WgConfig) -> list[Findin
                 f"zsn peer expire {interface} {who} --in 30d to give it longer, or --never",
                 path, expiry.line + 1))
     return found
+
+
+def _access_rule_findings(host: Host, server: ServerConfig) -> list[Finding]:
+    """The interface's policy file against its peers, its own tests, what a boot loads
+    (PostUp, the compiled table) and, when it runs, the kernel's table."""
+    path = policy.policy_path(host, server.name)
+    if not files.exists(path):
+        return []
+    from zsn.system import nftables
+    from zsn.wireguard import acl_table
+
+    name = server.name
+    load = f"zsn wg acl load {name}"
+    try:
+        wanted = policy.parse(files.read_tracked(path).text, name, str(path))
+        peers = policy.peers_of(host, name, server.config)
+        policy.check_policy(wanted, peers)
+        spec = acl_table.compile_table(wanted, peers)
+    except ZsnError as exc:
+        return [Finding("WG015", "error", name, str(exc),
+                        "fix the line named (zsn wg acl ... changes the file), or restore its "
+                        ".zsn-bak backup", str(path))]
+    fix = partial(_plan_load, host, name)
+    found = [Finding("WG018", "error", name, failure,
+                     f"change the rules or the test (zsn wg acl show {name})", str(path))
+             for failure in policy.failing_tests(wanted, peers)]
+    if not nftables.available():
+        return [*found, Finding(
+            "WG017", "error", name, f"{name} has access rules but nft is not installed: "
+            "wg-quick up fails at its PostUp", "apt install nftables", str(path))]
+    boot = policy.compiled_path(host, name)
+    stale = not files.exists(boot) or files.read_tracked(boot).text != acl_table.file_text(spec)
+    if acl_table.hooks_missing(server.config) or stale:
+        what = "the table file it loads is missing or out of date" if stale else \
+            "its PostUp/PostDown lines that load and remove the table are missing"
+        found.append(Finding("WG017", "error", name, f"{name}'s access rules would not load "
+                             f"as the policy says at the next wg-quick up: {what}", load,
+                             str(server.path), None, fix))
+    if server.live() is None:
+        return found
+    try:
+        live = acl_table.read_live(name)
+        differs = acl_table.differences(live.spec if live is not None else None, spec)
+    except ZsnError as exc:
+        differs = [str(exc)]
+    if differs:
+        found.append(Finding("WG016", "error", name, f"{name} runs with access rules other "
+                             f"than its policy file's: {'; '.join(differs)}", load, str(path),
+                             None, fix))
+    return found
+
+
+def _plan_load(host: Host, interface: str) -> Plan:
+    from zsn.wireguard.acl import plan_load
+
+    return plan_load(host, interface)
 
 
 def _unusable_names(config: WgConfig, name: str, path: str) -> list[Finding]:

@@ -18,6 +18,7 @@ from zsn.plan import FileEdit, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
+from zsn.wireguard.acl import refuse_group_name
 from zsn.wireguard.actions import (
     check_routed_free,
     down_note,
@@ -202,6 +203,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     server = ServerConfig.load(host, request.interface)
     with about_input("name"):
         name = check_peer_name(request.name.strip(addressing.BLANKS))
+        refuse_group_name(host, server.name, name)
         client_path = client_config_path(host, server.name, name)
         existing = server.config.find_peer(name)
         finish = _finish_interrupted_add(host, server, existing, name, client_path)

@@ -22,8 +22,8 @@ from zsn.system import commands, files, netlink
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
 from zsn.tries.restores import firewall_undo, sysctl_undo
-from zsn.wireguard import addressing, settings
-from zsn.wireguard.config import WIREGUARD_DIR, parse
+from zsn.wireguard import acl, addressing, policy, settings
+from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, parse
 from zsn.wireguard.device import default_route_device
 from zsn.wireguard.server import ServerConfig
 from zsn.wording import Action, Phrase
@@ -141,10 +141,12 @@ def _run_rule(rule: Rule, interface: str, delete: bool) -> None:
     commands.run(rule.argv(interface, delete), timeout=10.0)
 
 
-def rule_steps(server: ServerConfig, rules: list[Rule]) -> tuple[list[FileEdit | LiveStep],
-                                                                  list[str]]:
-    """PostUp/PostDown lines for the rules not yet in the config, and their live application."""
-    config = server.edited()
+def rule_steps(server: ServerConfig, rules: list[Rule],
+               config: WgConfig | None = None) -> tuple[list[FileEdit | LiveStep], list[str]]:
+    """PostUp/PostDown lines for the rules not yet in the config, and their live
+    application; `config` is the config as the plan edits it (others may have changed it:
+    the access rules' PostUp), written with the rules' lines."""
+    config = config if config is not None else server.edited()
     interface = config.interface
     if interface is None:
         raise ValidationError(f"{server.path}: no [Interface] section")
@@ -153,6 +155,8 @@ def rule_steps(server: ServerConfig, rules: list[Rule]) -> tuple[list[FileEdit |
     steps: list[FileEdit | LiveStep] = []
     notes: list[str] = []
     if not new:
+        if config.render() != server.config.render():
+            steps.append(server.edit(config))
         return steps, notes
     for tool in {rule.command.split()[0] for rule in new}:
         if shutil.which(tool) is None:
@@ -252,17 +256,40 @@ def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str],
     return plan
 
 
+def _access_rules(host: Host, server: ServerConfig, config: WgConfig,
+                  rules: list[policy.Rule]) -> acl.PolicySteps:
+    """The access rules' part of client-to-client and linked interfaces: `rules` in the
+    interface's policy (it decides what reaches what; the FORWARD rules open the host's
+    firewall, which may drop forwarded traffic by default)."""
+    stored = acl.PolicyFile.load(host, server)
+    wanted = stored.policy
+    for rule in rules:
+        wanted = acl.with_rule(wanted, rule)
+    return acl.policy_steps(host, server, stored, wanted, config)
+
+
+def _between(source: str, destination: str) -> policy.Rule:
+    return policy.Rule("allow", policy.Selector("name", source),
+                       policy.Selector("name", destination))
+
+
 def plan_client_to_client(host: Host, interface: str) -> Plan:
-    """Let the clients of one interface reach each other through the server."""
+    """Let the clients of one interface reach each other through the server: a rule of
+    its access rules (``allow IFACE -> IFACE``), and a FORWARD rule for the host's
+    firewall."""
     server = ServerConfig.load(host, interface)
     versions = _versions(server)
     plan = Plan(f"let clients of {interface} reach each other")
+    config = server.edited()
+    access = _access_rules(host, server, config, [_between(server.name, server.name)])
     rules = [Rule(f"{tool} -A FORWARD -i %i -o %i -j ACCEPT") for tool in _tools(versions)]
-    steps, notes = rule_steps(server, rules)
+    steps, notes = rule_steps(server, rules, config)
     subnets = [str(a.network) for a in addressing.interface_addresses(server.config)]
     forwarding, forwarding_notes = forwarding_steps(host, versions)
-    return _finish(plan, [*forwarding, *steps, *_client_config_edits(host, interface, subnets)],
-                   [*forwarding_notes, *notes], host)
+    plan.checks.extend(access.checks)
+    return _finish(plan, [*forwarding, *steps, *access.steps,
+                          *_client_config_edits(host, interface, subnets)],
+                   [*forwarding_notes, *notes, *access.notes], host)
 
 
 def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
@@ -275,11 +302,17 @@ def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
     forwarding, all_notes = forwarding_steps(host, versions)
     all_steps: list[FileEdit | LiveStep] = list(forwarding)
     for server, other in ((one, two), (two, one)):
+        config = server.edited()
+        access = _access_rules(host, server, config, [_between(server.name, other.name),
+                                                      _between(other.name, server.name)])
         rules = [Rule(f"{tool} -A FORWARD -i %i -o {other.name} -j ACCEPT")
                  for tool in _tools(versions)]
-        steps, notes = rule_steps(server, rules)
+        steps, notes = rule_steps(server, rules, config)
         all_steps.extend(steps)
+        all_steps.extend(access.steps)
+        plan.checks.extend(access.checks)
         all_notes.extend(notes)
+        all_notes.extend(access.notes)
         subnets = [str(a.network) for a in addressing.interface_addresses(other.config)
                    if a.version in versions]
         all_steps.extend(_client_config_edits(host, server.name, subnets))

@@ -16,9 +16,12 @@ LIVE_CHANGES = {
     "peer add", "peer remove", "peer disable", "peer enable", "peer routes",
     "wifi connect", "wifi disconnect",
     "vpn start", "vpn stop", "vpn restart",
+    "wg acl group add", "wg acl group remove", "wg acl rule add", "wg acl rule remove",
+    "wg acl rule move", "wg acl default", "wg acl load", "wg acl test",
 }
 """What issue 19 lists: links, WireGuard (addresses, routes, firewall state, peers'
-allowed IPs), Wi-Fi associations and OpenVPN units."""
+allowed IPs), Wi-Fi associations and OpenVPN units; and the WireGuard access rules
+(issue 35: the kernel's nftables table; ``wg acl test`` adds and removes tests too)."""
 
 
 def _commands(parser: argparse.ArgumentParser,
