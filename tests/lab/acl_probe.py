@@ -6,6 +6,9 @@ came back (``python -m tests.lab.acl_probe PORT ...``, run under ``ip netns exec
                                                       ICMP error naming our request)
     tcp ADDRESS PORT    -> ok | rejected | timeout   (a connection: made, or refused
                                                       by a reset or an ICMP error)
+    list TABLE          -> ``nft -j list table inet TABLE`` on one line, through
+                           libnftables (no process per reading: the lab reads the
+                           counters after every probe)
 
 Started once per namespace, so the lab's hundreds of probes cost no process start
 each; every answer is one line, so the caller can read the firewall's counters
@@ -14,6 +17,7 @@ between two probes.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import ipaddress
 import os
@@ -53,8 +57,9 @@ def _checksum(data: bytes) -> int:
 
 def icmp(address: str) -> str:
     ip = ipaddress.ip_address(address)
-    ident = os.getpid() & 0xFFFF
-    sequence = int(time.monotonic() * 1000) & 0xFFFF
+    # A new echo id each time: conntrack keys a ping's flow by its id, and a probe must be
+    # a new flow (an old one is a reply-tracked flow the policy no longer judges).
+    ident, sequence = struct.unpack("!HH", os.urandom(4))
     if ip.version == 4:
         sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
         header = struct.pack("!BBHHH", 8, 0, 0, ident, sequence)
@@ -107,13 +112,45 @@ def tcp(address: str, port: int) -> str:
     return "ok"
 
 
+class Nftables:
+    """libnftables, as nft itself and upstream's Python binding (py/nftables.py) use it."""
+
+    OUTPUT_JSON = 1 << 4
+
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libnftables.so.1")
+        self.lib.nft_ctx_new.restype = ctypes.c_void_p
+        self.lib.nft_ctx_new.argtypes = [ctypes.c_int]
+        self.lib.nft_ctx_output_set_flags.argtypes = [ctypes.c_void_p, ctypes.c_uint]
+        for name in ("nft_ctx_buffer_output", "nft_ctx_buffer_error"):
+            getattr(self.lib, name).argtypes = [ctypes.c_void_p]
+        for name in ("nft_ctx_get_output_buffer", "nft_ctx_get_error_buffer"):
+            getattr(self.lib, name).restype = ctypes.c_char_p
+            getattr(self.lib, name).argtypes = [ctypes.c_void_p]
+        self.lib.nft_run_cmd_from_buffer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        self.ctx = self.lib.nft_ctx_new(0)
+        self.lib.nft_ctx_output_set_flags(self.ctx, self.OUTPUT_JSON)
+        self.lib.nft_ctx_buffer_output(self.ctx)
+        self.lib.nft_ctx_buffer_error(self.ctx)
+
+    def run(self, command: str) -> str:
+        code = self.lib.nft_run_cmd_from_buffer(self.ctx, command.encode())
+        output = (self.lib.nft_ctx_get_output_buffer(self.ctx) or b"").decode()
+        error = (self.lib.nft_ctx_get_error_buffer(self.ctx) or b"").decode()
+        return output.strip() if code == 0 else "error " + " ".join(error.split())
+
+
 def main(ports: list[int]) -> None:
     for port in ports:  # listening before "ready": the lab probes at once
         threading.Thread(target=_accept, args=(_listener(port),), daemon=True).start()
     print("ready", flush=True)
+    nft: Nftables | None = None
     for line in sys.stdin:
         words = line.split()
-        if words[:1] == ["icmp"] and len(words) == 2:
+        if words[:1] == ["list"] and len(words) == 2:
+            nft = nft or Nftables()
+            answer = nft.run(f"list table inet {words[1]}")
+        elif words[:1] == ["icmp"] and len(words) == 2:
             answer = icmp(words[1])
         elif words[:1] == ["tcp"] and len(words) == 3:
             answer = tcp(words[1], int(words[2]))

@@ -322,8 +322,10 @@ def plan_default(host: Host, interface: str, verdict: str) -> Plan:
                    lambda policy: policy._replace(default=checked))
 
 
-def plan_group_add(host: Host, interface: str, group: str, peers: list[str]) -> Plan:
-    """Add `peers` to `group` (made when it does not exist)."""
+def plan_group_add(host: Host, interface: str, group: str, peers: list[str],
+                   move: bool = False) -> Plan:
+    """Add `peers` to `group` (made when it does not exist); `move`: take them out of
+    their other groups in the same plan (a peer moved between groups)."""
     with about_input("group"):
         acl_policy.check_group_name(group)
     if not peers:
@@ -333,16 +335,19 @@ def plan_group_add(host: Host, interface: str, group: str, peers: list[str]) -> 
         current = policy.group(group)
         members = list(current.members) if current else []
         added = [peer for peer in peers if peer not in members]
-        if not added:
+        if not added and not move:
             raise ValidationError(f"{', '.join(peers)} already in {group}", field="peers")
         updated = Group(group, (*members, *added))
-        groups = [updated if each.name == group else each for each in policy.groups]
+        groups = [updated if each.name == group else
+                  Group(each.name, tuple(m for m in each.members if m not in peers))
+                  if move else each for each in policy.groups]
         if current is None:
             groups.append(updated)
         return policy._replace(groups=tuple(groups))
 
-    return _change(host, interface, f"add {', '.join(peers)} to group {group} of {interface}",
-                   change)
+    verb = "move" if move else "add"
+    return _change(host, interface, f"{verb} {', '.join(peers)} to group {group} of "
+                   f"{interface}", change)
 
 
 def plan_group_remove(host: Host, interface: str, group: str, peers: list[str]) -> Plan:

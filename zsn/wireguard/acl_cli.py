@@ -43,6 +43,8 @@ def add_acl_arguments(acls: argparse.ArgumentParser) -> None:
     add.add_argument("interface")
     add.add_argument("group")
     add.add_argument("peers", nargs="+", metavar="PEER")
+    add.add_argument("--move", action="store_true",
+                     help="take the peers out of their other groups (one plan)")
     add_change_options(add)
     remove = verbs.add_parser("remove", help="take peers out of a group; without peers, "
                               "remove the group")
@@ -106,8 +108,10 @@ def add_acl_arguments(acls: argparse.ArgumentParser) -> None:
 
 def _plan(host: Host, args: argparse.Namespace) -> Plan:
     if args.acl == "group":
-        build = acl.plan_group_add if args.verb == "add" else acl.plan_group_remove
-        return build(host, args.interface, args.group, list(args.peers))
+        if args.verb == "add":
+            return acl.plan_group_add(host, args.interface, args.group, list(args.peers),
+                                      args.move)
+        return acl.plan_group_remove(host, args.interface, args.group, list(args.peers))
     if args.acl == "rule":
         position = _positive(getattr(args, "position", None), "position", "position")
         if args.verb == "add":

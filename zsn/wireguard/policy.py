@@ -409,6 +409,13 @@ class Peers(NamedTuple):
     """Names of peers the config keeps disabled: they exist but cover nothing now."""
     interfaces: Mapping[str, tuple[IPNetwork, ...]] = {}
     """Other WireGuard interfaces of this host: everything routed through each."""
+    local: tuple[IPNetwork, ...] = ()
+    """The server's own addresses on the interface (traffic to them is not forwarded)."""
+
+    def peer_of(self, network: IPNetwork) -> str | None:
+        """The peer whose allowed IPs hold all of `network`."""
+        return next((name for name, networks in self.peers.items()
+                     if _within(network, networks)), None)
 
     def networks_behind(self, name: str) -> tuple[IPNetwork, ...]:
         return tuple(network for network in self.peers.get(name, ())
@@ -508,8 +515,10 @@ def peers_of(host: Host, interface: str, config: WgConfig) -> Peers:
             disabled.add(name)
         else:
             peers[name] = tuple(addressing.peer_networks(peer))
+    local = tuple(ipaddress.ip_network(address.ip)
+                  for address in addressing.interface_addresses(config))
     return Peers(interface, own, peers, frozenset(disabled - set(peers)),
-                 _other_interfaces(host, interface))
+                 _other_interfaces(host, interface), local)
 
 
 def _other_interfaces(host: Host, interface: str) -> dict[str, tuple[IPNetwork, ...]]:
@@ -547,6 +556,8 @@ class Decision(NamedTuple):
     destination: IPNetwork
     partly: bool = False
     """Only part of the networks matches the deciding rule: no one verdict for all."""
+    aside: str = ""
+    """Why the policy does not judge it (verdict None, not `partly`)."""
 
     def describe(self, policy: Policy) -> str:
         pair = f"{network_text(self.source)} -> {network_text(self.destination)}"
@@ -554,7 +565,7 @@ class Decision(NamedTuple):
             rule = policy.rules[self.rule - 1] if self.rule else None
             return f"{pair}: mixed (rule {self.rule}, '{rule}', matches only part of it)"
         if self.verdict is None:
-            return f"{pair}: not judged (neither end is routed through {policy.interface})"
+            return f"{pair}: not judged ({self.aside})"
         if self.rule is None:
             return f"{pair}: {self.verdict} by the default"
         return f"{pair}: {self.verdict} by rule {self.rule} ({policy.rules[self.rule - 1]})"
@@ -584,7 +595,16 @@ def decide(policy: Policy, peers: Peers, source: IPNetwork, destination: IPNetwo
     `protocol`, or no port: ping, or a port no rule names)."""
     source_if, destination_if = peers.interface_of(source), peers.interface_of(destination)
     if peers.interface not in (source_if, destination_if):
-        return Decision(None, None, source, destination)
+        return Decision(None, None, source, destination,
+                        aside=f"neither end is routed through {peers.interface}")
+    if _within(source, peers.local) or _within(destination, peers.local):
+        return Decision(None, None, source, destination,
+                        aside="traffic to or from the server itself is not forwarded")
+    behind = peers.peer_of(source)
+    if behind is not None and behind == peers.peer_of(destination):
+        return Decision(None, None, source, destination,
+                        aside=f"both ends are behind peer {behind}: their traffic does not "
+                              "cross the server")
     resolved = {selector: peers.resolve(selector, policy)
                 for rule in policy.rules for selector in (rule.source, rule.destination)}
     for number, rule in enumerate(policy.rules, start=1):
