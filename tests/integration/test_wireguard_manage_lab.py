@@ -9,7 +9,6 @@ Every wireguard-go instance comes from `zsn wg up` (wg-quick) in its namespace.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.mounts import private_argv
-from tests.lab.netns import Lab, processes, require_lab, run, wait_for
+from tests.lab.netns import Lab, kill_leftover_wireguard, require_lab, run, wait_for
 from tests.needs import needs_tools
 from zsn.wireguard import uapi
 from zsn.wireguard.addressing import next_free_address
@@ -91,26 +90,6 @@ def _require_tools() -> None:
     needs_tools(*EXTRA_TOOLS)
 
 
-def _kill_leftover_daemons(names: list[str]) -> None:
-    """wireguard-go daemons zsn started (via wg-quick) that outlived their namespace."""
-    for pid, argv in processes():
-        if len(argv) >= 2 and argv[0].endswith(b"wireguard-go") and \
-                argv[-2 if argv[-1] == b"" else -1].decode(errors="replace") in names:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 15)
-    for name in names:
-        Path(f"/var/run/wireguard/{name}.sock").unlink(missing_ok=True)
-
-
-def _veth(lab: Lab, suffix: str, ns_a: str, ns_b: str) -> tuple[str, str]:
-    a, b = lab.name(f"a{suffix}"), lab.name(f"b{suffix}")
-    run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
-    lab.defer(lambda: run(["ip", "link", "del", a], check=False))
-    run(["ip", "link", "set", a, "netns", ns_a])
-    run(["ip", "link", "set", b, "netns", ns_b])
-    return a, b
-
-
 def _root(tmp: Path, name: str) -> Path:
     root = tmp / name
     (root / "etc/sysctl.d").mkdir(parents=True)
@@ -129,7 +108,7 @@ def mlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManageLab]:
     tag = "zwm" + secrets.token_hex(2)
     lab = Lab(tag=tag)
     interfaces = [lab.name(s) for s in ("w0", "w1", "k1", "k2", "k3", "sx")]
-    lab.defer(lambda: _kill_leftover_daemons(interfaces))
+    lab.defer(lambda: kill_leftover_wireguard(interfaces))
     tmp = tmp_path_factory.mktemp("wgmanage")
     try:
         ns = {key: lab.namespace(key) for key in ("srv", "c1", "c2", "c3", "net")}
@@ -139,11 +118,11 @@ def mlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManageLab]:
         run(["ip", "-n", ns["srv"], "addr", "add", f"{BRIDGE_ADDRESS}/24", "dev", bridge])
         run(["ip", "-n", ns["srv"], "link", "set", bridge, "up"])
         for number, client in enumerate(("c1", "c2", "c3"), start=1):
-            a, b = _veth(lab, client, ns["srv"], ns[client])
+            a, b = lab.veth_between(client, ns["srv"], ns[client])
             run(["ip", "-n", ns["srv"], "link", "set", a, "master", bridge, "up"])
             run(["ip", "-n", ns[client], "addr", "add", f"192.0.2.{10 + number}/24", "dev", b])
             run(["ip", "-n", ns[client], "link", "set", b, "up"])
-        a, b = _veth(lab, "net", ns["srv"], ns["net"])
+        a, b = lab.veth_between("net", ns["srv"], ns["net"])
         run(["ip", "-n", ns["srv"], "addr", "add", "203.0.113.2/24", "dev", a])
         run(["ip", "-n", ns["srv"], "link", "set", a, "up"])
         run(["ip", "-n", ns["net"], "addr", "add", f"{INTERNET_HOST}/24", "dev", b])

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from tests.lab.mounts import private_argv
-from tests.lab.netns import Lab, processes, run, wait_for
+from tests.lab.netns import Lab, kill_leftover_wireguard, run, stop_process, wait_for
 from zsn.system import nftables
 from zsn.system.host import Host
 from zsn.wireguard import acl_table
@@ -121,26 +119,6 @@ class AclLab:
         return self.root / "etc/wireguard/clients" / self.iface / f"{name}.conf"
 
 
-def _veth(lab: Lab, node: str, hub_ns: str, other_ns: str) -> tuple[str, str]:
-    a, b = lab.name(f"h{node}"), lab.name(f"c{node}")
-    run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
-    lab.defer(lambda: run(["ip", "link", "del", a], check=False))
-    run(["ip", "link", "set", a, "netns", hub_ns])
-    run(["ip", "link", "set", b, "netns", other_ns])
-    return a, b
-
-
-def _kill_leftover_daemons(names: list[str]) -> None:
-    """wireguard-go daemons wg-quick started for the hub, if they outlived the lab."""
-    for pid, argv in processes():
-        words = [word.decode(errors="replace") for word in argv if word]
-        if words and words[0].endswith("wireguard-go") and words[-1] in names:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 15)
-    for name in names:
-        Path(f"/var/run/wireguard/{name}.sock").unlink(missing_ok=True)
-
-
 def build(lab: Lab, tmp: Path, peers: list[str], site: str | None = "site",
           extra_peers: int = 0) -> AclLab:
     """The hub and one namespace per peer in `peers` (and `site` with a LAN behind
@@ -149,7 +127,7 @@ def build(lab: Lab, tmp: Path, peers: list[str], site: str | None = "site",
     if not Path("/etc/wireguard").is_dir():
         raise RuntimeError("/etc/wireguard is needed as a mount point")
     iface = lab.name("w")
-    lab.defer(lambda: _kill_leftover_daemons([iface]))
+    lab.defer(lambda: kill_leftover_wireguard([iface]))
     root = tmp / "root"
     for folder in ("etc/sysctl.d", "run/wireguard", "proc"):
         (root / folder).mkdir(parents=True)
@@ -162,7 +140,7 @@ def build(lab: Lab, tmp: Path, peers: list[str], site: str | None = "site",
     run(["ip", "-n", ns["hub"], "link", "set", bridge, "up"])
     for number, node in enumerate(nodes, start=1):
         ns[node] = lab.namespace(node)
-        a, b = _veth(lab, node, ns["hub"], ns[node])
+        a, b = lab.veth_between(node, ns["hub"], ns[node])
         run(["ip", "-n", ns["hub"], "link", "set", a, "master", bridge, "up"])
         run(["ip", "-n", ns[node], "addr", "add", f"192.0.2.{10 + number}/24", "dev", b])
         run(["ip", "-n", ns[node], "link", "set", b, "up"])
@@ -251,11 +229,7 @@ def _configure_end(built: AclLab, node: str, ifname: str, is_site: bool) -> WgCo
 def _lan_behind(built: AclLab, site: str) -> None:
     lab = built.lab
     built.ns["lan"] = lab.namespace("lan")
-    a, b = lab.name("sl"), lab.name("ls")
-    run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
-    lab.defer(lambda: run(["ip", "link", "del", a], check=False))
-    run(["ip", "link", "set", a, "netns", built.ns[site]])
-    run(["ip", "link", "set", b, "netns", built.ns["lan"]])
+    a, b = lab.veth_between("lan", built.ns[site], built.ns["lan"])
     for where, dev, addresses in ((built.ns[site], a, SITE_LAN_SIDE),
                                   (built.ns["lan"], b, LAN_HOST)):
         run(["ip", "-n", where, "addr", "add", f"{addresses[0]}/24", "dev", dev])
@@ -275,18 +249,7 @@ def _start_probe(lab: Lab, where: str, ports: tuple[int, ...]) -> Probe:
          *map(str, ports)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         cwd=REPO)
 
-    def stop() -> None:
-        stdin: IO[str] | None = process.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError):
-                stdin.close()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-    lab.defer(stop)
+    lab.defer(lambda: stop_process(process, grace=5))
     assert process.stdout is not None
     ready = process.stdout.readline().strip()
     assert ready == "ready", ready

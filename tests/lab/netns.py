@@ -7,6 +7,7 @@ namespace) and is removed at teardown, in reverse order, even when a test fails.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import secrets
 import shutil
@@ -86,6 +87,18 @@ def processes() -> Iterator[tuple[int, list[bytes]]]:
         yield int(entry.name), argv
 
 
+def kill_leftover_wireguard(names: list[str]) -> None:
+    """wireguard-go daemons zsn started (through wg-quick) for the interfaces `names`,
+    if they outlived their namespace, and their sockets."""
+    for pid, argv in processes():
+        words = [word.decode(errors="replace") for word in argv if word]
+        if len(words) >= 2 and words[0].endswith("wireguard-go") and words[-1] in names:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 15)
+    for name in names:
+        Path(f"/var/run/wireguard/{name}.sock").unlink(missing_ok=True)
+
+
 @dataclass
 class Lab:
     tag: str = field(default_factory=lambda: "zt" + secrets.token_hex(3))
@@ -120,6 +133,16 @@ class Lab:
                 ip = ["ip", "-n", ns]
             run([*ip, "addr", "add", addr, "dev", dev])
             run([*ip, "link", "set", dev, "up"])
+
+    def veth_between(self, suffix: str, ns_a: str, ns_b: str) -> tuple[str, str]:
+        """A veth pair with one end in `ns_a` and the other in `ns_b`, left unconfigured;
+        removed at teardown (the names: ``a`` and ``b`` before `suffix`)."""
+        a, b = self.name(f"a{suffix}"), self.name(f"b{suffix}")
+        run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+        self.defer(lambda: run(["ip", "link", "del", a], check=False))
+        run(["ip", "link", "set", a, "netns", ns_a])
+        run(["ip", "link", "set", b, "netns", ns_b])
+        return a, b
 
     def wireguard_go(self, ns: str, ifname: str) -> Path:
         """Start wireguard-go for `ifname` inside `ns`; return its UAPI socket."""

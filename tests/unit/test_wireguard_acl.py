@@ -161,6 +161,29 @@ def test_explain_says_when_only_part_of_a_network_matches_and_what_it_does_not_j
         "192.168.9.1 -> 192.168.1.7: not judged (neither end is routed through wg0)"]
 
 
+def test_what_the_server_never_forwards_is_not_judged_and_no_case_of_a_test() -> None:
+    peers = _peers()._replace(local=(NET("10.66.0.1/32"), NET("fd66::1/128")))
+    read = policy.parse(POLICY_TEXT, "wg0", "wg0.acl")
+    decide = [decision.describe(read) for decision in policy.explain(
+        read, peers, policy.parse_selector("site"), policy.parse_selector("192.168.50.9"),
+        None)]
+    assert decide == ["10.66.0.6 -> 192.168.50.9: not judged (both ends are behind peer "
+                      "site: their traffic does not cross the server)",
+                      "192.168.50.0/24 -> 192.168.50.9: not judged (both ends are behind "
+                      "peer site: their traffic does not cross the server)"]
+    assert policy.explain(read, peers, policy.parse_selector("alice"),
+                          policy.parse_selector("10.66.0.1"), None)[0].aside == \
+        "traffic to or from the server itself is not forwarded"
+    # kids -> kids: alice to herself is no case; alice to bob is.
+    selfish = read._replace(tests=(parse_test_text("kids -> kids:445/tcp deny"),))
+    assert policy.failing_tests(selfish, peers) == []
+    lonely = read._replace(tests=(parse_test_text("alice -> alice deny"),))
+    assert policy.failing_tests(lonely, peers) == [
+        "test 1 (alice -> alice deny) fails: 10.66.0.2 -> 10.66.0.2: not judged (both ends "
+        "are behind peer alice: their traffic does not cross the server)",
+    ]
+
+
 def test_an_interface_selector_matches_what_is_routed_through_it() -> None:
     text = "Default = deny\nRule = allow wg0 -> wg1\nRule = allow wg0 -> wg0\n"
     assert _decide(text, "alice", "10.67.0.9") == [
