@@ -84,6 +84,8 @@ def test_a_date_alone_means_through_that_day_in_local_time(
     (["--at", "next friday"], "is not a date and time"),
     (["--in", "3 fortnights"], "is not a duration"),
     (["--in", "0d"], "more than 0"),
+    (["--at", "9999-12-31"], "more than 100 years ahead"),  # the calendar's last day
+    (["--at", "0001-01-01"], "in the past"),
 ])
 def test_bad_times_are_refused_with_exit_2_and_nothing_changed(
         root: Path, args: list[str], message: str) -> None:
@@ -137,3 +139,20 @@ def test_lint_names_an_expires_line_it_cannot_read(root: Path) -> None:
         f"[Peer]\nPublicKey = {ALICE}", f"[Peer]\n# Expires = soon\nPublicKey = {ALICE}"))
     [finding] = [f for f in lint.lint(Host(root)) if f.id == "WG014"]
     assert "'Expires = soon'" in finding.message and finding.line == 9
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00",
+                                  "1969-12-31T23:59:59Z"])
+def test_an_expires_line_beyond_the_years_zsn_can_show_is_unreadable_not_fatal(
+        root: Path, when: str) -> None:
+    """A time the calendar cannot show in every zone stopped lint, the export and the
+    history timer with a traceback: it is one WG014 finding now, and the rest works."""
+    path = root / "etc/wireguard/zcapwg1.conf"
+    path.write_text(config_text(root).replace(
+        f"[Peer]\nPublicKey = {ALICE}", f"[Peer]\n# Expires = {when}\nPublicKey = {ALICE}"))
+    [finding] = [f for f in lint.lint(Host(root)) if f.id == "WG014"]
+    assert when in finding.message
+    for args in (["wg", "lint"], ["--export", "wireguard"], ["wg", "record"]):
+        result = zsn(root, *args)
+        assert "Traceback" not in result.stderr, (args, result.stderr)
+        assert result.returncode in (0, 1), (args, result.stderr)

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from zsn import decode
 from zsn.errors import ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
@@ -68,13 +69,13 @@ def peer_expiry(config: WgConfig, peer: Section) -> Expiry | None:
 
 
 def parse_stored(text: str) -> int | None:
+    """The time of an ``# Expires =`` comment; None when it is not one zsn can have
+    written (no zone: zsn writes UTC; beyond the years zsn can show), which lint
+    reports as unreadable."""
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+        return decode.timestamp(text, "# Expires")
+    except decode.DecodeError:
         return None
-    if moment.tzinfo is None:
-        return None  # zsn writes UTC; a time without a zone is not one it wrote
-    return int(moment.timestamp())
 
 
 def format_stored(at: int) -> str:
@@ -118,11 +119,14 @@ def parse_when(at: str | None, within: str | None, now: float) -> int:
     except ValueError:
         raise ValidationError(f"{at!r} is not a date and time such as 2026-12-31 or "
                               "2026-12-31 18:00", field="at") from None
-    if len(text) == 10:  # a date alone: the peer works through that day
-        moment = moment + timedelta(days=1)
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # local time, as the admin typed it
-    when = int(moment.timestamp())
+    try:
+        if len(text) == 10:  # a date alone: the peer works through that day
+            moment = moment + timedelta(days=1)
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # local time, as the admin typed it
+        when = int(moment.timestamp())
+    except (OverflowError, ValueError):  # the calendar's first or last day
+        when = -1 if moment.year < 2 else int(now + MAX_AHEAD + 1)
     if when > now + MAX_AHEAD:
         raise ValidationError(f"{at} is more than 100 years ahead: use --never", field="at")
     if when <= now:

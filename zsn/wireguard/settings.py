@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zsn import decode
 from zsn.errors import ParseError, ValidationError
 from zsn.system import files
 from zsn.system.host import Host
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from zsn.plan import FileEdit
 
 SETTINGS_PATH = "/etc/zsn/wireguard.json"
+MAX_BYTES = 1 << 20
 
 
 class BadNameError(ParseError):
@@ -63,35 +65,20 @@ def load(host: Host) -> Settings:
     path = host.path(SETTINGS_PATH)
     if not files.exists(path):
         return Settings(path, None, {})
-    snapshot = files.read_tracked(path)
+    snapshot = files.read_tracked(path, MAX_BYTES)
     return Settings(path, snapshot, parse_settings(snapshot.text, path))
 
 
 def parse_settings(text: str, path: Path) -> dict[str, InterfaceSettings]:
     """The settings in `text` (the file at `path`), by interface name."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not valid JSON: {exc.msg}", exc.lineno, str(path)) from exc
-    except RecursionError:
-        raise ParseError("nested too deeply", None, str(path)) from None
-    if not isinstance(raw, dict):
-        raise ParseError("expected an object of interfaces", None, str(path))
-    interfaces: dict[str, InterfaceSettings] = {}
-    for name, value in raw.items():
-        if not isinstance(value, dict):
-            raise ParseError(f"settings of {name!r} must be an object", None, str(path))
-        endpoint = value.get("endpoint_host")
-        links = value.get("links") or []
-        if not isinstance(links, list):
-            raise ParseError(f"links of {name!r} must be a list", None, str(path))
-        if endpoint is not None and not isinstance(endpoint, str):
-            raise ParseError(f"endpoint_host of {name!r} must be text", None, str(path))
+    interfaces = decode.from_json(text, dict[str, InterfaceSettings], str(path),
+                                  max_bytes=MAX_BYTES)
+    for name, value in interfaces.items():
         # Names read here become config paths elsewhere: checked where read.
         _check_name(name, "an interface", path)
-        for link in links:
+        for link in value.links:
             _check_name(link, f"a link of {name}", path)
-        interfaces[name] = InterfaceSettings(endpoint or None, [str(link) for link in links])
+        value.endpoint_host = value.endpoint_host or None
     return interfaces
 
 

@@ -185,8 +185,10 @@ class YamlDocument:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
-            raise ParseError(str(getattr(exc, "problem", None) or exc), line,
-                             self.source) from exc
+            reason = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+            raise ParseError(reason, line, self.source) from exc
+        except RecursionError:
+            raise ParseError("nested too deeply", None, self.source) from None
 
     def data(self) -> Any:
         return _load(self.text)

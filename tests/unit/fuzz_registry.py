@@ -1,11 +1,23 @@
-"""Every parser fuzzed with hypothesis (issue 10, item 11): only zsn's typed errors
-(`ZsnError` subclasses) come out, and what is accepted reads back the same when it
-is written out again.
+"""The fuzzing registry: every decoder of input from outside zsn (config readers,
+program output parsers, records, stores, HTTP request heads, imports, daemon
+replies), each an `Entry` fuzzed with hypothesis by tests/unit/test_fuzz_registry.py.
 
-Each parser's run is deterministic (``derandomize``, no example database) and
-counts its examples; the test asserts the count equals ``max_examples``, so a run
-that quietly tried fewer fails. `EXAMPLES` lists the counts; with ``pytest -s`` each
-run prints its own. A new parser adds its strategy and its entry here.
+The rule each entry is held to: a typed value or a one-line `ZsnError`, within
+bounded time and memory; never another exception. Each run is deterministic
+(``derandomize``, no example database) and counts its examples (it must run exactly
+`Entry.examples`, and accept some, so the read-back checks really ran); with
+``pytest -s`` each prints its count and its slowest example.
+
+To add a decoder: write a function decorated with ``@entry(NAME, EXAMPLES, COVERS)``
+returning ``(strategy, check)``: ``check(value)`` decodes the value through
+`only_typed_errors` and checks what was accepted (reads back the same when written
+out again, where zsn writes the format). COVERS names the functions of zsn/ the entry
+reaches, as ``module:qualname`` (``*`` matches any part of a name): the registry's test
+finds every function of zsn/ that decodes outside input (json/yaml/toml/sqlite3/
+struct/msgspec calls, `zsn.decode`, functions named parse*/decode*/unpack*/from_dict)
+and fails for one no entry covers.
+
+What the entries check beyond the rule:
 
 - wg-quick configs (`zsn.wireguard.config.parse`): ``render(parse(text)) == text``.
 - UAPI ``get`` replies (`zsn.wireguard.uapi.parse_get`): no writer exists in zsn,
@@ -53,11 +65,13 @@ import json
 import socket
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event
 from hypothesis import strategies as st
 
 from zsn.errors import ZsnError
@@ -72,65 +86,43 @@ from zsn.wireguard import uapi
 from zsn.wireguard.keys import base64_to_hex
 from zsn.wireguard.model import DeviceState, PeerState
 
-EXAMPLES = {
-    "wg-quick config": 3000,
-    "UAPI reply": 3000,
-    "management session": 1000,
-    "management records": 3000,
-    "OpenVPN config": 3000,
-    "WireGuard settings": 1000,
-    "journal output": 1000,
-    "zpool status text": 1000,
-    "zpool status JSON": 1000,
-    "zpool iostat stream": 1000,
-    "zpool/zfs list": 1000,
-    "zfs snapshot list": 1000,
-    "zfs send outputs": 1000,
-    "ZFS kstats": 1000,
-    "ZFS pool cache file": 1000,
-    "rtnetlink dumps": 1000,
-    "nl80211 scan dumps": 1000,
-    "802.11 elements": 1000,
-    "/proc/net/bonding": 1000,
-    "netplan YAML edit": 500,
-    "network config files": 1000,
-    "history settings": 1000,
-    "history amounts": 1000,
-    "import sources": 1000,
-    "expiry times": 1000,
-    "access rules file": 2000,
-    "nft table listings": 1000,
-}
+Fuzz = tuple[st.SearchStrategy[Any], Callable[[Any], None]]
+
+
+class Entry(NamedTuple):
+    """One decoder (or a family of them read the same way) and how it is fuzzed."""
+
+    name: str
+    examples: int
+    covers: tuple[str, ...]
+    """The functions of zsn/ this entry's inputs reach (``module:qualname``)."""
+    build: Callable[[], Fuzz]
+
+
+REGISTRY: dict[str, Entry] = {}
+
+
+def entry(name: str, examples: int, covers: list[str]
+          ) -> Callable[[Callable[[], Fuzz]], Callable[[], Fuzz]]:
+    """Register the decorated ``() -> (strategy, check)`` as the entry `name`."""
+    def register(build: Callable[[], Fuzz]) -> Callable[[], Fuzz]:
+        assert name not in REGISTRY, f"two entries named {name!r}"
+        REGISTRY[name] = Entry(name, examples, tuple(covers), build)
+        return build
+    return register
 
 
 _accepted = [0]
-
-
-def fuzz(name: str, strategy: st.SearchStrategy[Any], check: Callable[[Any], None]) -> None:
-    """Run `check` on exactly EXAMPLES[name] generated values, deterministically; at
-    least some of them must be accepted, so the read-back checks really ran."""
-    ran = 0
-    _accepted[0] = 0
-
-    @settings(max_examples=EXAMPLES[name], derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def run(value: Any) -> None:
-        nonlocal ran
-        ran += 1
-        check(value)
-
-    run()
-    print(f"\n{name}: {ran} examples, {_accepted[0]} accepted")
-    assert ran == EXAMPLES[name], (name, ran)
-    assert _accepted[0] > 0, name
+"""Inputs accepted in the running entry (`only_typed_errors` counts them)."""
 
 
 def only_typed_errors(parse: Callable[[], Any]) -> Any | None:
-    """What `parse` returns, or None when it raised a ZsnError; anything else fails."""
+    """What `parse` returns, or None when it raised a ZsnError of one line; anything
+    else fails."""
     try:
         result = parse()
-    except ZsnError:
+    except ZsnError as exc:
+        assert "\n" not in str(exc), f"a refusal of more than one line: {exc!r}"
         event("refused with a typed error")
         return None
     event("accepted")
@@ -161,7 +153,10 @@ _wg_fragments = st.sampled_from([
 _wg_text = _joined(st.lists(st.one_of(_wg_fragments, _noise), max_size=30))
 
 
-def test_fuzz_wg_quick_config() -> None:
+@entry("wg-quick config", 3000,
+      ["zsn.wireguard.config:parse",
+       "zsn.wireguard.config:parse_shared"])
+def wg_quick_config() -> Fuzz:
     def check(text: str) -> None:
         parsed = only_typed_errors(lambda: wg_config.parse(text, "wg0.conf"))
         if parsed is None:
@@ -171,7 +166,7 @@ def test_fuzz_wg_quick_config() -> None:
         assert [(s.kind, s.entries, s.name, s.disabled) for s in again.sections] == \
             [(s.kind, s.entries, s.name, s.disabled) for s in parsed.sections]
 
-    fuzz("wg-quick config", _wg_text, check)
+    return _wg_text, check
 
 
 # -- UAPI replies -------------------------------------------------------------------
@@ -241,14 +236,17 @@ def uapi_reply(state: DeviceState) -> str:
     return "".join(f"{line}\n" for line in lines) + "errno=0\n\n"
 
 
-def test_fuzz_uapi_reply() -> None:
+@entry("UAPI reply", 3000,
+      ["zsn.wireguard.uapi:parse_get",
+       "zsn.wireguard.uapi:_parse_peer"])
+def uapi_replies() -> Fuzz:
     def check(text: str) -> None:
         state = only_typed_errors(lambda: uapi.parse_get(text, "wg0.sock"))
         if state is None or state.public_key is not None:
             return  # boringtun's layout (handshake ages): no writer for it here
         assert uapi.parse_get(uapi_reply(state), "wg0.sock") == state
 
-    fuzz("UAPI reply", _uapi_text, check)
+    return _uapi_text, check
 
 
 # -- OpenVPN management interface -----------------------------------------------------
@@ -264,7 +262,9 @@ _mgmt_fragments = st.sampled_from([
 _mgmt_lines = st.lists(st.one_of(_mgmt_fragments, _noise), max_size=30)
 
 
-def test_fuzz_management_session() -> None:
+@entry("management session", 1000,
+      ["zsn.openvpn.management:_Session.command"])
+def management_session() -> Fuzz:
     stream = st.one_of(
         st.binary(max_size=2000),
         _joined(_mgmt_lines).map(lambda text: text.encode("utf-8", "surrogatepass")))
@@ -283,7 +283,7 @@ def test_fuzz_management_session() -> None:
             except ZsnError:
                 event("ended with a typed error")
 
-    fuzz("management session", stream, check)
+    return stream, check
 
 
 def state_line(fields: tuple[str, str, int, str, str, str, str]) -> str:
@@ -291,14 +291,17 @@ def state_line(fields: tuple[str, str, int, str, str, str, str]) -> str:
     return f"{since},{state},{description},{ipv4},{remote},{port},,,{ipv6}"
 
 
-def test_fuzz_management_records() -> None:
+@entry("management records", 3000,
+      ["zsn.openvpn.management:parse_state",
+       "zsn.openvpn.management:parse_status"])
+def management_records() -> Fuzz:
     def check(lines: list[str]) -> None:
         fields = only_typed_errors(lambda: management.parse_state(lines))
         if fields is not None and not any("," in str(f) for f in fields):
             assert management.parse_state([state_line(fields), "END"]) == fields
         only_typed_errors(lambda: management.parse_status(lines))
 
-    fuzz("management records", _mgmt_lines, check)
+    return _mgmt_lines, check
 
 
 # -- OpenVPN configs ----------------------------------------------------------------
@@ -312,7 +315,9 @@ _ovpn_fragments = st.sampled_from([
 _ovpn_text = _joined(st.lists(st.one_of(_ovpn_fragments, _noise), max_size=30))
 
 
-def test_fuzz_openvpn_config() -> None:
+@entry("OpenVPN config", 3000,
+      ["zsn.openvpn.config:parse"])
+def openvpn_config() -> Fuzz:
     def check(text: str) -> None:
         parsed = only_typed_errors(lambda: ovpn_config.parse(text, "office.conf"))
         if parsed is None:
@@ -320,7 +325,7 @@ def test_fuzz_openvpn_config() -> None:
         assert parsed.render() == text
         assert ovpn_config.parse(parsed.render(), "office.conf").directives == parsed.directives
 
-    fuzz("OpenVPN config", _ovpn_text, check)
+    return _ovpn_text, check
 
 
 # -- zsn's own files and journalctl output ------------------------------------------
@@ -330,9 +335,17 @@ _json_value = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=4),
                             st.dictionaries(st.text(max_size=8), inner, max_size=4)),
     max_leaves=12)
+_hostile_json = st.sampled_from([
+    "[" * 100_000 + "]" * 100_000,  # nested 100,000 deep
+    '{"a":' * 50_000 + "1" + "}" * 50_000,
+    "[" * 100_000,  # deep and cut off
+    '"' + "\\" * 1000 + '"', "1e999999", "-" + "9" * 5000, '{"a": 1, "a": 2}', "\ufeff{}",
+    '{"wg0": {"links": "wg1"}}', '{"wg0": {"endpoint_host": 7}}', '{"wg0": []}', "[]", "null",
+])
+"""JSON that broke decoders: deep nesting, huge numbers, fields of the wrong type."""
 _iface = st.sampled_from(["wg0", "wg1", "wg-home", "x=y+z.1"])
 _settings_text = st.one_of(
-    _noise,
+    _noise, _hostile_json,
     st.dictionaries(_iface, st.fixed_dictionaries({
         "endpoint_host": st.one_of(st.none(), st.text(max_size=20)),
         "links": st.lists(_iface, max_size=3)}), max_size=3).map(json.dumps),
@@ -342,7 +355,9 @@ _settings_text = st.one_of(
                     max_size=3).map(json.dumps))
 
 
-def test_fuzz_wireguard_settings() -> None:
+@entry("WireGuard settings", 1000,
+      ["zsn.wireguard.settings:parse_settings"])
+def wireguard_settings() -> Fuzz:
     def check(text: str) -> None:
         loaded = only_typed_errors(
             lambda: wg_settings.parse_settings(text, Path("/etc/zsn/wireguard.json")))
@@ -352,7 +367,7 @@ def test_fuzz_wireguard_settings() -> None:
                 for name, value in loaded.items()}), Path("/etc/zsn/wireguard.json"))
             assert again == loaded
 
-    fuzz("WireGuard settings", _settings_text, check)
+    return _settings_text, check
 
 
 _journal_entry = st.one_of(
@@ -367,14 +382,82 @@ _journal_entry = st.one_of(
     _noise)
 
 
-def test_fuzz_journal_output() -> None:
+@entry("journal output", 1000,
+      ["zsn.system.journal:parse_entries"])
+def journal_output() -> Fuzz:
     def check(lines: list[str]) -> None:
         entries = only_typed_errors(lambda: journal.parse_entries("\n".join(lines)))
         assert entries is not None  # malformed lines are skipped, never fatal
         assert all(isinstance(e.message, str) and isinstance(e.priority, int)
                    for e in entries)
 
-    fuzz("journal output", st.lists(_journal_entry, max_size=10), check)
+    return st.lists(_journal_entry, max_size=10), check
+
+
+# -- the decoding layer itself (zsn.decode) ------------------------------------------
+
+_hostile_yaml = st.sampled_from([
+    "[" * 100_000 + "]" * 100_000, "a:\n" + "".join(f"{' ' * i} b:\n" for i in range(200)),
+    # "billion laughs": nine aliases of nine, expanded only by a reader that walks them
+    "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+        for i in range(9)),
+    "!!python/object:os.system {}", "a: !!binary AAAA", "--- 1\n--- 2\n", "? [a]\n: b\n",
+    "a: 1\na: 2\n", "\t", "{a: [1, {b: c}]}", "",
+])
+_hostile_toml = st.sampled_from([
+    "a = " + "[" * 100_000 + "]" * 100_000, "a = " + "{b = " * 5000 + "1" + "}" * 5000,
+    "enabled = true", "on_connect = ['/bin/x']", "[[t]]\n[[t]]\n", "a = 1979-05-27T07:32:00Z",
+    "a = 'x # not a comment'", "a = \"[[[[\"",
+])
+_timestamps = st.one_of(_noise, st.sampled_from([
+    "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "1970-01-01T00:00:00Z",
+    "1969-12-31T23:59:59Z", "2026-12-31T23:00:00Z", "2026-12-31T23:00:00", "2026-02-30T00:00Z",
+    "+002026-01-01T00:00Z", "2026-12-31T23:00:00+25:00", "\u0662\u0660\u0662\u0666-01-01"]))
+
+
+@dataclass
+class _Sample:
+    """A type of the kind readers declare: a dataclass with a check of its own."""
+
+    name: str
+    ports: list[int] = field(default_factory=list)
+    when: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"{self.name!r} is not a name")
+
+
+@entry("decoding layer", 1000, ["zsn.decode:*"])
+def decoding_layer() -> Fuzz:
+    from zsn import decode
+
+    kinds: list[Any] = [dict[str, _Sample], list[int], _Sample, dict[str, Any]]
+    documents = st.one_of(_hostile_json, _json_value.map(json.dumps), _noise,
+                          st.lists(st.fixed_dictionaries(
+                              {"name": st.sampled_from(["a", "", "a/b", 3]),
+                               "ports": st.one_of(st.lists(st.integers(-1, 70000)), _json_value)}),
+                              max_size=3).map(json.dumps))
+
+    def check(value: tuple[str, str, str, str, int]) -> None:
+        document, yaml_text, toml_text, moment, which = value
+        kind = kinds[which]
+        decoders: list[tuple[Callable[[str, Any, str], Any], str]] = [
+            (decode.from_json, document), (decode.from_yaml, yaml_text),
+            (decode.from_yaml, document), (decode.from_toml, toml_text)]
+        for decoder, text in decoders:
+            found = only_typed_errors(partial(decoder, text, kind, "fuzz"))
+            if found is not None and kind is _Sample:
+                assert isinstance(found, _Sample) and found.name and "/" not in found.name
+        at = only_typed_errors(lambda: decode.timestamp(moment, "fuzz", "when"))
+        if at is not None:
+            assert decode.EARLIEST <= at <= decode.LATEST
+            assert decode.timestamp(
+                datetime.fromtimestamp(at, UTC).isoformat(), "again") == at
+
+    return st.tuples(documents, st.one_of(_hostile_yaml, _noise, documents),
+                     st.one_of(_hostile_toml, _noise), _timestamps, st.integers(0, 3)), check
 
 
 # -- ZFS ---------------------------------------------------------------------------
@@ -390,7 +473,12 @@ _zfs_words = st.sampled_from([
     "errors: 3 data errors, use '-v' for a list", "errors: Permanent errors have been"])
 
 
-def test_fuzz_zpool_status_text() -> None:
+@entry("zpool status text", 1000,
+      ["zsn.zfs.status:parse_text",
+       "zsn.zfs.status:_parse_pool",
+       "zsn.zfs.status:_parse_tree",
+       "zsn.zfs.status:parse_scan"])
+def zpool_status_text() -> Fuzz:
     from zsn.zfs import status
 
     def check(lines: list[str]) -> None:
@@ -401,10 +489,12 @@ def test_fuzz_zpool_status_text() -> None:
             assert pool.scan is None or pool.scan.percent is None or \
                 0 <= pool.scan.percent <= 100
 
-    fuzz("zpool status text", st.lists(st.one_of(_zfs_words, _noise), max_size=14), check)
+    return st.lists(st.one_of(_zfs_words, _noise), max_size=14), check
 
 
-def test_fuzz_zpool_status_json() -> None:
+@entry("zpool status JSON", 1000,
+      ["zsn.zfs.status:parse_json"])
+def zpool_status_json() -> Fuzz:
     from zsn.zfs import status
 
     vdev = st.fixed_dictionaries({"state": st.one_of(_json_value, st.just("ONLINE")),
@@ -423,11 +513,15 @@ def test_fuzz_zpool_status_json() -> None:
         for found in only_typed_errors(lambda: status.parse_json(text)) or ():
             assert found.name == "tank"
 
-    fuzz("zpool status JSON", document, check)
+    return document, check
 
 
-def test_fuzz_zpool_iostat_stream() -> None:
-    from zsn.zfs.iostat import BlockAssembler
+@entry("zpool iostat stream", 1000,
+      ["zsn.zfs.iostat:BlockAssembler.feed",
+       "zsn.zfs.iostat:parse_row", "zsn.zfs.iostat:parse_blocks",
+       "zsn.zfs.iostat:parse_pools"])
+def zpool_iostat_stream() -> Fuzz:
+    from zsn.zfs.iostat import BlockAssembler, parse_blocks, parse_pools
 
     number = st.one_of(st.integers(0, 10 ** 15).map(str), st.just("-"))
     rows = st.lists(st.tuples(st.sampled_from(["tank", "mirror-0", "/dev/sda1", "sdb"]),
@@ -445,11 +539,20 @@ def test_fuzz_zpool_iostat_stream() -> None:
                     source = next(text for text in parts[0]
                                   if text.split("\t")[0] == row.name)
                     assert source  # every row came from a line that was fed
+        text = "\n".join([*parts[0], *parts[1]])
+        for block in only_typed_errors(lambda: parse_blocks(text, "tank")) or ():
+            assert block.rows[0].name == "tank"
+        for name, block in (only_typed_errors(lambda: parse_pools(text, ["tank"])) or {}).items():
+            assert name == block.pool == "tank"
 
-    fuzz("zpool iostat stream", mixed, check)
+    return mixed, check
 
 
-def test_fuzz_zpool_and_zfs_list() -> None:
+@entry("zpool/zfs list", 1000,
+      ["zsn.zfs.listing:parse_pools_text",
+       "zsn.zfs.listing:parse_datasets_text",
+       "zsn.zfs.listing:parse_text_rows"])
+def zpool_and_zfs_list() -> Fuzz:
     from zsn.zfs import listing
 
     value = st.one_of(st.integers(0, 2 ** 64).map(str), st.sampled_from(
@@ -462,10 +565,12 @@ def test_fuzz_zpool_and_zfs_list() -> None:
         assert pools is None or all(isinstance(p["name"], str) for p in pools)
         only_typed_errors(lambda: listing.parse_datasets_text(text))
 
-    fuzz("zpool/zfs list", st.lists(row, max_size=5), check)
+    return st.lists(row, max_size=5), check
 
 
-def test_fuzz_zfs_snapshot_list() -> None:
+@entry("zfs snapshot list", 1000,
+      ["zsn.zfs.snapshots:parse"])
+def zfs_snapshot_list() -> Fuzz:
     from zsn.zfs import snapshots
 
     name = st.one_of(st.sampled_from(["tank/a@b", "tank@x y", "p/q/r@2026-01-01", "tank"]),
@@ -479,10 +584,15 @@ def test_fuzz_zfs_snapshot_list() -> None:
         for snapshot in only_typed_errors(lambda: snapshots.parse(text)) or ():
             assert snapshot.full_name + "\t" in text
 
-    fuzz("zfs snapshot list", st.lists(row, max_size=5), check)
+    return st.lists(row, max_size=5), check
 
 
-def test_fuzz_zfs_send_outputs() -> None:
+@entry("zfs send outputs", 1000,
+      ["zsn.zfs.send:parse_token",
+       "zsn.zfs.send:parse_estimate",
+       "zsn.zfs.send:parse_properties",
+       "zsn.zfs.remote:split_batch"])
+def zfs_send_outputs() -> Fuzz:
     from zsn.system.commands import CommandResult
     from zsn.zfs import remote, send
 
@@ -509,10 +619,14 @@ def test_fuzz_zfs_send_outputs() -> None:
         runs = remote.split_batch(text, ["a", "b", "c"], {k: ["zfs"] for k in "abc"})
         assert list(runs) == ["a", "b", "c"][:len(runs)]
 
-    fuzz("zfs send outputs", lines, check)
+    return lines, check
 
 
-def test_fuzz_zfs_kstats() -> None:
+@entry("ZFS kstats", 1000,
+      ["zsn.zfs.kstat:parse_bench",
+       "zsn.zfs.kstat:parse_table",
+       "zsn.zfs.kstat:parse_choice"])
+def zfs_kstats() -> Fuzz:
     from zsn.zfs import kstat
 
     words = st.sampled_from(["implementation   native  byteswap", "scalar 1 2",
@@ -524,7 +638,7 @@ def test_fuzz_zfs_kstats() -> None:
         for parse in (kstat.parse_bench, kstat.parse_table, kstat.parse_choice):
             only_typed_errors(lambda parse=parse: parse(text))  # type: ignore[misc]
 
-    fuzz("ZFS kstats", st.lists(st.one_of(words, _noise), max_size=12), check)
+    return st.lists(st.one_of(words, _noise), max_size=12), check
 
 
 # -- links ----------------------------------------------------------------------------
@@ -532,7 +646,11 @@ def test_fuzz_zfs_kstats() -> None:
 _LINK_DUMP = (Path(__file__).parent.parent / "fixtures/links/rtm-getlink.bin").read_bytes()
 
 
-def test_fuzz_rtnetlink_dumps() -> None:
+@entry("rtnetlink dumps", 1000,
+      ["zsn.system.rtnetlink:decode_*",
+       "zsn.system.rtnetlink:unsigned",
+       "zsn.system.rtnetlink:_decode_each"])
+def rtnetlink_dumps() -> Fuzz:
     from zsn.system import rtnetlink
 
     noise = st.binary(max_size=600)
@@ -544,7 +662,7 @@ def test_fuzz_rtnetlink_dumps() -> None:
                        rtnetlink.decode_all_stats, rtnetlink.decode_routes):
             only_typed_errors(lambda decode=decode: decode([data]))  # type: ignore[misc]
 
-    fuzz("rtnetlink dumps", st.one_of(noise, overwritten), check)
+    return st.one_of(noise, overwritten), check
 
 
 _WLAN = Path(__file__).parent.parent / "fixtures/wlan"
@@ -552,7 +670,10 @@ _SCAN_DUMP = (_WLAN / "nl80211-get-scan.wlan0.scanned.bin").read_bytes()
 _NL80211_FAMILY = int((_WLAN / "nl80211-family.txt").read_text())
 
 
-def test_fuzz_nl80211_scan_dumps() -> None:
+@entry("nl80211 scan dumps", 1000,
+      ["zsn.system.nl80211:decode_scan",
+       "zsn.system.nl80211:decode_bss"])
+def nl80211_scan_dumps() -> Fuzz:
     from zsn.system import nl80211
 
     overwritten = st.tuples(st.integers(0, len(_SCAN_DUMP) - 1), st.binary(max_size=64)).map(
@@ -561,10 +682,12 @@ def test_fuzz_nl80211_scan_dumps() -> None:
     def check(data: bytes) -> None:
         only_typed_errors(lambda: nl80211.decode_scan([data], _NL80211_FAMILY))
 
-    fuzz("nl80211 scan dumps", st.one_of(st.binary(max_size=600), overwritten), check)
+    return st.one_of(st.binary(max_size=600), overwritten), check
 
 
-def test_fuzz_80211_elements() -> None:
+@entry("802.11 elements", 1000,
+      ["zsn.wlan.elements:advertised"])
+def elements_80211() -> Fuzz:
     from zsn.system import nl80211
     from zsn.wlan.elements import advertised
     from zsn.wlan.model import SECURITIES
@@ -581,11 +704,13 @@ def test_fuzz_80211_elements() -> None:
         if shown is not None:
             assert shown.security in SECURITIES
 
-    fuzz("802.11 elements", st.tuples(st.one_of(changed, st.binary(max_size=300)),
-                                      st.integers(0, 0xFFFF)), check)
+    return st.tuples(st.one_of(changed, st.binary(max_size=300)),
+                                      st.integers(0, 0xFFFF)), check
 
 
-def test_fuzz_proc_net_bonding() -> None:
+@entry("/proc/net/bonding", 1000,
+      ["zsn.links.bonding:parse_proc_bonding"])
+def proc_net_bonding() -> Fuzz:
     from zsn.links.bonding import parse_proc_bonding
 
     lines = st.sampled_from([
@@ -601,10 +726,14 @@ def test_fuzz_proc_net_bonding() -> None:
             assert all(slave.name and f"Slave Interface: {slave.name}" in parts
                        for slave in bond.slaves)
 
-    fuzz("/proc/net/bonding", st.lists(st.one_of(lines, _noise), max_size=20), check)
+    return st.lists(st.one_of(lines, _noise), max_size=20), check
 
 
-def test_fuzz_netplan_yaml_edit() -> None:
+@entry("netplan YAML edit", 500,
+      ["zsn.links.persist.yamledit:_load",
+       "zsn.links.persist.yamledit:_indirections",
+       "zsn.links.persist.yamledit:YamlDocument._root"])
+def netplan_yaml_edit() -> Fuzz:
     import yaml
 
     from zsn.links.persist.yamledit import YamlDocument
@@ -628,11 +757,16 @@ def test_fuzz_netplan_yaml_edit() -> None:
             return  # refused: nothing changed
         assert yaml.safe_load(document.text)["network"]["bonds"]["zb0"] == case[1]
 
-    fuzz("netplan YAML edit", st.tuples(st.lists(st.one_of(fragments, _noise), max_size=12),
-                                        value), check)
+    return st.tuples(st.lists(st.one_of(fragments, _noise), max_size=12),
+                                        value), check
 
 
-def test_fuzz_network_config_files() -> None:
+@entry("network config files", 1000,
+      ["zsn.links.persist.unitfile:UnitFile.__init__",
+       "zsn.links.persist.ifupdown:parse",
+       "zsn.links.persist.netctl:Profile.parsed",
+       "zsn.links.persist.networkd:parse_timespan_ms"])
+def network_config_files() -> Fuzz:
     from zsn.links.persist.ifupdown import DIALECT_MARKERS, parse
     from zsn.links.persist.netctl import Profile, profile_config
     from zsn.links.persist.networkd import parse_timespan_ms
@@ -661,10 +795,12 @@ def test_fuzz_network_config_files() -> None:
         for part in parts:
             only_typed_errors(lambda part=part: parse_timespan_ms(part))  # type: ignore[misc]
 
-    fuzz("network config files", st.lists(st.one_of(lines, _noise), max_size=15), check)
+    return st.lists(st.one_of(lines, _noise), max_size=15), check
 
 
-def test_fuzz_zfs_pool_cache_file() -> None:
+@entry("ZFS pool cache file", 1000,
+      ["zsn.zfs.cachefile:unpack"])
+def zfs_pool_cache_file() -> Fuzz:
     from zsn.zfs import cachefile
 
     real = (Path(__file__).parents[1] / "fixtures" / "zfs-lab" /
@@ -682,7 +818,7 @@ def test_fuzz_zfs_pool_cache_file() -> None:
         if found is not None:
             only_typed_errors(lambda: cachefile.top_vdevs(found))
 
-    fuzz("ZFS pool cache file", st.tuples(edits, cut, st.integers(0, 64)), check)
+    return st.tuples(edits, cut, st.integers(0, 64)), check
 
 
 _toml_noise = st.one_of(
@@ -693,7 +829,9 @@ _toml_noise = st.one_of(
                                "[]", '[1, "/a"]', '["/a", ""]'])))
 
 
-def test_fuzz_history_settings() -> None:
+@entry("history settings", 1000,
+      ["zsn.wireguard.hooks:parse"])
+def history_settings() -> Fuzz:
     from zsn.wireguard import hooks
 
     def check(text: str) -> None:
@@ -702,10 +840,12 @@ def test_fuzz_history_settings() -> None:
             for argv in loaded.hooks.values():
                 assert argv and argv[0].startswith("/")
 
-    fuzz("history settings", _toml_noise, check)
+    return _toml_noise, check
 
 
-def test_fuzz_history_amounts() -> None:
+@entry("history amounts", 1000,
+      ["zsn.wireguard.history:decode_amounts"])
+def history_amounts() -> Fuzz:
     from zsn.wireguard.history import decode_amounts, encode_amount
 
     def check(value: tuple[bytes, int]) -> None:
@@ -716,11 +856,16 @@ def test_fuzz_history_amounts() -> None:
         [back] = decode_amounts(encode_amount(amount))
         assert abs(back - min(amount, 2047 << 36)) <= max(amount, 1) / 2048
 
-    fuzz("history amounts", st.tuples(st.binary(max_size=64),
-                                      st.integers(0, 2**70)), check)
+    return st.tuples(st.binary(max_size=64),
+                                      st.integers(0, 2**70)), check
 
 
-def test_fuzz_import_sources() -> None:
+@entry("import sources", 1000,
+      ["zsn.wireguard.imports:read_setup_vars",
+       "zsn.wireguard.imports:read_env_file",
+       "zsn.wireguard.imports:read_wg_easy",
+       "zsn.wireguard.imports:_read_wg_easy_v14"])
+def import_sources() -> Fuzz:
     from zsn.wireguard import imports
 
     def check(text: str) -> None:
@@ -735,14 +880,17 @@ def test_fuzz_import_sources() -> None:
             only_typed_errors(lambda: imports.read_env_file(path))
             only_typed_errors(lambda: imports.read_wg_easy(path, {}, "vpn.example.com"))
 
-    fuzz("import sources", st.one_of(
+    return st.one_of(
         _noise, _json_value.map(json.dumps),
         st.lists(st.sampled_from(["pivpnDEV=wg0", 'pivpnHOST="a b"', "VPN=wireguard",
                                   "x", "# c", "A='q'", "B=\"", "=1"]),
-                 max_size=6).map("\n".join)), check)
+                 max_size=6).map("\n".join)), check
 
 
-def test_fuzz_expiry_times() -> None:
+@entry("expiry times", 1000,
+      ["zsn.wireguard.expiry:parse_when",
+       "zsn.wireguard.expiry:parse_stored"])
+def expiry_times() -> Fuzz:
     from zsn.wireguard import expiry
 
     def check(text: str) -> None:
@@ -754,13 +902,14 @@ def test_fuzz_expiry_times() -> None:
         if stored is not None:
             _accepted[0] += 1
 
-    fuzz("expiry times", st.one_of(
+    return st.one_of(
         st.text(max_size=30),
         st.sampled_from(["2030-01-01", "2030-01-01T10:00Z", "30d", "1d12h", "0d", "99999w",
                          "99999999999d", "2030-13-01", "2030-01-01T25:00",
-                         "2030-01-01T10:00:00+01:00"])),
-        check)
+                         "2030-01-01T10:00:00+01:00"])), check
 
+
+# -- WireGuard access rules -------------------------------------------------------------
 
 _acl_lines = st.one_of(
     _noise,
@@ -775,7 +924,8 @@ _acl_lines = st.one_of(
     st.sampled_from(["# comment", "", "  ", "Rule=allow any -> any"]))
 
 
-def test_fuzz_access_rules_file() -> None:
+@entry("access rules file", 2000, ["zsn.wireguard.policy:parse*"])
+def access_rules_file() -> Fuzz:
     from zsn.wireguard import policy
 
     def check(text: str) -> None:
@@ -784,10 +934,13 @@ def test_fuzz_access_rules_file() -> None:
             again = policy.parse(policy.render(read), "wg0", "again")
             assert again == read
 
-    fuzz("access rules file", _joined(st.lists(_acl_lines, max_size=12)), check)
+    return _joined(st.lists(_acl_lines, max_size=12)), check
 
 
-def test_fuzz_nft_table_listings() -> None:
+@entry("nft table listings", 1000,
+       ["zsn.system.nftables:decode", "zsn.wireguard.acl_table:decode",
+        "zsn.wireguard.acl_table:TableSpec.from_dict"])
+def nft_table_listings() -> Fuzz:
     from zsn.system import nftables
     from zsn.wireguard import acl_table
 
@@ -811,9 +964,9 @@ def test_fuzz_nft_table_listings() -> None:
                 assert acl_table.TableSpec.from_dict(live.spec.as_dict()) == live.spec
                 assert json.loads(json.dumps(rendered)) == rendered
 
-    fuzz("nft table listings", st.tuples(
+    return st.tuples(
         st.integers(0, 1),
         st.lists(st.tuples(st.integers(0, 6000), st.sampled_from(
             ["0", "9", '"', "{", "}", "[", "]", ",", "-1", "null", "true", "@", "x", " ",
              '"range"', '"prefix"', '"elem"', "4", "6", '"::"'])), max_size=3),
-        st.one_of(st.none(), _json_value.map(json.dumps))), check)
+        st.one_of(st.none(), _json_value.map(json.dumps))), check
