@@ -69,6 +69,7 @@ class DecodeError(ParseError):
     def __init__(self, source: str, field: str | None, reason: str) -> None:
         super().__init__(f"{field}: {reason}" if field else reason, None, source)
         self.field = field
+        self.reason = reason
 
 
 def from_json(data: str | bytes, kind: type[T], source: str, *,

@@ -460,6 +460,68 @@ def decoding_layer() -> Fuzz:
                      st.one_of(_hostile_toml, _noise), _timestamps, st.integers(0, 3)), check
 
 
+# -- the peer history store (SQLite) ------------------------------------------------
+
+
+def _recorded_store() -> tuple[bytes, Any]:
+    """A store holding the captured peer's life (the history tests' series), and the
+    last snapshot recorded into it."""
+    from tests.unit.test_wireguard_history import recorded_series
+    from zsn.system.host import Host
+    from zsn.wireguard.history import store_path
+
+    with tempfile.TemporaryDirectory(prefix="zsn-fuzz-") as folder:
+        host = Host(Path(folder))
+        (host.root / "var/lib").mkdir(parents=True)
+        last = recorded_series(host)
+        import sqlite3
+
+        db = sqlite3.connect(store_path(host))
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        return store_path(host).read_bytes(), last
+
+
+@entry("peer history store", 300, ["zsn.wireguard.history:*"])
+def history_store() -> Fuzz:
+    from zsn.system.host import Host
+    from zsn.wireguard.history import HistoryStore, read_peer, store_path
+    from zsn.wireguard.recorder import Recorder
+
+    real, last = _recorded_store()
+    [peer] = last.interfaces[0].peers
+    now = int(last.taken_at)
+    edits = st.lists(st.tuples(st.integers(0, len(real) - 1), st.binary(min_size=1, max_size=8)),
+                     max_size=6)
+
+    def check(change: tuple[list[tuple[int, bytes]], int]) -> None:
+        data = bytearray(real)
+        for where, noise in change[0]:
+            data[where:where + len(noise)] = noise
+        with tempfile.TemporaryDirectory(prefix="zsn-fuzz-") as folder:
+            host = Host(Path(folder))
+            store_path(host).parent.mkdir(parents=True)
+            store_path(host).write_bytes(bytes(data[:change[1]]))
+            store = only_typed_errors(lambda: HistoryStore.open(host, create=False))
+            if store is not None:
+                try:
+                    for read in (store.live_rows, store.peer_names, store.peer_ids,
+                                 lambda: store.recent_hours([1, 2], now // 3600 - 200,
+                                                            now // 3600),
+                                 lambda: store.latest_events([1, 2], 5),
+                                 lambda: read_peer(store, "zcaphs1", peer.public_key, now)):
+                        only_typed_errors(read)
+                finally:
+                    store.close()
+            recorder = Recorder(host)  # the write path: never raises, says why instead
+            recorded = recorder.record(last._replace(taken_at=last.taken_at + 7200),
+                                       flush=True)
+            recorder.close()
+            assert recorded.history_note is None or "\n" not in recorded.history_note
+
+    return st.tuples(edits, st.one_of(st.just(len(real)), st.integers(0, len(real)))), check
+
+
 # -- ZFS ---------------------------------------------------------------------------
 _zfs_words = st.sampled_from([
     "  pool: tank", " state: ONLINE", " state: DEGRADED", "config:", "",

@@ -94,7 +94,6 @@ NOT_YET = {
     "zsn.tries.store:Store.load",
     "zsn.tries.undo:Undo.from_dict",
     "zsn.tui.themes:theme_from_toml",
-    "zsn.wireguard.history:*",
     "zsn.wireguard.imports:_read_wg_easy_v15",
     "zsn.wireguard.imports:_read_v15_tables",
     "zsn.wireguard.kernel:parse_messages",

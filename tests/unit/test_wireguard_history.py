@@ -507,3 +507,97 @@ def test_zsn_serves_per_poll_hook_records_and_takes_expired_peers_off(host: Host
     recorder._LONG_RUNNING.pop(host).close()
     assert "#[disabled] [Peer]" in config.read_text()
     assert "expire" in [kind for kind, _ in events(host)]
+
+
+# -- a damaged store ---------------------------------------------------------------------
+
+
+def damage(host: Host, table: str) -> None:
+    """Overwrite the page holding `table`'s rows with noise, as a disk or a crash of
+    the file system might (the write-ahead log checkpointed first, so the page is in
+    the file)."""
+    path = store_path(host)
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        [(page,)] = db.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (table,))
+        [(size,)] = db.execute("PRAGMA page_size")
+    finally:
+        db.close()
+    with path.open("r+b") as handle:
+        handle.seek((page - 1) * size)
+        handle.write(bytes([0xA5]) * size)
+
+
+@pytest.mark.parametrize("table", ["peers", "live", "events"])
+def test_a_damaged_store_is_named_with_the_command_that_sets_it_aside(
+        host: Host, table: str) -> None:
+    recorded_series(host)
+    damage(host, table)
+    for args in (("wg", "record"), ("peer", "log", "zcaphs1", "phone")):
+        code, _out, err = run_zsn(host, *args)
+        assert "Traceback" not in err
+        if code == 0:  # wg record reads only what its poll needs (here: no interface)
+            continue
+        assert code == 1 and err.count("\n") == 1, err
+        assert f"{store_path(host)}: damaged (" in err
+        assert "set it aside with zsn wg record --reset-store" in err
+    code, _out, err = run_zsn(host, "wg", "record", "--reset-store")
+    assert code == 0, err
+    [aside] = store_path(host).parent.glob("history.sqlite.damaged-*")
+    assert "set aside as" in err and str(aside) in err
+    code, _out, err = run_zsn(host, "peer", "log", "zcaphs1", "phone")
+    assert code == 2 and "has not recorded it" in err  # a new store, empty
+
+
+@pytest.mark.parametrize(("statement", "column"), [
+    ("UPDATE peers SET first_seen = 'yesterday'", "first_seen: expected int, got str"),
+    ("UPDATE events SET kind = x'00ff'", "kind: expected str, got bytes"),
+    ("UPDATE live SET total_rx = 1.5", "total_rx: expected int, got float"),
+    ("UPDATE live SET endpoint = x'01'", "endpoint: expected str | null, got bytes"),
+])
+def test_a_value_of_the_wrong_type_in_the_store_names_its_column(
+        host: Host, statement: str, column: str) -> None:
+    recorded_series(host)
+    db = sqlite3.connect(store_path(host))
+    with db:
+        db.execute(statement)
+    db.close()
+    code, _out, err = run_zsn(host, "peer", "log", "zcaphs1", "phone")
+    assert code == 1 and err.count("\n") == 1, err
+    assert f"damaged ({column})" in err and "--reset-store" in err
+
+
+def test_serve_keeps_serving_live_wireguard_metrics_while_the_history_is_unreadable(
+        host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zsn.domains import domain
+    from zsn.exporter.collectors import Collector
+    from zsn.wireguard import export
+    from zsn.wireguard import recorder as recorder_module
+
+    last = recorded_series(host)
+    damage(host, "live")
+    monkeypatch.setattr(export, "read_wireguard", lambda host, cache=None: last)
+    monkeypatch.setattr(wireguard_lint, "lint", lambda host: [])
+    collector = Collector(domain("wireguard"), host, forced=True)
+    try:
+        reading = collector.refresh().result(timeout=60)
+        # the per-poll hook (the recorder) ran after the reading, and failed in words
+        recorder = wait_for_recorder(recorder_module, host)
+    finally:
+        collector.close()
+        recorder_module._LONG_RUNNING.pop(host, None)
+    text = reading.metrics.decode()
+    assert f'wireguard_received_bytes_total{{interface="zcaphs1",public_key="{CLIENT}"' in text
+    [error] = reading.errors
+    assert error.startswith("history: ") and "damaged (" in error and "--reset-store" in error
+    assert recorder.note is not None and "--reset-store" in recorder.note
+
+
+def wait_for_recorder(module: object, host: Host) -> Recorder:
+    from tests.lab.netns import wait_for
+
+    recorders: dict[Host, Recorder] = module._LONG_RUNNING  # type: ignore[attr-defined]
+    wait_for(lambda: host in recorders and recorders[host].note is not None, 30,
+             "the per-poll hook's recording")
+    return recorders[host]

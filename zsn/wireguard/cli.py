@@ -131,8 +131,12 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
                          help="wg-easy v14: its container's environment (docker env file or "
                               ".env with WG_HOST, WG_PORT, WG_DEFAULT_DNS ...)")
     add_dry_run(imports)
-    wgs.add_parser("record", help="read every interface once and record its peers' history "
-                   "(what the zsn-history timer runs where neither the TUI nor zsn serve do)")
+    record = wgs.add_parser("record", help="read every interface once and record its peers' "
+                            "history (what the zsn-history timer runs where neither the TUI "
+                            "nor zsn serve do)")
+    record.add_argument("--reset-store", action="store_true",
+                        help="first set the history store aside (renamed beside itself), "
+                             "e.g. when it is damaged, and start a new one")
     check = wgs.add_parser("lint", help="check the configs; exit 1 when there are errors")
     check.add_argument("--json", action="store_true", help="print findings as JSON")
     rules = wgs.add_parser("acl", help="access rules: peer groups, ordered allow/deny rules, "
@@ -241,9 +245,15 @@ def _peer_log(args: argparse.Namespace, host: Host) -> int:
     return EXIT_OK
 
 
-def _record(host: Host) -> int:
+def _record(host: Host, reset: bool) -> int:
+    from zsn.wireguard.history import reset_store
     from zsn.wireguard.live import read_wireguard
     from zsn.wireguard.recorder import record_once
+
+    if reset:
+        aside = reset_store(host)
+        print(f"history store set aside as {safe(str(aside))}; history starts anew"
+              if aside else "no history store to set aside", file=sys.stderr)
 
     failures: list[str] = []
 
@@ -279,7 +289,7 @@ def run_peer(args: argparse.Namespace, host: Host) -> int:
 
 def run_wg(args: argparse.Namespace, host: Host) -> int:
     if args.action == "record":
-        return _record(host)
+        return _record(host, args.reset_store)
     if args.action == "acl":
         return run_acl(args, host)
     if args.action == "lint":

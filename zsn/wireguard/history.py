@@ -23,18 +23,23 @@ traffic; hours with no traffic at the end of a period take no room
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import sqlite3
 import stat
 import struct
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from zsn import decode
 from zsn.errors import ZsnError
 from zsn.system.host import Host
+
+T = TypeVar("T")
 
 STORE_PATH = "/var/lib/zsn/history.sqlite"
 SCHEMA_VERSION = 1
@@ -44,6 +49,8 @@ _PEER_BITS = 24
 """A closed period's row id is ``period << 24 | peer``: ascending ids append."""
 BUSY_TIMEOUT_MS = 5000
 """How long a write waits for another zsn process's transaction to end."""
+RESET_COMMAND = "zsn wg record --reset-store"
+"""What sets a damaged store aside (`reset_store`): named in every error about one."""
 
 _SCHEMA = """
 CREATE TABLE peers (
@@ -94,6 +101,15 @@ CREATE INDEX events_of_peer ON events (peer, at);
 
 class HistoryError(ZsnError):
     """The store cannot be opened, read or written (named, with the reason)."""
+
+
+class DamagedStoreError(HistoryError):
+    """The store's file is damaged (pages SQLite cannot read, another file in its place,
+    a value of the wrong type): named with the command that sets it aside."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: damaged ({reason}): set it aside with {RESET_COMMAND} "
+                         "(history then starts anew)")
 
 
 # -- amounts: two bytes per hour and direction -------------------------------------
@@ -174,6 +190,78 @@ class HourAmounts(NamedTuple):
     tx: int
 
 
+# The rows of the store's queries, as they are decoded (`HistoryStore._rows`): SQLite
+# keeps any value in any column, so each is checked to have its column's type.
+
+
+class _StoredLive(NamedTuple):
+    interface: str
+    public_key: str
+    peer: int
+    instance: str
+    sampled_at: int
+    rx: int
+    tx: int
+    total_rx: int
+    total_tx: int
+    hour: int
+    hour_rx: int
+    hour_tx: int
+    handshake: int | None
+    endpoint: str | None
+    connected: int
+    since: int | None
+    last_seen: int | None
+
+    def live_row(self) -> LiveRow:
+        return LiveRow(self.peer, self.instance, self.sampled_at, self.rx, self.tx,
+                       self.total_rx, self.total_tx, self.hour, self.hour_rx, self.hour_tx,
+                       self.handshake, self.endpoint, bool(self.connected), self.since,
+                       self.last_seen)
+
+
+_LIVE_QUERY = ("SELECT p.interface, p.public_key, l.peer, l.instance, l.sampled_at, l.rx, "
+               "l.tx, l.total_rx, l.total_tx, l.hour, l.hour_rx, l.hour_tx, l.handshake, "
+               "l.endpoint, l.connected, l.since, l.last_seen FROM live l "
+               "JOIN peers p ON p.id = l.peer")
+
+
+class _PeerRow(NamedTuple):
+    id: int
+    interface: str
+    public_key: str
+    name: str | None
+    first_seen: int
+
+
+class _Period(NamedTuple):
+    """A period's hour codes: ``key`` is the closed row's id or the open one's period."""
+
+    key: int
+    data: bytes
+
+
+class _OpenPeriod(NamedTuple):
+    peer: int
+    period: int
+    data: bytes
+
+
+class _LiveHour(NamedTuple):
+    peer: int
+    hour: int
+    rx: int
+    tx: int
+
+
+class _PeerEvent(NamedTuple):
+    peer: int
+    at: int
+    kind: str
+    endpoint: str | None
+    seconds: int | None
+
+
 # -- the store -------------------------------------------------------------------------
 
 
@@ -181,6 +269,24 @@ def store_path(host: Host) -> Path:
     """Where the store is: under --root, its folders' links followed inside the tree
     (the store itself must not be a link: `HistoryStore` refuses one)."""
     return host.resolve(posixpath.dirname(STORE_PATH)) / posixpath.basename(STORE_PATH)
+
+
+def reset_store(host: Host) -> Path | None:
+    """Set the store aside (renamed beside itself with its write-ahead log, for a human
+    to look at or delete) so the next recording starts a new one: what `RESET_COMMAND`
+    does. The name it now has; None when there was no store."""
+    path = store_path(host)
+    if _lstat(path) is None:
+        return None
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if _lstat(part) is not None:
+            try:
+                os.replace(part, aside.with_name(aside.name + suffix))
+            except OSError as exc:
+                raise HistoryError(f"{part}: cannot be set aside ({_reason(exc)})") from exc
+    return aside
 
 
 class HistoryStore:
@@ -199,12 +305,18 @@ class HistoryStore:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                                        check_same_thread=False)
         except sqlite3.Error as exc:
-            raise HistoryError(f"{path}: cannot be opened ({exc})") from exc
+            raise self._failure(exc, "cannot be opened") from None
         try:
             if create:
                 os.chmod(path, 0o600)  # endpoints are where people are
             self._setup(create)
-        except (sqlite3.Error, OSError) as exc:
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise self._failure(exc) from None
+        except UnicodeDecodeError:  # its header's text
+            self._db.close()
+            raise DamagedStoreError(path, "text that is not UTF-8") from None
+        except OSError as exc:
             self._db.close()
             raise HistoryError(f"{path}: {_reason(exc)}") from exc
         except HistoryError:
@@ -215,10 +327,42 @@ class HistoryStore:
     def open(cls, host: Host, *, create: bool = True) -> HistoryStore:
         return cls(store_path(host), create=create)
 
+    def _failure(self, exc: sqlite3.Error, doing: str | None = None) -> HistoryError:
+        """The error to report for `exc`: a damaged file is named with `RESET_COMMAND`."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or \
+                type(exc) in (sqlite3.DatabaseError, sqlite3.DataError):
+            return DamagedStoreError(self.path, str(exc))
+        return HistoryError(f"{self.path}: {doing + ' (' if doing else ''}{_reason(exc)}"
+                            f"{')' if doing else ''}")
+
+    def _rows(self, kind: type[T], query: str, parameters: Sequence[Any] = ()) -> list[T]:
+        """The rows `query` finds, each checked to be a `kind` (its columns' types)."""
+        try:
+            rows = self._db.execute(query, parameters).fetchall()
+        except sqlite3.Error as exc:
+            raise self._failure(exc, "cannot be read") from None
+        except UnicodeDecodeError:  # a TEXT value that is not UTF-8
+            raise DamagedStoreError(self.path, "text that is not UTF-8") from None
+        try:
+            return [decode.convert(row, kind, str(self.path)) for row in rows]
+        except decode.DecodeError as exc:
+            columns = getattr(kind, "_fields", ())
+            index = (exc.field or "").strip("[]")
+            column = columns[int(index)] if index.isdigit() and int(index) < len(columns) \
+                else exc.field
+            raise DamagedStoreError(self.path, f"{column}: {exc.reason}" if column
+                                    else exc.reason) from None
+
+    def _value(self, query: str) -> int:
+        """One number (a pragma's)."""
+        [(value,)] = self._rows(tuple[int], query)
+        return value
+
     def _setup(self, create: bool) -> None:
         db = self._db
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
+        version = self._value("PRAGMA user_version")
         if version > SCHEMA_VERSION:
             raise HistoryError(f"{self.path}: schema version {version} is newer than this "
                                f"zsn's ({SCHEMA_VERSION}); not read or written")
@@ -250,60 +394,62 @@ class HistoryStore:
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: cannot write ({_reason(exc)})") from exc
+            raise self._failure(exc, "cannot write") from None
         try:
             yield db
-        except BaseException:
-            db.execute("ROLLBACK")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):  # a damaged file may refuse that too
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc, "cannot write") from None
             raise
         try:
             db.execute("COMMIT")
         except sqlite3.Error as exc:
-            db.execute("ROLLBACK")
-            raise HistoryError(f"{self.path}: cannot write ({_reason(exc)})") from exc
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise self._failure(exc, "cannot write") from None
 
     def data_version(self) -> int:
         """Changes whenever another connection (another zsn process) committed."""
-        value: int = self._db.execute("PRAGMA data_version").fetchone()[0]
-        return value
+        return self._value("PRAGMA data_version")
 
     # -- reads ----------------------------------------------------------------------
     def peer_ids(self, interface: str | None = None) -> dict[PeerKey, int]:
-        query = "SELECT interface, public_key, id FROM peers"
-        rows = self._db.execute(query + " WHERE interface = ?", (interface,)) \
-            if interface is not None else self._db.execute(query)
-        return {PeerKey(row[0], row[1]): row[2] for row in rows}
+        query = "SELECT id, interface, public_key, name, first_seen FROM peers"
+        rows = self._rows(_PeerRow, query + " WHERE interface = ?", (interface,)) \
+            if interface is not None else self._rows(_PeerRow, query)
+        return {PeerKey(row.interface, row.public_key): row.id for row in rows}
 
     def peer_names(self) -> dict[int, tuple[PeerKey, str | None, int]]:
         """Every peer ever seen: (key, last known name, first seen) by id."""
-        return {row[0]: (PeerKey(row[1], row[2]), row[3], row[4]) for row in self._db.execute(
-            "SELECT id, interface, public_key, name, first_seen FROM peers")}
+        return {row.id: (PeerKey(row.interface, row.public_key), row.name, row.first_seen)
+                for row in self._rows(_PeerRow, "SELECT id, interface, public_key, name, "
+                                                "first_seen FROM peers")}
 
     def live_rows(self) -> dict[PeerKey, LiveRow]:
-        rows = self._db.execute(
-            "SELECT p.interface, p.public_key, l.* FROM live l JOIN peers p ON p.id = l.peer")
-        return {PeerKey(row[0], row[1]): _live_row(row[2:]) for row in rows}
+        return {PeerKey(row.interface, row.public_key): row.live_row()
+                for row in self._rows(_StoredLive, _LIVE_QUERY)}
 
     def hourly(self, peer: int, first_hour: int, last_hour: int) -> list[HourAmounts]:
         """Bytes per hour of `peer` from `first_hour` to `last_hour` (inclusive), the
         hours with no record as zeros; the hour being counted comes from `live`."""
         amounts: dict[int, tuple[int, int]] = {}
         first_period, last_period = period_of(first_hour), period_of(last_hour)
-        for period, data in self._db.execute(
-                "SELECT id >> ?, data FROM closed_period WHERE id IN "
+        for period, data in self._rows(
+                _Period, "SELECT id >> ?, data FROM closed_period WHERE id IN "
                 f"({', '.join('?' * (last_period - first_period + 1))})",
                 (_PEER_BITS, *(period << _PEER_BITS | peer
                                for period in range(first_period, last_period + 1)))):
             _add_period(amounts, period, data, first_hour, last_hour)
-        row = self._db.execute("SELECT period, data FROM open_period WHERE peer = ?",
-                               (peer,)).fetchone()
-        if row is not None:
-            _add_period(amounts, row[0], row[1], first_hour, last_hour)
-        live = self._db.execute("SELECT hour, hour_rx, hour_tx FROM live WHERE peer = ?",
-                                (peer,)).fetchone()
-        if live is not None and first_hour <= live[0] <= last_hour:
-            rx, tx = amounts.get(live[0], (0, 0))
-            amounts[live[0]] = (rx + live[1], tx + live[2])
+        for period, data in self._rows(
+                _Period, "SELECT period, data FROM open_period WHERE peer = ?", (peer,)):
+            _add_period(amounts, period, data, first_hour, last_hour)
+        for live in self._rows(_LiveHour, "SELECT peer, hour, hour_rx, hour_tx FROM live "
+                                          "WHERE peer = ?", (peer,)):
+            if first_hour <= live.hour <= last_hour:
+                rx, tx = amounts.get(live.hour, (0, 0))
+                amounts[live.hour] = (rx + live.rx, tx + live.tx)
         return [HourAmounts(hour, *amounts.get(hour, (0, 0)))
                 for hour in range(first_hour, last_hour + 1)]
 
@@ -313,18 +459,20 @@ class HistoryStore:
         wanted = set(peers)
         amounts: dict[int, dict[int, tuple[int, int]]] = {peer: {} for peer in wanted}
         first_period, last_period = period_of(first_hour), period_of(last_hour)
-        for row_id, data in self._db.execute(
-                "SELECT id, data FROM closed_period WHERE id >= ? AND id < ?",
+        for row_id, data in self._rows(
+                _Period, "SELECT id, data FROM closed_period WHERE id >= ? AND id < ?",
                 (first_period << _PEER_BITS, (last_period + 1) << _PEER_BITS)):
             peer = row_id & ((1 << _PEER_BITS) - 1)
             if peer in wanted:
                 _add_period(amounts[peer], row_id >> _PEER_BITS, data, first_hour, last_hour)
-        for peer, period, data in self._db.execute(
-                "SELECT peer, period, data FROM open_period WHERE period >= ?", (first_period,)):
+        for peer, period, data in self._rows(
+                _OpenPeriod, "SELECT peer, period, data FROM open_period WHERE period >= ?",
+                (first_period,)):
             if peer in wanted:
                 _add_period(amounts[peer], period, data, first_hour, last_hour)
-        for peer, hour, rx, tx in self._db.execute(
-                "SELECT peer, hour, hour_rx, hour_tx FROM live WHERE hour >= ?", (first_hour,)):
+        for peer, hour, rx, tx in self._rows(
+                _LiveHour, "SELECT peer, hour, hour_rx, hour_tx FROM live WHERE hour >= ?",
+                (first_hour,)):
             if peer in wanted and hour <= last_hour:
                 old_rx, old_tx = amounts[peer].get(hour, (0, 0))
                 amounts[peer][hour] = (old_rx + rx, old_tx + tx)
@@ -337,20 +485,35 @@ class HistoryStore:
         """The newest `limit` events of each of `peers` from `since` on, oldest first."""
         wanted = set(peers)
         found: dict[int, list[Event]] = {}
-        for peer, *event in self._db.execute(
-                "SELECT peer, at, kind, endpoint, seconds FROM (SELECT *, row_number() OVER "
-                "(PARTITION BY peer ORDER BY at DESC, id DESC) AS n FROM events WHERE at >= ?) "
-                "WHERE n <= ? ORDER BY peer, at, id", (since, limit)):
-            if peer in wanted:
-                found.setdefault(peer, []).append(Event(*event))
+        for row in self._rows(
+                _PeerEvent, "SELECT peer, at, kind, endpoint, seconds FROM (SELECT *, "
+                "row_number() OVER (PARTITION BY peer ORDER BY at DESC, id DESC) AS n FROM "
+                "events WHERE at >= ?) WHERE n <= ? ORDER BY peer, at, id", (since, limit)):
+            if row.peer in wanted:
+                found.setdefault(row.peer, []).append(Event(*row[1:]))
         return found
+
+    def read_peer(self, interface: str, public_key: str, now: int, *, hours: int,
+                  events: int) -> PeerHistory | None:
+        """`read_peer`'s work (the store's rows stay its own)."""
+        found = self._rows(_PeerRow, "SELECT id, interface, public_key, name, first_seen "
+                                     "FROM peers WHERE interface = ? AND public_key = ?",
+                           (interface, public_key))
+        if not found:
+            return None
+        peer = found[0].id
+        live = self._rows(_StoredLive, _LIVE_QUERY + " WHERE l.peer = ?", (peer,))
+        last_hour = now // 3600
+        return PeerHistory(found[0].first_seen, live[0].live_row() if live else None,
+                           self.hourly(peer, last_hour - hours + 1, last_hour),
+                           self.events(peer, events))
 
     def events(self, peer: int, limit: int = 1000, since: int | None = None) -> list[Event]:
         """The newest `limit` events of `peer` (from `since` on), oldest first."""
-        rows = self._db.execute(
-            "SELECT at, kind, endpoint, seconds FROM events WHERE peer = ? AND at >= ? "
-            "ORDER BY at DESC, id DESC LIMIT ?", (peer, since or 0, limit)).fetchall()
-        return [Event(*row) for row in reversed(rows)]
+        rows = self._rows(
+            Event, "SELECT at, kind, endpoint, seconds FROM events WHERE peer = ? AND at >= ? "
+            "ORDER BY at DESC, id DESC LIMIT ?", (peer, since or 0, limit))
+        return rows[::-1]
 
     # -- writes (inside `transaction()`) ---------------------------------------------
     def add_peer(self, db: sqlite3.Connection, key: PeerKey, name: str | None,
@@ -388,13 +551,13 @@ class HistoryStore:
             by_peer.setdefault(peer, []).append(amounts)
         archive: list[tuple[int, bytes]] = []
         for peer, hours in sorted(by_peer.items()):
-            row = db.execute("SELECT period, data FROM open_period WHERE peer = ?",
-                             (peer,)).fetchone()
-            period, data = (row[0], bytes(row[1])) if row else (None, b"")
+            rows = self._rows(_Period, "SELECT period, data FROM open_period WHERE peer = ?",
+                              (peer,))
+            period, data = (rows[0].key, rows[0].data) if rows else (None, b"")
             for amounts in sorted(hours):
                 hour_period = period_of(amounts.hour)
                 if period is not None and hour_period < period:
-                    _merge_closed(db, peer, amounts)  # a late hour of a closed period
+                    self._merge_closed(db, peer, amounts)  # a late hour of a closed period
                     continue
                 if period is not None and hour_period != period and data:
                     archive.append((period << _PEER_BITS | peer, data))
@@ -407,14 +570,16 @@ class HistoryStore:
         if archive:
             db.executemany("INSERT OR REPLACE INTO closed_period VALUES (?, ?)", sorted(archive))
 
+    def _merge_closed(self, db: sqlite3.Connection, peer: int, amounts: HourAmounts) -> None:
+        row_id = period_of(amounts.hour) << _PEER_BITS | peer
+        rows = self._rows(_Period, "SELECT id, data FROM closed_period WHERE id = ?", (row_id,))
+        data = _put_hour(rows[0].data if rows else b"", amounts.hour % PERIOD_HOURS,
+                         amounts.rx, amounts.tx)
+        db.execute("INSERT OR REPLACE INTO closed_period VALUES (?, ?)", (row_id, data))
+
     def add_events(self, db: sqlite3.Connection, events: Iterable[tuple[int, Event]]) -> None:
         db.executemany("INSERT INTO events (peer, at, kind, endpoint, seconds) "
                        "VALUES (?, ?, ?, ?, ?)", [(peer, *event) for peer, event in events])
-
-
-def _live_row(values: tuple[object, ...]) -> LiveRow:
-    row = LiveRow(*values)  # type: ignore[arg-type]
-    return row._replace(connected=bool(row.connected))
 
 
 def _put_hour(data: bytes, slot: int, rx: int, tx: int) -> bytes:
@@ -427,14 +592,6 @@ def _put_hour(data: bytes, slot: int, rx: int, tx: int) -> bytes:
     values[2 * slot] += rx
     values[2 * slot + 1] += tx
     return b"".join(encode_amount(value) for value in values)
-
-
-def _merge_closed(db: sqlite3.Connection, peer: int, amounts: HourAmounts) -> None:
-    row_id = period_of(amounts.hour) << _PEER_BITS | peer
-    row = db.execute("SELECT data FROM closed_period WHERE id = ?", (row_id,)).fetchone()
-    data = _put_hour(bytes(row[0]) if row else b"", amounts.hour % PERIOD_HOURS,
-                     amounts.rx, amounts.tx)
-    db.execute("INSERT OR REPLACE INTO closed_period VALUES (?, ?)", (row_id, data))
 
 
 def _add_period(amounts: dict[int, tuple[int, int]], period: int, data: bytes,
@@ -507,16 +664,7 @@ class PeerHistory(NamedTuple):
 def read_peer(store: HistoryStore, interface: str, public_key: str, now: int, *,
               hours: int = 30 * 24, events: int = 1000) -> PeerHistory | None:
     """`public_key` on `interface` as the store has it; ``None`` when never recorded."""
-    row = store._db.execute("SELECT id, first_seen FROM peers WHERE interface = ? AND "
-                            "public_key = ?", (interface, public_key)).fetchone()
-    if row is None:
-        return None
-    peer, first_seen = row
-    live = store._db.execute("SELECT * FROM live WHERE peer = ?", (peer,)).fetchone()
-    last_hour = now // 3600
-    return PeerHistory(first_seen, _live_row(live) if live else None,
-                       store.hourly(peer, last_hour - hours + 1, last_hour),
-                       store.events(peer, events))
+    return store.read_peer(interface, public_key, now, hours=hours, events=events)
 
 
 def buckets(hours: list[HourAmounts], size: int) -> list[tuple[int, int]]:

@@ -93,6 +93,8 @@ class PeerDetailsScreen(ModalScreen[None]):
                 return  # no history (yet): the rows say so
             try:
                 found = read_peer(store, interface, key, now, events=5)
+            except ZsnError:
+                return  # a damaged store: the pane's status line says so (the recorder's)
             finally:
                 store.close()
             self.app.call_from_thread(self._history_loaded, found)
