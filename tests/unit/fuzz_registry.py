@@ -460,6 +460,78 @@ def decoding_layer() -> Fuzz:
                      st.one_of(_hostile_toml, _noise), _timestamps, st.integers(0, 3)), check
 
 
+# -- zsn serve: HTTP request heads and the web config --------------------------------
+
+_head_lines = st.sampled_from([
+    "GET /metrics HTTP/1.1", "GET / HTTP/1.0", "HEAD /export.json?collect[]=x HTTP/1.1",
+    "GET  /metrics HTTP/1.1", "GET /metrics HTTP/2", "Host: x", "Host: y", "host:z",
+    "Content-Length: 0", "Content-Length: 30", "content-length:0", "Content-Length: -1",
+    "Transfer-Encoding: chunked", "Connection: close", "Connection: keep-alive",
+    "Authorization: Basic cHJvbWV0aGV1czp4", " Folded: header", "NoColon", ": empty",
+    "X-Prometheus-Scrape-Timeout-Seconds: 1e309", "GET /%ff%00 HTTP/1.1"])
+
+
+@entry("HTTP request heads", 1000,
+       ["zsn.exporter.serve:parse_head", "zsn.exporter.serve:parse_listen"])
+def http_request_heads() -> Fuzz:
+    from zsn.exporter import serve
+
+    heads = st.one_of(
+        st.binary(max_size=300),
+        st.lists(st.one_of(_head_lines, _noise), max_size=10).map(
+            lambda lines: "\r\n".join(lines).encode("utf-8", "surrogatepass") + b"\r\n\r\n"))
+
+    def check(value: tuple[bytes, str]) -> None:
+        head, listen = value
+        request = only_typed_errors(lambda: serve.parse_head(head))
+        if request is not None:
+            assert request.method and request.path is not None
+            assert request.headers.get("content-length", "0") == "0"
+            assert "transfer-encoding" not in request.headers
+            lengths = [line for line in head.lower().split(b"\r\n")
+                       if line.startswith(b"content-length:")]
+            assert len(lengths) <= 1  # never two readings of where the request ends
+        found = only_typed_errors(lambda: serve.parse_listen(listen))
+        if found is not None:
+            assert 0 <= found[1] <= 65535
+
+    return st.tuples(heads, st.one_of(_noise, st.sampled_from(
+        ["127.0.0.1:9586", "[::1]:0", ":9586", "0.0.0.0:65536", "x:-1", "[::]:1"]))), check
+
+
+_web_fragments = st.sampled_from([
+    "tls_server_config:", "  cert_file: zsn.crt", "  key_file: zsn.key",
+    "  client_auth_type: RequireAndVerifyClientCert", "  client_ca_file: ca.crt",
+    "  min_version: TLS13", "  cipher_suites: [TLS_AES_128_GCM_SHA256]",
+    "  curve_preferences: [CurveP256]", "http_server_config:", "  headers:",
+    "    X-Frame-Options: deny", "    Server: zsn", "basic_auth_users:",
+    '  prometheus: "$2b$04$41jY7QOMXrXPyYSCl96am.vfCZXcpbIjFT0QIHOEvWstf/sQQmoVq"',
+    '  other: "$2b$99$41jY7QOMXrXPyYSCl96am.vfCZXcpbIjFT0QIHOEvWstf/sQQmoVq"',
+    '  broken: "$2b$04$AAAAAAAAAAAAAAAAAAAAAAvfCZXcpbIjFT0QIHOEvWstf/sQQmoVq"',
+    "rate_limit:", "  interval: 1m30s", "  burst: 3", "  interval: 1d", "  burst: -1",
+    "colour: blue", "- x", "&a [1]", "*a", "", "  ", "# c"])
+
+
+@entry("web config", 1000,
+       ["zsn.exporter.webconfig:parse", "zsn.exporter.webconfig:bcrypt_cost"])
+def web_config() -> Fuzz:
+    from zsn.exporter import webconfig
+
+    texts = st.one_of(_hostile_yaml, _noise, st.lists(st.one_of(_web_fragments, _noise),
+                                                      max_size=12).map("\n".join))
+
+    def check(text: str) -> None:
+        parsed = only_typed_errors(lambda: webconfig.parse(text, Path("/etc/zsn"), "web.yml"))
+        if parsed is not None:
+            settings, named = parsed
+            assert set(settings) == {"tls", "headers", "users", "rate_limit"}
+            assert all(path.is_absolute() for path in named)
+            for user, hashed in settings["users"].items():
+                assert webconfig.bcrypt_cost(hashed, user) in webconfig.BCRYPT_COSTS
+
+    return texts, check
+
+
 # -- the peer history store (SQLite) ------------------------------------------------
 
 

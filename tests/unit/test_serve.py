@@ -136,7 +136,7 @@ def test_routes_and_methods(fake_sections: dict[str, ModuleType], tmp_path: Path
         assert server.get("/nope")[0] == 404
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
-            assert read_all(sock).split()[1] == b"413"
+            assert read_all(sock).split()[1] == b"400"
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(b"DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             assert sock.recv(100).split()[1] == b"405"
@@ -311,3 +311,36 @@ def test_every_collector_starts_reading_when_serve_starts_not_at_the_first_scrap
         status, text = server.get("/metrics?collect[]=slow")
     assert status == 200
     assert collector_lines(text, "slow")[0] == 1
+
+
+def test_a_connection_that_sends_nothing_is_cut_at_the_head_deadline(
+        fake_sections: dict[str, ModuleType], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not at the keep-alive idle time (60 s): a silent connection holds a slot no longer
+    than one that trickles a byte a second."""
+    monkeypatch.setattr(serve, "HEAD_SECONDS", 2.0)
+    with running(tmp_path) as server, socket.create_connection(
+            ("127.0.0.1", server.port), timeout=20) as silent:
+        started = time.monotonic()
+        assert silent.recv(100) == b""  # closed by the server, no answer
+        assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("headers", [
+    b"Content-Length: 0\r\nContent-Length: 30\r\n",
+    b"Content-Length: 30\r\nContent-Length: 0\r\n",
+    b"Content-Length: 30\r\n",
+    b"Transfer-Encoding: chunked\r\n",
+    b"Host: other\r\n",
+])
+def test_conflicting_lengths_and_request_bodies_get_400_and_the_connection_closed(
+        fake_sections: dict[str, ModuleType], tmp_path: Path, headers: bytes) -> None:
+    """What follows such a head (a body, or a second request hidden as one) is never
+    served: one answer, 400, and the end of the connection."""
+    hidden = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"  # 30 bytes
+    with running(tmp_path) as server, socket.create_connection(
+            ("127.0.0.1", server.port), timeout=20) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n" + hidden)
+        reply = read_all(sock)
+    assert reply.split()[1] == b"400"
+    assert reply.count(b"HTTP/1.1 ") == 1 and b"zsn_" not in reply

@@ -106,6 +106,15 @@ def test_zsn_and_promtool_agree_on_what_a_web_config_is(tmp_path: Path, pki: Pki
     ("tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
      "  curve_preferences: [X25519, CurveP256]\n", "one NIST curve"),
     ("basic_auth_users:\n  prometheus: secret\n", "is not a bcrypt hash"),
+    # a hash no login can match: refused when read, as the toolkit refuses it
+    (f'basic_auth_users:\n  prometheus: "{HASH[:4]}99{HASH[6:]}"\n',
+     "bcrypt cost 99 is not between 4 and 31"),
+    (f'basic_auth_users:\n  prometheus: "{HASH[:4]}03{HASH[6:]}"\n',
+     "bcrypt cost 3 is not between 4 and 31"),
+    (f'basic_auth_users:\n  prometheus: "{HASH[:7]}{"A" * 22}{HASH[29:]}"\n',
+     "its salt is not one bcrypt can use"),
+    (f'basic_auth_users:\n  prometheus: "{HASH[:7]}{"!" * 22}{HASH[29:]}"\n',
+     "is not a bcrypt hash"),
 ])
 def test_what_python_cannot_honour_is_refused_not_weakened(
         tmp_path: Path, pki: Pki, text: str, reason: str) -> None:
@@ -177,10 +186,10 @@ def test_a_changed_config_takes_effect_at_once(served: tuple[int, Path], pki: Pk
     path.write_text(VALID.replace(HASH, other) + "\n")
     assert https(port, ca=pki.ca_cert)[0] == 401
     assert https(port, password="new password", ca=pki.ca_cert)[0] == 200
-    # broken: nothing is served with the old settings (no TLS handshake either)
+    # broken: the last good settings stay in force until it is fixed
     path.write_text(VALID + "colour: blue\n")
-    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-        https(port, password="new password", ca=pki.ca_cert)
+    assert https(port, ca=pki.ca_cert)[0] == 401
+    assert https(port, password="new password", ca=pki.ca_cert)[0] == 200
     path.write_text(VALID)
     assert https(port, ca=pki.ca_cert)[0] == 200
 
@@ -219,6 +228,62 @@ def test_beyond_loopback_needs_tls_and_client_authentication(tmp_path: Path, pki
     with pytest.raises(ZsnError, match="needs client authentication"):
         WebConfig.load(Host(), str(no_auth)).require_remote_safe()
     WebConfig.load(Host(), str(config(tmp_path, VALID))).require_remote_safe()
+
+
+@pytest.mark.parametrize("change", [
+    "users removed", "emptied", "TLS removed", "broken", "unreadable", "too deep"])
+def test_a_reread_config_is_held_to_the_rules_of_the_start(
+        fake_sections: dict[str, ModuleType], tmp_path: Path, pki: Pki,
+        caplog: pytest.LogCaptureFixture, change: str) -> None:
+    """Beyond loopback, a config without TLS or users is refused at the start; one that
+    becomes so while zsn serves (or that cannot be read any more) is refused too: the
+    last good one stays in force and one line in the log says why."""
+    write_tls(tmp_path, pki)
+    path = config(tmp_path, VALID)
+    new_text = {"users removed": VALID.split("basic_auth_users:")[0], "emptied": "",
+                "TLS removed": VALID.split("http_server_config:")[1].join(
+                    ["http_server_config:", ""]),
+                "broken": VALID + "colour: blue\n", "unreadable": None,
+                "too deep": "basic_auth_users: " + "[" * 100 + "]" * 100}[change]
+    with running(tmp_path, "--listen", "0.0.0.0:0", "--web-config", "/web.yml",
+                 "steady") as server:
+        assert https(server.port, ca=pki.ca_cert)[0] == 200
+        caplog.clear()
+        if new_text is None:
+            path.unlink()
+        else:
+            path.write_text(new_text)
+        # still TLS, still the user's password: nobody else gets the metrics
+        assert https(server.port, user=None, ca=pki.ca_cert)[0] == 401
+        status, _headers, body = https(server.port, ca=pki.ca_cert)
+        assert status == 200 and "zsn_steady_value" in body
+        [line] = [r.getMessage() for r in caplog.records
+                  if r.name == "zsn.exporter.serve" and "web config" in r.getMessage()]
+        assert "last good one stays in force" in line and str(path) in line
+        assert "\n" not in line
+        path.write_text(VALID)  # fixed: in force again
+        assert https(server.port, ca=pki.ca_cert)[0] == 200
+
+
+def test_an_unknown_user_costs_a_check_at_the_highest_cost_in_use(tmp_path: Path) -> None:
+    """The toolkit's rule: a wrong password of a known user and any password of an
+    unknown one take the same bcrypt work, so the timing tells no names."""
+    cheap = bcrypt.hashpw(b"other", bcrypt.gensalt(4)).decode()
+    costly = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(12)).decode()
+    path = config(tmp_path, f'basic_auth_users:\n  cheap: "{cheap}"\n  prometheus: "{costly}"\n')
+    web = WebConfig.load(Host(), str(path))
+    settings = web.current()
+    assert settings.unknown_user_hash.startswith("$2b$12$")
+
+    def timed(user: str, password: str) -> float:
+        header = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        started = time.perf_counter()
+        assert not web.check_basic(settings, header)
+        return time.perf_counter() - started
+
+    known = min(timed("prometheus", f"wrong {n}") for n in range(3))
+    unknown = min(timed("nobody", f"wrong {n}") for n in range(3))
+    assert unknown > known / 2, (known, unknown)
 
 
 def test_checks_are_cached_and_unknown_users_cost_the_same(tmp_path: Path, pki: Pki) -> None:

@@ -12,7 +12,8 @@ front of one `zsn.exporter.collectors.Collector` per registered section:
 
 Bounds, so a client cannot hurt the scrapes of others: at most `MAX_CONNECTIONS`
 connections (`MAX_CONNECTIONS_PER_CLIENT` from one address), the request head within
-`HEAD_SECONDS` and `HEAD_BYTES` (one byte a second is cut off), no request bodies,
+`HEAD_SECONDS` and `HEAD_BYTES` (one byte a second is cut off, and so is a connection
+that sends nothing), no request bodies (400, as two Content-Length headers are),
 responses written within `WRITE_SECONDS`, idle keep-alive connections closed after
 `IDLE_SECONDS`. Listening anywhere but loopback needs a web config (`zsn.exporter.webconfig`:
 TLS and basic auth, as Prometheus' own exporters read it).
@@ -69,6 +70,8 @@ WRITE_SECONDS = 30.0
 MAX_REQUESTS_PER_CONNECTION = 10_000
 LINGER_SECONDS = 1.0
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+SINGLE_HEADERS = frozenset({"content-length", "transfer-encoding", "host", "authorization"})
+"""Headers a request may give once: a second is refused, not merged or overridden."""
 
 log = logging.getLogger("zsn.exporter.serve")
 
@@ -98,7 +101,7 @@ class ListenError(ZsnError):
     """The address cannot be listened on (in use, not here): exit 1, not bad input."""
 
 
-class BadRequest(Exception):
+class BadRequest(ZsnError):
     """The request cannot be served: answer with `status` and close."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -124,9 +127,14 @@ def parse_head(head: bytes) -> Request:
         name, colon, value = line.partition(":")
         if not colon or not name or name != name.strip():
             raise BadRequest(400, "malformed header line")
-        headers[name.lower()] = value.strip()
-    if headers.get("transfer-encoding") or headers.get("content-length", "0") != "0":
-        raise BadRequest(413, "request bodies are not accepted")
+        key = name.lower()
+        if key in headers and key in SINGLE_HEADERS:
+            # Two lengths are two readings of where the request ends (RFC 9112 6.3):
+            # one for this server, another for a proxy in front of it.
+            raise BadRequest(400, f"{name} given twice")
+        headers[key] = value.strip()
+    if "transfer-encoding" in headers or headers.get("content-length", "0") != "0":
+        raise BadRequest(400, "request bodies are not accepted")
     split = urlsplit(target)
     connection = headers.get("connection", "").lower()
     keep_alive = (connection != "close") if version == "HTTP/1.1" else (
@@ -305,11 +313,16 @@ class Server:
     async def _secure(self, writer: asyncio.StreamWriter) -> bool:
         """TLS as the web config says (read again if it changed); False: close."""
         assert self.web is not None
+        # The client's first bytes (its TLS hello) stay unread while the config is read
+        # again in a thread: read now, they would be lost to the handshake.
+        transport = writer.transport
+        transport.pause_reading()  # type: ignore[attr-defined]
         try:
-            settings = self.web.current()
+            settings = await asyncio.to_thread(self.web.current)  # may read it again
         except ZsnError:
-            return False  # logged when it broke; no handshake with a config not in force
+            return False  # no handshake without a config in force
         if settings.tls is None:
+            transport.resume_reading()  # type: ignore[attr-defined]
             return True
         try:
             await writer.start_tls(settings.tls, ssl_handshake_timeout=HEAD_SECONDS)
@@ -319,9 +332,12 @@ class Server:
 
     async def _serve_connection(self, reader: asyncio.StreamReader,
                                 writer: asyncio.StreamWriter) -> None:
-        for _ in range(MAX_REQUESTS_PER_CONNECTION):
+        for number in range(MAX_REQUESTS_PER_CONNECTION):
+            # A new connection sends its first request within the head deadline: one that
+            # sends nothing holds a slot no longer than one that trickles.
+            wait = HEAD_SECONDS if number == 0 else IDLE_SECONDS
             try:
-                first = await asyncio.wait_for(reader.read(1), IDLE_SECONDS)
+                first = await asyncio.wait_for(reader.read(1), wait)
             except TimeoutError:
                 return
             if not first:
@@ -358,7 +374,7 @@ class Server:
         if self.web is None:
             return await self.route(request)
         try:
-            settings = self.web.current()
+            settings = await asyncio.to_thread(self.web.current)
         except ZsnError:
             return Response(500, b"the web config cannot be used; see the log\n")
         response = await self._guarded(request, settings)
@@ -459,15 +475,16 @@ async def serve(host: Host, args: argparse.Namespace, *,
     """Serve until SIGTERM/SIGINT (or `stop` is set); `ready` gets the bound addresses."""
     address, port = parse_listen(args.listen)
     web = None
+    remote = not is_loopback(address)
+    if remote and not args.web_config:
+        raise ZsnError(f"listening on {args.listen} (not loopback) needs --web-config "
+                       "FILE with TLS and client authentication")
     if args.web_config:
         from zsn.exporter.webconfig import WebConfig
 
-        web = WebConfig.load(host, args.web_config)
-    if not is_loopback(address):
-        if web is None:
-            raise ZsnError(f"listening on {args.listen} (not loopback) needs --web-config "
-                           "FILE with TLS and client authentication")
-        web.require_remote_safe()
+        # Beyond loopback every reading of it needs TLS and client authentication, at
+        # the start and at each change (a reading without them is not put in force).
+        web = WebConfig.load(host, args.web_config, remote=remote)
     exporter = Exporter(host, deadline=args.deadline, sections=args.sections)
     server_obj = Server(exporter, web)
     try:

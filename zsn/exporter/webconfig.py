@@ -9,15 +9,23 @@ order): refused with the reason, never quietly weakened.
 
 The file and the files it names are looked at again on every connection, as the
 toolkit reads them on every request: a renewed certificate or a removed user takes
-effect at once, without a restart. A file that has become unreadable or invalid is
-logged and every request fails (500, or no TLS handshake) until it is fixed: an
-admin who removed a user must never find the old list still in force.
+effect at once, without a restart. Every reading is checked as strictly as the first
+(beyond loopback: TLS, and users or verified client certificates): one that fails,
+or a file that became unreadable, is logged in one line and the last good settings
+stay in force, so a half-written or emptied file never opens `/metrics` to anyone.
+
+bcrypt hashes are checked when the file is read, as the toolkit does (``$2a$``,
+``$2b$`` or ``$2y$``, a cost of 4 to 31, a salt bcrypt can use): a hash no login could
+ever match is refused, not found out at the first scrape. A login for a user the file
+does not name is checked against a hash of the highest cost in the file, so the time
+it takes does not tell which users exist.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import logging
 import os
@@ -27,8 +35,9 @@ import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from zsn import decode
 from zsn.errors import ZsnError
 from zsn.system.files import read_text
 from zsn.system.host import Host
@@ -73,9 +82,10 @@ CURVES = {"CurveP256": "prime256v1", "CurveP384": "secp384r1", "CurveP521": "sec
 CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
 CANNOT_ASK_UNVERIFIED = ("RequestClientCert", "RequireAnyClientCert", "RequireClientCert")
-BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
-DUMMY_HASH = "$2b$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
-"""Checked for an unknown user, so a reply's timing does not tell which users exist."""
+BCRYPT_HASH = re.compile(r"\$2[aby]\$(\d\d)\$([./A-Za-z0-9]{22})[./A-Za-z0-9]{31}")
+"""A bcrypt hash as htpasswd -B and Go's bcrypt write it."""
+BCRYPT_COSTS = range(4, 32)
+"""Go's bcrypt.MinCost to MaxCost, what the toolkit accepts."""
 AUTH_CACHE_SIZE = 256
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
@@ -97,6 +107,8 @@ class Settings(NamedTuple):
     rate_limit: RateLimit
     allowed_sans: tuple[str, ...]
     verifies_clients: bool
+    unknown_user_hash: str = ""
+    """Checked for a user the file does not name: a hash of the highest cost in use."""
 
 
 def duration_seconds(text: object, where: str) -> float:
@@ -149,12 +161,8 @@ def _strings(value: object, where: str) -> list[str]:
 def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list[Path]]:
     """The file's settings checked as the toolkit checks them, and every file it names
     (relative paths are relative to the config file's directory)."""
-    import yaml
-
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ZsnError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    document = cast("type[dict[str, Any] | None]", dict[str, Any] | None)  # empty: nothing set
+    loaded = decode.from_yaml(text, document, source, max_bytes=CONFIG_MAX_BYTES)
     top = _mapping(loaded, source, TOP_KEYS)
     tls = _mapping(top.get("tls_server_config"), f"{source}: tls_server_config", TLS_KEYS)
     http = _mapping(top.get("http_server_config"), f"{source}: http_server_config", HTTP_KEYS)
@@ -170,10 +178,7 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
         raise ZsnError(f"{source}: http_server_config.http2: expected true or false")
     users = _mapping(top.get("basic_auth_users"), f"{source}: basic_auth_users")
     for user, hashed in users.items():
-        if not isinstance(hashed, str) or not hashed.startswith(BCRYPT_PREFIXES) \
-                or len(hashed) != 60:
-            raise ZsnError(f"{source}: basic_auth_users: the password of {user!r} is not a "
-                           "bcrypt hash (make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n')")
+        bcrypt_cost(hashed, f"{source}: basic_auth_users: the password of {user!r}")
     rate = _mapping(top.get("rate_limit"), f"{source}: rate_limit", RATE_KEYS)
     interval = duration_seconds(rate.get("interval", 0), f"{source}: rate_limit.interval")
     burst = rate.get("burst", 0)
@@ -188,6 +193,35 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
     settings = {"tls": tls, "headers": headers, "users": users,
                 "rate_limit": RateLimit(interval, burst)}
     return settings, files
+
+
+def bcrypt_cost(hashed: object, where: str) -> int:
+    """The cost of a bcrypt hash any login could match (what Go's bcrypt.Cost accepts,
+    and a salt bcrypt can use); a `ZsnError` naming `where` otherwise."""
+    import bcrypt
+
+    make = "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n'"
+    match = BCRYPT_HASH.fullmatch(hashed) if isinstance(hashed, str) else None
+    if match is None:
+        raise ZsnError(f"{where} is not a bcrypt hash ({make})")
+    cost = int(match.group(1))
+    if cost not in BCRYPT_COSTS:
+        raise ZsnError(f"{where}: bcrypt cost {cost} is not between {BCRYPT_COSTS[0]} and "
+                       f"{BCRYPT_COSTS[-1]} ({make})")
+    try:  # the salt as bcrypt reads it, at the lowest cost (a millisecond)
+        bcrypt.hashpw(b"", f"$2b$04${match.group(2)}".encode())
+    except ValueError:
+        raise ZsnError(f"{where}: its salt is not one bcrypt can use ({make})") from None
+    return cost
+
+
+@functools.cache
+def unknown_user_hash(cost: int) -> str:
+    """A hash of a random password at `cost`: what an unknown user's login is checked
+    against (made once per cost and process: it takes as long as a login)."""
+    import bcrypt
+
+    return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(cost)).decode()
 
 
 def _tls_context(tls: dict[str, Any], source: str) -> tuple[ssl.SSLContext | None, bool]:
@@ -305,8 +339,10 @@ def _signature(paths: list[Path]) -> tuple[tuple[int, int, int], ...]:
 class WebConfig:
     """The web config file, read again whenever it (or a file it names) changes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, remote: bool = False) -> None:
         self.path = path
+        self.remote = remote
+        """Served beyond loopback: every reading must have TLS and client authentication."""
         self._lock = threading.Lock()
         self._signature: tuple[tuple[int, int, int], ...] = ()
         self._files: list[Path] = []
@@ -316,17 +352,19 @@ class WebConfig:
         self._bcrypt_lock = threading.Lock()
 
     @classmethod
-    def load(cls, host: Host, name: str) -> WebConfig:
+    def load(cls, host: Host, name: str, *, remote: bool = False) -> WebConfig:
         """The config at `name` (under the host's root), refused with the reason when it
-        cannot be used."""
-        config = cls(host.path(Path(name).absolute()))
+        cannot be used (`remote`: when it would serve beyond loopback unprotected)."""
+        config = cls(host.path(Path(name).absolute()), remote=remote)
         config._read()
-        if config._problem is not None:
-            raise ZsnError(config._problem)
+        if config._settings is None:
+            raise ZsnError(config._problem or f"{config.path}: not read")
         return config
 
     def current(self) -> Settings:
-        """The settings in force; a `ZsnError` when the file cannot be used any more."""
+        """The settings in force: the file's, or the last good ones while it cannot be
+        used (logged once per problem). Reads it again when it changed, which can take
+        as long as a bcrypt check: call it from a thread."""
         with self._lock:
             if _signature([self.path, *self._files]) != self._signature:
                 self._read()
@@ -336,30 +374,39 @@ class WebConfig:
 
     def _read(self) -> None:
         signature = _signature([self.path, *self._files])
-        source = str(self.path)
         try:
-            text = read_text(self.path, CONFIG_MAX_BYTES)
-            parsed, files = parse(text, self.path.parent, source)
-            context, verifies = _tls_context(parsed["tls"], source)
-            sans = tuple(_strings(parsed["tls"].get("client_allowed_sans"),
-                                  f"{source}: tls_server_config.client_allowed_sans"))
-            if sans and context is None:
-                raise ZsnError(f"{source}: client_allowed_sans needs TLS")
-            settings = Settings(context, dict(parsed["users"]),
-                                tuple(parsed["headers"].items()), parsed["rate_limit"], sans,
-                                verifies)
+            settings, files = self._reading()
         except ZsnError as exc:
-            if self._signature and (self._settings is not None or self._problem != str(exc)):
-                log.error("web config no longer usable, refusing requests: %s", exc)
-            self._settings, self._problem = None, str(exc)
             self._signature = signature
+            if self._settings is not None and self._problem != str(exc):
+                log.error("web config not used, the last good one stays in force: %s", exc)
+            self._problem = str(exc)
             return
-        if self._problem is not None and self._settings is None and self._signature:
-            log.info("web config usable again: %s", source)
+        if self._problem is not None and self._settings is not None:
+            log.info("web config usable again: %s", self.path)
         self._files = files
         self._signature = _signature([self.path, *files])
         self._settings, self._problem = settings, None
         self._auth_cache.clear()
+
+    def _reading(self) -> tuple[Settings, list[Path]]:
+        """The file's settings, checked as strictly at every reading as at the first."""
+        source = str(self.path)
+        text = read_text(self.path, CONFIG_MAX_BYTES)
+        parsed, files = parse(text, self.path.parent, source)
+        context, verifies = _tls_context(parsed["tls"], source)
+        sans = tuple(_strings(parsed["tls"].get("client_allowed_sans"),
+                              f"{source}: tls_server_config.client_allowed_sans"))
+        if sans and context is None:
+            raise ZsnError(f"{source}: client_allowed_sans needs TLS")
+        users = dict(parsed["users"])
+        costs = [bcrypt_cost(hashed, source) for hashed in users.values()]
+        settings = Settings(context, users, tuple(parsed["headers"].items()),
+                            parsed["rate_limit"], sans, verifies,
+                            unknown_user_hash(max(costs)) if costs else "")
+        if self.remote:
+            _require_remote_safe(settings, self.path)
+        return settings, files
 
     @property
     def tls(self) -> bool:
@@ -367,14 +414,7 @@ class WebConfig:
 
     def require_remote_safe(self) -> None:
         """Refuse to serve beyond loopback without TLS and client authentication."""
-        settings = self.current()
-        if settings.tls is None:
-            raise ZsnError(f"{self.path}: listening beyond loopback needs TLS "
-                           "(tls_server_config with cert_file and key_file)")
-        if not settings.users and not settings.verifies_clients:
-            raise ZsnError(f"{self.path}: listening beyond loopback needs client "
-                           "authentication (basic_auth_users, or client_auth_type "
-                           "RequireAndVerifyClientCert)")
+        _require_remote_safe(self.current(), self.path)
 
     def check_basic(self, settings: Settings, header: str | None) -> bool:
         """Whether an ``Authorization`` header names a user of `settings` with the right
@@ -394,7 +434,7 @@ class WebConfig:
         user = user_bytes.decode("utf-8", "replace")
         hashed = settings.users.get(user)
         known = hashed is not None
-        checked = hashed if hashed is not None else DUMMY_HASH
+        checked = hashed if hashed is not None else settings.unknown_user_hash
         key = hashlib.sha256(b"\0".join([user_bytes, checked.encode(), password])).digest()
         with self._lock:
             cached = self._auth_cache.get(key)
@@ -428,3 +468,12 @@ class WebConfig:
         values = {str(value) for _kind, value in peer_certificate.get("subjectAltName", ())}
         return bool(values & set(settings.allowed_sans))
 
+
+
+def _require_remote_safe(settings: Settings, path: Path) -> None:
+    if settings.tls is None:
+        raise ZsnError(f"{path}: listening beyond loopback needs TLS "
+                       "(tls_server_config with cert_file and key_file)")
+    if not settings.users and not settings.verifies_clients:
+        raise ZsnError(f"{path}: listening beyond loopback needs client authentication "
+                       "(basic_auth_users, or client_auth_type RequireAndVerifyClientCert)")
