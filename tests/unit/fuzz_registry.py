@@ -159,6 +159,8 @@ _wg_text = _joined(st.lists(st.one_of(_wg_fragments, _noise), max_size=30))
 def wg_quick_config() -> Fuzz:
     def check(text: str) -> None:
         parsed = only_typed_errors(lambda: wg_config.parse(text, "wg0.conf"))
+        shared = only_typed_errors(lambda: wg_config.parse_shared(text, "wg0.conf"))
+        assert (shared is None) == (parsed is None)
         if parsed is None:
             return
         assert parsed.render() == text
@@ -521,6 +523,7 @@ def web_config() -> Fuzz:
                                                       max_size=12).map("\n".join))
 
     def check(text: str) -> None:
+        only_typed_errors(lambda: webconfig.bcrypt_cost(text.strip(), "a hash"))
         parsed = only_typed_errors(lambda: webconfig.parse(text, Path("/etc/zsn"), "web.yml"))
         if parsed is not None:
             settings, named = parsed
@@ -530,6 +533,253 @@ def web_config() -> Fuzz:
                 assert webconfig.bcrypt_cost(hashed, user) in webconfig.BCRYPT_COSTS
 
     return texts, check
+
+
+# -- text from fixtures, lines mixed with noise ----------------------------------------
+
+_FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def _lines_of(*names: str) -> st.SearchStrategy[str]:
+    """Texts made of the real captures' lines (changed, repeated, mixed with noise)."""
+    lines = [line for name in names
+             for line in (_FIXTURES / name).read_text(errors="replace").splitlines()]
+    changed = st.tuples(st.sampled_from(lines), st.integers(0, 80), _noise).map(
+        lambda cut: cut[0][:cut[1]] + cut[2] + cut[0][cut[1]:])
+    return _joined(st.lists(st.one_of(st.sampled_from(lines), changed, _noise), max_size=25))
+
+
+@entry("wpa_supplicant replies", 1000,
+       ["zsn.wlan.wpa_protocol:parse_kv", "zsn.wlan.wpa_protocol:parse_bss",
+        "zsn.wlan.wpa_protocol:parse_list_networks", "zsn.wlan.wpa_protocol:parse_event"])
+def wpa_supplicant_replies() -> Fuzz:
+    from zsn.wlan import wpa_protocol
+
+    texts = _lines_of("wlan/wpa_cli-bss.home-wpa2.txt", "wlan/wpa_cli-bss.office-sae.txt",
+                      "wlan/wpa_cli-list_networks.txt", "wlan/wpa_ctrl-events.wrong-key.txt",
+                      "wlan/wpa_cli-status.completed.txt")
+
+    def check(text: str) -> None:
+        values = only_typed_errors(lambda: wpa_protocol.parse_kv(text))
+        assert values is None or all(key and "\n" not in key for key in values)
+        only_typed_errors(lambda: wpa_protocol.parse_bss(text))
+        for network in only_typed_errors(lambda: wpa_protocol.parse_list_networks(text)) or ():
+            assert isinstance(network.id, int)
+        for line in text.splitlines()[:5]:
+            only_typed_errors(lambda line=line: wpa_protocol.parse_event(line))  # type: ignore[misc]
+
+    return texts, check
+
+
+@entry("Wi-Fi profiles", 1000,
+       ["zsn.wlan.wpa_config:parse_wpa_config", "zsn.wlan.netctl:parse_profile",
+        "zsn.bash:parse_assignments"])
+def wifi_profiles() -> Fuzz:
+    from zsn.wlan import netctl, wpa_config
+
+    fragments = st.sampled_from([
+        "Description='home'", "Interface=wlan0", "Connection=wireless", "Security=wpa",
+        "ESSID='home wpa2'", "Key='secret phrase'", "Key=\\\"00aa", "IP=dhcp", "Hidden=yes",
+        "ESSID=\"unterminated", "X=(a b", "$(reboot)", "Key=`id`", "network={", "}",
+        "\tssid=\"home\"", "\tpsk=\"pass word\"", "\tkey_mgmt=SAE", "ctrl_interface=x"])
+    texts = st.one_of(_lines_of("wlan/wpa_supplicant.conf.saved.txt"),
+                      _joined(st.lists(st.one_of(fragments, _noise), max_size=15)))
+
+    def check(text: str) -> None:
+        config = only_typed_errors(lambda: wpa_config.parse_wpa_config(text))
+        assert config is None or all(isinstance(n.ssid, bytes | None) for n in config.networks)
+        only_typed_errors(lambda: netctl.parse_profile("home", text))
+
+    return texts, check
+
+
+@entry("networkd's own check", 500,
+       ["zsn.system.networkd_sandbox:parse_report", "zsn.system.networkd_sandbox:parse_log",
+        "zsn.links.persist.networkd:parse_mtu", "zsn.links.persist.networkd:parse_boolean"])
+def networkd_check() -> Fuzz:
+    from zsn.links.persist import networkd
+    from zsn.system import networkd_sandbox
+
+    lines = st.sampled_from([
+        "/etc/systemd/network/10-x.network:3: Unknown key name 'Nmae' in section 'Match', "
+        "ignoring.", "bond0: Failed to parse MTU, ignoring: /etc/systemd/network/x.netdev",
+        "Skipping overridden file '/run/systemd/network/a.network'.", "x.network:9999999999: x",
+        "", "MTUBytes=9000", "1.5K", "yes", "off", "-1", "1e3"])
+    reports = st.one_of(
+        _hostile_json, _noise,
+        st.lists(st.one_of(lines, _noise), max_size=8).map(lambda log: json.dumps({"log": log})),
+        st.lists(_json_value, max_size=4).map(lambda log: json.dumps({"log": log})))
+
+    def check(value: tuple[str, str]) -> None:
+        report, word = value
+        for complaint in only_typed_errors(lambda: networkd_sandbox.parse_report(report)) or ():
+            assert complaint.line is None or complaint.line > 0
+        mtu = only_typed_errors(lambda: networkd.parse_mtu(word))
+        assert mtu is None or mtu > 0
+        only_typed_errors(lambda: networkd.parse_boolean(word))
+
+    return st.tuples(reports, st.one_of(lines, _noise)), check
+
+
+@entry("SSH_CONNECTION", 1000, ["zsn.tries.session:parse_ssh_connection"])
+def ssh_connection() -> Fuzz:
+    from zsn.tries.session import parse_ssh_connection
+
+    words = st.sampled_from(["192.0.2.9", "54122", "192.0.2.1", "22", "fe80::1%eth0",
+                             "::ffff:192.0.2.9", "", "1.2.3", "%", "999999"])
+
+    def check(value: str) -> None:
+        found = only_typed_errors(lambda: parse_ssh_connection(value))
+        if found is not None:
+            assert all(part and " " not in part for part in found)
+
+    return st.one_of(_noise, st.lists(st.one_of(words, _noise), max_size=5).map(" ".join)), check
+
+
+@entry("theme files", 500, ["zsn.tui.themes:theme_from_toml"])
+def theme_files() -> Fuzz:
+    from zsn.tui.themes import theme_from_toml
+
+    fragments = st.sampled_from([
+        'name = "zsn-night"', 'primary = "#88c0d0"', 'primary = "ansi_blue"', "primary = 7",
+        'secondary = "not a colour"', "dark = true", "[variables]", '"footer-key" = "red"',
+        "x = 1", 'name = ""'])
+    real = [path.read_text() for path in sorted((_FIXTURES.parents[1] / "themes").glob("*.toml"))]
+    texts = st.one_of(_hostile_toml, st.sampled_from(real),
+                      _lines_of("../../themes/zsn-night.toml"),
+                      st.lists(st.one_of(fragments, _noise), max_size=8).map("\n".join))
+
+    def check(text: str) -> None:
+        theme = only_typed_errors(lambda: theme_from_toml(text, "fuzz.toml"))
+        assert theme is None or theme.name.strip()
+
+    return texts, check
+
+
+class _Message:
+    """A decoded generic netlink message as pyroute2 hands it over: attributes by name."""
+
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self.attrs = attrs
+
+    def get_attr(self, name: str) -> Any:
+        return self.attrs.get(name)
+
+
+@entry("WireGuard kernel replies", 1000, ["zsn.wireguard.kernel:parse_messages"])
+def wireguard_kernel_replies() -> Fuzz:
+    from zsn.wireguard.kernel import parse_messages
+
+    key = st.one_of(_b64_key.map(str.encode), _b64_key, st.none(), st.binary(max_size=50),
+                    st.just({"value": b"A" * 43 + b"="}), st.integers())
+    endpoint = st.one_of(st.none(), st.fixed_dictionaries(
+        {"addr": st.sampled_from(["192.0.2.1", "::", "fe80::1", ""]),
+         "port": st.one_of(st.integers(0, 70000), st.none())}))
+    number = st.one_of(st.none(), st.integers(-1, 2**64))
+    peer = st.fixed_dictionaries({
+        "WGPEER_A_PUBLIC_KEY": key, "WGPEER_A_PRESHARED_KEY": key, "WGPEER_A_ENDPOINT": endpoint,
+        "WGPEER_A_RX_BYTES": number, "WGPEER_A_TX_BYTES": number,
+        "WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL": number,
+        "WGPEER_A_LAST_HANDSHAKE_TIME": st.one_of(st.none(), st.fixed_dictionaries(
+            {"tv_sec": number, "tv_nsec": number})),
+        "WGPEER_A_ALLOWEDIPS": st.one_of(st.none(), st.lists(st.fixed_dictionaries(
+            {"addr": st.sampled_from(["10.0.0.2", "fd00::2", "x"]),
+             "cidr": st.one_of(st.integers(0, 200), st.none())}), max_size=3))}).map(_Message)
+    message = st.fixed_dictionaries({
+        "WGDEVICE_A_PRIVATE_KEY": key, "WGDEVICE_A_PUBLIC_KEY": key,
+        "WGDEVICE_A_LISTEN_PORT": number, "WGDEVICE_A_FWMARK": number,
+        "WGDEVICE_A_PEERS": st.one_of(st.none(), st.lists(peer, max_size=3))}).map(_Message)
+
+    def check(messages: list[_Message]) -> None:
+        device = only_typed_errors(lambda: parse_messages(messages))
+        assert device is None or len({p.public_key for p in device.peers}) == len(device.peers)
+
+    return st.lists(message, max_size=3), check
+
+
+@entry("dmsetup and zfs JSON", 1000,
+       ["zsn.zfs.facts:parse_dmsetup_table", "zsn.zfs.listing:_load",
+        "zsn.zfs.listing:parse_pools_json", "zsn.zfs.listing:parse_datasets_json",
+        "zsn.zfs.listing:parse_properties"])
+def zfs_json_and_tables() -> Fuzz:
+    from zsn.zfs import facts, listing
+
+    documents = [json.loads((_FIXTURES / "zfs" / name).read_text()) for name in
+                 ("zpool-list-j.openzfs-man.json", "zfs-list-j.openzfs-man.json",
+                  "zfs-get-j-r-mountpoint.openzfs-man.json")]
+
+    def changed(case: tuple[int, list[str], Any]) -> str:
+        document = json.loads(json.dumps(documents[case[0]]))
+        node = document
+        for key in case[1]:
+            if not isinstance(node, dict) or not node:
+                break
+            name = sorted(node)[hash(key) % len(node)]
+            if not isinstance(node[name], dict):
+                node[name] = case[2]
+                break
+            node = node[name]
+        return json.dumps(document)
+
+    texts = st.one_of(
+        _hostile_json, _noise,
+        st.tuples(st.integers(0, 2), st.lists(st.text(max_size=2), max_size=5), _json_value)
+        .map(changed))
+    tables = _joined(st.lists(st.one_of(st.sampled_from([
+        "cryptdata: 0 1953521664 crypt aes-xts-plain64 " + "0" * 64 + " 0 8:2 4096",
+        "vg-root: 0 1000 linear 253:0 2048", "x: crypt", ": 0 1 crypt"]), _noise), max_size=6))
+
+    def check(value: tuple[str, str]) -> None:
+        text, table = value
+        for pool in only_typed_errors(lambda: listing.parse_pools_json(text)) or ():
+            assert isinstance(pool["name"], str)
+        only_typed_errors(lambda: listing.parse_datasets_json(text))
+        only_typed_errors(lambda: listing.parse_properties(table))
+        ciphers = only_typed_errors(lambda: facts.parse_dmsetup_table(table))
+        assert ciphers is None or all(" " not in cipher for cipher in ciphers.values())
+
+    return st.tuples(texts, tables), check
+
+
+@entry("zfs send arguments", 1000,
+       ["zsn.zfs.remote:parse_target", "zsn.zfs.remote:parse_source", "zsn.zfs.send:parse_rate"])
+def zfs_send_arguments() -> Fuzz:
+    from zsn.zfs import remote, send
+
+    words = st.sampled_from([
+        "tank/data", "tank/data@snap", "backup@nas:tank/b", "[fe80::1%eth0]:tank/x",
+        "root@[2001:db8::1]:pool/ds", "host:", ":pool", "tank/a@", "@x", "tank//x", "50M",
+        "50MiB/s", "800K", "1.5G", "100Mbit", "0", "1e999M", "-5M", "9" * 400 + "G"])
+
+    def check(text: str) -> None:
+        target = only_typed_errors(lambda: remote.parse_target(text))
+        assert target is None or target.dataset
+        only_typed_errors(lambda: remote.parse_source(text))
+        rate = only_typed_errors(lambda: send.parse_rate(text))
+        assert rate is None or 0 < rate < float("inf")
+
+    return st.one_of(words, _noise, st.tuples(words, _noise).map("".join)), check
+
+
+@entry("zfs transfer records", 300, ["zsn.zfs.transfers:_records"])
+def zfs_transfer_records() -> Fuzz:
+    from zsn.zfs import transfers
+
+    record = st.one_of(_hostile_json, _noise, _json_value.map(json.dumps),
+                       st.fixed_dictionaries({
+                           "source": st.one_of(st.just("tank/a"), _json_value),
+                           "target": st.one_of(st.just("nas:tank/b"), _json_value),
+                           "pid": _json_value, "sent": _json_value}).map(json.dumps))
+
+    def check(texts: list[str]) -> None:
+        with tempfile.TemporaryDirectory(prefix="zsn-fuzz-") as folder:
+            for number, text in enumerate(texts):
+                (Path(folder) / f"{number}.json").write_text(text, errors="surrogateescape")
+            for found, _path in only_typed_errors(
+                    lambda: transfers._records(Path(folder))) or ():
+                assert isinstance(found["source"], str) and isinstance(found["target"], str)
+
+    return st.lists(record, max_size=4), check
 
 
 # -- the peer history store (SQLite) ------------------------------------------------
@@ -843,9 +1093,9 @@ def elements_80211() -> Fuzz:
 
 
 @entry("/proc/net/bonding", 1000,
-      ["zsn.links.bonding:parse_proc_bonding"])
+      ["zsn.links.bonding:parse_proc_bonding", "zsn.links.bonding:parse_sysfs_enum"])
 def proc_net_bonding() -> Fuzz:
-    from zsn.links.bonding import parse_proc_bonding
+    from zsn.links.bonding import parse_proc_bonding, parse_sysfs_enum
 
     lines = st.sampled_from([
         "Bonding Mode: IEEE 802.3ad Dynamic link aggregation", "MII Status: up",
@@ -855,6 +1105,9 @@ def proc_net_bonding() -> Fuzz:
         "Currently Active Slave: None", "802.3ad info", "", "Speed: Unknown"])
 
     def check(parts: list[str]) -> None:
+        for part in parts[:3]:  # a sysfs enum is one such line: "802.3ad 4"
+            found = only_typed_errors(lambda part=part: parse_sysfs_enum(part))  # type: ignore[misc]
+            assert found is None or isinstance(found[1], int)
         bond = only_typed_errors(lambda: parse_proc_bonding("\n".join(parts)))
         if bond is not None:
             assert all(slave.name and f"Slave Interface: {slave.name}" in parts
@@ -870,7 +1123,7 @@ def proc_net_bonding() -> Fuzz:
 def netplan_yaml_edit() -> Fuzz:
     import yaml
 
-    from zsn.links.persist.yamledit import YamlDocument
+    from zsn.links.persist.yamledit import YamlDocument, _indirections
 
     fragments = st.sampled_from([
         "network:", "  version: 2", "  ethernets:", "    eth0: {}", "    eth1:",
@@ -882,6 +1135,7 @@ def netplan_yaml_edit() -> Fuzz:
 
     def check(case: tuple[list[str], dict[str, Any]]) -> None:
         text = "\n".join(case[0]) + "\n"
+        assert all(line >= 0 for line, _what in _indirections(text))
         document = only_typed_errors(lambda: YamlDocument(text, "fuzz.yaml"))
         if document is None:
             return
@@ -1072,7 +1326,7 @@ def access_rules_file() -> Fuzz:
 
 
 @entry("nft table listings", 1000,
-       ["zsn.system.nftables:decode", "zsn.wireguard.acl_table:decode",
+       ["zsn.system.nftables:decode", "zsn.wireguard.acl_table:*decode*",
         "zsn.wireguard.acl_table:TableSpec.from_dict"])
 def nft_table_listings() -> Fuzz:
     from zsn.system import nftables

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from zsn.errors import ZsnError
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
 from zsn.tui.themes import load_themes, theme_dirs, theme_from_toml
@@ -34,7 +35,7 @@ def test_broken_theme_files_are_reported_and_skipped(tmp_path: Path) -> None:
 
 
 def test_theme_requires_primary() -> None:
-    with pytest.raises(ValueError, match="primary"):
+    with pytest.raises(ZsnError, match="primary"):
         theme_from_toml('name = "x"\n')
 
 

@@ -26,9 +26,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from zsn import decode
 from zsn.errors import CommandError, ZsnError
 from zsn.system import commands, files
 from zsn.system.host import Host
@@ -132,11 +134,17 @@ def check(host: Host) -> list[Complaint] | None:
             result = commands.run(sandbox_argv(Path(scratch)), timeout=TIMEOUT)
         except CommandError as exc:
             raise ZsnError(f"networkd's own check could not run: {exc}") from exc
-    try:
-        lines = json.loads(result.stdout)["log"]
-    except (ValueError, KeyError) as exc:
-        raise ZsnError("networkd's own check gave no log") from exc
-    return parse_log(lines)
+    return parse_report(result.stdout)
+
+
+@dataclass
+class _Report:
+    log: list[str]
+
+
+def parse_report(output: str) -> list[Complaint]:
+    """The complaints in the sandbox's report (``{"log": [LINE, ...]}``)."""
+    return parse_log(decode.from_json(output, _Report, "networkd's own check").log)
 
 
 def sandbox_argv(scratch: Path, *extra: str) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from zsn.errors import ParseError
 from zsn.system.netlink import pyroute2_module, translate_netlink_errors
 from zsn.wireguard.model import DeviceState, PeerState
 
@@ -21,7 +22,10 @@ def _key(value: Any) -> str | None:
     if isinstance(value, dict) or hasattr(value, "get"):
         value = value.get("value")
     if isinstance(value, bytes):
-        value = value.decode("ascii")
+        try:
+            value = value.decode("ascii")
+        except UnicodeDecodeError:
+            raise ParseError("the kernel gave a WireGuard key that is not base64 text") from None
     text = str(value)
     return None if text == "A" * 43 + "=" else text  # all-zero key means "none"
 

@@ -6,11 +6,11 @@ other tools made with other columns (and the defaults) parse too.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from zsn import decode
 from zsn.errors import ParseError
 from zsn.format import excerpt, human_bytes
 from zsn.zfs import units
@@ -114,11 +114,8 @@ def _created(value: str | None) -> int | None:
 
 # -- JSON (2.3+) -------------------------------------------------------------------
 def _load(text: str, what: str, key: str) -> dict[str, Any]:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{what} -j printed invalid JSON: {exc}") from None
-    found = document.get(key) if isinstance(document, dict) else None
+    document = decode.from_json(text, dict[str, Any], f"{what} -j")
+    found = document.get(key)
     if not isinstance(found, dict):
         raise ParseError(f"{what} -j: no {key!r} object")
     return found

@@ -484,6 +484,10 @@ def _incremental(source: Tree, base: Snapshot, chosen: Snapshot, flags: list[str
 _RATE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b|bit|)(?:/s)?\s*", re.IGNORECASE)
 
 
+MAX_RATE = float(1 << 50)
+"""The fastest ``--limit`` taken (1 PiB/s): more is a typo, or infinity."""
+
+
 def parse_rate(text: str) -> float:
     """``--limit``: bytes per second as ``50M``, ``50MiB/s``, ``800K``, ``1.5G`` (binary,
     as mbuffer and pv take them), or bits as ``100Mbit`` (decimal, as links are sold)."""
@@ -496,6 +500,8 @@ def parse_rate(text: str) -> float:
     rate = float(number * 1000 ** power / 8 if unit == "bit" else number * 1024 ** power)
     if rate < 1024:
         raise ValidationError(f"{text[:40]!r} is below 1 KiB/s: too slow to be meant")
+    if rate > MAX_RATE:
+        raise ValidationError(f"{text[:40]!r} is above 1 PiB/s: too fast to be meant")
     return rate
 
 

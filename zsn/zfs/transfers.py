@@ -21,6 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from zsn import decode
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
@@ -155,8 +156,9 @@ def _records(directory: Path) -> list[tuple[dict[str, Any], Path]]:
         if path.name.startswith(".") or files.is_link(path):
             continue
         try:  # a regular file of at most MAX_RECORD_BYTES, else skipped
-            record = json.loads(files.read_bytes(path, MAX_RECORD_BYTES))
-        except (OSError, ValueError, ZsnError):
+            record = decode.from_json(files.read_bytes(path, MAX_RECORD_BYTES),
+                                      dict[str, Any], str(path))
+        except (OSError, ZsnError):
             continue
         if isinstance(record, dict) and isinstance(record.get("source"), str) and \
                 isinstance(record.get("target"), str):

@@ -231,7 +231,11 @@ class YamlDocument:
         """Make ``path`` hold `value` (creating the mappings on the way); refused when
         the text would then mean more than that (`UnsafeEdit`)."""
         before_text = self.text
-        expected = _with_set(_load(before_text), path, value)
+        try:
+            expected = _with_set(_load(before_text), path, value)
+        except yaml.YAMLError as exc:  # composed, but not a document of values (a list as a key)
+            raise ParseError(str(getattr(exc, "problem", None) or exc).splitlines()[0], None,
+                             self.source) from None
         self._set(path, value)
         self._check_meaning(before_text, expected, f"setting {'.'.join(path)}")
 
