@@ -150,6 +150,11 @@ def test_b_explain_on_the_command_line_names_the_rule(acl_lab: AclLab) -> None:
     assert all(rule["packets"] > 0 for rule in counted["rules"]), counted["rules"]
     assert counted["tests"] == [{"number": 1, "test": "kids -> nas:445/tcp deny",
                                  "passes": True, "failure": None}]
+    metrics = acl_lab.zsn("--export", "wireguard", "--format", "prometheus").stdout
+    found = re.search(rf'^zsn_wireguard_acl_rule_packets_total\{{interface="{acl_lab.iface}",'
+                      r'rule="1"\} (\d+)$', metrics, re.MULTILINE)
+    assert found and int(found.group(1)) == counted["rules"][0]["packets"], metrics[-2000:]
+    assert f'zsn_wireguard_acl_loaded{{interface="{acl_lab.iface}"}} 1' in metrics
 
 
 def test_c_a_peer_moved_between_groups_changes_its_row_in_one_plan(acl_lab: AclLab) -> None:

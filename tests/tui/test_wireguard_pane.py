@@ -301,9 +301,10 @@ async def test_headers_and_values_are_never_cut_at_80x24_or_120x40(fixed_app: Zs
             if size == (120, 40):
                 # Rates take the width of the widest rate (they never shift the columns
                 # after them); with the session and expiry columns that leaves only the
-                # least important, the key (`enter` shows it), out at 120 columns.
+                # least important, the key and the groups (`enter` shows both), out at
+                # 120 columns.
                 hidden = app.query_one("#wg-peers", LiveTable).hidden_columns
-                assert [column.key for column in hidden] in ([], ["key"])
+                assert [column.key for column in hidden] in ([], ["key"], ["groups", "key"])
 
 
 async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
@@ -424,9 +425,9 @@ async def test_help_says_which_columns_go_when_the_screen_is_narrow(fixed_app: Z
         await pilot.press("question_mark")
         assert isinstance(fixed_app.screen, HelpScreen)
         text = fixed_app.screen.pane_help
-        assert ("whole columns are hidden in this order: Key, Sent, Received, Expires, "
-                "Endpoint, Allowed IPs") in text
-        assert "Hidden at this width: Endpoint, Expires, Received, Sent, Key." in text
+        assert ("whole columns are hidden in this order: Key, Groups, Sent, Received, "
+                "Expires, Endpoint, Allowed IPs") in text
+        assert "Hidden at this width: Endpoint, Expires, Received, Sent, Groups, Key." in text
 
 
 async def test_the_chosen_theme_colours_the_first_frame(fixed_app: ZsnApp) -> None:

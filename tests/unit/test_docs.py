@@ -276,7 +276,8 @@ def test_the_command_checker_refuses_what_zsn_refuses() -> None:
 
 # --- keys -----------------------------------------------------------------------------
 
-KEY_NAMES = {"?": "question_mark", "/": "slash", "esc": "escape"}
+KEY_NAMES = {"?": "question_mark", "/": "slash", "esc": "escape", "[": "left_square_bracket",
+             "]": "right_square_bracket"}
 
 
 def _keys(bindings: object) -> set[str]:

@@ -472,3 +472,30 @@ def test_show_and_explain_on_the_command_line(host: Host,
         "fd66::2 -> fd66::4: deny by rule 1 (deny kids -> nas 445/tcp)"]
     assert cli_main(["--root", root, "wg", "acl", "test", "wg0"]) == 0
     assert "1 of 1 tests pass" in capsys.readouterr().out
+
+
+def test_the_export_carries_the_rules_and_prometheus_their_counters(host: Host) -> None:
+    from tests.schema import check_export
+    from zsn.exporter import document
+    from zsn.exporter.prometheus import render
+    from zsn.wireguard import export
+
+    acl.plan_group_add(host, "wg0", "kids", ["alice", "bob"]).apply()
+    acl.plan_rule_add(host, "wg0", "deny", "kids", "nas", "445/tcp").apply()
+    acl.plan_test_add(host, "wg0", "kids -> nas:445/tcp deny").apply()
+    check_export(json.loads(document.to_json(document.collect(host, ["wireguard"]))))
+    data = export.collect(host)
+    [rules] = data["access_rules"]
+    assert rules["interface"] == "wg0" and rules["loaded"] is False
+    assert rules["rules"][0] == {"number": 1, "verdict": "deny", "from": "kids", "to": "nas",
+                                 "port": "445/tcp", "packets": None, "bytes": None}
+    # Counters as the kernel would give them: each rule by number, and the default.
+    rules["rules"][0].update(packets=12, bytes=720)
+    rules["default"].update(packets=3, bytes=180)
+    rules["loaded"] = True
+    text = render(family for family in export.prometheus(data)
+                  if family.name.startswith("zsn_wireguard_acl"))
+    assert 'zsn_wireguard_acl_rule_packets_total{interface="wg0",rule="1"} 12' in text
+    assert 'zsn_wireguard_acl_rule_bytes_total{interface="wg0",rule="default"} 180' in text
+    assert 'zsn_wireguard_acl_loaded{interface="wg0"} 1' in text
+    assert 'zsn_wireguard_acl_tests_failing{interface="wg0"} 0' in text

@@ -15,11 +15,8 @@ it back as it was (`TableRestorer`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from zsn.errors import ParseError, ValidationError, ZsnError, about_input
@@ -28,11 +25,9 @@ from zsn.system import files, nftables
 from zsn.system.host import Host
 from zsn.tries.undo import Outcome, Undo
 from zsn.wireguard import policy as acl_policy
-from zsn.wireguard import settings
 from zsn.wireguard.acl_table import (
     POST_DOWN,
     POST_UP,
-    LiveTable,
     TableSpec,
     compile_table,
     differences,
@@ -44,7 +39,8 @@ from zsn.wireguard.acl_table import (
     render,
     table_name,
 )
-from zsn.wireguard.config import PEER_NAME_RE, WgConfig
+from zsn.wireguard.acl_view import PolicyFile, read_policy
+from zsn.wireguard.config import WgConfig
 from zsn.wireguard.policy import (
     Group,
     Policy,
@@ -57,64 +53,6 @@ from zsn.wireguard.policy import (
 from zsn.wireguard.server import ServerConfig
 
 TABLE_UNDO = "nft-table"
-_C_RULE_RE = re.compile(r"^ip6?tables -A FORWARD -i %i -o (?P<out>\S+) -j ACCEPT$")
-
-
-@dataclass
-class PolicyFile:
-    """An interface's policy file as read (or the policy it starts with)."""
-
-    path: Path
-    snapshot: files.FileSnapshot | None
-    policy: Policy
-
-    @property
-    def exists(self) -> bool:
-        return self.snapshot is not None
-
-    @classmethod
-    def load(cls, host: Host, server: ServerConfig) -> PolicyFile:
-        path = policy_path(host, server.name)
-        if not files.exists(path):
-            return cls(path, None, initial_policy(host, server))
-        snapshot = files.read_tracked(path)
-        return cls(path, snapshot, acl_policy.parse(snapshot.text, server.name, str(path)))
-
-
-def read_policy(host: Host, interface: str) -> Policy | None:
-    """The policy file of `interface`, None when it has none."""
-    path = policy_path(host, interface)
-    if not files.exists(path):
-        return None
-    return acl_policy.parse(files.read_tracked(path).text, interface, str(path))
-
-
-def initial_policy(host: Host, server: ServerConfig) -> Policy:
-    """What an interface without a policy file does today, as a policy: everything is
-    allowed, and the forwarding zsn set up before (client-to-client, linked interfaces:
-    FORWARD rules in PostUp) is written as rules, so it stays when the default becomes
-    deny."""
-    rules: list[Rule] = []
-    interface = server.config.interface
-    for entry in interface.entries_for("PostUp") if interface else []:
-        match = _C_RULE_RE.match(entry.value.strip())
-        if match is None:
-            continue
-        out = server.name if match.group("out") == "%i" else match.group("out")
-        rule = Rule("allow", acl_policy.Selector("name", server.name),
-                    acl_policy.Selector("name", out))
-        if rule not in rules and PEER_NAME_RE.fullmatch(out):
-            rules.append(rule)
-    try:
-        links = settings.load(host).get(server.name).links
-    except ZsnError:
-        links = []
-    for other in links:
-        rule = Rule("allow", acl_policy.Selector("name", other),
-                    acl_policy.Selector("name", server.name))
-        if rule not in rules:
-            rules.append(rule)
-    return Policy(server.name, rules=tuple(rules))
 
 
 # -- the kernel's table ------------------------------------------------------------
@@ -350,6 +288,26 @@ def plan_group_add(host: Host, interface: str, group: str, peers: list[str],
                    f"{interface}", change)
 
 
+def plan_peer_groups(host: Host, interface: str, peer: str, groups: list[str]) -> Plan:
+    """Make `groups` the groups `peer` is in, in one plan: into each (made when new), out
+    of every other (an emptied group stays: rules may name it)."""
+    with about_input("groups"):
+        for group in groups:
+            acl_policy.check_group_name(group)
+
+    def change(policy: Policy) -> Policy:
+        kept = [Group(each.name, tuple(m for m in each.members if m != peer)
+                      if each.name not in groups else
+                      each.members if peer in each.members else (*each.members, peer))
+                for each in policy.groups]
+        known = {each.name for each in kept}
+        kept += [Group(group, (peer,)) for group in dict.fromkeys(groups) if group not in known]
+        return policy._replace(groups=tuple(kept))
+
+    shown = ", ".join(groups) if groups else "no group"
+    return _change(host, interface, f"{peer} on {interface}: in {shown}", change)
+
+
 def plan_group_remove(host: Host, interface: str, group: str, peers: list[str]) -> Plan:
     """Take `peers` out of `group`; without peers, remove the group (refused while a
     rule or test names it)."""
@@ -500,80 +458,4 @@ def refuse_group_name(host: Host, interface: str, name: str) -> None:
     if policy is not None and policy.group(name) is not None:
         raise ValidationError(f"{interface}'s access rules have a group named {name!r}: "
                               "give the peer another name", field="name")
-
-
-# -- what is shown -----------------------------------------------------------------
-
-
-class TestState(NamedTuple):
-    test: PolicyTest
-    result: acl_policy.TestResult
-
-    @property
-    def failure(self) -> str | None:
-        return self.result.failure
-
-
-class PolicyView(NamedTuple):
-    """An interface's policy with its state: what ``show`` prints and the pane draws."""
-
-    policy: Policy
-    exists: bool
-    """False: the interface has no policy file (the policy shown is its initial one)."""
-    live: LiveTable | None
-    """The kernel's table, None when it has none (or the interface is down)."""
-    live_problem: str | None
-    """Why the kernel's table is not the policy's (None: it is, or nothing is loaded)."""
-    tests: tuple[TestState, ...]
-    groups_of: Mapping[str, tuple[str, ...]]
-    """Each peer's groups, by peer name."""
-
-    def counters(self, label: str) -> tuple[int, int] | None:
-        return self.live.counters.get(label) if self.live is not None else None
-
-
-def view(host: Host, interface: str) -> PolicyView:
-    """The policy, the kernel's table and counters, and the tests' states."""
-    server = ServerConfig.load(host, interface)
-    stored = PolicyFile.load(host, server)
-    policy = stored.policy
-    peers = peers_of(host, server.name, server.config)
-    states = [TestState(test, acl_policy.run_test(policy, peers, test, number))
-              for number, test in enumerate(policy.tests, start=1)]
-    live: LiveTable | None = None
-    problem: str | None = None
-    if nftables.available():
-        try:
-            live = read_live(server.name)
-        except ParseError as exc:
-            problem = str(exc)
-        if problem is None and (live is not None or stored.exists) \
-                and server.live() is not None:
-            try:
-                wanted = compile_table(policy, peers)
-            except ValidationError as exc:
-                problem = str(exc)
-            else:
-                found = differences(live.spec if live is not None else None, wanted)
-                problem = "; ".join(found) if found else None
-    groups_of = {name: policy.groups_of(name) for name in peers.peers}
-    return PolicyView(policy, stored.exists, live, problem, tuple(states), groups_of)
-
-
-def explain(host: Host, interface: str, source: str, destination: str,
-            port: str | None) -> tuple[Policy, list[acl_policy.Decision]]:
-    server = ServerConfig.load(host, interface)
-    policy = PolicyFile.load(host, server).policy
-    peers = peers_of(host, server.name, server.config)
-    with about_input("source"):
-        src = acl_policy.parse_selector(source)
-    with about_input("destination"):
-        if port is None:
-            dst, port_ = acl_policy.parse_endpoint(destination)
-        else:
-            dst, port_ = acl_policy.parse_selector(destination), None
-    with about_input("port"):
-        if port is not None:
-            port_ = acl_policy.parse_port(port, ("tcp",))
-    return policy, acl_policy.explain(policy, peers, src, dst, port_)
 

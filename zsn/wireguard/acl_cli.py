@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from zsn.errors import EXIT_ERROR, EXIT_OK, ValidationError
 from zsn.headless import add_change_options, apply_change, print_table
 from zsn.plan import Plan
 from zsn.system.host import Host
-from zsn.wireguard import acl
-from zsn.wireguard.acl_table import DEFAULT, REPLIES
+from zsn.wireguard import acl, acl_view
+from zsn.wireguard.acl_view import view_dict
 from zsn.wireguard.policy import network_text
 
 TEST_USAGE = ("zsn wg acl test IFACE | test add IFACE 'SRC -> DST[:PORT/PROTO] allow|deny' | "
@@ -151,36 +150,8 @@ def run_acl(args: argparse.Namespace, host: Host) -> int:
     return apply_change(host, _plan(host, args), args)
 
 
-def view_dict(view: acl.PolicyView) -> dict[str, Any]:
-    """The policy with its counters and tests' states, JSON-ready (`show --json` and
-    ``--export wireguard``)."""
-    policy = view.policy
-
-    def counted(label: str) -> dict[str, int | None]:
-        counters = view.counters(label)
-        return {"packets": counters[0] if counters else None,
-                "bytes": counters[1] if counters else None}
-
-    return {
-        "interface": policy.interface,
-        "policy_file": view.exists,
-        "loaded": view.live is not None,
-        "problem": view.live_problem,
-        "default": {"verdict": policy.default, **counted(DEFAULT)},
-        "replies": counted(REPLIES),
-        "groups": {group.name: list(group.members) for group in policy.groups},
-        "rules": [{"number": number, "verdict": rule.verdict, "from": str(rule.source),
-                   "to": str(rule.destination),
-                   "port": str(rule.port) if rule.port else None, **counted(str(number))}
-                  for number, rule in enumerate(policy.rules, start=1)],
-        "tests": [{"number": number, "test": str(state.test), "passes": state.failure is None,
-                   "failure": state.failure}
-                  for number, state in enumerate(view.tests, start=1)],
-    }
-
-
 def _show(host: Host, interface: str, as_json: bool) -> int:
-    view = acl.view(host, interface)
+    view = acl_view.view(host, interface)
     data = view_dict(view)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -215,7 +186,7 @@ def _number(value: int | None) -> str:
 
 
 def _explain(host: Host, args: argparse.Namespace) -> int:
-    policy, decisions = acl.explain(host, args.interface, args.source, args.destination,
+    policy, decisions = acl_view.explain(host, args.interface, args.source, args.destination,
                                     args.port)
     if args.json:
         sys.stdout.write(json.dumps([{
@@ -230,7 +201,7 @@ def _explain(host: Host, args: argparse.Namespace) -> int:
 
 
 def _run_tests(host: Host, interface: str) -> int:
-    view = acl.view(host, interface)
+    view = acl_view.view(host, interface)
     if not view.tests:
         print(f"{interface}'s access rules have no tests")
         return EXIT_OK

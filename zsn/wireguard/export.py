@@ -104,6 +104,10 @@ def section(host: Host, snapshot: WireGuardSnapshot,
         "findings": findings,
     }
     errors = list(snapshot.errors)
+    rules, rule_errors = access_rules(host)
+    if rules:
+        data["access_rules"] = rules
+    errors.extend(rule_errors)
     try:
         reports = history() if history is not None else history_reports(host, snapshot)
         attach_history(data["interfaces"], reports, snapshot)
@@ -116,6 +120,25 @@ def section(host: Host, snapshot: WireGuardSnapshot,
     if errors:
         data["errors"] = errors
     return data
+
+
+def access_rules(host: Host) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each interface's access rules with the kernel's counters (`zsn wg acl show
+    --json`), for the interfaces that have a policy file; and what could not be read."""
+    from zsn.wireguard.acl_view import view, view_dict
+    from zsn.wireguard.policy import ACL_DIR
+
+    folder = host.path(ACL_DIR)
+    if not files.is_dir(folder):
+        return [], []
+    found: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for path in files.list_files(folder, "*.acl"):
+        try:
+            found.append(view_dict(view(host, path.stem)))
+        except ZsnError as exc:
+            errors.append(f"access rules of {path.stem}: {exc}")
+    return found, errors
 
 
 History = dict[tuple[str, str], dict[str, Any] | None]
@@ -217,6 +240,27 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
         "1 while the peer's latest handshake is at most 270 s old (zsn's history), else 0; "
         "absent without history.",
     )
+    rule_packets = MetricFamily(
+        "zsn_wireguard_acl_rule_packets_total", "counter",
+        "Packets an access rule decided (rule: its number, or default); the first packet "
+        "of each connection, replies pass apart. Starts again when the table is replaced.")
+    rule_bytes = MetricFamily("zsn_wireguard_acl_rule_bytes_total", "counter",
+                              "Bytes of the packets an access rule decided.")
+    loaded = MetricFamily(
+        "zsn_wireguard_acl_loaded", "gauge",
+        "1 while the kernel's nftables table of the interface is its policy file's, else 0.")
+    failing = MetricFamily("zsn_wireguard_acl_tests_failing", "gauge",
+                           "Tests of the interface's access rules that fail.")
+    for rules in data.get("access_rules", ()):
+        name = rules["interface"]
+        loaded.add({"interface": name}, 1 if rules["loaded"] and not rules["problem"] else 0)
+        failing.add({"interface": name}, sum(1 for test in rules["tests"]
+                                             if not test["passes"]))
+        for label, counted in [*((str(rule["number"]), rule) for rule in rules["rules"]),
+                               ("default", rules["default"])]:
+            if counted["packets"] is not None:
+                rule_packets.add({"interface": name, "rule": label}, counted["packets"])
+                rule_bytes.add({"interface": name, "rule": label}, counted["bytes"])
     for interface in data.get("interfaces", ()):
         name = interface["name"]
         info.add({"interface": name, "implementation": interface["implementation"],
@@ -231,4 +275,5 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             keepalive.add(labels, peer["persistent_keepalive"] or 0)
             if peer.get("history"):
                 connected.add(labels, 1 if peer["history"]["connected"] else 0)
-    return [sent, received, handshake, info, peer_count, keepalive, connected]
+    return [sent, received, handshake, info, peer_count, keepalive, connected, rule_packets,
+            rule_bytes, loaded, failing]

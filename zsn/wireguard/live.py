@@ -18,7 +18,7 @@ from zsn.errors import AccessDeniedError, NetlinkError, ParseError, SocketError,
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
-from zsn.wireguard import config, expiry, kernel, uapi
+from zsn.wireguard import config, expiry, kernel, policy, uapi
 from zsn.wireguard.config import config_path
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.model import DeviceState, InterfaceState, PeerState, WireGuardSnapshot
@@ -51,6 +51,8 @@ class LiveCache:
         self._cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = {}
         self._peers: dict[str, uapi.PeerCache] = {}
         self._orders: dict[str, tuple[list[str], dict[str, int], frozenset[str]]] = {}
+        self._groups: dict[Path, tuple[tuple[int, int], dict[str, str],
+                                       dict[str, tuple[str, ...]]]] = {}
         self.errors: list[str] = []
 
     def peers_of(self, interface: str) -> uapi.PeerCache:
@@ -75,6 +77,32 @@ class LiveCache:
     def disabled(self, path: Path) -> int:
         """How many peers the config at `path` has disabled (read with the names)."""
         return self._config_peers(path).disabled
+
+    def groups(self, host: Host, interface: str, config: Path) -> dict[str, tuple[str, ...]]:
+        """Each peer's access-rule groups by public key, from the interface's policy file
+        (read again only when it or the config's names change)."""
+        try:
+            path = policy.policy_path(host, interface)
+            st = files.status(path)
+        except (OSError, ZsnError):
+            return {}
+        signature = (st.st_mtime_ns, st.st_size)
+        names = self._config_peers(config).names
+        cached = self._groups.get(path)
+        if cached is not None and cached[0] == signature and cached[1] is names:
+            return cached[2]
+        found: dict[str, tuple[str, ...]] = {}
+        try:
+            read = policy.parse(files.read_text(path), interface, str(path))
+        except ZsnError as exc:
+            self.errors.append(f"access rules of {interface}: {exc}")
+        else:
+            for key, name in names.items():
+                groups = read.groups_of(name)
+                if groups:
+                    found[key] = groups
+        self._groups[path] = (signature, names, found)
+        return found
 
     def _config_peers(self, path: Path) -> _ConfigPeers:
         try:
@@ -179,7 +207,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             instance = f"kernel:{link.index}" if link is not None else ""
             interfaces.append(_interface(name, "kernel", device, link, path, instance=instance,
                                          expiries=cache.expiries(path),
-                                         disabled=cache.disabled(path)))
+                                         disabled=cache.disabled(path))._replace(
+                groups=MappingProxyType(cache.groups(host, name, path))))
         for name, request in requests.items():
             if name in kernel_names:
                 continue
@@ -199,7 +228,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             in_namespace = link is not None or not host.is_live
             interfaces.append(_interface(name, "userspace", device, link, path, in_namespace,
                                          _socket_instance(sockets[name]), cache.expiries(path),
-                                         cache.disabled(path)))
+                                         cache.disabled(path))._replace(
+                groups=MappingProxyType(cache.groups(host, name, path))))
     finally:
         for request in requests.values():
             if isinstance(request, uapi.Exchange):

@@ -68,6 +68,8 @@ class InterfaceState(NamedTuple):
     """Unix time each peer with an ``# Expires =`` line in the config expires, by key."""
     disabled_peers: int = 0
     """Peers the config keeps disabled (``#[disabled]``): not in the device."""
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Each peer's access-rule groups (`zsn.wireguard.policy`), by public key."""
 
 
 class PeerSession(NamedTuple):

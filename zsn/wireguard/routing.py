@@ -22,7 +22,7 @@ from zsn.system import commands, files, netlink
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
 from zsn.tries.restores import firewall_undo, sysctl_undo
-from zsn.wireguard import acl, addressing, policy, settings
+from zsn.wireguard import acl, acl_view, addressing, policy, settings
 from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, parse
 from zsn.wireguard.device import default_route_device
 from zsn.wireguard.server import ServerConfig
@@ -261,7 +261,7 @@ def _access_rules(host: Host, server: ServerConfig, config: WgConfig,
     """The access rules' part of client-to-client and linked interfaces: `rules` in the
     interface's policy (it decides what reaches what; the FORWARD rules open the host's
     firewall, which may drop forwarded traffic by default)."""
-    stored = acl.PolicyFile.load(host, server)
+    stored = acl_view.PolicyFile.load(host, server)
     wanted = stored.policy
     for rule in rules:
         wanted = acl.with_rule(wanted, rule)

@@ -8,6 +8,7 @@ without a terminal. ``Row.data`` is the `InterfaceState` for an interface row, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from zsn.format import human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
@@ -62,6 +63,9 @@ PEER_COLUMNS = (
            sort_key=lambda row: row.data[0].rx_bytes, help="total received since it came up"),
     Column("tx", "Sent", 6, align="right", sort_key=lambda row: row.data[0].tx_bytes,
            help="total sent since it came up"),
+    Column("groups", "Groups", 6,
+           help="the access-rule groups the peer is in (`zsn wg acl`; `g` sets them; "
+                "`enter` shows them when the column does not fit)"),
     Column("key", "Key", 7, truncate=True, min_width=9,
            help="the peer's public key (as much as fits; `enter` shows all of it)"),
 )
@@ -121,11 +125,13 @@ def expiry_cell(at: int | None, clock: float) -> CellValue:
     return Cell(f"in {human_duration(at - clock)}", "warn" if at - clock <= WEEK else "")
 
 
-def peer_cells(peer: PeerState, rates: Rates) -> dict[str, CellValue]:
+def peer_cells(peer: PeerState, rates: Rates,
+               groups: tuple[str, ...] = ()) -> dict[str, CellValue]:
     """A peer's cells by column key, but those that change with the clock alone
     (`clock_cells`)."""
     rx_rate, tx_rate = rates
     return {
+        "groups": listed(groups) if groups else "",
         "name": peer.name or short_key(peer.public_key, 12),
         "rx_rate": human_rate(rx_rate),
         "tx_rate": human_rate(tx_rate),
@@ -157,7 +163,7 @@ class PeerRows:
     def __init__(self) -> None:
         self._tracker = RateTracker()
         self._rates: dict[tuple[str, str], Rates] = {}
-        self._rows: dict[str, tuple[PeerState, Rates, Row]] = {}
+        self._rows: dict[str, tuple[PeerState, tuple[Rates, tuple[str, ...]], Row]] = {}
 
     def observe(self, snapshot: WireGuardSnapshot) -> None:
         """Take a snapshot's counters: every peer's rates since the last one."""
@@ -190,15 +196,76 @@ class PeerRows:
              clock: float) -> Row:
         rates = self.rates(interface.name, peer.public_key)
         timed = clock_cells(peer, session, interface.expiries.get(peer.public_key), clock)
+        groups = interface.groups.get(peer.public_key, ())
         cached = self._rows.get(peer.public_key)
-        if cached is not None and cached[0] is peer and cached[1] == rates and all(
+        if cached is not None and cached[0] is peer and cached[1] == (rates, groups) and all(
                 cached[2].cells[i] == timed[key] for key, i in _CLOCK_COLUMNS.items()):
             return cached[2]  # an idle peer: nothing to format again
-        row = row_of(peer.public_key, PEER_COLUMNS, peer_cells(peer, rates) | timed,
+        row = row_of(peer.public_key, PEER_COLUMNS, peer_cells(peer, rates, groups) | timed,
                      data=(peer, *rates))
-        self._rows[peer.public_key] = (peer, rates, row)
+        self._rows[peer.public_key] = (peer, (rates, groups), row)
         return row
 
 
 def interface_rows(interfaces: Iterable[InterfaceState]) -> list[Row]:
     return [interface_row(interface) for interface in interfaces]
+
+
+# -- access rules ------------------------------------------------------------------
+
+RULE_COLUMNS = (
+    Column("number", "#", 1, align="right", help="the rule's number: the first rule that "
+           "matches a packet decides; `-` is the default, for what no rule matches"),
+    Column("verdict", "Verdict", 1, short_label="Do", help="`allow`, or `deny` (rejected: "
+           "the sender is told at once)"),
+    Column("from", "From", 1, truncate=True,
+           help="a group, a peer, `behind:PEER`, an interface, a CIDR or `any`"),
+    Column("to", "To", 1, truncate=True, help="as From"),
+    Column("port", "Port", 2, help="the destination port (`445/tcp`; without /tcp or /udp: "
+           "both); `any`: every packet"),
+    Column("packets", "Packets", 3, short_label="Pkts", align="right", min_width=6,
+           help="packets the rule decided (the first of each connection; replies pass "
+                "apart), counted by the kernel since the table was loaded"),
+    Column("bytes", "Bytes", 4, align="right", min_width=7, help="their bytes"),
+)
+TEST_COLUMNS = (
+    Column("number", "#", 1, align="right", help="the test's number"),
+    Column("test", "Test", 1, truncate=True,
+           help="SRC -> DST[:PORT/PROTO] and the verdict it must get"),
+    Column("state", "State", 1, help="`pass`, or `FAIL` and what explain says instead"),
+)
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def rule_rows(data: Mapping[str, Any]) -> list[Row]:
+    """An interface's rules in order, then the default (`zsn.wireguard.acl_view.view_dict`
+    of its policy): ``Row.data`` is the rule's number, None for the default."""
+    rows = []
+    for rule in data["rules"]:
+        rows.append(row_of(f"rule-{rule['number']}", RULE_COLUMNS, {
+            "number": str(rule["number"]),
+            "verdict": Cell(rule["verdict"], "good" if rule["verdict"] == "allow" else "bad"),
+            "from": rule["from"], "to": rule["to"], "port": rule["port"] or "any",
+            "packets": _count(rule["packets"]),
+            "bytes": human_bytes(rule["bytes"]) if rule["bytes"] is not None else "-",
+        }, data=rule["number"]))
+    default = data["default"]
+    rows.append(row_of("default", RULE_COLUMNS, {
+        "number": "-", "verdict": Cell(default["verdict"], "bold"),
+        "from": Cell("(the default)", "muted"), "to": "", "port": "",
+        "packets": _count(default["packets"]),
+        "bytes": human_bytes(default["bytes"]) if default["bytes"] is not None else "-",
+    }, data=None))
+    return rows
+
+
+def policy_test_rows(data: Mapping[str, Any]) -> list[Row]:
+    """The policy's tests and their states: ``Row.data`` is the test's number."""
+    return [row_of(f"test-{test['number']}", TEST_COLUMNS, {
+        "number": str(test["number"]), "test": test["test"],
+        "state": Cell("pass", "good") if test["passes"]
+        else Cell(f"FAIL: {test['failure']}", "bad", short="FAIL"),
+    }, data=test["number"]) for test in data["tests"]]

@@ -16,6 +16,8 @@ from zsn.tui.panes.wireguard_actions import (
     CONFIG_ACTIONS,
     INTERFACE_ACTIONS,
     PEER_ACTIONS,
+    RULE_ACTIONS,
+    RULE_KEYS,
     FindingsLine,
     WireGuardActions,
 )
@@ -42,6 +44,14 @@ def read_wireguard(host: Host, cache: LiveCache) -> WireGuardSnapshot:
 
     return live.read_wireguard(host, cache)._replace(
         configs=live.configured_interfaces(host))
+
+
+def read_access_rules(host: Host, interface: str) -> dict[str, Any]:
+    """`zsn.wireguard.acl_view.view` of the interface, as `view_dict` (worker thread);
+    replaced in tests."""
+    from zsn.wireguard.acl_view import view, view_dict
+
+    return view_dict(view(host, interface))
 
 
 def record_history(recorder: Recorder, snapshot: WireGuardSnapshot) -> WireGuardSnapshot:
@@ -72,6 +82,8 @@ in the config after them, by name). `enter` on a peer shows all of it.
         self.gone = GoneRows(lambda message: self.notify(
             message, severity="warning", timeout=GONE_NOTICE_SECONDS), "Interface ")
         self._shown_interface: str | None = None
+        self.rules_shown = False
+        self._rules_reading = False
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -79,6 +91,13 @@ in the config after them, by name). `enter` on a peer shows all of it.
         yield LiveTable(view.INTERFACE_COLUMNS, id="wg-interfaces", title="Interfaces")
         yield LiveTable(view.PEER_COLUMNS, id="wg-peers", title="Peers", zebra=True,
                         empty_text="No peers.")
+        rules = LiveTable(view.RULE_COLUMNS, id="wg-rules", title="Access rules",
+                          empty_text="No rules.")
+        tests = LiveTable(view.TEST_COLUMNS, id="wg-tests", title="Tests",
+                          empty_text="No tests: T adds one.")
+        rules.display = tests.display = False
+        yield rules
+        yield tests
 
     def on_mount(self) -> None:
         # Textual runs LivePane.on_mount too (handlers of every class are called):
@@ -119,6 +138,8 @@ in the config after them, by name). `enter` on a peer shows all of it.
             interfaces = self.query_one("#wg-interfaces", LiveTable)
             interfaces.update(self.gone.merge(view.interface_rows(snapshot.interfaces)))
             self._update_peers()
+        if self.rules_shown:
+            self._read_rules()
 
     def _show_status(self, snapshot: WireGuardSnapshot) -> None:
         lines: list[str] = []
@@ -191,6 +212,14 @@ in the config after them, by name). `enter` on a peer shows all of it.
         adding a peer, bringing one up and enabling a peer need a config that allows it."""
         if self._snapshot is None:
             return None
+        if action in RULE_ACTIONS and not self.rules_shown:
+            return NotNow("The access rules are not shown: P shows them.", hidden=True)
+        if self.rules_shown and action in PEER_ACTIONS | CONFIG_ACTIONS:
+            return NotNow("The access rules are shown: P shows the peers again.", hidden=True)
+        if action in RULE_ACTIONS and self.selected_interface() is None:
+            return NotNow("Highlight a running interface first.")
+        if action == "access_rules" and self.selected_interface() is None:
+            return NotNow("Highlight a running interface first.", hidden=True)
         if action in CONFIG_ACTIONS:
             return self._config_not_now(action, self._snapshot)
         if action not in PEER_ACTIONS | INTERFACE_ACTIONS:
@@ -226,7 +255,68 @@ in the config after them, by name). `enter` on a peer shows all of it.
         if event.table.id == "wg-interfaces" and self._snapshot is not None \
                 and event.key != self._shown_interface:
             self._update_peers()
+            if self.rules_shown:
+                self._read_rules()
         self.state_changed()
+
+    # -- access rules ----------------------------------------------------------
+    def show_rules(self, shown: bool) -> None:
+        """The access rules (and tests) of the highlighted interface instead of its
+        peers, or the peers again."""
+        self.rules_shown = shown
+        rules = self.query_one("#wg-rules", LiveTable)
+        self.query_one("#wg-peers", LiveTable).display = not shown
+        rules.display = self.query_one("#wg-tests", LiveTable).display = shown
+        if shown:
+            rules.clear()
+            self.query_one("#wg-tests", LiveTable).clear()
+            self._read_rules()
+            rules.focus()
+        else:
+            self.query_one("#wg-peers", LiveTable).focus()
+        self.state_changed()
+
+    def _read_rules(self) -> None:
+        interface = self.query_one("#wg-interfaces", LiveTable).cursor_key
+        if interface is None or self._rules_reading:
+            return
+        self._rules_reading = True
+
+        def done(data: dict[str, Any]) -> None:
+            self._rules_reading = False
+            if self.rules_shown and interface == \
+                    self.query_one("#wg-interfaces", LiveTable).cursor_key:
+                self._show_rules(interface, data)
+
+        def failed(message: str) -> None:
+            self._rules_reading = False
+            self.query_one("#wg-rules", LiveTable).set_title(
+                f"Access rules of {interface}: {message}")
+
+        self.run_in_thread(lambda: read_access_rules(self.host, interface), done, failed)
+
+    def _show_rules(self, interface: str, data: dict[str, Any]) -> None:
+        rules = self.query_one("#wg-rules", LiveTable)
+        state = "in the kernel" if data["loaded"] else "not loaded"
+        if data["problem"]:
+            state = "differs from the kernel's (l: lint)"
+        if not data["policy_file"]:
+            state = "none yet: R adds the first rule"
+        rules.set_title(f"Access rules of {interface}: default {data['default']['verdict']}, "
+                        f"{state}")
+        with self.app.batch_update():
+            rules.update(view.rule_rows(data))
+            self.query_one("#wg-tests", LiveTable).update(view.policy_test_rows(data))
+
+    def highlighted_rule(self) -> tuple[str, int | None] | None:
+        tests = self.query_one("#wg-tests", LiveTable)
+        if tests.has_focus and tests.cursor_row is not None:
+            return "test", tests.cursor_row.data
+        row = self.query_one("#wg-rules", LiveTable).cursor_row
+        return ("rule", row.data) if row is not None else None
+
+    def urgent_keys(self) -> tuple[str, ...]:
+        return RULE_KEYS if self.rules_shown else ()
 
     def on_live_table_selected(self, event: LiveTable.Selected) -> None:
         if event.table.id == "wg-peers":
@@ -246,12 +336,13 @@ in the config after them, by name). `enter` on a peer shows all of it.
         rates = self._peers.rates(*key)
         sessions = self._snapshot.sessions if self._snapshot is not None else {}
         self.app.push_screen(PeerDetailsScreen(interface.name, peer, rates, now,
-                                               sessions.get(key), self.host))
+                                               sessions.get(key), self.host,
+                                               interface.groups.get(peer.public_key, ())))
 
     def action_refresh_now(self) -> None:
         self.poll(force=True)
 
     def action_focus_next_table(self) -> None:
-        interfaces = self.query_one("#wg-interfaces", LiveTable)
-        peers = self.query_one("#wg-peers", LiveTable)
-        (peers if interfaces.has_focus else interfaces).focus()
+        shown = [table for table in self.query(LiveTable) if table.display]
+        focused = next((i for i, table in enumerate(shown) if table.has_focus), -1)
+        shown[(focused + 1) % len(shown)].focus()

@@ -45,16 +45,30 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("C", "client_to_client", "Client-to-client"),
     Binding("K", "link_interfaces", "Link interfaces…"),
     Binding("G", "gateway", "Gateway (NAT)…"),
+    Binding("P", "access_rules", "Access rules"),
+    Binding("g", "peer_groups", "Groups…"),
+    Binding("R", "add_rule", "Add rule…"),
+    Binding("d", "delete_rule", "Delete"),
+    Binding("left_square_bracket", "move_rule(-1)", "Up", key_display="["),
+    Binding("right_square_bracket", "move_rule(1)", "Down", key_display="]"),
+    Binding("w", "explain", "Explain…"),
+    Binding("T", "add_test", "Add test…"),
+    Binding("F", "flip_default", "Default"),
 ]
 
 PEER_ACTIONS = frozenset({"show_client", "remove_peer", "disable_peer", "rename_peer",
-                          "routed_subnets"})
+                          "routed_subnets", "peer_groups"})
 """The actions on the highlighted peer."""
 INTERFACE_ACTIONS = frozenset({"interface_down", "client_to_client", "link_interfaces",
                                "gateway"})
 """The actions on the highlighted running interface."""
 CONFIG_ACTIONS = frozenset({"add_peer", "interface_up", "enable_peer"})
 """The actions that need a config in /etc/wireguard (a stopped interface, a disabled peer)."""
+RULE_ACTIONS = frozenset({"add_rule", "delete_rule", "move_rule", "explain", "add_test",
+                          "flip_default"})
+"""The actions of the access-rules view (`P`), on the highlighted interface's policy."""
+RULE_KEYS = ("R", "d", "left_square_bracket", "right_square_bracket", "w", "F", "T", "P")
+"""What the footer shows first while the access rules are shown."""
 
 ACTION_HELP = """
 #### Managing peers
@@ -77,6 +91,17 @@ ACTION_HELP = """
   client configs widened to the subnet); `K` route it to another interface;
   `G` gateway: NAT out of the default-route interface (found through netlink,
   editable). Client configs that change must be re-imported on the devices (`v`).
+
+#### Access rules
+- `P` shows the highlighted interface's access rules instead of its peers: the rules
+  in order with the packets each decided (the kernel's counters), the default last,
+  and the policy's tests with their state; `P` again shows the peers.
+- There: `R` adds a rule (`allow|deny FROM -> TO [PORT]`, before the highlighted
+  one), `d` deletes the highlighted rule or test, `[` / `]` move a rule up / down,
+  `w` explains a pair (the verdict and the rule that decides it), `T` adds a test,
+  `F` flips the default between allow and deny. A change that breaks a test is
+  refused, naming it.
+- `g` on a peer sets its groups (one plan: into the new ones, out of the others).
 """
 
 
@@ -343,6 +368,143 @@ class WireGuardActions:
                 field="egress"), self.show_plan)
 
         self.run_in_thread(default_route_device, ask, lambda problem: ask(None, problem))
+
+    # -- access rules --------------------------------------------------------------
+    rules_shown: bool
+    show_rules: Callable[[bool], None]
+    highlighted_rule: Callable[[], tuple[str, int | None] | None]
+    """("rule", number) or ("test", number) of the highlighted row of the access-rules
+    view (("rule", None): the default), None when there is none."""
+
+    def action_access_rules(self) -> None:
+        name = self._highlighted_interface()
+        if name is not None:
+            self.show_rules(not self.rules_shown)
+
+    def _rule_plan(self, build: Callable[[str], Plan]) -> None:
+        name = self._highlighted_interface()
+        if name is not None:
+            self.run_plan(lambda: build(name))
+
+    def action_add_rule(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import acl
+        from zsn.wireguard.policy import parse_rule_text
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+        row = self.highlighted_rule()
+        position = row[1] if row is not None and row[0] == "rule" else None
+
+        def build(text: str) -> Plan:
+            rule = parse_rule_text(text.strip())
+            return acl.plan_rule_add(self.host, name, rule.verdict, str(rule.source),
+                                     str(rule.destination),
+                                     str(rule.port) if rule.port else None, position)
+
+        where = f"placed before rule {position}" if position else "placed last"
+        self.app.push_screen(AskScreen(
+            f"Add a rule to {name}", f"allow|deny FROM -> TO [PORT[/tcp|udp]] ({where}):",
+            "", build, field="rule"), self.show_plan)
+
+    def action_delete_rule(self) -> None:
+        from zsn.wireguard import acl
+
+        row = self.highlighted_rule()
+        if row is None or row[1] is None:
+            self.notify("Highlight a rule or a test first (the default stays: F flips it).",
+                        severity="warning")
+            return
+        kind, number = row[0], row[1]
+        if kind == "rule":
+            self._rule_plan(lambda name: acl.plan_rule_remove(self.host, name, number))
+        else:
+            self._rule_plan(lambda name: acl.plan_test_remove(self.host, name, number))
+
+    def action_move_rule(self, step: int) -> None:
+        from zsn.wireguard import acl
+
+        row = self.highlighted_rule()
+        if row is None or row[0] != "rule" or row[1] is None:
+            self.notify("Highlight a rule first.", severity="warning")
+            return
+        number = row[1]
+        self._rule_plan(lambda name: acl.plan_rule_move(self.host, name, number,
+                                                        max(1, number + step)))
+
+    def action_explain(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard.acl_view import explain
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+
+        def build(text: str) -> str:
+            words = text.replace("->", " ").split()
+            if len(words) not in (2, 3):
+                from zsn.errors import ValidationError
+
+                raise ValidationError("give SRC -> DST [PORT/PROTO]", field="pair")
+            policy, decisions = explain(self.host, name, words[0], words[1],
+                                        words[2] if len(words) == 3 else None)
+            return "\n".join(decision.describe(policy) for decision in decisions)
+
+        def answered(text: str | None) -> None:
+            if text:
+                self.notify(text, title=f"Explain on {name}", timeout=20)
+
+        self.app.push_screen(AskScreen(f"Explain a pair on {name}",
+                                       "SRC -> DST [PORT/PROTO] (addresses, peers, groups):",
+                                       "", build, field="pair"), answered)
+
+    def action_add_test(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import acl
+
+        name = self._highlighted_interface()
+        if name is None:
+            return
+        self.app.push_screen(AskScreen(
+            f"Add a test to {name}", "SRC -> DST[:PORT/PROTO] allow|deny (checked on every "
+            "change):", "", lambda text: acl.plan_test_add(self.host, name, text.strip()),
+            field="test"), self.show_plan)
+
+    def action_flip_default(self) -> None:
+        from zsn.wireguard import acl
+        from zsn.wireguard.acl_view import read_policy
+
+        def build(name: str) -> Plan:
+            current = read_policy(self.host, name)
+            flipped = "allow" if current is not None and current.default == "deny" else "deny"
+            return acl.plan_default(self.host, name, flipped)
+
+        self._rule_plan(build)
+
+    def action_peer_groups(self) -> None:
+        from zsn.tui.screens.ask import AskScreen
+        from zsn.wireguard import acl
+
+        ref = self._peer_ref()
+        interface, peer = self.selected_interface(), self.selected_peer()
+        if ref is None or interface is None or peer is None:
+            return
+        if peer.name is None:
+            self.notify("Only a named peer can be in a group: n names it.",
+                        severity="warning")
+            return
+        current = interface.groups.get(peer.public_key, ())
+        name = peer.name
+
+        def build(text: str) -> Plan:
+            groups = [group.strip() for group in text.replace(",", " ").split()]
+            return acl.plan_peer_groups(self.host, ref[0], name, groups)
+
+        self.app.push_screen(AskScreen(
+            f"Groups of {name}", "Its access-rule groups, comma-separated (new ones are "
+            "made; empty: none):", ", ".join(current), build, field="groups"),
+            self.show_plan)
 
     # -- lint ----------------------------------------------------------------------
     def refresh_findings(self) -> None:

@@ -38,8 +38,11 @@ class PeerDetailsScreen(ModalScreen[None]):
 
     def __init__(self, interface: str, peer: PeerState,
                  rates: tuple[float | None, float | None], clock: Callable[[], float],
-                 session: PeerSession | None = None, host: Host | None = None) -> None:
+                 session: PeerSession | None = None, host: Host | None = None,
+                 groups: tuple[str, ...] = ()) -> None:
         super().__init__()
+        self.groups = groups
+        """Its access-rule groups (shown when it is in any)."""
         self.interface = interface
         self.peer = peer
         self.rates = rates
@@ -171,6 +174,8 @@ class PeerDetailsScreen(ModalScreen[None]):
             ("Keepalive", f"every {peer.persistent_keepalive} s"
              if peer.persistent_keepalive else "off"),
         ]
+        if self.groups:
+            rows.append(("Groups", ", ".join(self.groups)))
         for label, value in rows + self._history_rows():
             table.add_row(label, plain(value))
         return table
