@@ -69,26 +69,21 @@ def list_table(family: str, name: str) -> list[NftObject] | None:
 
 def decode(text: str, source: str) -> list[NftObject]:
     """The objects of nft's JSON output: ``{"nftables": [{KIND: {...}}, ...]}``."""
-    if len(text) > MAX_LISTING:
-        raise ParseError(f"more than {MAX_LISTING // MiB} MiB", None, source)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not JSON: {exc.msg}", exc.lineno, source) from None
-    except RecursionError:
-        raise ParseError("nested too deeply", None, source) from None
-    if not isinstance(document, dict) or set(document) != {"nftables"} \
-            or not isinstance(document["nftables"], list):
+    from zsn.decode import from_json
+
+    listing = from_json(text, dict[str, list[dict[str, dict[str, Any]]]], source,
+                        max_bytes=MAX_LISTING)
+    if set(listing) != {"nftables"}:
         raise ParseError('not {"nftables": [...]}', None, source)
-    items = document["nftables"]
+    items = listing["nftables"]
     if len(items) > MAX_OBJECTS:
         raise ParseError(f"more than {MAX_OBJECTS} objects", None, source)
     found: list[NftObject] = []
     for index, item in enumerate(items):
-        if not isinstance(item, dict) or len(item) != 1:
+        if len(item) != 1:
             raise ParseError(f"object {index} is not {{KIND: {{...}}}}", None, source)
         ((kind, body),) = item.items()
-        if kind not in OBJECT_KINDS or not isinstance(body, dict):
-            raise ParseError(f"object {index}: unknown kind {str(kind)[:40]!r}", None, source)
+        if kind not in OBJECT_KINDS:
+            raise ParseError(f"object {index}: unknown kind {kind[:40]!r}", None, source)
         found.append((kind, body))
     return found
