@@ -64,6 +64,16 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def tree_app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
+    """The app on the `root` tree (changes land there), its WireGuard pane reading the
+    fixed snapshot."""
+    snapshot = fixed_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
+    return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+
+
 SnapCompare = Callable[..., bool]
 
 

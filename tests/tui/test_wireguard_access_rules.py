@@ -74,14 +74,6 @@ async def test_the_view_shows_rules_in_order_with_counters_then_the_default(
                          "the peers again")
 
 
-@pytest.fixture
-def tree_app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
-    snapshot = fixed_snapshot()
-    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
-    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
-    return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
-
-
 async def _plan_applied(pilot: Pilot[Any], title: str) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen), "the plan")
     assert title in screen_as(pilot.app, PlanScreen).plan_title

@@ -15,8 +15,7 @@ from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
 from tests.pilot import screen_as, wait_for_rows, wait_until
-from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, SnapCompare, fixed_snapshot
-from zsn.system.host import Host
+from tests.tui.conftest import FIXTURES, SnapCompare
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.client_config import ClientConfigScreen
 from zsn.tui.screens.create_interface import CreateInterfaceScreen
@@ -29,11 +28,8 @@ from zsn.wireguard.onboarding import render_client_config
 
 
 @pytest.fixture
-def app(root: Path, monkeypatch: pytest.MonkeyPatch) -> ZsnApp:
-    snapshot = fixed_snapshot()
-    monkeypatch.setattr("zsn.tui.panes.wireguard.read_wireguard", lambda host, names: snapshot)
-    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: CAPTURED_HANDSHAKE + 42)
-    return ZsnApp(Host(root), theme="zsn-night", refresh=3600)
+def app(tree_app: ZsnApp) -> ZsnApp:
+    return tree_app
 
 
 async def _wait_for_screen(pilot: Pilot[int], kind: type[Screen[Any]]) -> None:
