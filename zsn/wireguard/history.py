@@ -194,36 +194,14 @@ class HourAmounts(NamedTuple):
 # keeps any value in any column, so each is checked to have its column's type.
 
 
-class _StoredLive(NamedTuple):
-    interface: str
-    public_key: str
-    peer: int
-    instance: str
-    sampled_at: int
-    rx: int
-    tx: int
-    total_rx: int
-    total_tx: int
-    hour: int
-    hour_rx: int
-    hour_tx: int
-    handshake: int | None
-    endpoint: str | None
-    connected: int
-    since: int | None
-    last_seen: int | None
-
-    def live_row(self) -> LiveRow:
-        return LiveRow(self.peer, self.instance, self.sampled_at, self.rx, self.tx,
-                       self.total_rx, self.total_tx, self.hour, self.hour_rx, self.hour_tx,
-                       self.handshake, self.endpoint, bool(self.connected), self.since,
-                       self.last_seen)
-
-
 _LIVE_QUERY = ("SELECT p.interface, p.public_key, l.peer, l.instance, l.sampled_at, l.rx, "
                "l.tx, l.total_rx, l.total_tx, l.hour, l.hour_rx, l.hour_tx, l.handshake, "
                "l.endpoint, l.connected, l.since, l.last_seen FROM live l "
                "JOIN peers p ON p.id = l.peer")
+
+
+def _flag(value: object) -> object:
+    return bool(value) if value in (0, 1) and not isinstance(value, float) else value
 
 
 class _PeerRow(NamedTuple):
@@ -338,12 +316,18 @@ class HistoryStore:
 
     def _rows(self, kind: type[T], query: str, parameters: Sequence[Any] = ()) -> list[T]:
         """The rows `query` finds, each checked to be a `kind` (its columns' types)."""
+        return self._decoded(kind, self._fetch(query, parameters))
+
+    def _fetch(self, query: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
         try:
-            rows = self._db.execute(query, parameters).fetchall()
+            rows: list[tuple[Any, ...]] = self._db.execute(query, parameters).fetchall()
         except sqlite3.Error as exc:
             raise self._failure(exc, "cannot be read") from None
         except UnicodeDecodeError:  # a TEXT value that is not UTF-8
             raise DamagedStoreError(self.path, "text that is not UTF-8") from None
+        return rows
+
+    def _decoded(self, kind: type[T], rows: Iterable[Sequence[Any]]) -> list[T]:
         try:
             return [decode.convert(row, kind, str(self.path)) for row in rows]
         except decode.DecodeError as exc:
@@ -353,6 +337,17 @@ class HistoryStore:
                 else exc.field
             raise DamagedStoreError(self.path, f"{column}: {exc.reason}" if column
                                     else exc.reason) from None
+
+    def _live(self, where: str = "", parameters: Sequence[Any] = ()
+              ) -> list[tuple[PeerKey, LiveRow]]:
+        """Rows of `live` with their peers' keys; SQLite's 0 and 1 of ``connected`` as
+        the bool they stand for (anything else is refused as a bool would be)."""
+        rows = self._fetch(_LIVE_QUERY + where, parameters)
+        keys = self._decoded(PeerKey, (row[:2] for row in rows))
+        connected = LiveRow._fields.index("connected") + 2
+        lives = self._decoded(LiveRow, ((*row[2:connected], _flag(row[connected]),
+                                         *row[connected + 1:]) for row in rows))
+        return list(zip(keys, lives, strict=True))
 
     def _value(self, query: str) -> int:
         """One number (a pragma's)."""
@@ -428,8 +423,7 @@ class HistoryStore:
                                                 "first_seen FROM peers")}
 
     def live_rows(self) -> dict[PeerKey, LiveRow]:
-        return {PeerKey(row.interface, row.public_key): row.live_row()
-                for row in self._rows(_StoredLive, _LIVE_QUERY)}
+        return dict(self._live())
 
     def hourly(self, peer: int, first_hour: int, last_hour: int) -> list[HourAmounts]:
         """Bytes per hour of `peer` from `first_hour` to `last_hour` (inclusive), the
@@ -502,9 +496,9 @@ class HistoryStore:
         if not found:
             return None
         peer = found[0].id
-        live = self._rows(_StoredLive, _LIVE_QUERY + " WHERE l.peer = ?", (peer,))
+        live = self._live(" WHERE l.peer = ?", (peer,))
         last_hour = now // 3600
-        return PeerHistory(found[0].first_seen, live[0].live_row() if live else None,
+        return PeerHistory(found[0].first_seen, live[0][1] if live else None,
                            self.hourly(peer, last_hour - hours + 1, last_hour),
                            self.events(peer, events))
 
