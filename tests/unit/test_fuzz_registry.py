@@ -216,3 +216,24 @@ def test_the_registry_size() -> None:
     print(f"\nfuzz registry: {len(REGISTRY)} entries, {examples} examples a run, "
           f"{len(decoding_sites())} decoding functions found in zsn/")
     assert len(REGISTRY) >= 25
+
+
+DECODED_ELSEWHERE = {
+    "zsn.links.persist.yamledit": "edits netplan YAML keeping its formatting: PyYAML's node "
+                                  "API, the document composed and checked there",
+    "zsn.wireguard.imports": "wg-easy's wg0.json and database columns: moving to zsn.decode "
+                             "with the import checks being reworked",
+    "zsn.tries.store": "try records: moving to zsn.decode with the records reworked as data",
+}
+"""Modules that still parse JSON, YAML or TOML themselves, and why."""
+
+
+def test_json_yaml_and_toml_are_decoded_by_the_layer_only() -> None:
+    """json.loads, yaml.*, tomllib and msgspec outside zsn.decode skip its bounds (size,
+    depth, aliases) and its one-line errors naming the field."""
+    raw = {"json.loads", "json.load", "tomllib.loads", "tomllib.load"}
+    found = sorted(site for site, why in decoding_sites().items()
+                   if any(each in raw or each.split(".")[0] in ("yaml", "msgspec")
+                          for each in why)
+                   and site.split(":")[0] not in DECODED_ELSEWHERE)
+    assert not found, f"decode these with zsn.decode (from_json, from_yaml ...): {found}"

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from zsn.errors import ValidationError
+from zsn import decode
+from zsn.errors import ValidationError, ZsnError
 from zsn.system.commands import run
 from zsn.system.host import Host
 
@@ -46,10 +48,8 @@ def parse_entries(output: str) -> list[JournalLine]:
     entries: list[JournalLine] = []
     for raw in output.splitlines():
         try:
-            entry = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if not isinstance(entry, dict):
+            entry = decode.from_json(raw, dict[str, Any], "journalctl")
+        except ZsnError:
             continue
         message = entry.get("MESSAGE", "")
         if isinstance(message, list):  # journalctl's form for non-UTF-8 messages

@@ -17,16 +17,17 @@ is kept (capped) for the error it reports when it fails.
 from __future__ import annotations
 
 import threading
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from zsn import decode
 from zsn.errors import ParseError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 
 SETTINGS_PATH = "/etc/zsn/history.toml"
+MAX_BYTES = 1 << 20
 HOOK_SECONDS = 30.0
 HOOK_OUTPUT_BYTES = 64 * 1024
 HOOK_EVENTS = ("connect", "disconnect")
@@ -46,14 +47,11 @@ def load(host: Host) -> HistorySettings:
     path = host.path(SETTINGS_PATH)
     if not files.exists(path):
         return HistorySettings(path=path)
-    return parse(files.read_text(path, 1 << 20), path)
+    return parse(files.read_text(path, MAX_BYTES), path)
 
 
 def parse(text: str, path: Path) -> HistorySettings:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ParseError(f"not valid TOML: {exc}", None, str(path)) from None
+    raw = decode.from_toml(text, dict[str, Any], str(path), max_bytes=MAX_BYTES)
     unknown = sorted(set(raw) - _KNOWN_KEYS)
     if unknown:
         raise ParseError(f"unknown setting {unknown[0]!r} (known: "

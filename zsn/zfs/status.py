@@ -12,11 +12,11 @@ counts and a note; group headings (``logs``, ``cache`` ...) stand alone at depth
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from zsn import decode
 from zsn.errors import ParseError
 from zsn.format import excerpt
 from zsn.zfs import units
@@ -278,11 +278,8 @@ def _percent(text: str | None) -> float | None:
 # -- JSON (OpenZFS 2.3+: zpool status -j [--json-int]) ---------------------------
 def parse_json(text: str) -> list[Pool]:
     """Every pool in `zpool status -j` output; numbers may be strings, ints or human sizes."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"zpool status -j printed invalid JSON: {exc}") from None
-    pools = document.get("pools") if isinstance(document, dict) else None
+    document = decode.from_json(text, dict[str, Any], "zpool status -j")
+    pools = document.get("pools")
     if not isinstance(pools, dict):
         raise ParseError("zpool status -j: no 'pools' object")
     return [_json_pool(name, data) for name, data in pools.items() if isinstance(data, dict)]

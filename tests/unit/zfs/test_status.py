@@ -212,7 +212,7 @@ def test_json_scan_stats() -> None:
 
 
 def test_json_that_is_not_json() -> None:
-    with pytest.raises(ParseError, match="invalid JSON"):
+    with pytest.raises(ParseError, match="zpool status -j: not valid JSON"):
         status.parse_json("invalid option 'j'")
 
 
