@@ -305,3 +305,14 @@ def test_checks_are_cached_and_unknown_users_cost_the_same(tmp_path: Path, pki: 
     unknown_ok, unknown = timed("nobody", PASSWORD)
     assert not unknown_ok and unknown > first / 20  # a bcrypt check was made
     assert not web.check_basic(settings, "Basic !!!") and not web.check_basic(settings, None)
+
+
+def test_a_certificate_path_that_names_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """OpenSSL reads a FIFO until a writer comes: zsn serve hung at the start (and at a
+    reload, the event loop with it)."""
+    import os
+
+    os.mkfifo(tmp_path / "cert.pem")
+    path = config(tmp_path, "tls_server_config:\n  cert_file: cert.pem\n  key_file: cert.pem\n")
+    with pytest.raises(ZsnError, match="cert.pem is not a regular file"):
+        WebConfig.load(Host(), str(path))

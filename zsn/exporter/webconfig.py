@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import ssl
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -190,9 +191,21 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
         if name:
             tls[key] = directory / name
             files.append(tls[key])
+            _regular_file(tls[key], f"{source}: tls_server_config.{key}")
     settings = {"tls": tls, "headers": headers, "users": users,
                 "rate_limit": RateLimit(interval, burst)}
     return settings, files
+
+
+def _regular_file(path: Path, where: str) -> None:
+    """OpenSSL reads what a certificate path names to its end: a FIFO or a device would
+    hold the reading (and the server) for ever."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ZsnError(f"{where}: {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ZsnError(f"{where}: {path} is not a regular file")
 
 
 def bcrypt_cost(hashed: object, where: str) -> int:
