@@ -115,6 +115,9 @@ def test_zsn_and_promtool_agree_on_what_a_web_config_is(tmp_path: Path, pki: Pki
      "its salt is not one bcrypt can use"),
     (f'basic_auth_users:\n  prometheus: "{HASH[:7]}{"!" * 22}{HASH[29:]}"\n',
      "is not a bcrypt hash"),
+    # a header value is written into every response: a line break would add headers
+    ('http_server_config:\n  headers:\n    Strict-Transport-Security: '
+     '"max-age=1\\r\\nSet-Cookie: a=b"\n', "one line of printable text"),
 ])
 def test_what_python_cannot_honour_is_refused_not_weakened(
         tmp_path: Path, pki: Pki, text: str, reason: str) -> None:

@@ -172,6 +172,9 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
         if name not in HEADERS:
             raise ZsnError(f"{source}: HTTP header {name!r} can not be configured")
         allowed = HEADERS[name]
+        if isinstance(value, str) and not value.isprintable():
+            # A line break would end the header and start another (Set-Cookie ...).
+            raise ZsnError(f"{source}: {name}: a header value is one line of printable text")
         if not isinstance(value, str) or (allowed and value not in allowed):
             raise ZsnError(f"{source}: invalid value for {name}: expected one of "
                            f"{', '.join(allowed)}, got {value!r}")
