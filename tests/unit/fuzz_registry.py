@@ -782,6 +782,49 @@ def zfs_transfer_records() -> Fuzz:
     return st.lists(record, max_size=4), check
 
 
+# -- wg-easy v15's database ------------------------------------------------------------
+
+
+@entry("wg-easy v15 database", 300,
+       ["zsn.wireguard.imports:_read_wg_easy_v15", "zsn.wireguard.imports:_read_v15_tables",
+        "zsn.wireguard.imports:_json_list"])
+def wg_easy_database() -> Fuzz:
+    import sqlite3
+
+    from zsn.wireguard import imports
+
+    real = (_FIXTURES / "wireguard/imports/wg-easy/v15/wg-easy.db").read_bytes()
+    statements = st.sampled_from([
+        None, "UPDATE clients_table SET mtu = 'x'", "UPDATE clients_table SET dns = '[[[['",
+        "UPDATE clients_table SET allowed_ips = '[\"10.0.0.0/8\", 7]'",
+        "UPDATE clients_table SET name = x'ff00'", "UPDATE interfaces_table SET port = 1.5",
+        "UPDATE clients_table SET expires_at = '0001-01-01 00:00:00'",
+        "UPDATE user_configs_table SET default_dns = '{}'", "DELETE FROM interfaces_table",
+        "UPDATE clients_table SET ipv4_address = '::1' WHERE id = 1"])
+    edits = st.lists(st.tuples(st.integers(0, len(real) - 1), st.binary(min_size=1, max_size=8)),
+                     max_size=4)
+
+    def check(change: tuple[str | None, list[tuple[int, bytes]]]) -> None:
+        statement, noise = change
+        with tempfile.TemporaryDirectory(prefix="zsn-fuzz-") as folder:
+            path = Path(folder) / "wg-easy.db"
+            path.write_bytes(real)
+            if statement:
+                db = sqlite3.connect(path)
+                with db:
+                    db.execute(statement)
+                db.close()
+            data = bytearray(path.read_bytes())
+            for where, piece in noise:
+                data[where:where + len(piece)] = piece
+            path.write_bytes(bytes(data))
+            found = only_typed_errors(lambda: imports.read_wg_easy(path, {}, "vpn.example.com"))
+            if found is not None:
+                assert found.interface and all(peer.public_key for peer in found.peers)
+
+    return st.tuples(statements, edits), check
+
+
 # -- the peer history store (SQLite) ------------------------------------------------
 
 

@@ -120,8 +120,6 @@ NOT_YET = {
     "zsn.tries.store:Change.from_dict",
     "zsn.tries.store:Store.load",
     "zsn.tries.undo:Undo.from_dict",
-    "zsn.wireguard.imports:_read_wg_easy_v15",
-    "zsn.wireguard.imports:_read_v15_tables",
 }
 """Decoders found before the registry that have no entry yet: each is taken off as
 its entry lands (the test fails for a name here that an entry covers). A new
@@ -221,8 +219,6 @@ def test_the_registry_size() -> None:
 DECODED_ELSEWHERE = {
     "zsn.links.persist.yamledit": "edits netplan YAML keeping its formatting: PyYAML's node "
                                   "API, the document composed and checked there",
-    "zsn.wireguard.imports": "wg-easy's wg0.json and database columns: moving to zsn.decode "
-                             "with the import checks being reworked",
     "zsn.tries.store": "try records: moving to zsn.decode with the records reworked as data",
 }
 """Modules that still parse JSON, YAML or TOML themselves, and why."""

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple, TypeVar
 from zsn import decode
 from zsn.errors import ZsnError
 from zsn.system.host import Host
+from zsn.terminal import one_line
 
 T = TypeVar("T")
 
@@ -108,7 +109,7 @@ class DamagedStoreError(HistoryError):
     a value of the wrong type): named with the command that sets it aside."""
 
     def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: damaged ({reason}): set it aside with {RESET_COMMAND} "
+        super().__init__(f"{path}: damaged ({one_line(reason)}): set it aside with {RESET_COMMAND} "
                          "(history then starts anew)")
 
 

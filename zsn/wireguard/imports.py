@@ -22,17 +22,18 @@ pair with their peers by key).
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zsn import decode
 from zsn.errors import ParseError, ValidationError, ZsnError
 from zsn.plan import FileEdit, Plan
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.terminal import one_line
 from zsn.wireguard import settings
 from zsn.wireguard.config import PEER_NAME_RE, WIREGUARD_DIR, WgConfig, config_path, parse
 from zsn.wireguard.keys import public_key_from_private
@@ -92,13 +93,16 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
                 endpoint: str | None = None, env_file: str | None = None) -> Plan:
     """The plan that takes `source` over (nothing written before it is confirmed)."""
     where = host.path(path or DEFAULT_PATHS[source])
-    if source == "pivpn":
-        imported = [read_pivpn(host, where)]
-    elif source == "wg-easy":
-        env = read_env_file(host.path(env_file)) if env_file else {}
-        imported = [read_wg_easy(where, env, endpoint)]
-    else:
-        imported = read_wg_quick(host, where)
+    try:
+        if source == "pivpn":
+            imported = [read_pivpn(host, where)]
+        elif source == "wg-easy":
+            env = read_env_file(host.path(env_file)) if env_file else {}
+            imported = [read_wg_easy(where, env, endpoint)]
+        else:
+            imported = read_wg_quick(host, where)
+    except ParseError as exc:  # a source that is not what it says is bad input: exit 2
+        raise ValidationError(str(exc)) from None
     if interface is not None:
         if len(imported) != 1:
             raise ValidationError("--interface names one interface; the folder holds "
@@ -288,17 +292,40 @@ def _wg_easy_name(name: str, notes: list[str]) -> str:
     return safe
 
 
+@dataclass
+class _V14Server:
+    """wg-easy v14's ``server`` (lib/WireGuard.js): what zsn uses of it."""
+
+    privateKey: str
+    address: str
+
+    def __post_init__(self) -> None:
+        ipaddress.IPv4Address(self.address)  # ValueError: named as the field's
+
+
+@dataclass
+class _V14Client:
+    name: str
+    address: str
+    publicKey: str
+    privateKey: str | None = None
+    preSharedKey: str | None = None
+    enabled: bool = True
+    expiredAt: str | None = None
+
+    def __post_init__(self) -> None:
+        ipaddress.IPv4Address(self.address)
+
+
+@dataclass
+class _V14Document:
+    server: _V14Server
+    clients: dict[str, _V14Client]
+
+
 def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> Imported:
-    try:
-        data = json.loads(files.read_text(path, MAX_SOURCE_BYTES))
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not JSON: {exc.msg}", exc.lineno, str(path)) from None
-    server = data.get("server") if isinstance(data, dict) else None
-    clients = data.get("clients") if isinstance(data, dict) else None
-    if not isinstance(server, dict) or not isinstance(clients, dict) \
-            or not all(isinstance(server.get(k), str) for k in ("privateKey", "address")):
-        raise ParseError("not a wg-easy v14 wg0.json (a server with privateKey and address, "
-                         "clients by id)", None, str(path))
+    data = decode.from_json(files.read_text(path, MAX_SOURCE_BYTES), _V14Document, str(path))
+    server, clients = data.server, data.clients
     host_name = endpoint or env.get("WG_HOST")
     if not host_name:
         raise ValidationError("wg-easy v14 keeps the endpoint in its container's WG_HOST: "
@@ -308,26 +335,22 @@ def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> 
     config_port = env.get("WG_CONFIG_PORT", port)
     if ":" in host_name and not host_name.startswith("["):
         host_name, _, config_port = host_name.rpartition(":")
-    server_address = ipaddress.IPv4Address(server["address"])
+    server_address = ipaddress.IPv4Address(server.address)
     notes: list[str] = []
     imported = Imported("wg-easy v14", "wg0", "", False, endpoint_host=host_name, notes=notes)
-    server_public = public_key_from_private(server["privateKey"])
+    server_public = public_key_from_private(server.privateKey)
     dns = env.get("WG_DEFAULT_DNS", "1.1.1.1")
     allowed = env.get("WG_ALLOWED_IPS", "0.0.0.0/0, ::/0")
     keepalive = env.get("WG_PERSISTENT_KEEPALIVE", "0")
     mtu = env.get("WG_MTU")
-    for client_id, client in clients.items():
-        if not isinstance(client, dict) or not all(
-                isinstance(client.get(k), str) for k in ("name", "address", "publicKey")):
-            raise ParseError(f"client {client_id!r} lacks a name, address or publicKey", None,
-                             str(path))
-        name = _wg_easy_name(client["name"], notes)
-        address = str(ipaddress.IPv4Address(client["address"]))
-        psk = client.get("preSharedKey") or None
+    for client in clients.values():
+        name = _wg_easy_name(client.name, notes)
+        address = str(ipaddress.IPv4Address(client.address))
+        psk = client.preSharedKey or None
         text = None
-        if client.get("privateKey"):
+        if client.privateKey:
             # What wg-easy v14 hands its clients (lib/WireGuard.js getClientConfiguration).
-            lines = ["[Interface]", f"PrivateKey = {client['privateKey']}",
+            lines = ["[Interface]", f"PrivateKey = {client.privateKey}",
                      f"Address = {address}/24"]
             if dns:
                 lines.append(f"DNS = {dns}")
@@ -339,14 +362,12 @@ def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> 
             lines += [f"AllowedIPs = {allowed}", f"PersistentKeepalive = {keepalive}",
                       f"Endpoint = {host_name}:{config_port}"]
             text = "\n".join(lines) + "\n"
-        expires = client.get("expiredAt")
         imported.peers.append(ImportedPeer(
-            name, client["publicKey"], psk, [f"{address}/32"],
-            enabled=client.get("enabled", True) is not False,
-            expires=_iso_time(expires) if isinstance(expires, str) else None,
+            name, client.publicKey, psk, [f"{address}/32"], enabled=client.enabled,
+            expires=_iso_time(client.expiredAt) if client.expiredAt else None,
             client_config=text))
     interface_lines = [f"Address = {server_address}/24", f"ListenPort = {port}",
-                       f"PrivateKey = {server['privateKey']}"]
+                       f"PrivateKey = {server.privateKey}"]
     if mtu:
         interface_lines.append(f"MTU = {mtu}")
     imported.config_text = _server_config(f"imported from wg-easy v14 ({path})",
@@ -354,6 +375,62 @@ def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> 
     notes.append("wg-easy NATed its clients with iptables rules of its container (PostUp); "
                  "on this host: zsn wg gateway wg0")
     return imported
+
+
+@dataclass
+class _V15Interface:
+    """A row of wg-easy v15's ``interfaces_table``: what zsn uses of it."""
+
+    name: str
+    port: int
+    private_key: str
+    public_key: str
+    ipv4_cidr: str
+    ipv6_cidr: str
+    mtu: int
+
+    def __post_init__(self) -> None:
+        ipaddress.IPv4Network(self.ipv4_cidr, strict=False)  # ValueError: named
+        ipaddress.IPv6Network(self.ipv6_cidr, strict=False)
+
+
+@dataclass
+class _V15Config:
+    """``user_configs_table``: the defaults wg-easy hands new clients."""
+
+    host: str | None = None
+    port: int | None = None
+    default_dns: str = "[]"
+    default_allowed_ips: str = '["0.0.0.0/0", "::/0"]'
+
+
+@dataclass
+class _V15Client:
+    """A row of ``clients_table``."""
+
+    id: int
+    name: str
+    ipv4_address: str
+    ipv6_address: str
+    private_key: str
+    public_key: str
+    pre_shared_key: str
+    persistent_keepalive: int
+    mtu: int
+    enabled: int
+    server_allowed_ips: str = "[]"
+    allowed_ips: str | None = None
+    dns: str | None = None
+    expires_at: str | None = None
+    server_endpoint: str | None = None
+    pre_up: str = ""
+    post_up: str = ""
+    pre_down: str = ""
+    post_down: str = ""
+
+    def __post_init__(self) -> None:
+        ipaddress.IPv4Address(self.ipv4_address)
+        ipaddress.IPv6Address(self.ipv6_address)
 
 
 def _read_wg_easy_v15(path: Path, endpoint: str | None) -> Imported:
@@ -369,12 +446,25 @@ def _read_wg_easy_v15(path: Path, endpoint: str | None) -> Imported:
         try:
             return _read_v15_tables(db, path, endpoint)
         except sqlite3.DatabaseError as exc:
-            raise ParseError(f"not a wg-easy v15 database ({exc})", None, str(path)) from None
+            raise ParseError(f"not a wg-easy v15 database ({one_line(str(exc))})", None,
+                             str(path)) from None
+        except UnicodeDecodeError:
+            raise ParseError("not a wg-easy v15 database (text that is not UTF-8)", None,
+                             str(path)) from None
         finally:
             db.close()
 
 
+def _json_list(text: str, path: Path, field: str) -> list[str]:
+    """A column wg-easy keeps as a JSON array of strings."""
+    try:
+        return decode.from_json(text, list[str], str(path), max_bytes=1 << 20) if text else []
+    except decode.DecodeError as exc:
+        raise decode.DecodeError(str(path), f"{field}{exc.field or ''}", exc.reason) from None
+
+
 def _read_v15_tables(db: sqlite3.Connection, path: Path, endpoint: str | None) -> Imported:
+    source = str(path)
     applied = {row[0] for row in db.execute("SELECT hash FROM __drizzle_migrations")}
     unknown = applied - WG_EASY_MIGRATIONS
     if unknown:
@@ -384,66 +474,64 @@ def _read_v15_tables(db: sqlite3.Connection, path: Path, endpoint: str | None) -
     if len(interfaces) != 1:
         raise ValidationError(f"{path}: {len(interfaces)} interfaces; zsn imports wg-easy's "
                               "one (wg0)")
-    wg = dict(interfaces[0])
-    if wg["private_key"] == "---default---":
+    raw = dict(interfaces[0])
+    wg = decode.convert(raw, _V15Interface, source, "interfaces_table")
+    if wg.private_key == "---default---":
         raise ValidationError(f"{path}: wg-easy's setup never finished (no server key yet)")
-    config = dict(db.execute("SELECT * FROM user_configs_table WHERE id = ?",
-                             (wg["name"],)).fetchone() or {})
-    host_name = endpoint or config.get("host")
+    config = decode.convert(dict(db.execute("SELECT * FROM user_configs_table WHERE id = ?",
+                                            (wg.name,)).fetchone() or {}),
+                            _V15Config, source, "user_configs_table")
+    host_name = endpoint or config.host
     if not host_name:
         raise ValidationError("no endpoint in the database (wg-easy's host): give --endpoint",
                               field="endpoint")
     notes: list[str] = []
-    imported = Imported("wg-easy v15", str(wg["name"]), "", False, endpoint_host=host_name,
+    imported = Imported("wg-easy v15", wg.name, "", False, endpoint_host=host_name,
                         notes=notes)
-    if any(wg.get(column) for column in _AMNEZIA_COLUMNS):
+    if any(raw.get(column) for column in _AMNEZIA_COLUMNS):
         # Written by its migrations as defaults; used only when wg-easy ran AmneziaWG
         # (WG_EXECUTABLE=awg, in its container's environment, not in the database).
         notes.append("wg-easy keeps AmneziaWG parameters, used only if it ran AmneziaWG "
                      "(WG_EXECUTABLE=awg): clients of such a wg-easy need new configs for "
                      "plain WireGuard")
-    v4 = ipaddress.ip_network(wg["ipv4_cidr"], strict=False)
-    v6 = ipaddress.ip_network(wg["ipv6_cidr"], strict=False)
-    server_public = wg["public_key"]
+    v4 = ipaddress.ip_network(wg.ipv4_cidr, strict=False)
+    v6 = ipaddress.ip_network(wg.ipv6_cidr, strict=False)
     for row in db.execute("SELECT * FROM clients_table WHERE interface_id = ? ORDER BY id",
-                          (wg["name"],)):
-        client = dict(row)
-        name = _wg_easy_name(client["name"], notes)
-        server_allowed = json.loads(client.get("server_allowed_ips") or "[]")
-        allowed_ips = [f"{client['ipv4_address']}/32", f"{client['ipv6_address']}/128",
-                       *server_allowed]
-        client_allowed = json.loads(client["allowed_ips"]) if client.get("allowed_ips") \
-            else json.loads(config.get("default_allowed_ips") or '["0.0.0.0/0", "::/0"]')
-        dns = json.loads(client["dns"]) if client.get("dns") \
-            else json.loads(config.get("default_dns") or "[]")
+                          (wg.name,)):
+        client = decode.convert(dict(row), _V15Client, source, "clients_table")
+        name = _wg_easy_name(client.name, notes)
+        allowed_ips = [f"{client.ipv4_address}/32", f"{client.ipv6_address}/128",
+                       *_json_list(client.server_allowed_ips, path, "server_allowed_ips")]
+        client_allowed = _json_list(client.allowed_ips or config.default_allowed_ips, path,
+                                    "allowed_ips")
+        dns = _json_list(client.dns or config.default_dns, path, "dns")
         # What wg-easy v15 hands its clients (server/utils/wgHelper.ts generateClientConfig).
-        lines = ["[Interface]", f"PrivateKey = {client['private_key']}",
-                 f"Address = {client['ipv4_address']}/{v4.prefixlen}, "
-                 f"{client['ipv6_address']}/{v6.prefixlen}", f"MTU = {client['mtu']}"]
+        lines = ["[Interface]", f"PrivateKey = {client.private_key}",
+                 f"Address = {client.ipv4_address}/{v4.prefixlen}, "
+                 f"{client.ipv6_address}/{v6.prefixlen}", f"MTU = {client.mtu}"]
         if dns:
             lines.append(f"DNS = {', '.join(dns)}")
-        lines += ["", "[Peer]", f"PublicKey = {server_public}",
-                  f"PresharedKey = {client['pre_shared_key']}",
+        lines += ["", "[Peer]", f"PublicKey = {wg.public_key}",
+                  f"PresharedKey = {client.pre_shared_key}",
                   f"AllowedIPs = {', '.join(client_allowed)}",
-                  f"PersistentKeepalive = {client['persistent_keepalive']}",
-                  f"Endpoint = {host_name}:{config.get('port') or wg['port']}"]
-        expires = client.get("expires_at")
+                  f"PersistentKeepalive = {client.persistent_keepalive}",
+                  f"Endpoint = {host_name}:{config.port or wg.port}"]
         imported.peers.append(ImportedPeer(
-            name, client["public_key"], client["pre_shared_key"], allowed_ips,
-            endpoint=client.get("server_endpoint") or None, enabled=bool(client["enabled"]),
-            expires=_iso_time(expires) if expires else None,
+            name, client.public_key, client.pre_shared_key, allowed_ips,
+            endpoint=client.server_endpoint or None, enabled=bool(client.enabled),
+            expires=_iso_time(client.expires_at) if client.expires_at else None,
             client_config="\n".join(lines) + "\n"))
-        if any(client.get(hook) for hook in ("pre_up", "post_up", "pre_down", "post_down")):
+        if any((client.pre_up, client.post_up, client.pre_down, client.post_down)):
             notes.append(f"{name}'s client-side hooks are in its client config only as "
                          "wg-easy wrote them: check them before handing it out again")
     interface_lines = [f"Address = {next(v4.hosts())}/{v4.prefixlen}, "
                        f"{next(v6.hosts())}/{v6.prefixlen}",
-                       f"ListenPort = {wg['port']}", f"PrivateKey = {wg['private_key']}",
-                       f"MTU = {wg['mtu']}"]
+                       f"ListenPort = {wg.port}", f"PrivateKey = {wg.private_key}",
+                       f"MTU = {wg.mtu}"]
     imported.config_text = _server_config(f"imported from wg-easy v15 ({path})",
                                           interface_lines, imported.peers)
     notes.append("wg-easy NATed its clients with its hooks (iptables/ip6tables PostUp); on "
-                 f"this host: zsn wg gateway {wg['name']}")
+                 f"this host: zsn wg gateway {wg.name}")
     return imported
 
 
