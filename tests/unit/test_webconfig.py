@@ -319,3 +319,21 @@ def test_a_certificate_path_that_names_a_fifo_is_refused_not_waited_on(tmp_path:
     path = config(tmp_path, "tls_server_config:\n  cert_file: cert.pem\n  key_file: cert.pem\n")
     with pytest.raises(ZsnError, match="cert.pem is not a regular file"):
         WebConfig.load(Host(), str(path))
+
+
+def test_a_web_config_others_could_write_is_refused(tmp_path: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """Its users and TLS settings decide who reads the metrics: only from a file nobody
+    but root could have written (used silently before); at a reload, the last good
+    settings stay in force."""
+    path = config(tmp_path, f'basic_auth_users:\n  prometheus: "{HASH}"\n')
+    path.chmod(0o666)
+    with pytest.raises(ZsnError, match=r"writable by group or others: not read \(fix: chmod "
+                                       r"go-w .*web\.yml\)"):
+        WebConfig.load(Host(), str(path))
+    path.chmod(0o600)
+    web = WebConfig.load(Host(), str(path))
+    path.write_text("")  # every user gone, in a file others can write
+    path.chmod(0o666)
+    assert web.current().users == {"prometheus": HASH}
+    assert any("writable by group or others" in r.getMessage() for r in caplog.records)

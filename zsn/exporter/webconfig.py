@@ -200,6 +200,29 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
     return settings, files
 
 
+def _trusted(path: Path) -> None:
+    """Users and TLS settings only from a file nobody but root (or zsn's own user) could
+    have written: a regular file, reached through no link, owned by one of them and not
+    writable by group or others, in a folder others cannot change. The one place the
+    web config meets zsn's rule for its own state (as OpenSSH's StrictModes)."""
+    owners = {0, os.geteuid()}
+    for each, folder in ((path, False), (path.parent, True)):
+        try:
+            st = os.lstat(each)
+        except OSError as exc:
+            raise ZsnError(f"{each}: {exc.strerror or exc}") from None
+        kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
+        if not kind:
+            raise ZsnError(f"{each}: not a {'folder' if folder else 'regular file'} (a link?): "
+                           "not read")
+        if st.st_uid not in owners:
+            raise ZsnError(f"{each}: owned by uid {st.st_uid}, not root: not read (fix: "
+                           f"chown root {each})")
+        if st.st_mode & 0o022 and not (folder and st.st_mode & stat.S_ISVTX):
+            raise ZsnError(f"{each}: writable by group or others: not read (fix: chmod go-w "
+                           f"{each})")
+
+
 def _regular_file(path: Path, where: str) -> None:
     """OpenSSL reads what a certificate path names to its end: a FIFO or a device would
     hold the reading (and the server) for ever."""
@@ -408,6 +431,7 @@ class WebConfig:
     def _reading(self) -> tuple[Settings, list[Path]]:
         """The file's settings, checked as strictly at every reading as at the first."""
         source = str(self.path)
+        _trusted(self.path)
         text = read_text(self.path, CONFIG_MAX_BYTES)
         parsed, files = parse(text, self.path.parent, source)
         context, verifies = _tls_context(parsed["tls"], source)
