@@ -337,3 +337,12 @@ def test_a_web_config_others_could_write_is_refused(tmp_path: Path,
     path.chmod(0o666)
     assert web.current().users == {"prometheus": HASH}
     assert any("writable by group or others" in r.getMessage() for r in caplog.records)
+
+
+def test_an_absolute_certificate_path_is_read_inside_the_root(tmp_path: Path, pki: Pki) -> None:
+    """Under --root every path zsn reads is inside the tree: an absolute cert_file was
+    read from the machine itself."""
+    (tmp_path / "pki").mkdir()
+    write_tls(tmp_path / "pki", pki)
+    config(tmp_path, "tls_server_config:\n  cert_file: /pki/zsn.crt\n  key_file: /pki/zsn.key\n")
+    assert WebConfig.load(Host(tmp_path), "/web.yml").tls

@@ -159,7 +159,8 @@ def _strings(value: object, where: str) -> list[str]:
     return value
 
 
-def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list[Path]]:
+def parse(text: str, directory: Path, source: str, host: Host | None = None
+          ) -> tuple[dict[str, Any], list[Path]]:
     """The file's settings checked as the toolkit checks them, and every file it names
     (relative paths are relative to the config file's directory)."""
     document = cast("type[dict[str, Any] | None]", dict[str, Any] | None)  # empty: nothing set
@@ -192,7 +193,10 @@ def parse(text: str, directory: Path, source: str) -> tuple[dict[str, Any], list
     for key in ("cert_file", "key_file", "client_ca_file"):
         name = _string(tls.get(key), f"{source}: tls_server_config.{key}")
         if name:
-            tls[key] = directory / name
+            # Relative to the file's folder, as in the toolkit; an absolute path is the
+            # host's (under --root, inside the tree, as every path zsn reads).
+            tls[key] = host.path(name) if host is not None and name.startswith("/") \
+                else directory / name
             files.append(tls[key])
             _regular_file(tls[key], f"{source}: tls_server_config.{key}")
     settings = {"tls": tls, "headers": headers, "users": users,
@@ -378,8 +382,9 @@ def _signature(paths: list[Path]) -> tuple[tuple[int, int, int], ...]:
 class WebConfig:
     """The web config file, read again whenever it (or a file it names) changes."""
 
-    def __init__(self, path: Path, *, remote: bool = False) -> None:
+    def __init__(self, path: Path, *, remote: bool = False, host: Host | None = None) -> None:
         self.path = path
+        self.host = host
         self.remote = remote
         """Served beyond loopback: every reading must have TLS and client authentication."""
         self._lock = threading.Lock()
@@ -394,7 +399,7 @@ class WebConfig:
     def load(cls, host: Host, name: str, *, remote: bool = False) -> WebConfig:
         """The config at `name` (under the host's root), refused with the reason when it
         cannot be used (`remote`: when it would serve beyond loopback unprotected)."""
-        config = cls(host.path(Path(name).absolute()), remote=remote)
+        config = cls(host.path(Path(name).absolute()), remote=remote, host=host)
         config._read()
         if config._settings is None:
             raise ZsnError(config._problem or f"{config.path}: not read")
@@ -433,7 +438,7 @@ class WebConfig:
         source = str(self.path)
         _trusted(self.path)
         text = read_text(self.path, CONFIG_MAX_BYTES)
-        parsed, files = parse(text, self.path.parent, source)
+        parsed, files = parse(text, self.path.parent, source, self.host)
         context, verifies = _tls_context(parsed["tls"], source)
         sans = tuple(_strings(parsed["tls"].get("client_allowed_sans"),
                               f"{source}: tls_server_config.client_allowed_sans"))
