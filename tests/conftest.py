@@ -39,16 +39,19 @@ def lab() -> Iterator[Lab]:
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what does not run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Labs that need minutes of real time start now and run beside the suite
-    (`tests.lab.background`); their tests go last."""
-    from tests.lab import background
+    (`tests.lab.background`), and so do the kernel lab's guests (`tests.lab.guests`);
+    their tests go last."""
+    from tests.lab import background, guests
 
     if not config.option.collectonly:
         background.start(items)
+        guests.start(items)
 
 
 def pytest_sessionfinish() -> None:
-    from tests.lab import background
+    from tests.lab import background, guests
 
+    guests.stop()
     background.stop_all()
 
 
@@ -59,10 +62,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not BOOTS:
         return
     terminalreporter.write_sep("-", "kernel lab guests")
-    for boot in BOOTS:
+    first = min(boot.started for boot in BOOTS)
+    for boot in sorted(BOOTS, key=lambda boot: boot.started):
         guest = f", guest tests {boot.guest_tests:.1f} s" if boot.guest_tests else ""
         waited = f", waited {boot.lock_wait:.0f} s for the lock" if boot.lock_wait >= 1 else ""
         counts = f" ({boot.counts})" if boot.counts else ""
         terminalreporter.write_line(
-            f"{boot.label}: {boot.kernel}, boot to exit {boot.boot_to_exit:.1f} s"
+            f"{boot.label}: {boot.kernel}, started at +{boot.started - first:.0f} s, "
+            f"boot to exit {boot.boot_to_exit:.1f} s"
             f"{guest}{waited}{counts}")

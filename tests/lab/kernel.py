@@ -20,8 +20,11 @@ Adding a group (links, wlan, zfs ...):
 That is all: the host-side test is parametrized over the files in ``tests/kernel/``.
 Run one group with ``pytest tests/integration/test_kernel_lab.py -k GROUP``.
 
-Guests are serialised across processes by a lock file (two at once on two cores only
-time out); every boot has a deadline that kills QEMU with it.
+Guests share the machine's cores through lock files, one slot per host core
+(`LOCK_SLOTS`): a guest holds one slot per vCPU, so two 1-vCPU guests run at once and
+a 2-vCPU bench has the machine to itself. In a test session the groups are queued at
+collection (`tests.lab.guests`) and run beside the host tests; every boot has a
+deadline that kills QEMU with it.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -49,8 +53,11 @@ GUEST_TESTS = REPO / "tests" / "kernel"
 # scripts/test.sh installs virtme-ng here (a host tool with a venv of its own).
 LAB_VENV = Path(os.environ.get("ZSN_LAB_VENV", "/var/cache/zsn-lab/virtme-ng"))
 LOCK_FILE = Path("/run/lock/zsn-kernel-lab.lock")
+LOCK_SLOTS = 2
+"""Guest vCPUs the machine runs at once (CI's two cores): slot 1 is `LOCK_FILE`, slot N
+``zsn-kernel-lab.N.lock`` beside it."""
 LOCK_WAIT = 1800.0
-"""How long a boot waits for another process's guest to finish."""
+"""How long a boot waits for other guests to leave it the slots it needs."""
 BOOT_TIMEOUT = 900.0
 """Boot to power-off, guest tests included; QEMU is killed past it."""
 GUEST_MEMORY = "2G"
@@ -120,34 +127,65 @@ class Boot:
     kernel: str
     boot_to_exit: float
     lock_wait: float
+    started: float
+    """When QEMU started, in `time.monotonic` seconds (the summary shows overlaps)."""
     guest_tests: float | None = None
     counts: str = ""
 
 
 BOOTS: list[Boot] = []
 """Every boot of this pytest run (tests/conftest.py prints them at the end)."""
+_LIVE: set[subprocess.Popen[str]] = set()
+"""QEMU processes running now (`kill_guests` ends them when the session stops early)."""
+
+
+def kill_guests() -> None:
+    """End every guest this process started that is still running (its boot returns
+    with what the guest printed so far)."""
+    for process in list(_LIVE):
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, 9)
+
+
+def _slot_file(slot: int) -> Path:
+    return LOCK_FILE if slot == 1 else LOCK_FILE.with_name(f"zsn-kernel-lab.{slot}.lock")
+
+
+def _take_slots(needed: int) -> list[IO[str]]:
+    """Lock `needed` free slots at once, or none (a half-taken set is given back, so two
+    2-vCPU boots never hold one slot each and wait on each other)."""
+    held: list[IO[str]] = []
+    for slot in range(1, LOCK_SLOTS + 1):
+        handle = open(_slot_file(slot), "w")  # noqa: SIM115 - kept open while held
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        held.append(handle)
+        if len(held) == needed:
+            return held
+    for taken in held:
+        taken.close()  # closing drops the flock
+    return []
 
 
 @contextmanager
-def _lab_lock(wait: float) -> Iterator[float]:
-    """Hold the machine-wide guest lock; yields the seconds spent waiting for it."""
+def _lab_lock(wait: float, cpus: int = GUEST_CPUS) -> Iterator[float]:
+    """Hold one guest slot per vCPU; yields the seconds spent waiting for them."""
     LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    needed = min(cpus, LOCK_SLOTS)
     started = time.monotonic()
-    with open(LOCK_FILE, "w") as lock:
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() - started > wait:
-                    raise TimeoutError(
-                        f"another kernel lab guest held {LOCK_FILE} for over {wait:.0f} s"
-                    ) from None
-                time.sleep(1)
-        try:
-            yield time.monotonic() - started
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    while not (held := _take_slots(needed)):
+        if time.monotonic() - started > wait:
+            raise TimeoutError(f"other kernel lab guests held the {LOCK_SLOTS} slots "
+                               f"({LOCK_FILE} ...) for over {wait:.0f} s")
+        time.sleep(1)
+    try:
+        yield time.monotonic() - started
+    finally:
+        for handle in held:
+            handle.close()
 
 
 @dataclass
@@ -220,20 +258,23 @@ def boot(script: str, results: Path, label: str, timeout: float = BOOT_TIMEOUT,
         "--exec", f"bash {shlex.quote(str(guest_script))}",
     ]
     env = {**os.environ, "PATH": f"{vng.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    with _lab_lock(lock_wait) as waited:
+    with _lab_lock(lock_wait, cpus) as waited:
         started = time.monotonic()
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace",
                                    env=env, cwd=REPO, start_new_session=True)
+        _LIVE.add(process)
         try:
             output, _ = process.communicate(timeout=timeout + 30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
             output, _ = process.communicate(timeout=30)
+        finally:
+            _LIVE.discard(process)
         elapsed = time.monotonic() - started
     if process.returncode == 124:
         output += f"\n[kernel lab: guest killed after {timeout:.0f} s]"
-    run = GuestRun(process.returncode, output, Boot(label, version, elapsed, waited))
+    run = GuestRun(process.returncode, output, Boot(label, version, elapsed, waited, started))
     BOOTS.append(run.boot)
     return run
 
