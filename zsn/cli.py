@@ -15,7 +15,15 @@ from typing import NoReturn
 
 from zsn import __version__
 from zsn.domains import CommandFace, CommandGroup, command_face, command_groups, domains
-from zsn.errors import ZsnError
+from zsn.errors import (
+    EXIT_ERROR,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    ValidationError,
+    ZsnError,
+    did_you_mean,
+)
 from zsn.headless import interval_seconds
 from zsn.terminal import message_line, safe_output
 
@@ -32,9 +40,10 @@ takes --dry-run: it prints the plan (file diffs, live operations) and changes
 nothing."""
 
 EXIT_STATUS = """\
-exit status of --export: 0 complete; 1 error (nothing written: unknown section,
-unreadable root, bad option); 2 partial: the snapshot was written, but a section
-could not be read fully (each reason on stderr and in the section's "errors").
+exit status of --export: 0 complete; 1 error (nothing written: unreadable root, a
+daemon or program failed); 2 input refused (unknown section, bad option), nothing
+written; 3 partial: the snapshot was written, but a section could not be read fully
+(each reason on stderr and in the section's "errors").
 
 """ + GROUP_EXIT_STATUS
 
@@ -137,8 +146,6 @@ class ArgumentParser(argparse.ArgumentParser):
     and a second line. Its sub-commands' parsers are of this class too."""
 
     def error(self, message: str) -> NoReturn:
-        from zsn.errors import EXIT_INVALID
-
         self.exit(EXIT_INVALID, f"{self.prog}: invalid: {message} "
                                 f"('{self.prog} --help' shows the usage)\n")
 
@@ -170,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(command[1])
     named = command_group_of(args_list)
+    if command is not None and named is None and "--export" not in args_list:
+        return _unknown_command(command[0])
     # What a headless run prints (names, replies, errors) goes out through
     # zsn.terminal.safe, whichever print it comes from.
     with safe_output():
@@ -185,21 +194,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                               or not args.textfile.endswith(".prom")):
             parser.error("--textfile takes a NAME.prom file (node_exporter reads only "
                          "those) and needs --format prometheus")
+        if not args.export and not (sys.stdin.isatty() and sys.stdout.isatty()):
+            print("zsn: invalid: the terminal UI needs a terminal on stdin and stdout "
+                  "(for scripts: zsn --export, or a COMMAND)", file=sys.stderr)
+            return EXIT_INVALID
         try:
             from zsn.system.host import Host
 
+            if args.export:
+                from zsn.exporter.document import check_sections
+
+                check_sections(args.sections)
             host = Host.at(args.root)
             if args.export:
                 return _export(host, args.sections, args.format, args.include_secrets,
                                args.textfile)
+        except ValidationError as exc:
+            print(f"zsn: invalid: {message_line(str(exc))}", file=sys.stderr)
+            return EXIT_INVALID
         except ZsnError as exc:
             print(f"zsn: {message_line(str(exc))}", file=sys.stderr)
-            return 1
+            return EXIT_ERROR
         except OSError as exc:
             from zsn.system.files import describe_os_error
 
             print(f"zsn: {describe_os_error(exc)}", file=sys.stderr)
-            return 1
+            return EXIT_ERROR
     from zsn.tui.startup import Startup
 
     # Before Textual is imported: the first pane's read runs alongside its import.
@@ -241,4 +261,12 @@ def _export(host: object, sections: list[str], fmt: str, include_secrets: bool,
         sys.stdout.flush()
     for message in result.errors:
         print(f"zsn: {message}", file=sys.stderr)
-    return 2 if result.errors else 0
+    return EXIT_PARTIAL if result.errors else EXIT_OK
+
+
+def _unknown_command(word: str) -> int:
+    """A first word that names no command (nor sections, which need --export)."""
+    names = [*command_groups(), "serve"]
+    print(f"zsn: invalid: unknown command {message_line(word)!r}{did_you_mean(word, names)} "
+          f"(commands: {', '.join(names)}; 'zsn --help' shows the usage)", file=sys.stderr)
+    return EXIT_INVALID

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 EXIT_OK = 0
@@ -11,6 +11,17 @@ EXIT_ERROR = 1
 """A daemon, a program or a file failed (a `ZsnError`)."""
 EXIT_INVALID = 2
 """Bad input: refused with one line, nothing changed (a `ValidationError`)."""
+EXIT_PARTIAL = 3
+"""`zsn --export`: the snapshot was written, but a section could be read only in part."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` naming the choice nearest `word`, or ``""`` when none is
+    near: the tail of a refusal of an unknown name."""
+    from difflib import get_close_matches
+
+    near = get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 class ZsnError(Exception):

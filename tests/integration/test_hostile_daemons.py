@@ -29,7 +29,7 @@ def test_export_reports_hostile_sockets_and_still_the_real_interfaces(
                           hostile={trickle: "trickle", flood: "flood"})
     # Each hostile socket costs at most one read deadline; the rest is start-up.
     assert result.seconds < 2 * uapi.DEFAULT_TIMEOUT + 15, result
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 3, result.stderr  # partial
     assert result.max_rss_bytes < MEMORY_BOUND, f"{result.max_rss_bytes / 2**20:.0f} MiB"
     section = json.loads(result.stdout)["wireguard"]
     errors = section["errors"]

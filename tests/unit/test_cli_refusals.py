@@ -84,3 +84,39 @@ def test_prometheus_labels_carry_no_control() -> None:
     assert raw_controls(text) == []
     assert 'pool="tank\\\\x1b]52;c;eA==\\\\x07"' in text
     assert 'state="a\\"b\\\\c\\\\x0ad"' in text
+
+
+@pytest.mark.parametrize(("argv", "nearest"), [
+    (["peers", "list"], "did you mean 'peer'?"),
+    (["lnk", "list"], "did you mean 'link'?"),
+    (["xyzzy"], "commands: peer, "),
+])
+def test_an_unknown_command_is_named_with_the_nearest_one(
+        capsys: pytest.CaptureFixture[str], argv: list[str], nearest: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"zsn: invalid: unknown command {argv[0]!r}")
+    assert nearest in err and "--export" not in err
+
+
+@pytest.mark.parametrize(("section", "nearest"), [
+    ("bogus", ""), ("wiregaurd", " (did you mean 'wireguard'?)")])
+def test_an_unknown_export_section_is_refused_input(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, section: str, nearest: str) -> None:
+    code, out, err = run(capsys, "--root", str(tmp_path), "--export", section)
+    assert code == 2 and out == ""
+    assert err == (f"zsn: invalid: unknown section {section!r}{nearest} "
+                   "(known: links, openvpn, wireguard, wlan, zfs)\n")
+
+
+def test_the_ui_without_a_terminal_refuses_in_one_line(tmp_path: Path) -> None:
+    """stdin /dev/null and stdout a pipe: the TUI would run until killed."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "zsn", "--root", str(tmp_path)],
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("zsn: invalid: the terminal UI needs a terminal on stdin and "
+                             "stdout (for scripts: zsn --export, or a COMMAND)\n")

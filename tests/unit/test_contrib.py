@@ -139,7 +139,7 @@ def run_fact(fact_dir: Path, path: str) -> dict[str, object]:
 
 
 def test_the_ansible_fact_is_run_by_ansible(tmp_path: Path) -> None:
-    """Ansible runs the executable fact and reads zsn's export as JSON (exit 2, a partial
+    """Ansible runs the executable fact and reads zsn's export as JSON (exit 3, a partial
     export, is still facts)."""
     fact_dir = tmp_path / "facts.d"
     fact_dir.mkdir()
@@ -156,8 +156,8 @@ def test_the_ansible_fact_is_run_by_ansible(tmp_path: Path) -> None:
     check_export(facts)
     assert facts["zsn"]["schema"] == 1 and "links" in facts
 
-    # a partial export: zsn exits 2, the document is whole and is the fact
+    # a partial export: zsn exits 3, the document is whole and is the fact
     partial = {"zsn": {"version": "0", "schema": 1}, "host": {"hostname": "h", "time": 0},
                "wireguard": {"errors": ["not root"]}}
-    (bin_dir / "zsn").write_text(f"#!/bin/sh\necho '{json.dumps(partial)}'\nexit 2\n")
+    (bin_dir / "zsn").write_text(f"#!/bin/sh\necho '{json.dumps(partial)}'\nexit 3\n")
     assert run_fact(fact_dir, path)["zsn"] == partial

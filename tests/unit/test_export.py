@@ -60,13 +60,13 @@ def test_a_root_without_wireguard_exports_no_section(tmp_path: Path) -> None:
     assert "wireguard" not in result.document
 
 
-def test_unknown_section_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_unknown_section_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = zsn("--root", str(tmp_path), "--export", "wireguard", "zfsx")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
     known = ", ".join(sorted(export.sections()))
     assert result.stderr.strip().splitlines() == [
-        f"zsn: unknown section 'zfsx' (known: {known})"]
+        f"zsn: invalid: unknown section 'zfsx' (did you mean 'zfs'?) (known: {known})"]
 
 
 def test_unreadable_root_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple
 
 from zsn import __version__
 from zsn.domains import ExportFace, domain, domains, export_face
-from zsn.errors import ZsnError
+from zsn.errors import ValidationError, ZsnError, did_you_mean
 from zsn.exporter.prometheus import MetricFamily, render
 from zsn.system import files
 from zsn.system.files import describe_os_error
@@ -55,12 +55,14 @@ def _provider(section: str) -> ExportFace:
     return export_face(domain(section))
 
 
-def check_sections(requested: list[str]) -> list[str]:
+def check_sections(requested: Sequence[str]) -> list[str]:
+    """The sections asked for, each once; an unknown one is refused (bad input)."""
     known_sections = sections()
     unknown = [name for name in requested if name not in known_sections]
     if unknown:
         known = ", ".join(sorted(known_sections))
-        raise ZsnError(f"unknown section {unknown[0]!r} (known: {known})")
+        raise ValidationError(f"unknown section {unknown[0]!r}"
+                              f"{did_you_mean(unknown[0], known_sections)} (known: {known})")
     return list(dict.fromkeys(requested))
 
 

@@ -43,7 +43,7 @@ from zsn import __version__
 from zsn.domains import domains
 from zsn.errors import ZsnError
 from zsn.exporter.collectors import Collector, Reading
-from zsn.exporter.document import SCHEMA_VERSION, collector_families
+from zsn.exporter.document import SCHEMA_VERSION, check_sections, collector_families
 from zsn.exporter.prometheus import render
 from zsn.system import files
 from zsn.system.host import Host
@@ -175,10 +175,7 @@ class Exporter:
                  sections: Sequence[str] = ()) -> None:
         self.host = host
         self.deadline = deadline
-        known = [each.name for each in domains()]
-        unknown = [name for name in sections if name not in known]
-        if unknown:
-            raise ZsnError(f"unknown section {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        check_sections(sections)
         self.collectors = {each.name: Collector(each, host, forced=each.name in sections)
                            for each in domains() if not sections or each.name in sections}
 

@@ -254,11 +254,11 @@ def test_prometheus_metrics_parse(fake_zfs: FakeZfs) -> None:
     assert [(s.labels, s.value) for s in success] == [({"collector": "zfs"}, 1)]
 
 
-def test_export_of_something_unreadable_is_exit_2(fake_zfs: FakeZfs) -> None:
+def test_export_of_something_unreadable_is_exit_3_partial(fake_zfs: FakeZfs) -> None:
     export_fakes(fake_zfs)
     fake_zfs.answer("zpool status -p -P", stderr="internal error: out of memory\n", rc=1)
     result = zsn(fake_zfs, "--export", "zfs")
-    assert result.returncode == 2
+    assert result.returncode == 3
     section = json.loads(result.stdout)["zfs"]
     assert section["errors"] == ["zpool status failed: internal error: out of memory"]
     assert "zsn: zfs: zpool status failed" in result.stderr
