@@ -140,6 +140,9 @@ def mlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManageLab]:
             lab.defer(partial(built.zsn, "srv", "wg", "down", iface, check=False))
         built.zsn("srv", "wg", "clients", w0)
         built.zsn("srv", "wg", "link", w0, w1)
+        typo = built.zsn("srv", "wg", "gateway", w1, "--egress", "eth9", check=False)
+        assert typo.returncode == 2 and typo.stderr.count("\n") == 1, typo.stderr
+        assert "no outgoing interface named 'eth9' here (known: " in typo.stderr
         built.zsn("srv", "wg", "gateway", w1)  # egress found through netlink
         built.zsn("srv", "peer", "add", w0, "alice", "--profile", "subnet")
         built.zsn("srv", "peer", "add", w0, "bob", "--profile", "subnet")

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from zsn.errors import NetlinkError, netlink_error
+from zsn.errors import NetlinkError, ValidationError, netlink_error
 from zsn.system import rtnetlink
 
 
@@ -118,6 +118,16 @@ def list_links() -> dict[str, Link]:
                               operstate=record.operstate.upper(), mtu=record.mtu,
                               mac=record.mac, addresses=tuple(by_index.get(record.index, ())))
             for record in records if record.name}
+
+
+def require_link(name: str, what: str = "interface") -> Link:
+    """The live link `name`; refused input (`ValidationError`) naming the links there
+    when there is none: a change that needs it must not be planned around a typo."""
+    links = list_links()
+    if name not in links:
+        known = ", ".join(sorted(links)) or "none"
+        raise ValidationError(f"no {what} named {name!r} here (known: {known})")
+    return links[name]
 
 
 # -- changing links (pyroute2 builds the requests) -------------------------------
