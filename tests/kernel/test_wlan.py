@@ -36,7 +36,7 @@ from tests.lab.netns import Lab, run, wait_for
 from tests.needs import needs_tools
 from zsn.system import nl80211
 from zsn.system.host import Host
-from zsn.wlan import actions
+from zsn.wlan import actions, live
 from zsn.wlan.lint import lint
 from zsn.wlan.live import read_wlan
 from zsn.wlan.secrets import Passphrase, derive_psk
@@ -383,6 +383,28 @@ def test_iwd_scan_sees_every_access_point(wifi: WifiLab, iwd: Host) -> None:
     # Each with its address and channel, from the kernel's scan table.
     assert all(by_name[name]["bssid"] for name in ("home-wpa2", "cafe-open", "office-sae"))
     assert hidden["channel"] == 11
+
+
+def test_a_scan_zsn_did_not_start_is_read_as_each_part_ends(
+        wifi: WifiLab, iwd: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    """iwd's own scans (iwctl's here; its periodic ones alike) flush the kernel's table
+    part by part: the follower the WLAN pane keeps while it runs reads the table as each
+    part ends and says so, so the pane shows every network with its address, channel
+    and security from the beacons, not iwd's "personal" with nothing else."""
+    monkeypatch.setattr(live, "_SCANNED_BY_PARTS", live._ScannedByParts())  # none kept yet
+    ended: list[str] = []
+    with live.ScanFollower(iwd, ended.append) as follower:
+        follower.follow([IWD_STATION])
+        # Refused while iwd scans on its own: that scan is one zsn did not start either.
+        run(["iwctl", "station", IWD_STATION, "scan"], check=False, timeout=60)
+        wait_for(lambda: ended.count(IWD_STATION) >= 3, SETTLE,
+                 "the three parts of iwd's scan to end", interval=0.5)
+    interface = read_wlan(iwd).interface(IWD_STATION)
+    assert interface is not None
+    by_name = {entry.ssid: entry for entry in interface.scan}
+    for name in (b"home-wpa2", b"cafe-open", b"office-sae"):
+        assert by_name[name].bssid and by_name[name].frequency, by_name.get(name)
+    assert by_name[b"home-wpa2"].security == "WPA2"  # from its beacons: iwd says "psk"
 
 
 def _iwd_link(host: Host) -> tuple[str, bytes | None]:

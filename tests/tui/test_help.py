@@ -48,3 +48,17 @@ async def test_keys_typed_while_help_opens_are_not_lost(fixed_app: ZsnApp) -> No
         type_burst(fixed_app, "question_mark", "escape", "down")
         await wait_until(pilot, lambda: not isinstance(fixed_app.screen, HelpScreen)
                          and peers.cursor_index == before + 1, "help closed, cursor moved")
+
+
+async def test_a_key_typed_with_the_one_that_opens_help_reaches_it(fixed_app: ZsnApp) -> None:
+    """`?` and `end` in one write: `end` scrolls the whole help to its end, not the
+    first frame's part of it (help then at its top)."""
+    async with fixed_app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        type_burst(fixed_app, "question_mark", "end")
+        await wait_until(pilot, lambda: isinstance(fixed_app.screen, HelpScreen)
+                         and fixed_app.screen.drawn, "help")
+        box = fixed_app.screen.query_one("#help")
+        await wait_until(pilot, lambda: box.max_scroll_y > 0
+                         and box.scroll_y == box.max_scroll_y, "help scrolled to its end")
+        assert "switch pane (the number is on each tab)" in "\n".join(screen_text(fixed_app))

@@ -496,3 +496,17 @@ async def test_the_footer_offers_what_the_interface_and_network_allow(
         await wait_until(pilot, lambda: any("Highlight a known network" in m
                                             for m in _messages(wlan_app)), "needs a known one")
         assert not isinstance(wlan_app.screen, PlanScreen)
+
+
+async def test_a_scan_that_ends_is_read_at_once(wlan_app: ZsnApp) -> None:
+    """Told, not polled: as a scan ends (the follower's thread says so, whoever started
+    the scan) the shown pane reads again, though its refresh is an hour away."""
+    import threading
+
+    async with wlan_app.run_test(size=(80, 24)) as pilot:
+        await open_tab(pilot)
+        pane = pilot.app.query_one(WlanPane)
+        assert pane._scans.ended is not None
+        shown = pane.snapshot_count
+        threading.Thread(target=pane._scans.ended, args=("wlan5",)).start()
+        await wait_until(pilot, lambda: pane.snapshot_count > shown, "a read after the scan")

@@ -13,6 +13,7 @@ raw bytes, so they are tested on dumps captured in the kernel lab.
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import struct
@@ -221,9 +222,6 @@ class ScanWatch:
     join the group (no nl80211, no permission) reads nothing: `error` says why.
     """
 
-    POLL_SECONDS = 0.2
-    """How soon `close` stops the thread."""
-
     def __init__(self, ifindex: int, seen: Callable[[list[BssRecord]], None]) -> None:
         self.ifindex = ifindex
         self.seen = seen
@@ -231,6 +229,7 @@ class ScanWatch:
         self._stop = threading.Event()
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._wake_read, self._wake_write = -1, -1
         try:
             self._family = family()
             sock = scan_events(self._family)
@@ -238,6 +237,8 @@ class ScanWatch:
             self.error = f"watching the kernel's scans: {exc}"
             return
         self._sock = sock
+        # `close` wakes the thread through this pipe: an idle watch never wakes up.
+        self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
         self._thread = threading.Thread(target=self._run, name="nl80211-scan-watch",
                                         daemon=True)
         self._thread.start()
@@ -245,8 +246,8 @@ class ScanWatch:
     def _run(self) -> None:
         assert self._sock is not None
         while not self._stop.is_set():
-            ready, _, _ = select.select([self._sock], [], [], self.POLL_SECONDS)
-            if not ready:
+            ready, _, _ = select.select([self._sock.fileno(), self._wake_read], [], [])
+            if self._stop.is_set() or self._sock.fileno() not in ready:
                 continue
             try:
                 chunk = self._sock.recv(1 << 16)
@@ -263,10 +264,16 @@ class ScanWatch:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
+            os.write(self._wake_write, b"x")
             self._thread.join()
+            self._thread = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        for fd in (self._wake_read, self._wake_write):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_read, self._wake_write = -1, -1
 
     def __enter__(self) -> ScanWatch:
         return self

@@ -9,8 +9,9 @@ being left, after the key that opens a form they go to the screen underneath
 `KeySequencer` holds each key (or paste) back until the one before it is done:
 its widget handled it and it bubbled up as far as it goes (a probe follows it up
 the DOM through each node's message queue, behind it), a screen it opened is
-mounted (with its first field focused), and the focus changes it asked for are
-made (the release waits behind them in the app's queue). Then the next one is
+mounted (with its first field focused) and, for a screen drawn in steps
+(`DrawnInSteps`, the help), drawn whole, and the focus changes it asked for are made
+(the release waits behind them in the app's queue). Then the next one is
 routed, by Textual's own rules, to wherever the previous one left the focus. A key
 whose effects never finish (a node removed under it) is released after
 `KEY_SECONDS` anyway, so the keyboard can never stall. Characters waiting for a
@@ -38,6 +39,22 @@ work), and a watchdog firing then would send the next key ahead of them."""
 SCREEN_SECONDS = 5.0
 """At most this long waiting for a screen a key opened to be mounted (same reason)."""
 SCREEN_POLL_SECONDS = 0.005
+
+
+class DrawnInSteps:
+    """A screen whose first frame shows only a part of it (at once, even in a busy
+    pane): keys that follow the one that opened it wait until it sets `drawn` (`end`
+    must reach the end of the whole, not of the first part)."""
+
+    drawn: bool = False
+
+
+def _screen_ready(app: App[Any]) -> bool:
+    try:
+        screen = app.screen
+    except ScreenStackError:  # no screen yet, or shutting down
+        return True
+    return screen.is_mounted and not (isinstance(screen, DrawnInSteps) and not screen.drawn)
 
 
 class KeySequencer:
@@ -96,24 +113,25 @@ class KeySequencer:
         self._when_screen_ready(time.monotonic() + SCREEN_SECONDS)
 
     def _when_screen_ready(self, deadline: float) -> None:
-        try:
-            ready = self._app.screen.is_mounted
-        except ScreenStackError:  # no screen yet, or shutting down
-            ready = True
-        if ready or time.monotonic() > deadline:
+        if _screen_ready(self._app) or time.monotonic() > deadline:
             # Behind what the key's handlers queued on the app (a deferred focus).
-            if not self._app.call_later(self._release):
+            if not self._app.call_later(self._release, deadline):
                 self._waiting.clear()  # the app is closing
                 self._busy = False
         else:
             asyncio.get_running_loop().call_later(SCREEN_POLL_SECONDS,
                                                   self._when_screen_ready, deadline)
 
-    async def _release(self) -> None:
+    async def _release(self, deadline: float) -> None:
         # In the app's queue: the next key is routed here, as the app would have.
         if not (self._waiting and self._app.is_running):
             self._waiting.clear()
             self._busy = False
+            return
+        if not _screen_ready(self._app) and time.monotonic() <= deadline:
+            # What the key's handlers queued opened a screen meanwhile (an action runs
+            # after the key is routed): wait for that one too.
+            self._when_screen_ready(deadline)
             return
         from textual.widgets import Input  # loaded by the first form, not at start-up
 

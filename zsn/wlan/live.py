@@ -17,7 +17,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -194,14 +194,56 @@ _SCANNED_BY_PARTS = _ScannedByParts()
 def watching_scans(host: Host, name: str) -> Iterator[None]:
     """Keep what the kernel's table holds as each part of a scan on `name` ends, for
     the readings after it (iwd's scans only: they flush part by part)."""
-    index = wireless.ifindex_of(host, name) if host.is_live else None
-    if index is None:
+    with ScanFollower(host) as follower:
+        follower.follow([name])
         yield
-        return
-    with nl80211.ScanWatch(index, partial(_SCANNED_BY_PARTS.add, name)) as watch:
-        if watch.error is not None:
-            log.debug("%s", watch.error)  # readings then show what the table holds
-        yield
+
+
+class ScanFollower:
+    """Watches the kernel's scans on a set of interfaces, whoever starts them (zsn,
+    iwd's own periodic scans, wpa_supplicant, `iw`): as each scan (or part of one) ends
+    the table is kept for the readings after it (`_ScannedByParts`) and `ended(name)` is
+    called, from the watch's thread, so a reader is told instead of polling. An idle
+    watch costs no wake-up. Interfaces that are not this machine's (under --root) or
+    that cannot be watched are left out (the readings then show what the table holds).
+    """
+
+    def __init__(self, host: Host, ended: Callable[[str], None] | None = None) -> None:
+        self.host = host
+        self.ended = ended
+        self._watches: dict[str, tuple[int, nl80211.ScanWatch]] = {}
+
+    def follow(self, names: Iterable[str]) -> None:
+        """Watch exactly `names` from now on (the ones watched already go on)."""
+        wanted = {name: index for name in names
+                  if (index := wireless.ifindex_of(self.host, name)
+                      if self.host.is_live else None) is not None}
+        for name, (index, watch) in list(self._watches.items()):
+            if wanted.get(name) != index:  # gone, or another interface of that name now
+                watch.close()
+                del self._watches[name]
+        for name, index in wanted.items():
+            if name not in self._watches:
+                watch = nl80211.ScanWatch(index, partial(self._seen, name))
+                if watch.error is not None:
+                    log.debug("%s", watch.error)
+                self._watches[name] = (index, watch)
+
+    def _seen(self, name: str, records: list[BssRecord]) -> None:
+        _SCANNED_BY_PARTS.add(name, records)
+        if self.ended is not None:
+            self.ended(name)
+
+    def close(self) -> None:
+        for _, watch in self._watches.values():
+            watch.close()
+        self._watches.clear()
+
+    def __enter__(self) -> ScanFollower:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def _rfkill(host: Host, phy: str | None) -> Rfkill | None:

@@ -4,12 +4,15 @@ and Wi-Fi QR codes, each change shown as a plan first."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from zsn.lint import Finding
+from zsn.system import wireless
 from zsn.system.host import Host
 from zsn.tui.panes.base import LivePane, NotNow
 from zsn.tui.widgets.details import DetailsBox
@@ -17,6 +20,7 @@ from zsn.tui.widgets.status import StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.wlan import actions
 from zsn.wlan.lint import read_with_findings
+from zsn.wlan.live import ScanFollower
 from zsn.wlan.model import KnownNetwork, ScanEntry, WlanInterface, WlanSnapshot, needs_passphrase
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display
@@ -39,7 +43,8 @@ wpa_supplicant, netctl; NetworkManager's are shown read-only, `(ro)`, with the
 nmcli command to use instead; `+x` means a second daemon fights over the radio).
 
 The middle table lists the networks in range of the highlighted interface: the
-connected one first, then by signal, hidden ones last. The lower table lists the
+connected one first, then by signal, hidden ones last. It is read again as every scan
+ends, whoever started it (iwd's own periodic scans too). The lower table lists the
 networks its backend knows. The line at the bottom: MAC, radio (rfkill), the
 backend's unit at boot, and the link's BSSID, frequency and security.
 
@@ -70,6 +75,30 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         self._snapshot: WlanSnapshot | None = None
         self._shown_interface: str | None = None
         self._busy_scanning: set[str] = set()
+        self._scans = ScanFollower(host, self._scan_ended)
+        self._followed: tuple[str, ...] = ()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _scan_ended(self, _name: str) -> None:
+        """A scan (or part of one) ended on a shown interface (the watch's thread). Not
+        `call_from_thread`: it waits for the UI, which may be closing the watch."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                self._loop.call_soon_threadsafe(self._read_after_scan)
+
+    def _read_after_scan(self) -> None:
+        if self.is_mounted and self._is_shown():
+            self.poll(force=True)
+
+    def on_mount(self) -> None:
+        # From the start, not from the first time the pane is shown: the scans iwd
+        # makes meanwhile are there when it opens.
+        self._loop = asyncio.get_running_loop()
+        self._followed = tuple(wireless.wireless_interfaces(self.host))
+        self._scans.follow(self._followed)
+
+    def on_unmount(self) -> None:
+        self._scans.close()
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -97,6 +126,10 @@ backend's unit at boot, and the link's BSSID, frequency and security.
 
     def show(self, snapshot: WlanSnapshot) -> None:
         self._snapshot = snapshot
+        names = tuple(each.name for each in snapshot.interfaces)
+        if names != self._followed:
+            self._followed = names
+            self._scans.follow(names)
         with self.app.batch_update():
             self._show_status(snapshot)
             self.query_one("#wlan-interfaces", LiveTable).update(

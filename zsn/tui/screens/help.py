@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from zsn.terminal import safe
+from zsn.tui.keys import DrawnInSteps
 from zsn.tui.widgets.details import ScrollBox
 
 GENERAL = """\
@@ -55,7 +56,7 @@ def keys_table(title: str, bindings: list[tuple[str, str, str]]) -> str:
     return f"## {title}\n| key | action |\n|---|---|\n{rows}" if rows else ""
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(ModalScreen[None], DrawnInSteps):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
         Binding("q", "dismiss", "Close", show=False),
@@ -90,4 +91,8 @@ class HelpScreen(ModalScreen[None]):
 
     def _show_the_rest(self) -> None:
         self.query_one("#help-more", Static).update(Markdown(self.pane_help + "\n\n" + GENERAL))
-        self.call_after_refresh(self.query_one("#help", ScrollBox).show_position)
+        self.call_after_refresh(self._drawn_whole)
+
+    def _drawn_whole(self) -> None:
+        self.query_one("#help", ScrollBox).show_position()
+        self.drawn = True  # the keys typed after `?` go on (`zsn.tui.keys`)
