@@ -88,6 +88,11 @@ class SocketError(ZsnError):
     """A control socket (UAPI, management) could not be reached or answered badly."""
 
 
+class StaleSocketError(SocketError):
+    """A control socket with no daemon behind it: the daemon was killed and left its
+    file (a WireGuard UAPI socket whose wireguard-go died with a session)."""
+
+
 class SocketAccessDeniedError(SocketError, AccessDeniedError):
     """The control socket is root's (or its daemon's user's) only."""
 

@@ -93,7 +93,7 @@ def test_a_stopped_daemon_is_reported_not_hidden(wg_pair: WgPair) -> None:
     result = export("wireguard")
     assert result.returncode == 3  # partial
     document = json.loads(result.stdout)
-    assert any(wg_pair.ifnames[1] in e and "nobody listening" in e
+    assert any(wg_pair.ifnames[1] in e and "stale socket, no daemon behind it" in e
                for e in document["wireguard"]["errors"])
     assert f"{wg_pair.ifnames[1]}" in result.stderr
     assert wg_pair.ifnames[0] in interfaces_by_name(document)

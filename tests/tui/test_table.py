@@ -330,3 +330,25 @@ async def test_rate_columns_keep_their_width_and_place_as_values_change() -> Non
             table.update(rows(rate))
             await pilot.pause()
             assert table._current_layout() == before
+
+
+async def test_muted_and_gone_rows_are_dimmer_than_the_text_not_brighter() -> None:
+    """Another namespace's rows (muted) and vanished ones (gone) are drawn in the
+    theme's muted and disabled text colours blended over the background, as the docs say
+    (greyed): read unblended, those colours with alpha came out white, brighter than
+    every other row."""
+    app = TableApp([peer_row(1), Row("key2", peer_row(2).cells, state="muted"),
+                    Row("key3", peer_row(3).cells, state="gone")])
+    async with app.run_test(size=(100, 10)) as pilot:
+        app.theme = "textual-dark"
+        await pilot.pause()
+        table = table_of(app)
+        text = table.rich_style.color
+        assert text is not None and text.triplet is not None
+
+        def brightness(state: str) -> int:
+            color = table._style(state).color
+            assert color is not None and color.triplet is not None, state
+            return sum(color.triplet)
+
+        assert brightness("gone") < brightness("muted") < sum(text.triplet)

@@ -51,11 +51,13 @@ class CommandResult:
 
 
 def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-          stdin: bool = False) -> subprocess.Popen[bytes]:
+          stdin: bool = False, detached: bool = False) -> subprocess.Popen[bytes]:
     """Start `argv` with stdout and stderr piped (stdin piped when `stdin`, else closed).
 
     `env` is added to the current environment (for variables such as
-    WG_QUICK_USERSPACE_IMPLEMENTATION), it does not replace it.
+    WG_QUICK_USERSPACE_IMPLEMENTATION), it does not replace it. `detached`: in a
+    session of its own (setsid), without zsn's terminal, so a daemon it leaves behind
+    (wg-quick's wireguard-go) outlives zsn, its SSH session and its tmux window.
     """
     if isinstance(argv, str):
         raise TypeError("argv must be a sequence of arguments, not a string")
@@ -65,6 +67,7 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
         return subprocess.Popen(
             args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+            start_new_session=detached,
         )
     except FileNotFoundError as exc:
         raise CommandError(f"{args[0]}: program not found (is it installed?)") from exc
@@ -140,14 +143,16 @@ def run(
     input_text: str | None = None,
     env: Mapping[str, str] | None = None,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    detached: bool = False,
 ) -> CommandResult:
     """Run `argv` and return its output; raise `CommandError` with a plain reason on failure.
 
-    `env` is added to the current environment, it does not replace it.
+    `env` is added to the current environment, it does not replace it; `detached` as
+    for `spawn`.
     """
     deadline = Deadline(timeout)
     started = time.monotonic()
-    process = spawn(argv, env=env, stdin=input_text is not None)
+    process = spawn(argv, env=env, stdin=input_text is not None, detached=detached)
     args = tuple(argv)
     try:
         stdout, stderr = read_pipes(process, deadline, ByteBudget(max_output), args[0],

@@ -67,7 +67,7 @@ class LiveDevice:
 def find_device(host: Host, name: str) -> LiveDevice | None:
     """The running interface `name` (userspace socket first), or ``None`` when it is down."""
     socket = uapi.socket_paths(host).get(name)
-    if socket is not None:
+    if socket is not None and not uapi.is_stale(socket):  # a stale one is no interface
         return LiveDevice(name, "userspace", socket)
     if not host.is_live:
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from zsn.errors import ValidationError, ZsnError, about_input
@@ -21,7 +22,7 @@ from zsn.system.host import Host
 from zsn.system.systemd import systemd_runs
 from zsn.tries.restores import unit_undo
 from zsn.tries.undo import Outcome, Undo
-from zsn.wireguard import addressing, settings
+from zsn.wireguard import addressing, settings, uapi
 from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, config_path, parse
 from zsn.wireguard.device import find_device
 from zsn.wireguard.keys import KeyPair
@@ -123,11 +124,27 @@ def _unit(host: Host, verb: str, name: str) -> None:
 
 
 def wg_quick(host: Host, action: str, name: str) -> None:
-    """``wg-quick up|down NAME``, with wireguard-go when the kernel has no module."""
+    """``wg-quick up|down NAME``, with wireguard-go when the kernel has no module.
+
+    Detached (a session of its own, no terminal): the wireguard-go it starts would
+    otherwise be in zsn's process group and session, and die with the SSH connection
+    or the tmux window (where systemd runs, the ``wg-quick@`` unit runs it instead)."""
     target = name if host.is_live else str(config_path(host, name))
     env = None if kernel_has_wireguard() else {
         "WG_QUICK_USERSPACE_IMPLEMENTATION": USERSPACE_IMPLEMENTATION}
-    commands.run(["wg-quick", action, target], timeout=WG_QUICK_TIMEOUT, env=env)
+    commands.run(["wg-quick", action, target], timeout=WG_QUICK_TIMEOUT, env=env,
+                 detached=True)
+
+
+def stale_socket(host: Host, name: str) -> Path | None:
+    """The UAPI socket of `name` when no daemon is behind it (it died and left it)."""
+    path = uapi.socket_paths(host).get(name)
+    return path if path is not None and uapi.is_stale(path) else None
+
+
+def _remove_stale(path: Path) -> None:
+    if files.exists(path) and uapi.is_stale(path):  # not one a daemon opened meanwhile
+        files.remove(path)
 
 
 def plan_up(host: Host, name: str) -> Plan:
@@ -140,6 +157,11 @@ def plan_up(host: Host, name: str) -> Plan:
     config = parse(files.read_tracked(path).text, str(path))
     plan = Plan(f"bring {name} up", touches=frozenset({name}),
                 reroutes=_routed_by(config, name))
+    stale = stale_socket(host, name)
+    if stale is not None:
+        # Nothing to put back: a socket nobody listens on is no state.
+        plan.steps.append(LiveStep(f"remove {stale}: a stale socket, no daemon behind it",
+                                   partial(_remove_stale, stale), None, ()))
     if not kernel_has_wireguard():
         plan.notes.append("the kernel has no WireGuard module: wg-quick uses the userspace "
                           "implementation wireguard-go (slower, same protocol)")

@@ -14,7 +14,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-from zsn.errors import AccessDeniedError, NetlinkError, ParseError, SocketError, ZsnError
+from zsn.errors import (
+    AccessDeniedError,
+    NetlinkError,
+    ParseError,
+    SocketError,
+    StaleSocketError,
+    ZsnError,
+)
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
@@ -228,7 +235,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
             in_namespace = link is not None or not host.is_live
             interfaces.append(_interface(name, "userspace", device, link, path, in_namespace,
                                          _socket_instance(sockets[name]), cache.expiries(path),
-                                         cache.disabled(path))._replace(
+                                         cache.disabled(path),
+                                         stale=isinstance(request, StaleSocketError))._replace(
                 groups=MappingProxyType(cache.groups(host, name, path))))
     finally:
         for request in requests.values():
@@ -289,6 +297,7 @@ def _interface(
     instance: str = "",
     expiries: dict[str, int] | None = None,
     disabled: int = 0,
+    stale: bool = False,
 ) -> InterfaceState:
     public_key = device.public_key if device else None
     if device and public_key is None and device.private_key:
@@ -310,4 +319,5 @@ def _interface(
         instance=instance,
         expiries=MappingProxyType(expiries or {}),
         disabled_peers=disabled,
+        stale=stale,
     )

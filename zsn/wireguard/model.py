@@ -70,6 +70,12 @@ class InterfaceState(NamedTuple):
     """Peers the config keeps disabled (``#[disabled]``): not in the device."""
     groups: Mapping[str, tuple[str, ...]] = MappingProxyType({})
     """Each peer's access-rule groups (`zsn.wireguard.policy`), by public key."""
+    stale: bool = False
+    """A userspace device's socket with no daemon behind it: the interface is down."""
+
+    @property
+    def running(self) -> bool:
+        return not self.stale
 
 
 class PeerSession(NamedTuple):

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from zsn.errors import ParseError, SocketAccessDeniedError, SocketError
+from zsn.errors import ParseError, SocketAccessDeniedError, SocketError, StaleSocketError
 from zsn.format import excerpt
 from zsn.system.host import Host, confine
 from zsn.system.limits import Deadline, MiB
@@ -31,6 +31,20 @@ DEFAULT_TIMEOUT = 3.0
 MAX_REPLY_BYTES = 32 * MiB
 """Largest reply read: about 100 000 peers, far beyond any real interface."""
 _ZERO_KEY = "0" * 64
+
+
+def is_stale(path: Path) -> bool:
+    """Whether `path` is a socket file nobody listens on (its daemon died), asked by
+    connecting: the file alone says nothing."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(DEFAULT_TIMEOUT)
+        try:
+            probe.connect(os.fspath(confine(path)))
+        except ConnectionRefusedError:
+            return True
+        except OSError:
+            return False  # gone, or not ours to ask: not shown as stale
+    return False
 
 
 def socket_paths(host: Host) -> dict[str, Path]:
@@ -78,8 +92,9 @@ class Exchange:
             except FileNotFoundError as exc:
                 raise SocketError(f"{path}: socket is gone (interface removed?)") from exc
             except ConnectionRefusedError as exc:
-                raise SocketError(f"{path}: nobody listening (userspace daemon stopped?)") \
-                    from exc
+                raise StaleSocketError(f"{path}: stale socket, no daemon behind it (the "
+                                       "userspace daemon stopped; up removes it and starts "
+                                       "one)") from exc
             except PermissionError as exc:
                 raise SocketAccessDeniedError(f"{path}: permission denied (root needed)") from exc
             except TimeoutError as exc:

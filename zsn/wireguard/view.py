@@ -34,7 +34,9 @@ def _handshake_order(row: Row) -> float:
 INTERFACE_COLUMNS = (
     Column("name", "Interface", 1, short_label="Iface",
            help="the device; `(other netns)`: its wireguard-go socket is in the shared "
-                "/var/run/wireguard but the device lives in another network namespace"),
+                "/var/run/wireguard but the device lives in another network namespace; "
+                "`(stale)`: a socket with no daemon behind it, the interface is down "
+                "(`U` removes it and brings it up)"),
     Column("type", "Type", 4, help="`kernel` module or `userspace` (wireguard-go, boringtun)"),
     Column("port", "Port", 3, align="right", help="UDP listen port"),
     Column("peers", "Peers", 2, align="right", help="number of peers"),
@@ -83,8 +85,10 @@ def listed(items: tuple[str, ...]) -> CellValue:
 
 def interface_row(interface: InterfaceState) -> Row:
     name = Cell(interface.name, "bold")
-    if not interface.in_namespace:
-        name = Cell(f"{interface.name} (other netns)")
+    if interface.stale:
+        name = Cell(f"{interface.name} (stale)", "bad", short=interface.name)
+    elif not interface.in_namespace:
+        name = Cell(f"{interface.name} (other netns)", "muted")
     return row_of(interface.name, INTERFACE_COLUMNS, {
         "name": name,
         "type": interface.implementation,
@@ -92,7 +96,8 @@ def interface_row(interface: InterfaceState) -> Row:
         "peers": str(len(interface.peers)),
         "addresses": listed(interface.addresses),
         "key": interface.public_key or "-",
-    }, state="" if interface.in_namespace else "muted", data=interface)
+    }, state="muted" if interface.stale or not interface.in_namespace else "",
+        data=interface)
 
 
 def handshake_cell(peer: PeerState, clock: float) -> Cell:

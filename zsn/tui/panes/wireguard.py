@@ -240,7 +240,7 @@ in the config after them, by name). `enter` on a peer shows all of it.
         if not configs:
             return NotNow("No config in /etc/wireguard: N creates an interface.")
         if action == "interface_up":
-            running = {each.name for each in snapshot.interfaces}
+            running = {each.name for each in snapshot.interfaces if each.running}
             if all(name in running for name in configs):
                 return NotNow("Every interface with a config is already up.")
         if action == "enable_peer":

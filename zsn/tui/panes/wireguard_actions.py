@@ -298,7 +298,8 @@ class WireGuardActions:
         from zsn.tui.screens.ask import ChooseScreen
         from zsn.wireguard import interfaces
 
-        running = {i.name for i in (self._snapshot.interfaces if self._snapshot else ())}
+        running = {i.name for i in (self._snapshot.interfaces if self._snapshot else ())
+                   if i.running}
         choices = [(name, name) for name in self.config_interfaces() if name not in running]
         if not choices:
             self.notify("Every interface with a config is already up.")

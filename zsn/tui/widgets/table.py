@@ -681,7 +681,13 @@ class LiveTable(ScrollView, can_focus=True):
     def _style(self, name: str) -> Style:
         style = self._styles.get(name)
         if style is None:
-            style = self.get_component_rich_style(f"live-table--{name}", partial=True)
+            component = f"live-table--{name}"
+            part = self.get_component_rich_style(component, partial=True)
+            # A colour with alpha ($text-muted, $text-disabled) is blended with the
+            # background only in the full style; the partial one reads as white.
+            full = self.get_component_rich_style(component, partial=False)
+            style = part + Style(color=full.color if part.color is not None else None,
+                                 bgcolor=full.bgcolor if part.bgcolor is not None else None)
             self._styles[name] = style
         return style
 
