@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -12,6 +13,7 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.widgets import ContentSwitcher
 
 from zsn.domains import Domain, domains, load
@@ -20,6 +22,7 @@ from zsn.terminal import safe, safe_text
 from zsn.tui.commands import ZsnCommands
 from zsn.tui.keys import KeySequencer
 from zsn.tui.notices import HeldNotices, Notice
+from zsn.tui.output import tight
 from zsn.tui.panes.base import LivePane
 from zsn.tui.startup import Startup
 from zsn.tui.themes import BUILTIN_FALLBACK, FALLBACK_THEME, load_themes
@@ -207,6 +210,10 @@ class ZsnApp(App[int]):
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         if self.host.is_superuser:
             self.run_worker(self.tries.pick_up, thread=True, group="tries")
+
+    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
+        # Only the cells that changed go to the terminal (`zsn.tui.output`).
+        super()._display(screen, tight(renderable))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("keep_try", "undo_try"):

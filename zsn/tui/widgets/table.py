@@ -643,11 +643,19 @@ class LiveTable(ScrollView, can_focus=True):
         y = position - int(self.scroll_y) + HEADER_LINES
         if not HEADER_LINES <= y < self.scrollable_content_region.height:
             return  # not on screen: drawn fresh when scrolled to
-        wanted = set(columns)
-        for placed in layout.placed:
-            if placed.column in wanted:
-                self.repaint_count += 1
-                self.refresh(Region(placed.x, y, placed.width, 1))
+        if len(columns) == len(self.columns):  # its state: the padding's colours too
+            self.repaint_count += 1
+            self.refresh(Region(0, y, self.scrollable_content_region.width, 1))
+            return
+        # One region from the first changed cell to the end of the last: the terminal
+        # gets the line once, not once per cell (each region is sent from the start of
+        # the line's chop, so three cells of a row were three writes of most of it).
+        spans = [(placed.x, placed.x + placed.width) for placed in layout.placed
+                 if placed.column in set(columns)]
+        if spans:
+            start, end = min(a for a, _ in spans), max(b for _, b in spans)
+            self.repaint_count += 1
+            self.refresh(Region(start, y, end - start, 1))
 
     def _repaint_row(self, key: str | None) -> None:
         if key is None:

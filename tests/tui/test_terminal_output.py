@@ -1,0 +1,45 @@
+"""What zsn writes to a real terminal (tmux) adds up to the screen it means: partial
+updates send each changed span from its own start (`zsn.tui.output`), double-width
+characters before a span included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.lab.netns import wait_for
+from tests.needs import needs_tools
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_cell_updates_leave_the_terminal_showing_the_apps_screen(tmp_path: Path) -> None:
+    needs_tools("tmux")
+    server = f"zsn-ticking-{time.monotonic_ns()}"
+    tmux = ["tmux", "-L", server]
+    for name, mode in (("ticking", ""), ("still", "still")):
+        subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "-s", name,
+                        f"cd {REPO} && TERM=xterm-256color {sys.executable} -m "
+                        f"tests.lab.ticking_table {tmp_path / name} {mode}; sleep 60"],
+                       check=True, timeout=30)
+
+    def shown(session: str, *options: str) -> list[str]:
+        captured = subprocess.run([*tmux, "capture-pane", "-p", *options, "-t", session],
+                                  capture_output=True, text=True, check=True, timeout=30)
+        return [line.rstrip() for line in captured.stdout.splitlines()]
+
+    try:
+        for name in ("ticking", "still"):
+            wait_for((tmp_path / name).exists, 60, f"the {name} app's screen")
+        expected = [line.rstrip() for line in (tmp_path / "ticking").read_text().splitlines()]
+        # tmux shows what the app wrote once it has read it all (it writes no more)
+        wait_for(lambda: shown("ticking")[:len(expected)] == expected, 30,
+                 f"tmux to show the app's screen:\n{chr(10).join(expected)}")
+        # Colours and attributes too: the same as Textual's own whole frame of that state.
+        wait_for(lambda: shown("ticking", "-e") == shown("still", "-e"), 30,
+                 "the cell updates' colours to be a whole frame's")
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=30)
+    assert any("名前-0" in line for line in expected) and any("宽字符" in line for line in expected)

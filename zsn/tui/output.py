@@ -1,0 +1,109 @@
+"""What goes to the terminal: only the cells that changed, for a quiet SSH link.
+
+Textual sends a partial update line by line, each changed span from the start of the
+widget's piece of the line (its "chop") up to the span's end: a rate that changed at
+column 60 of a table row sends columns 1 to 70 again, colours and all, and a row
+whose rates tick every second costs most of the row every second. `CellUpdate` sends
+each span from where it starts, as a terminal needs: the cells before it did not change;
+and it sets colours as a terminal keeps them, changing only what differs from the
+segment before (Textual resets and sets every attribute and both colours again for each
+segment, three quarters of a quiet table's bytes).
+
+Spans start where a widget asked for a repaint (`LiveTable` asks for a row's changed
+cells, which start and end on cell boundaries); a span that started inside a
+double-width character would have its left half replaced by a space, which is why
+`tight` keeps Textual's own update for a line with such a character before the span.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.color import Color, ColorSystem
+from rich.console import Console, RenderableType
+from rich.control import Control
+from rich.style import Style
+from textual._compositor import ChopsUpdate  # Textual 8's partial update
+from textual.strip import Strip
+
+
+class CellUpdate(ChopsUpdate):
+    """Textual's partial update, each span sent from its own start."""
+
+    def render_segments(self, console: Console) -> str:
+        sequences: list[str] = []
+        append = sequences.append
+        move_to = Control.move_to
+        last_y = self.spans[-1][0]
+        pen = _Pen(console._color_system or ColorSystem.TRUECOLOR)
+        for y, x1, x2 in self.spans:
+            line = self.chops[y]
+            for end, (x, strip) in zip(self.chop_ends[y], line.items(), strict=False):
+                if strip is None or x >= x2 or end <= x1:
+                    continue
+                start = max(x, x1) if _narrow_before(strip, x1 - x) else x
+                append(move_to(start, y).segment.text)
+                for text, style, _ in strip.crop(start - x, min(end, x2) - x):
+                    append(pen.write(text, style))
+            if y != last_y:
+                append(pen.write("\n", None))
+        append(pen.write("", None))
+        return "".join(sequences)
+
+
+class _Pen:
+    """Writes segments the way a terminal keeps its colours: from the style before."""
+
+    def __init__(self, color_system: ColorSystem) -> None:
+        self.color_system = color_system
+        self.current: Style | None = None
+        """The style the terminal has now (None: reset)."""
+
+    def write(self, text: str, style: Style | None) -> str:
+        if style is None or style.link or not Strip.render_ansi(style, self.color_system):
+            reset = "\x1b[0m" if self.current is not None else ""
+            self.current = None
+            if style is None:
+                return reset + text
+            return reset + Strip.render_style(style, text, self.color_system)
+        if style == self.current:
+            return text
+        current, self.current = self.current, style
+        if current is not None and current.without_color == style.without_color:
+            codes = []
+            if current.color != style.color:
+                codes += self._codes(style.color, foreground=True)
+            if current.bgcolor != style.bgcolor:
+                codes += self._codes(style.bgcolor, foreground=False)
+            return (f"\x1b[{';'.join(codes)}m" if codes else "") + text
+        reset = "\x1b[0m" if current is not None else ""
+        return f"{reset}\x1b[{Strip.render_ansi(style, self.color_system)}m{text}"
+
+    def _codes(self, color: Color | None, foreground: bool) -> list[str]:
+        if color is None:
+            return ["39" if foreground else "49"]
+        return list(color.downgrade(self.color_system).get_ansi_codes(foreground))
+
+
+def _narrow_before(strip: Strip, cells: int) -> bool:
+    """Whether the first `cells` cells of `strip` end on a character boundary (no
+    double-width character straddles the cut)."""
+    if cells <= 0:
+        return True
+    seen = 0
+    for segment in strip:
+        if segment.control:
+            continue
+        for character in segment.text:
+            if seen >= cells:
+                return True
+            seen += cell_len(character)
+            if seen > cells:
+                return False
+    return True
+
+
+def tight(update: RenderableType | None) -> RenderableType | None:
+    """`update` as a `CellUpdate` when it is Textual's plain partial update."""
+    if type(update) is ChopsUpdate:
+        return CellUpdate(update.chops, update.spans, update.chop_ends)
+    return update
