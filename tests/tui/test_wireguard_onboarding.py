@@ -187,3 +187,27 @@ async def test_create_interface_by_keys(app: ZsnApp, root: Path) -> None:
         await _wait_for(pilot, path.exists)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert "ListenPort = 51820" in path.read_text()
+
+
+async def test_the_new_interface_form_suggests_what_is_free(app: ZsnApp, root: Path) -> None:
+    """Pre-filled, not placeholders: a name, a port and a subnet no config uses (the
+    captured zcapwg1 takes 10.77.0.1/24 and its port), which ctrl+s keeps as they are."""
+    (root / "etc/wireguard/wg0.conf").write_text(
+        "[Interface]\nAddress = 10.66.0.1/24\nListenPort = 51820\nPrivateKey = "
+        "8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=\n")
+    (root / "etc/wireguard/wg0.conf").chmod(0o600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        await pilot.press("N")
+        await _wait_for_screen(pilot, CreateInterfaceScreen)
+        port = app.screen.query_one("#create-port", Input)
+        await _wait_for(pilot, lambda: port.value)
+        values = {key: app.screen.query_one(f"#create-{key}", Input).value
+                  for key in ("interface", "ipv4", "port")}
+        assert values == {"interface": "wg1", "ipv4": "10.66.1.1/24", "port": "51821"}
+        await pilot.press("ctrl+s")
+        await _wait_for_screen(pilot, PlanScreen)
+        await pilot.press("y")
+        path = root / "etc/wireguard/wg1.conf"
+        await _wait_for(pilot, path.exists)
+    assert "Address = 10.66.1.1/24" in path.read_text() and "ListenPort = 51821" in path.read_text()

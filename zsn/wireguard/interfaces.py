@@ -9,8 +9,11 @@ the kernel has no WireGuard module, wg-quick uses wireguard-go
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,54 @@ def _check_free(host: Host, addresses: list[addressing.IPInterface], port: int) 
                 if mine.version == theirs.version and mine.network.overlaps(theirs.network):
                     raise ValidationError(f"address {mine} overlaps {path.stem}'s subnet "
                                           f"{theirs.network}", field="address")
+
+
+@dataclass(frozen=True)
+class NewInterface:
+    """What the new-interface form suggests: free now, so it can be kept as it is."""
+
+    name: str
+    address: str
+    port: int
+
+
+FIRST_PORT = 51820
+SUGGESTED_SUBNETS = "10.66.{}.0/24"
+
+
+def free_interface(host: Host) -> NewInterface:
+    """A name no config or link has, a port no config listens on, and a /24 that no
+    config's subnet, no address here and no route (the default aside) covers."""
+    names: set[str] = set()
+    ports: set[int] = set()
+    taken: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for path in files.list_files(host.path(WIREGUARD_DIR), "*.conf"):
+        names.add(path.stem)
+        try:
+            other = parse(files.read_tracked(path).text, str(path))
+        except ZsnError:
+            continue
+        listen = (other.interface.get("ListenPort") or "").strip() if other.interface else ""
+        if listen.isdigit():
+            ports.add(int(listen))
+        taken += [address.network for address in addressing.interface_addresses(other)]
+    if host.is_live:
+        with contextlib.suppress(ZsnError):
+            links = netlink.list_links()
+            names |= set(links)
+            taken += [ipaddress.ip_interface(a).network for link in links.values()
+                      for a in link.addresses]
+        with contextlib.suppress(ZsnError):
+            taken += [ipaddress.ip_network(f"{route.dst}/{route.dst_len}", strict=False)
+                      for route in netlink.read_routes() if route.dst is not None]
+    name = next(f"wg{n}" for n in range(len(names) + 1) if f"wg{n}" not in names)
+    port = next(p for p in range(FIRST_PORT, FIRST_PORT + len(ports) + 1) if p not in ports)
+    for third in range(256):
+        subnet = ipaddress.ip_network(SUGGESTED_SUBNETS.format(third))
+        if not any(subnet.version == other.version and subnet.overlaps(other)
+                   for other in taken):
+            return NewInterface(name, f"{next(subnet.hosts())}/24", port)
+    return NewInterface(name, "", port)  # 10.66.0.0/16 is all used: the user says
 
 
 def plan_set_endpoint(host: Host, name: str, endpoint_host: str) -> Plan:
