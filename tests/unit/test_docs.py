@@ -408,3 +408,34 @@ def test_documented_keys_use_one_spelling() -> None:
         text = _text(page)
         for sentence in itertools.chain(re.findall(r"Keys?:[^\n]*", text)):
             assert not re.search(r"`[a-zA-Z]`", sentence), f"{_page_id(page)}: {sentence}"
+
+
+def _words(text: str) -> set[str]:
+    """The words of a description, each cut to its first four letters (scan/scans,
+    disable/disabled), small words left out."""
+    return {word[:4] for word in re.findall(r"[a-z]+", text.lower()) if len(word) > 2}
+
+
+@pytest.mark.parametrize("domain", domains(), ids=lambda domain: domain.name)
+def test_what_the_front_page_says_a_key_does_is_what_it_does(domain: Domain) -> None:
+    """A key's row says what its binding does: a word of the binding's own description
+    or action is in the row (a row that named another action, or an old one, fails)."""
+    section = _section(_text(README), domain.title)
+    assert section is not None
+    pane = load(domain.pane)
+    bindings = {key.strip(): binding for klass in reversed(pane.__mro__)
+                for binding in klass.__dict__.get("BINDINGS", [])
+                if isinstance(binding, Binding) for key in binding.key.split(",")}
+    wrong = []
+    for row in (line for line in section.splitlines() if line.startswith("| <kbd>")):
+        cells = row.split("|")
+        claim = _words(cells[2])
+        for key in _kbd(cells[1]):
+            binding = bindings.get(key)
+            if binding is None:
+                continue  # a key of every pane (checked with LiveTable's and the app's)
+            does = _words(f"{binding.description} {binding.action} {binding.tooltip}")
+            if not claim & does:
+                wrong.append(f"{key}: README says {cells[2].strip()!r}, the key does "
+                             f"{binding.description!r} ({binding.action})")
+    assert not wrong, f"{domain.title}: " + "; ".join(wrong)
