@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import sshd
-from tests.lab.netns import Lab, new_private_key, require_lab, run, wait_for
+from tests.lab.netns import Lab, new_private_key, processes, require_lab, run, wait_for
 from tests.lab.sshd import REPO, SshLab, kill_all
 from tests.needs import needs_tools
 
@@ -66,16 +66,7 @@ def tunnel(ssh_lab: SshLab) -> Iterator[str]:
 
 def _daemons(name: str) -> list[int]:
     """The wireguard-go processes serving `name`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[:2] == [b"wireguard-go", name.encode()]:
-                found.append(int(entry.name))
-    return found
+    return [pid for pid, argv in processes() if argv[:2] == [b"wireguard-go", name.encode()]]
 
 
 def _answers(ssh_lab: SshLab, name: str) -> bool:
