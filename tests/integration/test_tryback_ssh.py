@@ -39,12 +39,8 @@ SECONDS = 6
 
 @pytest.fixture(scope="module")
 def ssh_lab() -> Iterator[SshLab]:
-    require_lab(("ip", "ping"))
-    lab = Lab()
-    try:
-        yield sshd.build(lab, 7)
-    finally:
-        lab.close()
+    with sshd.built(7) as built:
+        yield built
 
 
 @pytest.fixture

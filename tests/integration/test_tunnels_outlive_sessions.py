@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import sshd
-from tests.lab.netns import Lab, new_private_key, processes, require_lab, run, wait_for
+from tests.lab.netns import new_private_key, processes, run, wait_for
 from tests.lab.sshd import REPO, SshLab, kill_all
 from tests.needs import needs_tools
 
@@ -33,13 +33,9 @@ SOCKETS = Path("/run/wireguard")
 
 @pytest.fixture(scope="module")
 def ssh_lab() -> Iterator[SshLab]:
-    require_lab(("ip", "ping"))
     needs_tools("wg-quick", "wireguard-go", "tmux")
-    lab = Lab()
-    try:
-        yield sshd.build(lab, 17)
-    finally:
-        lab.close()
+    with sshd.built(17) as built:
+        yield built
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from typing import Any
 
 from tests.lab.kernel import IN_GUEST
 from tests.lab.mounts import private_argv
-from tests.lab.netns import Lab, run, stop_process, wait_for
+from tests.lab.netns import Lab, require_lab, run, stop_process, wait_for
 from tests.needs import needs_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -399,6 +399,17 @@ def build(lab: Lab, number: int, shadow: str | None = None) -> SshLab:
     _start_sshd(ssh_lab, _shadow(work, shadow))
     _check_login(ssh_lab)
     return ssh_lab
+
+
+@contextmanager
+def built(number: int) -> Iterator[SshLab]:
+    """A lab of its own (`build`), closed afterwards: a test module's fixture."""
+    require_lab(("ip", "ping"))
+    lab = Lab()
+    try:
+        yield build(lab, number)
+    finally:
+        lab.close()
 
 
 def _keys(work: Path) -> None:
