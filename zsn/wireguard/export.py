@@ -129,11 +129,15 @@ def access_rules(host: Host) -> tuple[list[dict[str, Any]], list[str]]:
     from zsn.wireguard.policy import ACL_DIR
 
     folder = host.path(ACL_DIR)
-    if not files.is_dir(folder):
-        return [], []
+    try:
+        if not files.is_dir(folder):
+            return [], []
+        policies = files.list_files(folder, "*.acl")
+    except ZsnError as exc:  # not root: the rest of the section still stands
+        return [], [f"access rules: {exc}"]
     found: list[dict[str, Any]] = []
     errors: list[str] = []
-    for path in files.list_files(folder, "*.acl"):
+    for path in policies:
         try:
             found.append(view_dict(view(host, path.stem)))
         except ZsnError as exc:
