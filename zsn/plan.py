@@ -43,11 +43,13 @@ _SECRET_BLOCK_RE = re.compile(
 )
 
 
-# Wi-Fi secrets: netctl's Key=, iwd's Passphrase=, wpa_supplicant's psk= and friends. The
+# Wi-Fi secrets: netctl's Key=, iwd's Passphrase= and 802.1X passwords
+# (EAP-PEAP-Phase2-Password=, EAP-TLS-ClientKeyPassphrase= ...), wpa_supplicant's psk= and
+# friends, also as a quoted line of netctl's WPAConfigSection ('password="..."'). The
 # value may hold spaces (a quoted passphrase), so the rest of the line goes.
 _WIFI_SECRET_LINE_RE = re.compile(
-    r"^(\s*(?:Key|Passphrase|psk|sae_password|password|wep_key[0-3]|private_key_passwd)"
-    r"\s*=[ \t]*)(\S.*)$", re.MULTILINE)
+    r"^(\s*'?(?:Key|Passphrase|psk|sae_password|password|wep_key[0-3]|private_key_passwd"
+    r"|EAP-[A-Za-z0-9-]*(?:Password|Passphrase))\s*=[ \t]*)(\S.*)$", re.MULTILINE)
 
 
 def mask_secrets(text: str) -> str:

@@ -1,6 +1,7 @@
-"""A throw-away PKI for the labs (OpenVPN, the exporter's TLS), made with `cryptography`:
-a CA, a server and a client certificate, each with the subject alternative names asked
-for (IP addresses or DNS names)."""
+"""A throw-away PKI for the labs (OpenVPN, the exporter's TLS, 802.1X), made with
+`cryptography`: a CA, a server and a client certificate, each with the subject
+alternative names asked for (IP addresses or DNS names). EC keys by default; RSA where
+a peer's TLS library is narrower (iwd's ell)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
@@ -24,7 +25,16 @@ class Pki:
     client_key: str
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def _new_key(kind: str) -> PrivateKey:
+    if kind == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: PrivateKey) -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
@@ -35,10 +45,11 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _key_usage(*, ca: bool) -> x509.KeyUsage:
+def _key_usage(*, ca: bool, rsa_key: bool = False) -> x509.KeyUsage:
     return x509.KeyUsage(
-        digital_signature=True, key_encipherment=False, content_commitment=False,
-        data_encipherment=False, key_agreement=not ca, key_cert_sign=ca, crl_sign=ca,
+        digital_signature=True, key_encipherment=rsa_key and not ca, content_commitment=False,
+        data_encipherment=False, key_agreement=not ca and not rsa_key, key_cert_sign=ca,
+        crl_sign=ca,
         encipher_only=False, decipher_only=False)
 
 
@@ -50,10 +61,10 @@ def _alternative_name(name: str) -> x509.GeneralName:
 
 
 def _issue(
-    ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, common_name: str,
-    usage: x509.ObjectIdentifier, names: Sequence[str] = (),
+    ca_key: PrivateKey, ca_name: x509.Name, common_name: str,
+    usage: x509.ObjectIdentifier, names: Sequence[str] = (), kind: str = "ec",
 ) -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = _new_key(kind)
     now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
@@ -62,7 +73,7 @@ def _issue(
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(ca=False), critical=True)
+        .add_extension(_key_usage(ca=False, rsa_key=kind == "rsa"), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
     if names:
@@ -73,9 +84,10 @@ def _issue(
     return cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key)
 
 
-def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = ()) -> Pki:
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("zov-lab-ca")
+def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = (), *,
+             kind: str = "ec", ca_name_text: str = "zov-lab-ca") -> Pki:
+    ca_key = _new_key(kind)
+    ca_name = _name(ca_name_text)
     now = datetime.datetime.now(datetime.UTC)
     ca = (
         x509.CertificateBuilder()
@@ -88,9 +100,9 @@ def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = ())
         .sign(ca_key, hashes.SHA256())
     )
     server_cert, server_key = _issue(ca_key, ca_name, "zov-server",
-                                     ExtendedKeyUsageOID.SERVER_AUTH, server_names)
+                                     ExtendedKeyUsageOID.SERVER_AUTH, server_names, kind)
     client_cert, client_key = _issue(ca_key, ca_name, "zov-client",
-                                     ExtendedKeyUsageOID.CLIENT_AUTH, client_names)
+                                     ExtendedKeyUsageOID.CLIENT_AUTH, client_names, kind)
     return Pki(ca.public_bytes(serialization.Encoding.PEM).decode(),
                server_cert, server_key, client_cert, client_key)
 

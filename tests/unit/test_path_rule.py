@@ -158,7 +158,9 @@ ALLOWED = {
     "zsn/tui/themes.py": "zsn's own theme files and the user's ~/.config, not a tree",
     "zsn/tui/app.py": "zsn's own style sheets",
     "zsn/openvpn/actions.py:resources": "zsn's own DNS hook, from its package",
-    "zsn/wlan/secrets.py": "a passphrase file the user names (process substitution welcome)",
+    "zsn/eap/certs.py": "certificate and key files the user names for an 802.1X profile",
+    "zsn/eap/request.py": "a password or passphrase file the user names (process "
+                          "substitution welcome)",
     "zsn/system/wpa_ctrl.py:tempdir": "zsn's own private folder for its reply socket",
     "zsn/system/namespaces.py": "the live system's namespace identities (no --root)",
     "zsn/exporter/webconfig.py": "the exporter's web config and TLS files, named by the admin on "

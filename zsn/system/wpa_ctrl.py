@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -249,3 +250,52 @@ def run_sync(action: Callable[[], Awaitable[T]]) -> T:
         return await action()
 
     return asyncio.run(main())
+
+
+_PRINTF_ESCAPE_RE = re.compile(rb'\\(x[0-9a-fA-F]{2}|[\\"entr])')
+_PRINTF_SIMPLE = {b"\\": b"\\", b'"': b'"', b"e": b"\x1b", b"n": b"\n", b"t": b"\t",
+                  b"r": b"\r"}
+
+
+def printf_unescape(text: str) -> bytes:
+    """Bytes from wpa_supplicant's printf-escaped SSID (``\\xNN``, ``\\\\``, ``\\"`` ...).
+
+    The control interface prints SSIDs with `printf_encode`: printable ASCII as is,
+    every other byte escaped. Anything else after a backslash is kept as it is.
+    """
+    raw = text.encode("utf-8", errors="surrogateescape")
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        token = match.group(1)
+        if token.startswith(b"x"):
+            return bytes([int(token[1:], 16)])
+        return _PRINTF_SIMPLE[token]
+
+    return _PRINTF_ESCAPE_RE.sub(replace, raw)
+
+
+_EVENT_RE = re.compile(r"<(\d)>(\S+)(?: (.*))?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Event:
+    level: int
+    name: str
+    """CTRL-EVENT-CONNECTED, CTRL-EVENT-SSID-TEMP-DISABLED, ... or the first word."""
+    text: str
+
+    def field(self, key: str) -> str | None:
+        """A ``key=value`` field of the event (values may be quoted: ``ssid="x y"``)."""
+        match = re.search(rf'(?:^| ){re.escape(key)}=("(?:[^"\\]|\\.)*"|\S*)', self.text)
+        if match is None:
+            return None
+        value = match.group(1)
+        return value[1:-1] if value.startswith('"') and value.endswith('"') else value
+
+
+def parse_event(datagram: str) -> Event | None:
+    """An unsolicited message (``<3>CTRL-EVENT-...``); None for a reply such as ``OK``."""
+    match = _EVENT_RE.fullmatch(datagram.rstrip("\n"))
+    if match is None:
+        return None
+    return Event(int(match.group(1)), match.group(2), match.group(3) or "")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from zsn.eap.request import EapRequest
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import Check, FileEdit, LiveStep, Plan, Step
 from zsn.system import files, wireless
@@ -98,7 +99,8 @@ def _best(entries: list[ScanEntry]) -> ScanEntry | None:
 
 
 def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes,
-                   passphrase: Passphrase | None, hidden: bool) -> Target:
+                   passphrase: Passphrase | None, hidden: bool,
+                   eap: EapRequest | None = None) -> Target:
     name = display(ssid)
     known = next((net for net in snapshot.networks_of(interface) if net.ssid == ssid), None)
     seen = _best([e for e in interface.scan if e.ssid == ssid])
@@ -109,8 +111,9 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
         security = seen.security
     elif known is not None:
         security = known.security
-    elif hidden:
-        security = "WPA2" if passphrase is not None else "open"
+    elif hidden or eap is not None:
+        security = "enterprise" if eap is not None else "WPA2" if passphrase is not None \
+            else "open"
     elif interface.errors:
         # The daemon failed: that is its error, not the network's absence.
         raise ZsnError(f"{interface.name}: its Wi-Fi daemon could not be read: "
@@ -119,9 +122,16 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
         raise ValidationError(f"{name} is not in range of {interface.name} (scan again: "
                               f"zsn wifi scan {interface.name}; for a hidden network add "
                               "--hidden)")
-    if security == "enterprise":
-        raise ValidationError(f"{name} is an enterprise (802.1X) network: zsn does not set up "
-                              "EAP; configure it in the backend")
+    if eap is not None and security != "enterprise":
+        raise ValidationError(f"{name} is a {security} network, not an enterprise (802.1X) "
+                              "one: leave --eap out", field="method")
+    if security == "enterprise" and eap is None and known is None:
+        raise ValidationError(f"{name} is an enterprise (802.1X) network: give --eap "
+                              "peap|ttls|tls with its identity and server check (or "
+                              "--eduroam)", field="method")
+    if eap is not None and passphrase is not None:
+        raise ValidationError("an enterprise network takes a password (--password-file), "
+                              "not a passphrase", field="passphrase")
     if security == "WEP":
         raise ValidationError(f"{name} uses WEP, which is broken; zsn does not connect to it")
     if security in ("open", "OWE", "open/OWE") and passphrase is not None:
@@ -138,16 +148,51 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
 # Connect -----------------------------------------------------------------------------
 
 def plan_connect(host: Host, snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes,
-                 passphrase: Passphrase | None, hidden: bool) -> Plan:
-    target = connect_target(snapshot, interface, ssid, passphrase, hidden)
+                 passphrase: Passphrase | None, hidden: bool,
+                 eap: EapRequest | None = None) -> Plan:
+    target = connect_target(snapshot, interface, ssid, passphrase, hidden, eap)
     name = display(ssid)
     title = f"connect {interface.name} to {name}"
+    if eap is not None:
+        return _live(host, _plan_connect_eap(host, snapshot, interface, target, eap, title),
+                     interface, ssid)
     if interface.backend == "iwd":
         return _plan_connect_iwd(host, interface, target, passphrase, title)
     if interface.backend == "wpa_supplicant":
         return _plan_connect_wpa(host, interface, target, passphrase, title)
     if interface.backend == "netctl":
         return _plan_connect_netctl(host, snapshot, interface, target, passphrase, title)
+    raise ValidationError(f"{interface.name}: {BACKEND_TITLES.get(interface.backend or '', '?')}"
+                          " cannot be driven by zsn")
+
+
+def _plan_connect_eap(host: Host, snapshot: WlanSnapshot, interface: WlanInterface,
+                     target: Target, eap: EapRequest, title: str) -> Plan:
+    from zsn.wlan import enterprise
+
+    if interface.backend == "iwd":
+        plan = enterprise.iwd_plan(host, interface, target.ssid, target.hidden, eap, title)
+        if not iwd_configures_addresses(host):
+            plan.notes.append(f"iwd does not set addresses here ({IWD_MAIN_CONF} has no "
+                              "EnableNetworkConfiguration=true): a DHCP client must "
+                              f"configure {interface.name}")
+        return plan
+    if interface.backend == "wpa_supplicant":
+        return enterprise.wpa_plan(host, interface, target.ssid, target.hidden, eap, title)
+    if interface.backend == "netctl":
+        profile_name, steps = enterprise.netctl_edits(host, interface, target.ssid,
+                                                      target.hidden, eap)
+        unit = netctl.unit_name(profile_name)
+        others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
+                  if p.interface == interface.name and p.name != profile_name]
+        steps.append(LiveStep(
+            f"systemd: stop the other netctl profiles on {interface.name}, start {unit} "
+            "(wpa_supplicant with the profile's network block, then DHCP)",
+            lambda: _netctl_switch(host, unit, others),
+            lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
+            _unit_restores(host, [unit, *others])))
+        return Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
+                                         "(0600, Security=wpa-configsection)"])
     raise ValidationError(f"{interface.name}: {BACKEND_TITLES.get(interface.backend or '', '?')}"
                           " cannot be driven by zsn")
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 
+from zsn.eap.options import add_eap_arguments, request_from_args, wants_eap
 from zsn.errors import EXIT_ERROR, EXIT_OK, ValidationError
 from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show, print_table
 from zsn.lint import print_findings
@@ -50,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     connect.add_argument("--hidden", action="store_true",
                          help="the network hides its name: look for it by name")
     connect.add_argument("--iface", metavar="IFACE")
+    add_eap_arguments(connect)
     add_change_options(connect)
     disconnect = commands.add_parser("disconnect", help="drop the connection")
     disconnect.add_argument("--iface", metavar="IFACE")
@@ -89,10 +91,12 @@ def run(args: argparse.Namespace, host: Host) -> int:
     ssid = from_user(args.ssid)
     if args.action == "connect":
         passphrase = None
+        eap = request_from_args(args) if wants_eap(args) else None
         if args.passphrase_file is not None:
             stdin_text = sys.stdin.read(4096) if args.passphrase_file == "-" else None
             passphrase = read_passphrase_file(args.passphrase_file, stdin_text)
-        plan = actions.plan_connect(host, snapshot, interface, ssid, passphrase, args.hidden)
+        plan = actions.plan_connect(host, snapshot, interface, ssid, passphrase, args.hidden,
+                                    eap)
         return apply_change(host, plan, args)
     if args.action == "forget":
         return apply_or_show(actions.plan_forget(host, snapshot, interface, ssid), args.dry_run)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zsn.eap.profile import EapProfile
 from zsn.errors import ZsnError
 from zsn.exporter.prometheus import MetricFamily
 from zsn.lint import count_by_severity
@@ -44,7 +45,8 @@ def interface_to_dict(each: WlanInterface) -> dict[str, Any]:
         "connected": link.connected, "ssid": _ssid(link.ssid), "bssid": link.bssid,
         "signal_dbm": link.signal_dbm, "signal_percent": signal_percent(link.signal_dbm),
         "frequency": link.frequency, "channel": link.channel,
-        "bitrate_kbps": link.bitrate_kbps, "security": link.security, "mac": each.mac,
+        "bitrate_kbps": link.bitrate_kbps, "security": link.security,
+        "eap_state": link.eap_state, "mac": each.mac,
         "phy": each.phy, "addresses": list(each.addresses),
         "rfkill": None if each.rfkill is None else {"soft": each.rfkill.soft,
                                                     "hard": each.rfkill.hard},
@@ -55,12 +57,21 @@ def interface_to_dict(each: WlanInterface) -> dict[str, Any]:
     }
 
 
+def eap_to_dict(profile: EapProfile | None) -> dict[str, Any] | None:
+    """An 802.1X profile without its secrets (zsn never reads them out)."""
+    if profile is None:
+        return None
+    return {"method": profile.method, "phase2": profile.phase2, "identity": profile.identity,
+            "ca_cert": profile.ca_cert, "server_domain": profile.server_domain,
+            "server_checked": profile.server_checked}
+
+
 def profile_to_dict(net: KnownNetwork) -> dict[str, Any]:
     return {
         "ssid": net.title, "backend": net.backend, "interface": net.interface,
         "id": net.ref, "security": net.security, "autoconnect": net.autoconnect,
         "at_boot": net.at_boot, "hidden": net.hidden, "current": net.current,
-        "problem": net.problem, "path": net.path,
+        "problem": net.problem, "path": net.path, "eap": eap_to_dict(net.eap),
     }
 
 
@@ -84,7 +95,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     profiles = []
     for net in snapshot.networks:
         data = profile_to_dict(net)
-        if include_secrets:
+        if include_secrets and net.security != "enterprise":  # no 802.1X password out
             data["secret"] = _secret(host, net, list(snapshot.interfaces))
         profiles.append(data)
     data_out: dict[str, Any] = {

@@ -8,11 +8,15 @@ hidden access points (by address) iwd cannot name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from zsn.eap import iwd as eap_iwd
+from zsn.errors import ZsnError
+from zsn.system import files
 from zsn.system import iwd as bus_iwd
 from zsn.system.dbus import SystemBus
+from zsn.system.host import Host
 from zsn.wlan.model import KnownNetwork, Link, ScanEntry, Security
 
 PROFILE_DIR = "/var/lib/iwd"
@@ -181,3 +185,16 @@ def find_known(objects: bus_iwd.Objects, ssid: bytes) -> list[tuple[str, dict[st
     return [(path, interfaces[bus_iwd.KNOWN_NETWORK]) for path, interfaces in objects.items()
             if bus_iwd.KNOWN_NETWORK in interfaces
             and _ssid(interfaces[bus_iwd.KNOWN_NETWORK].get("Name")) == ssid]
+
+
+def with_eap(host: Host, network: KnownNetwork) -> KnownNetwork:
+    """An enterprise known network with what its ``.8021x`` file says (method, identity,
+    server check); as it was when the file cannot be read."""
+    if network.security != "enterprise" or network.path is None:
+        return network
+    try:
+        text = files.read_tracked(host.path(network.path)).text
+        profile = eap_iwd.profile_of(eap_iwd.parse_settings(text, network.path))
+    except ZsnError as exc:
+        return replace(network, problem=f"profile not readable: {exc}")
+    return replace(network, eap=profile)

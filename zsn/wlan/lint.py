@@ -7,12 +7,17 @@ known networks of a `WlanSnapshot`, netctl profiles, wpa_supplicant's config fil
 
 from __future__ import annotations
 
+import contextlib
 import stat
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from zsn.eap import iwd as eap_iwd
+from zsn.eap.profile import EapProfile
+from zsn.eap.request import SERVER_CHECK_RISK
+from zsn.eap.supplicant import profile_of_values
 from zsn.errors import ZsnError
 from zsn.lint import Finding, Severity
 from zsn.plan import LiveStep, Plan
@@ -20,11 +25,11 @@ from zsn.system import files
 from zsn.system.files import is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.wireless import interface_exists, is_wireless
-from zsn.wlan import iwd, netctl
+from zsn.system.wpa_config import parse_wpa_config
+from zsn.wlan import iwd, netctl, nm
 from zsn.wlan.live import read_wlan
 from zsn.wlan.model import BACKEND_TITLES, WlanSnapshot
 from zsn.wlan.ssid import display
-from zsn.wlan.wpa_config import parse_wpa_config
 
 SUBJECT = "subject"
 RULES = {
@@ -38,6 +43,7 @@ RULES = {
     "WLAN007": "hidden network with autoconnect (the name is probed for everywhere)",
     "WLAN008": "WEP network remembered",
     "WLAN009": "netctl profile for an interface that does not exist or is not wireless",
+    "WLAN010": "802.1X profile that does not check the server (no CA or no server name)",
 }
 WPA_CONFIG_GLOBS = ("/etc/wpa_supplicant/*.conf", "/etc/wpa_supplicant.conf")
 
@@ -80,7 +86,21 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
     _lint_profiles(host, snapshot, profiles, add)
     _lint_wpa_configs(host, snapshot, add)
     _lint_iwd_files(host, add)
+    for net in nm.read_keyfiles(host):
+        _server_check(add, f"{net.path}", net.title, net.eap, net.path, None,
+                      "set ca-cert= and domain-match= in [802-1x] (nmcli connection modify "
+                      "ID 802-1x.ca-cert FILE 802-1x.domain-match NAME)")
     return findings
+
+
+def _server_check(add: _Add, subject: str, name: str, profile: EapProfile | None,
+                  path: str | None, line: int | None, fix: str) -> None:
+    """WLAN010: an 802.1X profile a rogue server could answer, whoever wrote it."""
+    if profile is None or profile.server_checked:
+        return
+    add("WLAN010", "warning", subject,
+        f"the 802.1X profile of {name} ({profile.title}) does not check the server "
+        f"({profile.missing}): {SERVER_CHECK_RISK}", fix, path, line)
 
 
 def _lint_interfaces(snapshot: WlanSnapshot, add: _Add) -> None:
@@ -155,6 +175,12 @@ def _lint_profiles(host: Host, snapshot: WlanSnapshot, profiles: list[netctl.Pro
                 f"the profile's Interface={profile.interface} {why}",
                 f"set Interface= to the wireless interface in {path}", path,
                 profile.lines.get("Interface"))
+        if profile.essid is not None:
+            _server_check(add, subject, display(profile.essid), profile.eap, path,
+                          profile.lines.get("WPAConfigSection"),
+                          "add ca_cert=\"FILE\" and domain_match=\"NAME\" to "
+                          "WPAConfigSection, or connect again with zsn wifi connect SSID "
+                          "--eap ... --ca-cert FILE --server-domain NAME")
         if (profile.get("Security") or "").lower() == "wpa" and profile.has_key \
                 and not profile.key_is_psk and profile.essid is not None:
             seen = scan_security.get(profile.essid)
@@ -181,6 +207,10 @@ def _lint_wpa_configs(host: Host, snapshot: WlanSnapshot, add: _Add) -> None:
             add("WLAN002", "error", shown, f"{shown} holds Wi-Fi keys and is readable by "
                 "everyone", f"chmod 600 {shown}", shown, fix_plan=_chmod_plan(host, shown))
         for block in parsed.networks:
+            _server_check(add, shown, display(block.ssid) if block.ssid else "a wired port",
+                          profile_of_values(block.values), shown, block.line,
+                          "add ca_cert=\"FILE\" and domain_match=\"NAME\" to the network "
+                          "block (the CA of the RADIUS server and its name)")
             mgmt = block.key_mgmt
             if block.passphrase_stored and "SAE" not in mgmt and "FT-SAE" not in mgmt:
                 name = display(block.ssid) if block.ssid is not None else "?"
@@ -200,11 +230,28 @@ def _lint_iwd_files(host: Host, add: _Add) -> None:
         except (ZsnError, OSError):
             entries = []
         for entry in entries:
+            if entry.suffix == ".8021x":
+                _lint_8021x_file(host, entry, add)
             if entry.suffix in (".psk", ".8021x") and is_world_readable(entry):
                 shown = f"{iwd.PROFILE_DIR}/{entry.name}"
                 add("WLAN002", "error", shown, f"{shown} holds a Wi-Fi key and is readable "
                     "by everyone", f"chmod 600 {shown}", shown,
                     fix_plan=_chmod_plan(host, shown))
+
+
+def _lint_8021x_file(host: Host, entry: Path, add: _Add) -> None:
+    shown = f"{iwd.PROFILE_DIR}/{entry.name}"
+    try:
+        profile = eap_iwd.profile_of(eap_iwd.parse_settings(read_tracked(entry).text, shown))
+    except ZsnError:
+        return
+    name = entry.name.removesuffix(".8021x")
+    if name.startswith("="):
+        with contextlib.suppress(ValueError):
+            name = display(bytes.fromhex(name[1:]))
+    method = profile.method if profile else "TLS"
+    _server_check(add, shown, name, profile, shown, None,
+                  f"add EAP-{method}-CACert= and EAP-{method}-ServerDomainMask= to [Security]")
 
 
 def _wpa_configs(host: Host, snapshot: WlanSnapshot) -> list[Path]:

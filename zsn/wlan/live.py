@@ -267,7 +267,8 @@ def read_wlan(host: Host) -> WlanSnapshot:
     addresses = _addresses(host)
     configs = supplicant_configs(host)
     profiles, _problems = netctl.read_profiles(host)
-    networks: list[KnownNetwork] = list(bus_side.iwd.networks) if bus_side.iwd else []
+    networks: list[KnownNetwork] = [iwd_backend.with_eap(host, net) for net in
+                                    bus_side.iwd.networks] if bus_side.iwd else []
     errors = list(bus_side.errors)
     interfaces: list[WlanInterface] = []
     for name in names:
@@ -281,6 +282,11 @@ def read_wlan(host: Host) -> WlanSnapshot:
                       and each.link.connected and each.link.ssid == known.ssid
                       for each in interfaces)
         networks.append(replace(known, current=current))
+    if any(each.backend == "networkmanager" for each in interfaces):
+        try:
+            networks.extend(nm.read_keyfiles(host))
+        except ZsnError as exc:
+            errors.append(f"NetworkManager's profiles: {exc}")
     errors += [f"{each.name}: {message}" for each in interfaces for message in each.errors]
     return WlanSnapshot(tuple(interfaces), tuple(networks), time.monotonic(), tuple(errors))
 

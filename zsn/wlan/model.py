@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zsn.eap.profile import EapProfile
 from zsn.lint import Finding
 from zsn.wlan.ssid import display
 
@@ -81,6 +82,8 @@ class Link:
     """Transmit bitrate."""
     security: str | None = None
     """As the backend names it: WPA2-PSK, SAE, WPA2-Personal ..."""
+    eap_state: str | None = None
+    """802.1X: wpa_supplicant's supplicant PAE state (AUTHENTICATED, HELD ...)."""
 
     @property
     def channel(self) -> int | None:
@@ -158,6 +161,9 @@ class KnownNetwork:
     """Why the backend skips it now (wpa_supplicant TEMP-DISABLED), if it does."""
     path: str | None = None
     """The file that stores it, when zsn knows it."""
+    eap: EapProfile | None = None
+    """An enterprise network's 802.1X settings (method, identity, server check), when
+    its backend lets zsn read them."""
 
     @property
     def title(self) -> str:

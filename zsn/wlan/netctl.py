@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zsn.bash import Assignment, parse_assignments, quote
+from zsn.eap.profile import EapProfile
+from zsn.eap.supplicant import profile_of_values
 from zsn.errors import AccessDeniedError, ParseError, ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.files import list_files, read_tracked
 from zsn.system.host import Host
+from zsn.system.wpa_config import NetworkBlock
 from zsn.wlan.model import KnownNetwork, Security
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display
@@ -62,8 +65,29 @@ class Profile:
         return self.get("Connection") == "wireless"
 
     @property
+    def config_section(self) -> dict[str, str]:
+        """``WPAConfigSection``'s lines as settings (``Security=wpa-configsection``)."""
+        lines = self.values.get("WPAConfigSection")
+        if not isinstance(lines, tuple):
+            return {}
+        found = {}
+        for line in lines:
+            key, sep, value = line.strip().partition("=")
+            if sep:
+                found[key.strip()] = value.strip()
+        return found
+
+    @property
+    def eap(self) -> EapProfile | None:
+        if (self.get("Security") or "").lower() != "wpa-configsection":
+            return None
+        return profile_of_values(self.config_section)
+
+    @property
     def essid(self) -> bytes | None:
         value = self.get("ESSID")
+        if value is None and (self.get("Security") or "").lower() == "wpa-configsection":
+            return NetworkBlock(0, self.config_section, {}).ssid
         if value is None:
             return None
         if value.startswith('"'):  # hex, passed to wpa_supplicant unquoted
@@ -78,6 +102,8 @@ class Profile:
         kind = (self.get("Security") or "none").lower()
         if kind == "wpa":  # netctl offers WPA-PSK and SAE; SAE needs the passphrase
             return "WPA2" if self.key_is_psk else "WPA2/WPA3"
+        if kind == "wpa-configsection" and self.eap is not None:
+            return "enterprise"
         return {"none": "open", "wep": "WEP", "owe": "OWE", "wpa-configsection": None,
                 "wpa-config": None}.get(kind)
 
@@ -282,7 +308,7 @@ def known_network(host: Host, profile: Profile) -> KnownNetwork | None:
         return None
     return KnownNetwork(
         ssid=essid, backend="netctl", ref=profile.name, security=profile.security,
-        autoconnect=is_enabled(host, profile.name), hidden=profile.hidden,
+        autoconnect=is_enabled(host, profile.name), hidden=profile.hidden, eap=profile.eap,
         interface=profile.interface, at_boot=is_enabled(host, profile.name),
         path=str(profile.path))
 

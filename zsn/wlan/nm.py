@@ -8,12 +8,17 @@ and names the nmcli command to use instead.
 
 from __future__ import annotations
 
+import configparser
 import shlex
 from dataclasses import dataclass
 
+from zsn.eap.profile import TLS_METHODS, EapProfile
+from zsn.errors import ZsnError
+from zsn.system import files
 from zsn.system.dbus import BusError, SystemBus
+from zsn.system.host import Host
 from zsn.system.networkmanager import NM, NM_DEVICE, device_path
-from zsn.wlan.model import Link
+from zsn.wlan.model import KnownNetwork, Link
 
 WIRELESS = "org.freedesktop.NetworkManager.Device.Wireless"
 ACCESS_POINT = "org.freedesktop.NetworkManager.AccessPoint"
@@ -75,3 +80,52 @@ async def _link(bus: SystemBus, path: str, state: int) -> Link:
         signal_dbm=-90 + int(strength) * 0.7 if strength is not None else None,
         frequency=int(point["Frequency"]) if "Frequency" in point else None,
         bitrate_kbps=int(bitrate) if bitrate else None)
+
+
+KEYFILE_DIR = "/etc/NetworkManager/system-connections"
+
+
+def keyfile_profile(text: str) -> tuple[bytes | None, EapProfile | None]:
+    """A NetworkManager keyfile's SSID (``[wifi] ssid=``) and its ``[802-1x]`` settings
+    (nm-settings-keyfile(5): eap=peap;, identity=, phase2-auth=, ca-cert=,
+    domain-suffix-match=, domain-match=, altsubject-matches=)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None, None
+    ssid_text = parser.get("wifi", "ssid", fallback=None)
+    ssid = ssid_text.encode() if ssid_text else None
+    if not parser.has_section("802-1x"):
+        return ssid, None
+    section = parser["802-1x"]
+    methods = [m.strip().upper() for m in section.get("eap", "").split(";") if m.strip()]
+    method = next((m for m in methods if m in TLS_METHODS), methods[0] if methods else "?")
+    name = next((section[key] for key in ("domain-match", "domain-suffix-match",
+                                          "altsubject-matches") if section.get(key)), None)
+    ca = section.get("ca-cert") or section.get("ca-path") or None
+    return ssid, EapProfile(method=method, identity=section.get("identity") or None,
+                            phase2=(section.get("phase2-auth") or
+                                    section.get("phase2-autheap") or "").upper() or None,
+                            ca_cert=ca, server_domain=name)
+
+
+def read_keyfiles(host: Host) -> list[KnownNetwork]:
+    """NetworkManager's enterprise Wi-Fi profiles in its keyfiles, read only."""
+    folder = host.path(KEYFILE_DIR)
+    if not files.is_dir(folder):
+        return []
+    found = []
+    for entry in files.list_files(folder, "*.nmconnection"):
+        try:
+            text = files.read_tracked(entry, max_bytes=1 << 20).text
+        except ZsnError:
+            continue
+        ssid, profile = keyfile_profile(text)
+        if ssid is None or profile is None:
+            continue
+        found.append(KnownNetwork(ssid=ssid, backend="networkmanager", ref=entry.name,
+                                  security="enterprise", autoconnect=True, eap=profile,
+                                  path=f"{KEYFILE_DIR}/{entry.name}"))
+    return found

@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from zsn.eap.request import read_secret_line
 from zsn.errors import ValidationError
 
 MIN_PASSPHRASE = 8
@@ -80,29 +81,5 @@ def derive_psk(passphrase: str, ssid: bytes) -> str:
 
 
 def read_passphrase_file(path: str, stdin_text: str | None = None) -> Passphrase:
-    """The passphrase from a file (``-`` for standard input): its first line, without the
-    line break, so ``echo pass > file`` works; a second non-empty line is refused."""
-    if path == "-":
-        if stdin_text is None:
-            raise ValidationError("no passphrase on standard input")
-        text = stdin_text
-    else:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read(4096)
-        except FileNotFoundError:
-            raise ValidationError(f"passphrase file {path}: no such file") from None
-        except PermissionError:
-            raise ValidationError(f"passphrase file {path}: permission denied") from None
-        except IsADirectoryError:
-            raise ValidationError(f"passphrase file {path}: is a directory") from None
-        except UnicodeDecodeError:
-            raise ValidationError(f"passphrase file {path}: not text") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) > 1:
-        raise ValidationError("the passphrase file has more than one line; put only the "
-                              "passphrase in it")
-    first = lines[0] if lines else ""
-    return Passphrase(first.removesuffix("\r"))
+    """The passphrase from a file (``-`` for standard input): its first line."""
+    return Passphrase(read_secret_line(path, "passphrase", stdin_text))

@@ -9,15 +9,11 @@ unprintable), and reads user input with `from_user`.
 from __future__ import annotations
 
 import os
-import re
 
 from zsn.errors import ValidationError
 from zsn.terminal import safe
 
 MAX_SSID_BYTES = 32
-_PRINTF_ESCAPE_RE = re.compile(rb'\\(x[0-9a-fA-F]{2}|[\\"entr])')
-_PRINTF_SIMPLE = {b"\\": b"\\", b'"': b'"', b"e": b"\x1b", b"n": b"\n", b"t": b"\t",
-                  b"r": b"\r"}
 
 
 def from_user(text: str) -> bytes:
@@ -45,23 +41,6 @@ def display(ssid: bytes) -> str:
     backslashes doubled first, so it never moves the cursor, forges another line or
     reads as another name."""
     return safe(ssid.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\"))
-
-
-def printf_unescape(text: str) -> bytes:
-    """Bytes from wpa_supplicant's printf-escaped SSID (``\\xNN``, ``\\\\``, ``\\"`` ...).
-
-    The control interface prints SSIDs with `printf_encode`: printable ASCII as is,
-    every other byte escaped. Anything else after a backslash is kept as it is.
-    """
-    raw = text.encode("utf-8", errors="surrogateescape")
-
-    def replace(match: re.Match[bytes]) -> bytes:
-        token = match.group(1)
-        if token.startswith(b"x"):
-            return bytes([int(token[1:], 16)])
-        return _PRINTF_SIMPLE[token]
-
-    return _PRINTF_ESCAPE_RE.sub(replace, raw)
 
 
 def hex_ssid(ssid: bytes) -> str:

@@ -53,6 +53,10 @@ KNOWN_COLUMNS = (
     Column("boot", "Boot", 2, help="started at boot: the netctl profile enabled, or "
                "autoconnect with the backend's unit enabled"),
     Column("hidden", "Hidden", 3, help="probed for by name"),
+    Column("eap", "802.1X", 2, help="enterprise networks: the method and identity"),
+    Column("server", "Server", 2, help="enterprise networks: whether the server's "
+               "certificate is checked (a CA and its name); 'NOT checked': a rogue "
+               "access point could collect the password"),
     Column("note", "Note", 4, help="connected, or why the backend skips it now"),
 )
 
@@ -147,6 +151,10 @@ def known_rows(snapshot: WlanSnapshot, interface: WlanInterface | None) -> list[
                             else (net.autoconnect and interface.backend_unit_enabled
                                   if interface.backend_unit_enabled is not None else None)),
             "hidden": Cell("yes" if net.hidden else ""),
+            "eap": Cell(f"{net.eap.title} {net.eap.identity or ''}".strip()
+                        if net.eap else ""),
+            "server": (Cell("checked", "good") if net.eap.server_checked
+                       else Cell("NOT checked", "bad")) if net.eap else Cell(""),
             "note": Cell(note, "warn" if net.problem else "good" if net.current else ""),
         }, data=net))
     return rows

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from zsn.errors import ValidationError, ZsnError
 from zsn.system.files import read_tracked
 from zsn.system.host import Host
+from zsn.system.wpa_config import parse_wpa_config
 from zsn.wlan import netctl
 from zsn.wlan.model import KnownNetwork, Security
 from zsn.wlan.ssid import display
-from zsn.wlan.wpa_config import parse_wpa_config
 
 _SPECIAL = re.compile(r'([\\;,:"])')
 
@@ -100,10 +100,17 @@ def _wpa_secret(host: Host, config_path: str, ssid: bytes) -> tuple[str | None, 
                    "never saved? wpa_supplicant needs update_config=1 to save)")
 
 
+NO_ENTERPRISE_QR = ("{name} is an enterprise (802.1X) network: there is no standard QR "
+                    "code for those (a phone needs the CA, the server name and an identity "
+                    "that the Wi-Fi QR format cannot carry), so zsn shows none")
+
+
 def wifi_code(host: Host, network: KnownNetwork, config_path: str | None = None) -> WifiCode:
     """The QR data of a known network, its secret read from where the backend keeps it."""
     secret: str | None = None
     is_psk = False
+    if network.security == "enterprise":
+        raise ValidationError(NO_ENTERPRISE_QR.format(name=network.title))
     if network.security not in ("open", "OWE", "open/OWE"):
         if network.backend == "iwd" and network.path:
             secret, is_psk = _iwd_secret(host, network.path)

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from zsn.eap.events import EapAttempt
+from zsn.eap.profile import EapProfile
+from zsn.eap.supplicant import NAME_CHECKS, Value, profile_of_values
 from zsn.errors import SocketError, ZsnError
 from zsn.system.host import Host
-from zsn.system.wpa_ctrl import Command, WpaControl, WpaMonitor, control_socket
+from zsn.system.wpa_ctrl import Command, WpaControl, WpaMonitor, control_socket, parse_event
 from zsn.wlan.model import KnownNetwork, Link, ScanEntry, Security
 from zsn.wlan.secrets import Passphrase
 from zsn.wlan.ssid import display
@@ -30,7 +33,6 @@ from zsn.wlan.wpa_protocol import (
     check_ok,
     link_from_status,
     parse_bss,
-    parse_event,
     parse_kv,
     parse_list_networks,
     set_secret,
@@ -121,6 +123,21 @@ async def network_value(ctrl: WpaControl, network_id: int, name: str) -> str | N
     return None if reply.startswith("FAIL") else reply
 
 
+EAP_SETTINGS = ("key_mgmt", "eap", "identity", "phase2", "ca_cert", "ca_path",
+                *NAME_CHECKS)
+
+
+async def eap_profile(ctrl: WpaControl, network_id: int) -> EapProfile | None:
+    """An enterprise network's 802.1X settings, as GET_NETWORK gives them (it never
+    gives the password)."""
+    values = {}
+    for name in EAP_SETTINGS:
+        value = await network_value(ctrl, network_id, name)
+        if value is not None:
+            values[name] = value
+    return profile_of_values(values)
+
+
 async def read_state(ctrl: WpaControl, interface: str) -> WpaState:
     status = parse_kv(await ctrl.request("STATUS"))
     signal = None
@@ -133,9 +150,11 @@ async def read_state(ctrl: WpaControl, interface: str) -> WpaState:
     for line in await list_networks(ctrl):
         key_mgmt = await network_value(ctrl, line.id, "key_mgmt")
         scan_ssid = await network_value(ctrl, line.id, "scan_ssid")
+        security = key_mgmt_security(key_mgmt) if key_mgmt else None
+        eap = await eap_profile(ctrl, line.id) if security == "enterprise" else None
         networks.append(KnownNetwork(
             ssid=line.ssid, backend="wpa_supplicant", ref=str(line.id),
-            security=key_mgmt_security(key_mgmt) if key_mgmt else None,
+            security=security, eap=eap,
             autoconnect=not line.disabled, hidden=scan_ssid == "1", interface=interface,
             current=line.current,
             problem="temporarily disabled (failed attempts)" if line.temporarily_disabled
@@ -201,9 +220,16 @@ async def _ok(ctrl: WpaControl, command: Command | str) -> None:
     check_ok(command, await ctrl.request(command))
 
 
+def eap_commands(network_id: int, values: list[Value]) -> list[Command]:
+    """SET_NETWORK for each 802.1X value; the password and key passphrase shown hidden."""
+    return [set_secret(network_id, value.key, value.text) if value.secret
+            else set_value(network_id, value.key, value.text) for value in values]
+
+
 async def connect(path: Path, interface: str, ssid: bytes, *, passphrase: Passphrase | None,
                   security: Security | None, hidden: bool,
-                  timeout: float = CONNECT_TIMEOUT) -> WpaConnectResult:
+                  timeout: float = CONNECT_TIMEOUT,
+                  eap: list[Value] | None = None) -> WpaConnectResult:
     """Connect `interface` to `ssid`: a known network again (no passphrase given), or
     a new network block (the old one for the SSID is replaced only once the new one
     works). A failure removes what was added and restores the other networks."""
@@ -212,7 +238,7 @@ async def connect(path: Path, interface: str, ssid: bytes, *, passphrase: Passph
         networks = await list_networks(ctrl)
         same = [net for net in networks if net.ssid == ssid]
         enabled_before = [net.id for net in networks if not net.disabled]
-        created = passphrase is not None or not same
+        created = passphrase is not None or eap is not None or not same
         if created:
             reply = (await ctrl.request("ADD_NETWORK")).strip()
             if not reply.isdigit():
@@ -220,7 +246,9 @@ async def connect(path: Path, interface: str, ssid: bytes, *, passphrase: Passph
             network_id = int(reply)
             try:
                 await _ok(ctrl, set_ssid(network_id, ssid))
-                for command in key_commands(network_id, ssid, security, passphrase):
+                commands = eap_commands(network_id, eap) if eap is not None else \
+                    key_commands(network_id, ssid, security, passphrase)
+                for command in commands:
                     await _ok(ctrl, command)
                 if hidden:
                     await _ok(ctrl, set_value(network_id, "scan_ssid", "1"))
@@ -261,14 +289,21 @@ async def _select_and_wait(ctrl: WpaControl, monitor: WpaMonitor, network_id: in
     deadline = loop.time() + timeout
     not_found = 0
     name = display(ssid)
+    attempt = EapAttempt()
     async for datagram in monitor.events(deadline):
         event = parse_event(datagram)
         if event is None:
             continue
         if event.name == "CTRL-EVENT-CONNECTED" and f"id={network_id} " in event.text + " ":
             return
+        if event.name.startswith("CTRL-EVENT-EAP-"):
+            attempt.feed(event)
+            if attempt.failed:
+                raise ConnectFailed(f"{name}: 802.1X failed: {attempt.reason}")
         if event.name == "CTRL-EVENT-SSID-TEMP-DISABLED" and event.field("id") == str(network_id):
             reason = event.field("reason") or "unknown"
+            if attempt.started:
+                raise ConnectFailed(f"{name}: 802.1X failed: {attempt.reason}")
             if reason == "WRONG_KEY":
                 raise ConnectFailed(f"{name}: wrong passphrase (the access point rejected the "
                                     "key in the handshake)")

@@ -12,16 +12,14 @@ import re
 from dataclasses import dataclass
 
 from zsn.errors import ParseError, ValidationError, ZsnError
-from zsn.system.wpa_ctrl import Command
+from zsn.system.wpa_ctrl import Command, printf_unescape
 from zsn.wlan.model import Link, ScanEntry, Security
-from zsn.wlan.ssid import printf_unescape
 
 BSS_MASK = 0x1887
 """id, bssid, freq, level, flags, ssid: what a scan list needs (WPA_BSS_MASK_*)."""
 REPLY_LIMIT = 4096
 """wpa_supplicant's reply buffer: longer answers are cut silently."""
 _BSSID_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
-_EVENT_RE = re.compile(r"<(\d)>(\S+)(?: (.*))?", re.DOTALL)
 _FLAG_RE = re.compile(r"\[([^\]]*)\]")
 
 
@@ -150,31 +148,8 @@ def link_from_status(status: dict[str, str], signal: dict[str, str] | None = Non
         frequency=_int(signal.get("FREQUENCY") or status.get("freq")),
         bitrate_kbps=speed * 1000 if speed is not None else None,
         security=status.get("key_mgmt"),
+        eap_state=status.get("Supplicant PAE state"),
     )
-
-
-@dataclass(frozen=True)
-class Event:
-    level: int
-    name: str
-    """CTRL-EVENT-CONNECTED, CTRL-EVENT-SSID-TEMP-DISABLED, ... or the first word."""
-    text: str
-
-    def field(self, key: str) -> str | None:
-        """A ``key=value`` field of the event (values may be quoted: ``ssid="x y"``)."""
-        match = re.search(rf'(?:^| ){re.escape(key)}=("(?:[^"\\]|\\.)*"|\S*)', self.text)
-        if match is None:
-            return None
-        value = match.group(1)
-        return value[1:-1] if value.startswith('"') and value.endswith('"') else value
-
-
-def parse_event(datagram: str) -> Event | None:
-    """An unsolicited message (``<3>CTRL-EVENT-...``); None for a reply such as ``OK``."""
-    match = _EVENT_RE.fullmatch(datagram.rstrip("\n"))
-    if match is None:
-        return None
-    return Event(int(match.group(1)), match.group(2), match.group(3) or "")
 
 
 # Commands --------------------------------------------------------------------------
@@ -193,8 +168,9 @@ def quoted(value: str) -> str:
 
 
 def set_secret(network_id: int, name: str, value: str) -> Command:
-    """``SET_NETWORK id psk|sae_password ...``, the value hidden when shown."""
-    if name not in ("psk", "sae_password"):
+    """``SET_NETWORK id psk|sae_password|password|private_key_passwd ...``, the value
+    hidden when shown."""
+    if name not in ("psk", "sae_password", "password", "private_key_passwd"):
         raise ValueError(name)
     return Command(f"SET_NETWORK {network_id} {name} {value}",
                    f"SET_NETWORK {network_id} {name} (hidden)")

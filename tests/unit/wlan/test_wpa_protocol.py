@@ -11,14 +11,13 @@ from hypothesis import strategies as st
 
 from tests.unit.wlan.conftest import fixture_text
 from zsn.errors import ParseError
+from zsn.system.wpa_config import parse_wpa_config
+from zsn.system.wpa_ctrl import parse_event, printf_unescape
 from zsn.wlan.secrets import Passphrase
-from zsn.wlan.ssid import printf_unescape
 from zsn.wlan.wpa import key_commands, key_mgmt_security
-from zsn.wlan.wpa_config import parse_wpa_config
 from zsn.wlan.wpa_protocol import (
     link_from_status,
     parse_bss,
-    parse_event,
     parse_kv,
     parse_list_networks,
     security_of_flags,

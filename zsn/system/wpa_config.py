@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zsn.wlan.ssid import printf_unescape
+from zsn.system.wpa_ctrl import printf_unescape
 
 
 @dataclass(frozen=True)
