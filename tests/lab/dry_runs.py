@@ -78,6 +78,10 @@ def build_tree(base: Path) -> tuple[Path, Path]:
     (root / "proc/spl/kstat/zfs").mkdir(parents=True)
     passphrase = _write(base / "passphrase", "correct horse battery\n", 0o600)
     assert passphrase.exists()
+    from tests.lab.pki import make_pki
+
+    _write(base / "eap-ca.pem", make_pki(["radius.example.org"]).ca_cert)
+    _write(root / "sys/class/net/eth1/address", "52:54:00:12:34:57\n")
     return root, _fake_zfs(base)
 
 
@@ -163,6 +167,9 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                 ["clear", "full", "/run/vdev/a"], ["snapshot", "full@before"],
                 ["send", "src/data", "dst/data"]],
         "wifi": [["connect", "home-wpa2", "--passphrase-file", passphrase, "--hidden"],
+                 ["connect", "corp", "--eap", "peap", "--identity", "alice@example.org",
+                  "--password-file", passphrase, "--ca-cert", str(base / "eap-ca.pem"),
+                  "--server-domain", "radius.example.org"],
                  ["disconnect"], ["forget", "home-wpa2"], ["autoconnect", "home-wpa2", "on"]],
         "link": [["create", "bond", "bond1", "--mode", "802.3ad", "--members", "eth2,eth3",
                   "--config-only"],
@@ -172,7 +179,10 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                  ["set", "bond0", "--mtu", "9000", "--config-only"],
                  ["add-member", "bond0", "eth2", "--config-only"],
                  ["remove-member", "bond0", "eth1", "--config-only"],
-                 ["delete", "bond0", "--config-only"], ["persist", "bond0"]],
+                 ["delete", "bond0", "--config-only"], ["persist", "bond0"],
+                 ["8021x", "eth1", "--eap", "peap", "--identity", "alice@example.org",
+                  "--password-file", passphrase, "--ca-cert", str(base / "eap-ca.pem"),
+                  "--server-domain", "radius.example.org"]],
     }
     _write(base / "import/home.ovpn", OPENVPN_CLIENT)
     return [["--root", str(root), group, *argv, "--dry-run"]

@@ -52,6 +52,9 @@ What the entries check beyond the rule:
   reads back the same; ``nft -j list table`` output (`zsn.system.nftables.decode`,
   `zsn.wireguard.acl_table.decode`: the captured listings with bytes changed, and JSON
   of any shape): typed errors only, and an accepted table renders to the same table.
+- 802.1X (`zsn.eap`): iwd's ``.8021x`` files (its test suite's, changed) render back
+  byte for byte; network blocks' values, EAP events, NetworkManager keyfiles and
+  STATUS replies give typed values only.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
   captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
   the config formats zsn edits keep every byte they do not change: netplan YAML
@@ -551,8 +554,9 @@ def _lines_of(*names: str) -> st.SearchStrategy[str]:
 
 @entry("wpa_supplicant replies", 1000,
        ["zsn.wlan.wpa_protocol:parse_kv", "zsn.wlan.wpa_protocol:parse_bss",
-        "zsn.wlan.wpa_protocol:parse_list_networks", "zsn.wlan.wpa_protocol:parse_event"])
+        "zsn.wlan.wpa_protocol:parse_list_networks", "zsn.system.wpa_ctrl:parse_event"])
 def wpa_supplicant_replies() -> Fuzz:
+    from zsn.system.wpa_ctrl import parse_event
     from zsn.wlan import wpa_protocol
 
     texts = _lines_of("wlan/wpa_cli-bss.home-wpa2.txt", "wlan/wpa_cli-bss.office-sae.txt",
@@ -566,16 +570,17 @@ def wpa_supplicant_replies() -> Fuzz:
         for network in only_typed_errors(lambda: wpa_protocol.parse_list_networks(text)) or ():
             assert isinstance(network.id, int)
         for line in text.splitlines()[:5]:
-            only_typed_errors(lambda line=line: wpa_protocol.parse_event(line))  # type: ignore[misc]
+            only_typed_errors(lambda line=line: parse_event(line))  # type: ignore[misc]
 
     return texts, check
 
 
 @entry("Wi-Fi profiles", 1000,
-       ["zsn.wlan.wpa_config:parse_wpa_config", "zsn.wlan.netctl:parse_profile",
+       ["zsn.system.wpa_config:parse_wpa_config", "zsn.wlan.netctl:parse_profile",
         "zsn.bash:parse_assignments"])
 def wifi_profiles() -> Fuzz:
-    from zsn.wlan import netctl, wpa_config
+    from zsn.system import wpa_config
+    from zsn.wlan import netctl
 
     fragments = st.sampled_from([
         "Description='home'", "Interface=wlan0", "Connection=wireless", "Security=wpa",
@@ -591,6 +596,73 @@ def wifi_profiles() -> Fuzz:
         only_typed_errors(lambda: netctl.parse_profile("home", text))
 
     return texts, check
+
+
+_IWD_FRAGMENTS = st.sampled_from([
+    "[Security]", "[Settings]", "[@pem@ca]", "-----BEGIN CERTIFICATE-----", "[", "[]",
+    "EAP-Method=PEAP", "EAP-Method=ttls", "EAP-Method=", "EAP-Identity=\\sa\\nb",
+    "EAP-PEAP-CACert=/ca.pem", "EAP-PEAP-ServerDomainMask=*.example.org",
+    "EAP-TTLS-Phase2-Method=Tunneled-PAP", "EAP-TLS-CACert=embed:ca", "AutoConnect=false",
+    "# comment", "=x", "Key", "  Key = value  ", ""])
+
+
+@entry("iwd 802.1X files", 1000,
+       ["zsn.eap.iwd:parse_settings", "zsn.eap.iwd:profile_of", "zsn.eap.iwd:unescape"])
+def iwd_8021x_files() -> Fuzz:
+    """iwd's upstream test profiles (tests/fixtures/corpus/eap) changed and mixed with
+    noise: typed errors only, and what is read renders back byte for byte."""
+    from zsn.eap import iwd as eap_iwd
+
+    texts = st.one_of(
+        _lines_of(*(f"corpus/eap/iwd/{path.name}"
+                    for path in sorted((_FIXTURES / "corpus/eap/iwd").glob("*.8021x")))),
+        _joined(st.lists(st.one_of(_IWD_FRAGMENTS, _noise), max_size=20)))
+
+    def check(text: str) -> None:
+        settings = only_typed_errors(lambda: eap_iwd.parse_settings(text))
+        if settings is not None:
+            assert settings.render() == text
+            profile = eap_iwd.profile_of(settings)
+            assert profile is None or isinstance(profile.server_checked, bool)
+
+    return texts, check
+
+
+@entry("802.1X settings and events", 1000,
+       ["zsn.eap.supplicant:profile_of_values", "zsn.eap.events:EapAttempt.feed",
+        "zsn.wlan.nm:keyfile_profile", "zsn.links.dot1x:parse_status"])
+def eap_settings_and_events() -> Fuzz:
+    """Network blocks' values (a config file's, GET_NETWORK's), the supplicant's EAP
+    events (the lab's capture of a failed attempt, changed), NetworkManager keyfiles
+    (its own test suite's, changed) and STATUS replies: typed values only."""
+    from zsn.eap.events import EapAttempt
+    from zsn.eap.supplicant import profile_of_values
+    from zsn.links.dot1x import parse_status
+    from zsn.system.wpa_ctrl import parse_event
+    from zsn.wlan.nm import keyfile_profile
+
+    keys = st.sampled_from(["key_mgmt", "eap", "identity", "phase2", "ca_cert", "ca_path",
+                            "domain_match", "domain_suffix_match", "altsubject_match"])
+    values = st.one_of(st.sampled_from(['"x"', "WPA-EAP", "IEEE8021X", "PEAP TTLS", '""',
+                                        '"auth=MSCHAPV2"', "hash://server/sha256/ab", '"']),
+                       _noise)
+    events = _lines_of("wlan/wpa_ctrl-events.wrong-key.txt", "wlan/wpa_cli-status.eap-tls.txt")
+    keyfiles = _lines_of("corpus/eap/networkmanager/Test_Wired_TLS_New")
+
+    def check(value: tuple[dict[str, str], str, str]) -> None:
+        settings, datagrams, keyfile = value
+        only_typed_errors(lambda: profile_of_values(settings))
+        attempt = EapAttempt()
+        for datagram in datagrams.splitlines():
+            event = parse_event(datagram)
+            if event is not None:
+                attempt.feed(event)
+        assert isinstance(attempt.reason, str)
+        state = only_typed_errors(lambda: parse_status("eth0", datagrams))
+        assert state is None or isinstance(state.authenticated, bool)
+        only_typed_errors(lambda: keyfile_profile(keyfile))
+
+    return st.tuples(st.dictionaries(keys, values, max_size=6), events, keyfiles), check
 
 
 @entry("networkd's own check", 500,

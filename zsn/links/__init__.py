@@ -8,9 +8,9 @@ DOMAIN = Domain(
     export="zsn.links.export",
     commands=(
         CommandGroup("link", "bonds, VLANs and bridges: list, show, create, set MTU, "
-                     "members, delete, persist, lint", "zsn.links.cli",
-                     "link list|show|create|set|add-member|remove-member|delete|persist|lint "
-                     "..."),
+                     "members, delete, persist, 802.1X on a port, lint", "zsn.links.cli",
+                     "link list|show|create|set|add-member|remove-member|delete|persist|"
+                     "8021x|lint ..."),
     ),
     pane="zsn.tui.panes.links:LinksPane",
     lint="zsn.links.lint",

@@ -12,9 +12,12 @@ import argparse
 import json
 import sys
 
+from zsn.eap.options import add_eap_arguments
+from zsn.eap.options import request_from_args as eap_request
 from zsn.errors import EXIT_OK, ValidationError
 from zsn.headless import add_change_options, add_dry_run, apply_change, apply_or_show, print_table
 from zsn.links import actions, lint, validate
+from zsn.links.dot1x import plan_8021x, port_line, read_ports
 from zsn.links.export import interfaces_to_dicts
 from zsn.links.live import read_links, with_rates
 from zsn.links.model import Interface, tree
@@ -94,6 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "persistent config as it runs now")
     save.add_argument("name", metavar="NAME")
     add_dry_run(save)
+    dot1x = verbs.add_parser("8021x", help="802.1X on a wired port (wpa_supplicant's "
+                             "wired driver), the server always checked")
+    dot1x.add_argument("name", metavar="IFACE")
+    add_eap_arguments(dot1x)
+    add_change_options(dot1x)
     check = verbs.add_parser("lint", help="advice on bonds, VLANs, bridges and the config; "
                              "exit 1 when there are errors")
     check.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -107,6 +115,8 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "lint":
         return print_findings(lint.lint(host, strict=True), as_json=args.json,
                               subject_key=lint.SUBJECT)
+    if args.action == "8021x":
+        return apply_change(host, plan_8021x(host, args.name, eap_request(args)), args)
     request = request_from_args(args)
     context = actions.Context.read(host)
     if isinstance(request, actions.SaveLink):
@@ -175,6 +185,9 @@ def _show(host: Host, name: str, as_json: bool) -> int:
         print(json.dumps(data, indent=2))
         return EXIT_OK
     print(safe_lines(describe(interface, snapshot, details)))
+    port = read_ports(host, [name]).get(name)
+    if port is not None:
+        print(safe_lines([port_line(port)]))
     for finding in findings:
         print(finding.describe())
     return EXIT_OK

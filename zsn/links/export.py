@@ -10,6 +10,7 @@ from typing import Any
 from zsn.errors import ZsnError
 from zsn.every import Every
 from zsn.exporter.prometheus import MetricFamily
+from zsn.links.dot1x import PortState, port_to_dict, read_ports
 from zsn.links.live import BondDetails, LinkMonitor, read_links, with_rates
 from zsn.links.model import BondState, Interface, LinksSnapshot, member_role
 from zsn.links.persist import Persisted
@@ -133,12 +134,15 @@ def _section(host: Host, snapshot: LinksSnapshot, details: BondDetails,
     linted = _config_and_lint(host, snapshot)
     if with_rate_window:
         snapshot = with_rates(snapshot, RATE_WINDOW)
+    ports = read_ports(host, [each.name for each in snapshot.interfaces])
     return section(snapshot, details, linted,
-                   RATE_WINDOW if snapshot.live and with_rate_window else None)
+                   RATE_WINDOW if snapshot.live and with_rate_window else None, ports)
 
 
 def section(snapshot: LinksSnapshot, details: BondDetails, linted: Linted,
-            rate_window: float | None = None) -> dict[str, Any]:
+            rate_window: float | None = None,
+            ports: dict[str, PortState | str] | None = None) -> dict[str, Any]:
+    ports = ports or {}
     config, persisted, findings, errors = linted
     data: dict[str, Any] = {"config": config}
     data["interfaces"] = interfaces_to_dicts(snapshot, details)
@@ -150,6 +154,7 @@ def section(snapshot: LinksSnapshot, details: BondDetails, linted: Linted,
          "source": c.source}
         for c in persisted.configs.values()]
     data["findings"] = findings
+    data["dot1x"] = {name: port_to_dict(port) for name, port in ports.items()}
     errors = errors + list(snapshot.errors)
     if errors:
         data["errors"] = errors
@@ -175,8 +180,9 @@ class Poller:
     def section(self, reading: tuple[LinksSnapshot, BondDetails, int]) -> dict[str, Any]:
         snapshot, details, version = reading
         linted = self._lint.get(version, lambda: _config_and_lint(self.host, snapshot))
+        ports = read_ports(self.host, [each.name for each in snapshot.interfaces])
         return section(replace(snapshot, rates={}) if snapshot.rates else snapshot, details,
-                       linted)
+                       linted, ports=ports)
 
     def close(self) -> None:
         if self._monitor is not None:

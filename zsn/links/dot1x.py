@@ -1,0 +1,230 @@
+"""802.1X on a wired port (``zsn link 8021x IFACE ...``): wpa_supplicant's wired driver,
+its per-interface unit where systemd runs, its state read from the control socket.
+
+The config is ``/etc/wpa_supplicant/wpa_supplicant-wired-IFACE.conf`` (what Debian's
+``wpa_supplicant-wired@IFACE.service`` reads: ``-Dwired``), rendered from the request
+and read back. With systemd the unit is enabled and restarted; without it zsn starts
+``wpa_supplicant -B -Dwired`` itself (it forks and leaves the session). Either way zsn
+then attaches to the control socket, logs off and on again (so the whole exchange is
+seen from its start) and waits for the EAP outcome; a failure says why, from the
+supplicant's events (`zsn.eap.events`), and undoes what the command wrote.
+
+The port's state (authenticated, held, connecting) is read from ``STATUS``: hostapd's
+``driver=wired`` never blocks a port, so traffic passing says nothing about 802.1X.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+
+from zsn.eap import certs
+from zsn.eap.events import EapAttempt
+from zsn.eap.request import EapRequest
+from zsn.eap.supplicant import wired_config
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan, Step
+from zsn.system import files, wireless
+from zsn.system.commands import run
+from zsn.system.dbus import BusError, SystemBus, Systemd, run_sync
+from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
+from zsn.system.host import Host
+from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket, parse_event
+
+CONFIG = "/etc/wpa_supplicant/wpa_supplicant-wired-{}.conf"
+PIDFILE = "/run/zsn/wpa_supplicant-wired-{}.pid"
+EAP_TIMEOUT = 30.0
+_NAME_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
+
+
+def unit_name(interface: str) -> str:
+    return f"wpa_supplicant-wired@{interface}.service"
+
+
+@dataclass(frozen=True)
+class PortState:
+    """What wpa_supplicant says about the port (its STATUS)."""
+
+    interface: str
+    pae_state: str | None
+    """AUTHENTICATED, HELD, CONNECTING, DISCONNECTED ... (the supplicant PAE state)."""
+    port_status: str | None
+    """Authorized or Unauthorized."""
+    eap_state: str | None
+    method: str | None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.pae_state == "AUTHENTICATED"
+
+
+def parse_status(interface: str, reply: str) -> PortState:
+    values = dict(line.split("=", 1) for line in reply.splitlines() if "=" in line)
+    return PortState(interface, values.get("Supplicant PAE state"),
+                     values.get("suppPortStatus"), values.get("EAP state"),
+                     values.get("selectedMethod"))
+
+
+def port_line(port: PortState | str) -> str:
+    """One line for `zsn link show` and the pane: the port's 802.1X state."""
+    if isinstance(port, str):
+        return f"802.1X: state unknown ({port})"
+    if port.authenticated:
+        return f"802.1X: authenticated ({port.port_status or '?'}, {port.method or '?'})"
+    if port.pae_state == "HELD":
+        return ("802.1X: held (authentication failed; wpa_supplicant waits before trying "
+                f"again), port {port.port_status or '?'}")
+    return f"802.1X: {(port.pae_state or '?').lower()}, port {port.port_status or '?'}"
+
+
+def port_to_dict(port: PortState | str) -> dict[str, object]:
+    if isinstance(port, str):
+        return {"error": port}
+    return {"pae_state": port.pae_state, "port_status": port.port_status,
+            "eap_state": port.eap_state, "method": port.method,
+            "authenticated": port.authenticated}
+
+
+async def _status(host: Host, interface: str) -> PortState:
+    async with WpaControl(control_socket(host, interface), interface=interface) as ctrl:
+        return parse_status(interface, await ctrl.request("STATUS"))
+
+
+def read_ports(host: Host, names: list[str]) -> dict[str, PortState | str]:
+    """The 802.1X state of each wired interface among `names` a supplicant runs on (or
+    why it could not be read)."""
+    found: dict[str, PortState | str] = {}
+    for name in names:
+        if wireless.is_wireless(host, name) or not files.exists(control_socket(host, name)):
+            continue
+        try:
+            found[name] = asyncio.run(_status(host, name))
+        except ZsnError as exc:
+            found[name] = str(exc)
+    return found
+
+
+async def _authenticate(host: Host, interface: str, timeout: float) -> PortState:
+    """Log off and on, and wait for the EAP outcome; `ZsnError` with the reason."""
+    path = control_socket(host, interface)
+    async with WpaMonitor(path, interface=interface, conversation=timeout + 10) as monitor, \
+            WpaControl(path, interface=interface, conversation=timeout + 10) as ctrl:
+        for command in ("RECONFIGURE", "LOGOFF", "LOGON"):
+            reply = (await ctrl.request(command)).strip()
+            if reply != "OK":
+                raise ZsnError(f"wpa_supplicant on {interface} refused {command}: "
+                               f"{reply[:40] or 'no answer'}")
+        attempt = EapAttempt()
+        deadline = asyncio.get_running_loop().time() + timeout
+        async for datagram in monitor.events(deadline):
+            event = parse_event(datagram)
+            if event is None or not event.name.startswith("CTRL-EVENT-EAP-"):
+                continue
+            attempt.feed(event)
+            if attempt.failed:
+                raise ZsnError(f"{interface}: 802.1X failed: {attempt.reason}")
+            if attempt.succeeded:
+                return parse_status(interface, await ctrl.request("STATUS"))
+        state = parse_status(interface, await ctrl.request("STATUS"))
+        if state.authenticated:
+            return state
+        raise ZsnError(f"{interface}: 802.1X failed: {attempt.reason} (after {timeout:g} s, "
+                       f"state {state.pae_state or '?'})")
+
+
+def _systemd(host: Host) -> bool:
+    socket_path = host.system_bus_socket
+    if socket_path is not None and not files.exists(socket_path):
+        return False
+    try:
+        return bool(run_sync(host, lambda bus: bus.name_has_owner("org.freedesktop.systemd1"),
+                             timeout=5.0))
+    except ZsnError:
+        return False
+
+
+def _wait_for_socket(host: Host, interface: str, timeout: float = 10.0) -> None:
+    async def wait() -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not files.exists(control_socket(host, interface)):
+            if loop.time() > deadline:
+                raise ZsnError(f"wpa_supplicant on {interface} opened no control socket "
+                               f"within {timeout:g} s")
+            await asyncio.sleep(0.05)
+    asyncio.run(wait())
+
+
+def _start_steps(host: Host, interface: str, config: str, timeout: float) -> LiveStep:
+    unit = unit_name(interface)
+    running = files.exists(control_socket(host, interface))
+    with_systemd = _systemd(host)
+    pidfile = host.path(PIDFILE.format(interface))
+
+    def start() -> None:
+        if with_systemd:
+            async def act(bus: SystemBus) -> None:
+                systemd = Systemd(bus)
+                await systemd.enable(unit)
+                job = await systemd.restart(unit, timeout=30.0)
+                if not job.ok:
+                    raise ZsnError(f"{job.describe()}: 'journalctl -u {unit}' says why")
+            try:
+                run_sync(host, act, timeout=15.0, deadline=60.0)
+            except BusError as exc:
+                raise ZsnError(f"systemd did not start {unit}: {exc}") from None
+        elif not running:
+            files.make_dirs(pidfile.parent)
+            run(["wpa_supplicant", "-B", "-Dwired", "-i", interface, "-c",
+                 str(host.path(config)), "-P", str(pidfile)], timeout=15.0)
+        try:
+            _wait_for_socket(host, interface)
+            asyncio.run(_authenticate(host, interface, timeout))
+        except BaseException:
+            stop()  # the daemon zsn started must not stay with a config undone
+            raise
+
+    def stop() -> None:
+        if with_systemd:
+            async def act(bus: SystemBus) -> None:
+                systemd = Systemd(bus)
+                await systemd.stop(unit, timeout=30.0)
+                await systemd.disable(unit)
+            run_sync(host, act, timeout=15.0, deadline=60.0)
+        elif not running and files.exists(pidfile):
+            text = files.read_text(pidfile).strip()
+            if text.isdigit():
+                os.kill(int(text), 15)
+
+    how = f"systemd: enable and restart {unit}" if with_systemd else \
+        f"wpa_supplicant on {interface}: re-read its config" if running else \
+        f"start wpa_supplicant -B -Dwired -i {interface} (no systemd here)"
+    return LiveStep(f"{how}; log off and on, wait for 802.1X ({timeout:g} s)", start, stop,
+                    restore=None)
+
+
+def plan_8021x(host: Host, interface: str, request: EapRequest,
+               timeout: float = EAP_TIMEOUT) -> Plan:
+    """802.1X on the wired port `interface` as `request` says."""
+    if not _NAME_RE.fullmatch(interface):
+        raise ValidationError(f"{interface!r} is not an interface name", field="name")
+    if not wireless.interface_exists(host, interface):
+        raise ValidationError(f"no interface {interface}", field="name")
+    if wireless.is_wireless(host, interface):
+        raise ValidationError(f"{interface} is wireless: use zsn wifi connect SSID --eap ...",
+                              field="name")
+    copies = certs.copy_plan(host, f"wired-{interface}", request)
+    system_path = CONFIG.format(interface)
+    path = host.path(system_path)
+    previous = read_tracked(path) if files.exists(path) else None
+    text = wired_config(request, copies.paths)
+    steps: list[Step] = [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE,
+                                                   new_dir=True)]
+    steps.append(_start_steps(host, interface, system_path, timeout))
+    plan = Plan(f"802.1X on {interface} ({request.title} as {request.identity})", steps,
+                notes=[f"the port's state: zsn link show {interface} (wpa_supplicant's "
+                       "STATUS)"])
+    plan.touches = frozenset({interface})
+    return plan
