@@ -600,6 +600,8 @@ def eap(wifi: WifiLab) -> EapLab:
 def test_wpa_supplicant_connects_peap_ttls_tls_and_pings(
         wifi: WifiLab, supplicant: Path, eap: EapLab) -> None:
     _scan_until(wifi, WPA_STATION, set(SSIDS.values()), hidden=False)
+    command = ["wpa_cli", "-i", WPA_STATION, "bss", "02:00:00:00:06:00"]
+    wifi.capture("wpa_cli-bss.corp-peap.txt", run(command).stdout, " ".join(command))
     for method, ssid in SSIDS.items():
         password = PASSWORDS[method]
         result = wifi.zsn("wifi", "connect", ssid, "--iface", WPA_STATION,

@@ -510,3 +510,111 @@ async def test_a_scan_that_ends_is_read_at_once(wlan_app: ZsnApp) -> None:
         shown = pane.snapshot_count
         threading.Thread(target=pane._scans.ended, args=("wlan5",)).start()
         await wait_until(pilot, lambda: pane.snapshot_count > shown, "a read after the scan")
+
+
+# 802.1X -------------------------------------------------------------------------------
+# corp-peap as wpa_supplicant's BSS table had it in the kernel lab (its EAP access
+# point); the enterprise profile iwd's own test suite ships (tests/fixtures/corpus/eap),
+# which names no server.
+CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus" / "eap"
+
+
+def enterprise_snapshot() -> WlanSnapshot:
+    from zsn.eap import iwd as eap_iwd
+
+    snapshot = fixed_snapshot()
+    bss = parse_bss(_text("wpa_cli-bss.corp-peap.txt"))
+    assert bss is not None
+    wlan0 = dataclasses.replace(snapshot.interfaces[0],
+                                scan=(*snapshot.interfaces[0].scan, bss.entry()))
+    text = (CORPUS / "iwd" / "testEAP__peap__ssidEAP-PEAP-MSCHAPv2.8021x").read_text()
+    peap = KnownNetwork(b"ssidEAP-PEAP-MSCHAPv2", "iwd", "/net/connman/iwd/x_8021x",
+                        "enterprise", False, path="/var/lib/iwd/ssidEAP-PEAP-MSCHAPv2.8021x",
+                        eap=eap_iwd.profile_of(eap_iwd.parse_settings(text)))
+    return dataclasses.replace(snapshot, interfaces=(wlan0, snapshot.interfaces[1]),
+                               networks=(*snapshot.networks, peap))
+
+
+@pytest.fixture
+def eap_app(monkeypatch: pytest.MonkeyPatch, fixed_root: Path) -> ZsnApp:
+    snapshot = enterprise_snapshot()
+    monkeypatch.setattr("zsn.tui.panes.wlan.read_with_findings", lambda host: snapshot)
+    return ZsnApp(Host(fixed_root), theme="zsn-night", refresh=3600)
+
+
+async def to_corp_peap(pilot: Any) -> None:
+    await open_tab(pilot)
+    scan = pilot.app.query_one("#wlan-scan", LiveTable)
+    scan.focus()
+    while _cursor_ssid(pilot.app) != "corp-peap":
+        await pilot.press("down")
+
+
+def test_snapshot_eap_form_80x24(snap_compare: Any, eap_app: ZsnApp) -> None:
+    async def form(pilot: Any) -> None:
+        await to_corp_peap(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "EapFormScreen")
+        await pilot.press(*"alice@lab.test")
+        await pilot.pause()
+
+    assert snap_compare(eap_app, terminal_size=(80, 24), run_before=form)
+
+
+async def test_the_eap_form_follows_the_method_and_refuses_no_server_check(
+        eap_app: ZsnApp) -> None:
+    from textual.widgets import Select
+
+    from zsn.tui.screens.eap_form import EapFormScreen
+
+    async with eap_app.run_test(size=(80, 24)) as pilot:
+        await to_corp_peap(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(eap_app.screen, EapFormScreen))
+        form = eap_app.screen
+
+        def shown(widget_id: str) -> bool:
+            return bool(form.query_one(widget_id).display)
+
+        assert shown("#eap-password") and not shown("#eap-client-cert")
+        form.query_one("#eap-method", Select).value = "tls"
+        await pilot.pause()
+        assert not shown("#eap-password") and shown("#eap-client-key")
+        assert not shown("#eap-phase2")
+        form.query_one("#eap-method", Select).value = "peap"
+        await pilot.pause()
+        await pilot.press(*"alice@lab.test")
+        form.query_one("#eap-password", Input).value = SECRET
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "rogue access point" in str(
+            form.query_one(".form-error").render()), "the refusal")
+        assert isinstance(eap_app.screen, EapFormScreen)  # kept open, what was typed kept
+        assert SECRET not in " ".join(screen_text(eap_app))
+
+
+async def test_enterprise_known_networks_show_their_server_check_and_no_qr(
+        eap_app: ZsnApp) -> None:
+    async with eap_app.run_test(size=(120, 40)) as pilot:
+        await open_tab(pilot)
+        eap_app.query_one("#wlan-interfaces", LiveTable).focus()
+        await pilot.press("down")  # wlan5: iwd's networks
+        await pilot.pause()
+        rows = _rows(eap_app, "#wlan-known")
+        (peap,) = [row for row in rows if row[0] == "ssidEAP-PEAP-MSCHAPv2"]
+        assert "PEAP/MSCHAPV2 mschapv2-phase2@example.com" in peap
+        assert "NOT checked" in peap
+        known = eap_app.query_one("#wlan-known", LiveTable)
+        known.focus()
+
+        def on_peap() -> bool:
+            row = known.cursor_row
+            return row is not None and cell_text(row.cells[0]) == "ssidEAP-PEAP-MSCHAPv2"
+
+        for _ in rows:
+            if on_peap():
+                break
+            await pilot.press("down")
+        await pilot.press("v")
+        await wait_until(pilot, lambda: any("no standard QR" in m
+                                            for m in _messages(eap_app)), "the refusal")
+        assert not isinstance(eap_app.screen, WifiQrScreen)

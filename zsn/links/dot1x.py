@@ -19,6 +19,7 @@ import asyncio
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from zsn.eap import certs
 from zsn.eap.events import EapAttempt
@@ -157,6 +158,18 @@ def _wait_for_socket(host: Host, interface: str, timeout: float = 10.0) -> None:
     asyncio.run(wait())
 
 
+def _stop_started(host: Host, pidfile: Path) -> None:
+    """Stop the wpa_supplicant zsn started: the pid is read back from its pid file, so it
+    is signalled only when that process is a wpa_supplicant (a stale or planted number
+    is not another program's)."""
+    text = files.read_text(pidfile).strip()
+    if not text.isdigit():
+        return
+    comm = host.path(f"/proc/{text}/comm")
+    if files.exists(comm) and files.read_text(comm).strip() == "wpa_supplicant":
+        os.kill(int(text), 15)
+
+
 def _start_steps(host: Host, interface: str, config: str, timeout: float) -> LiveStep:
     unit = unit_name(interface)
     running = files.exists(control_socket(host, interface))
@@ -194,9 +207,7 @@ def _start_steps(host: Host, interface: str, config: str, timeout: float) -> Liv
                 await systemd.disable(unit)
             run_sync(host, act, timeout=15.0, deadline=60.0)
         elif not running and files.exists(pidfile):
-            text = files.read_text(pidfile).strip()
-            if text.isdigit():
-                os.kill(int(text), 15)
+            _stop_started(host, pidfile)
 
     how = f"systemd: enable and restart {unit}" if with_systemd else \
         f"wpa_supplicant on {interface}: re-read its config" if running else \

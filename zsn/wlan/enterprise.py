@@ -52,6 +52,27 @@ def _what(request: EapRequest) -> str:
     return f"{request.title} as {request.identity}{outer}; {checked}"
 
 
+async def _joined_by_itself(bus: SystemBus, station: str, ssid: bytes,
+                            timeout: float = 30.0) -> bool:
+    """iwd may start connecting to a network as soon as its new profile appears (a
+    station in autoconnect mode): wait for that attempt's outcome instead."""
+    from zsn.system import iwd as bus_iwd
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        objects = await bus_iwd.objects(bus)
+        props = objects.get(station, {}).get(bus_iwd.STATION, {})
+        network = objects.get(str(props.get("ConnectedNetwork", "")), {}).get(
+            bus_iwd.NETWORK, {})
+        if props.get("State") == "connected":
+            return str(network.get("Name", "")).encode() == ssid
+        if props.get("State") in ("disconnected", None):
+            return False
+        await asyncio.sleep(0.2)
+    return False
+
+
 def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
              request: EapRequest, title: str) -> Plan:
     from zsn.system import iwd as bus_iwd
@@ -84,6 +105,9 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
                 else:
                     raise ZsnError(f"iwd does not see {name} on {interface.name} (scan again)")
             except bus_iwd.ConnectError as exc:
+                if (exc.name or "").endswith((".InProgress", ".Busy")) and \
+                        await _joined_by_itself(bus, station, ssid):
+                    return  # iwd saw the new profile and connected on its own
                 if (exc.name or "").endswith(".Failed"):
                     raise ZsnError(f"{name}: {IWD_FAILED}; 'journalctl -u iwd' has its "
                                    "reason") from None

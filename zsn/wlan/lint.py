@@ -86,10 +86,10 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
     _lint_profiles(host, snapshot, profiles, add)
     _lint_wpa_configs(host, snapshot, add)
     _lint_iwd_files(host, add)
-    for net in nm.read_keyfiles(host):
-        _server_check(add, f"{net.path}", net.title, net.eap, net.path, None,
-                      "set ca-cert= and domain-match= in [802-1x] (nmcli connection modify "
-                      "ID 802-1x.ca-cert FILE 802-1x.domain-match NAME)")
+    for path, ssid, profile in nm.keyfile_profiles(host):
+        _server_check(add, path, display(ssid) if ssid else "a wired connection", profile,
+                      path, None, "set ca-cert= and domain-match= in [802-1x] (nmcli "
+                      "connection modify ID 802-1x.ca-cert FILE 802-1x.domain-match NAME)")
     return findings
 
 

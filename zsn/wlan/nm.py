@@ -111,21 +111,26 @@ def keyfile_profile(text: str) -> tuple[bytes | None, EapProfile | None]:
                             ca_cert=ca, server_domain=name)
 
 
-def read_keyfiles(host: Host) -> list[KnownNetwork]:
-    """NetworkManager's enterprise Wi-Fi profiles in its keyfiles, read only."""
+def keyfile_profiles(host: Host) -> list[tuple[str, bytes | None, EapProfile]]:
+    """(system path, SSID or None for a wired one, 802.1X settings) of every keyfile
+    with an ``[802-1x]`` section."""
     folder = host.path(KEYFILE_DIR)
     if not files.is_dir(folder):
         return []
     found = []
-    for entry in files.list_files(folder, "*.nmconnection"):
+    for entry in files.list_files(folder):
         try:
             text = files.read_tracked(entry, max_bytes=1 << 20).text
         except ZsnError:
             continue
         ssid, profile = keyfile_profile(text)
-        if ssid is None or profile is None:
-            continue
-        found.append(KnownNetwork(ssid=ssid, backend="networkmanager", ref=entry.name,
-                                  security="enterprise", autoconnect=True, eap=profile,
-                                  path=f"{KEYFILE_DIR}/{entry.name}"))
+        if profile is not None:
+            found.append((f"{KEYFILE_DIR}/{entry.name}", ssid, profile))
     return found
+
+
+def read_keyfiles(host: Host) -> list[KnownNetwork]:
+    """NetworkManager's enterprise Wi-Fi profiles in its keyfiles, read only."""
+    return [KnownNetwork(ssid=ssid, backend="networkmanager", ref=path.rsplit("/", 1)[1],
+                         security="enterprise", autoconnect=True, eap=profile, path=path)
+            for path, ssid, profile in keyfile_profiles(host) if ssid is not None]

@@ -90,6 +90,10 @@ def _root_with_upstream_profiles(tmp_path: Path) -> Path:
         target = iwd_dir / path.name.rsplit("__", 1)[1]
         target.write_text(path.read_text())
         os.chmod(target, 0o600)
+    keyfiles = root / "etc/NetworkManager/system-connections"
+    keyfiles.mkdir(parents=True)
+    (keyfiles / "Test_Wired_TLS_New").write_text(
+        (CORPUS / "networkmanager" / "Test_Wired_TLS_New").read_text())
     (root / "etc/wpa_supplicant").mkdir(parents=True)
     for name in ("wpa2-eap-ccmp.conf", "ieee8021x.conf"):
         (root / "etc/wpa_supplicant" / name).write_text(
@@ -106,6 +110,8 @@ def test_lint_flags_every_profile_without_a_server_check(tmp_path: Path) -> None
     assert "/etc/wpa_supplicant/ieee8021x.conf" in subjects
     assert "/var/lib/iwd/ssidEAP-PEAP-MSCHAPv2.8021x" in subjects
     assert "/var/lib/iwd/ssidEAP-PWD.8021x" not in subjects  # EAP-pwd has no certificate
+    nm = next(f for f in findings if "Test_Wired_TLS_New" in (f.subject or ""))
+    assert "a wired connection (TLS)" in nm.message and "(no server name)" in nm.message
     peap = next(f for f in findings if f.subject == "/var/lib/iwd/ssidEAP-PEAP-MSCHAPv2.8021x")
     assert "(no server name)" in peap.message and "rogue access point" in peap.message
     assert "EAP-PEAP-ServerDomainMask" in peap.fix

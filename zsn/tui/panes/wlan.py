@@ -50,7 +50,9 @@ backend's unit at boot, and the link's BSSID, frequency and security.
 
 - `s` scans now; `enter`/`c` connects to the highlighted network (a masked
   passphrase field when one is needed; WPA2 keys are stored as the derived PSK
-  where the backend allows), `h` a hidden network by name, `d` disconnects.
+  where the backend allows; an enterprise network opens the 802.1X form, whose
+  fields follow the method, the CA and server name always asked for), `h` a hidden
+  network by name, `d` disconnects.
 - `a` turns autoconnect on or off (netctl: start at boot), `x` forgets a network,
   `v` shows its Wi-Fi QR code for a phone (`p` there shows the passphrase).
 - `l` lint findings (`f` applies a safe fix). Every change shows its plan first.
@@ -294,10 +296,24 @@ backend's unit at boot, and the link's BSSID, frequency and security.
         ssid = known.ssid if known is not None else entry.ssid if entry else None
         assert ssid is not None
         security = entry.security if entry is not None else known.security if known else None
+        if security == "enterprise" and known is None:
+            self._ask_eap_and_connect(interface, ssid)
+            return
         if known is not None or not needs_passphrase(security):
             self._plan_connect(interface, ssid, None, False)  # stored key, or open
             return
         self._ask_and_connect(interface, display(ssid), hidden=False)
+
+    def _ask_eap_and_connect(self, interface: WlanInterface, ssid: bytes) -> None:
+        """An enterprise network: the 802.1X form, whose build makes the plan."""
+        from zsn.tui.screens.eap_form import EapFormScreen
+
+        snapshot = self._snapshot
+        assert snapshot is not None
+        self.app.push_screen(EapFormScreen(interface.name, display(ssid), lambda request:
+                                           actions.plan_connect(self.host, snapshot,
+                                                                interface, ssid, None, False,
+                                                                request)), self.show_plan)
 
     def action_connect_hidden(self) -> None:
         interface = self._interface_for_change()
