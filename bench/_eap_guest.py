@@ -23,17 +23,26 @@ plus ``python -m zsn wifi connect ... --eap peap`` for each backend once per rou
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._wlan_guest import iwd_state, iwd_station, phy, scan_now, sh, wait, wpa_state  # noqa: E402
+from bench._wlan_guest import iwd_reset as shared_iwd_reset  # noqa: E402
+from bench._wlan_guest import (  # noqa: E402
+    iwd_state,
+    phy,
+    scan_now,
+    sh,
+    start_stations,
+    time_cases,
+    wait,
+    wpa_cli_network,
+    wpa_state,
+)
 from tests.lab.pki import make_pki  # noqa: E402
 from zsn.eap.request import EapSecret, make_request  # noqa: E402
 from zsn.system.host import Host  # noqa: E402
@@ -89,18 +98,10 @@ def wpa_reset() -> None:
 
 
 def wpa_cli_connect() -> None:
-    network = sh("wpa_cli", "-i", "wlan0", "add_network").strip()
-    for key, value in (("ssid", f'"{SSID}"'), ("key_mgmt", "WPA-EAP"), ("eap", "PEAP"),
-                       ("identity", '"alice@lab.test"'), ("password", f'"{PASSWORD}"'),
-                       ("phase2", '"auth=MSCHAPV2"'), ("ca_cert", f'"{WORK / "ca.pem"}"'),
-                       ("domain_match", f'"{SERVER}"')):
-        sh("wpa_cli", "-i", "wlan0", "set_network", network, key, value)
-    sh("wpa_cli", "-i", "wlan0", "select_network", network)
-    deadline = time.monotonic() + 60
-    while wpa_state().get("wpa_state") != "COMPLETED":
-        if time.monotonic() > deadline:
-            raise TimeoutError("wpa_cli connect")
-        time.sleep(0.02)
+    wpa_cli_network([("ssid", f'"{SSID}"'), ("key_mgmt", "WPA-EAP"), ("eap", "PEAP"),
+                     ("identity", '"alice@lab.test"'), ("password", f'"{PASSWORD}"'),
+                     ("phase2", '"auth=MSCHAPV2"'), ("ca_cert", f'"{WORK / "ca.pem"}"'),
+                     ("domain_match", f'"{SERVER}"')])
     ping("wlan0")
 
 
@@ -119,20 +120,10 @@ def zsn_connect(interface: str) -> None:
 
 
 def iwd_reset() -> None:
-    sh("iwctl", "known-networks", SSID, "forget", check=False)
-    Path(f"/var/lib/iwd/{SSID}.8021x").unlink(missing_ok=True)
+    """As for WPA2, then a disconnect, which stops the station's autoconnect: iwd must
+    not join the network by itself as soon as a profile for it appears."""
+    shared_iwd_reset(SSID)
     sh("iwctl", "station", "wlan2", "disconnect", check=False)
-    wait(lambda: iwd_state() == "disconnected", 20, "iwd disconnected")
-    sh("iwctl", "station", "wlan2", "scan", check=False)
-    time.sleep(0.2)
-
-    def scanned() -> bool:
-        scanning = sh("busctl", "--system", "get-property", "net.connman.iwd", iwd_station(),
-                      "net.connman.iwd.Station", "Scanning")
-        return scanning.strip() == "b false" and SSID in sh(
-            "iwctl", "station", "wlan2", "get-networks")
-
-    wait(scanned, 60, "iwd's scan")
 
 
 HAND_WRITTEN = f"""[Security]
@@ -168,52 +159,19 @@ def main() -> None:
     sh("modprobe", "mac80211_hwsim", "radios=3")
     wait(lambda: Path("/sys/class/net/wlan2").exists(), 30, "radios")
     start_ap()
-    config = WORK / "wpa.conf"
-    config.write_text("ctrl_interface=/run/wpa_supplicant\nupdate_config=1\n")
-    sh("ip", "link", "set", "wlan0", "up")
+    start_stations(WORK)
     sh("ip", "addr", "add", "10.78.0.2/24", "dev", "wlan0")
-    sh("wpa_supplicant", "-B", "-i", "wlan0", "-c", str(config))
-    wait(lambda: Path("/run/wpa_supplicant/wlan0").exists(), 20, "wpa socket")
-    Path("/usr/share/dbus-1/system-services/net.connman.iwd.service").unlink(missing_ok=True)
-    Path("/run/dbus").mkdir(exist_ok=True)
-    sh("dbus-daemon", "--system", "--fork")
-    subprocess.Popen(["/usr/libexec/iwd", "-i", "wlan2"], stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
-    wait(lambda: bool(iwd_station()), 30, "iwd station")
     sh("ip", "addr", "add", "10.78.0.3/24", "dev", "wlan2")
-    cases = [("wpa_cli", wpa_reset, wpa_cli_connect),
-             ("zsn wpa (in-process)", wpa_reset, lambda: zsn_connect("wlan0")),
-             ("iwctl", iwd_reset, iwctl_connect),
-             ("zsn iwd (in-process)", iwd_reset, lambda: zsn_connect("wlan2"))]
-    times: dict[str, list[float]] = {label: [] for label, _, _ in cases}
-    times["zsn wifi connect (CLI, wpa_supplicant)"] = []
-    times["zsn wifi connect (CLI, iwd)"] = []
     wpa_reset()
     iwd_reset()
     snapshot = read_wlan(Host())
     _snapshots.update({"wlan0": snapshot, "wlan2": snapshot})
-    for _label, reset, connect in cases:  # one warm-up each
-        reset()
-        connect()
-    for number in range(rounds):
-        shift = number % len(cases)
-        for label, reset, connect in [*cases[shift:], *cases[:shift]]:
-            reset()
-            started = time.perf_counter()
-            connect()
-            times[label].append(time.perf_counter() - started)
-        for label, reset, interface in (
-                ("zsn wifi connect (CLI, wpa_supplicant)", wpa_reset, "wlan0"),
-                ("zsn wifi connect (CLI, iwd)", iwd_reset, "wlan2")):
-            reset()
-            started = time.perf_counter()
-            zsn_cli(interface)
-            times[label].append(time.perf_counter() - started)
-        print(f"round {number + 1}/{rounds} done", flush=True)
-    versions = sh("wpa_supplicant", "-v").splitlines()[0] + "; iwd " + \
-        sh("/usr/libexec/iwd", "--version").strip()
-    (results / "connect.json").write_text(json.dumps({"times": times, "versions": versions,
-                                                      "kernel": os.uname().release}))
+    time_cases(results, [("wpa_cli", wpa_reset, wpa_cli_connect),
+                         ("zsn wpa (in-process)", wpa_reset, lambda: zsn_connect("wlan0")),
+                         ("iwctl", iwd_reset, iwctl_connect),
+                         ("zsn iwd (in-process)", iwd_reset, lambda: zsn_connect("wlan2"))],
+               [("zsn wifi connect (CLI, wpa_supplicant)", wpa_reset, lambda: zsn_cli("wlan0")),
+                ("zsn wifi connect (CLI, iwd)", iwd_reset, lambda: zsn_cli("wlan2"))], rounds)
 
 
 if __name__ == "__main__":

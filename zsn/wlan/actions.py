@@ -182,15 +182,8 @@ def _plan_connect_eap(host: Host, snapshot: WlanSnapshot, interface: WlanInterfa
     if interface.backend == "netctl":
         profile_name, steps = enterprise.netctl_edits(host, interface, target.ssid,
                                                       target.hidden, eap)
-        unit = netctl.unit_name(profile_name)
-        others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
-                  if p.interface == interface.name and p.name != profile_name]
-        steps.append(LiveStep(
-            f"systemd: stop the other netctl profiles on {interface.name}, start {unit} "
-            "(wpa_supplicant with the profile's network block, then DHCP)",
-            lambda: _netctl_switch(host, unit, others),
-            lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
-            _unit_restores(host, [unit, *others])))
+        steps.append(_netctl_start(host, interface, profile_name,
+                                   "wpa_supplicant with the profile's network block, then DHCP"))
         return Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
                                          "(0600, Security=wpa-configsection)"])
     raise ValidationError(f"{interface.name}: {BACKEND_TITLES.get(interface.backend or '', '?')}"
@@ -257,12 +250,7 @@ def _plan_connect_iwd(host: Host, interface: WlanInterface, target: Target,
     def run() -> None:
         async def act(bus: SystemBus) -> None:
             objects = await bus_iwd.objects(bus)
-            station = next((path for path, ifaces in objects.items()
-                            if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == interface.name
-                            and bus_iwd.STATION in ifaces), None)
-            if station is None:
-                raise ZsnError(f"iwd has no station for {interface.name} (powered off, or "
-                               "in another mode)")
+            station = iwd_backend.station_of(objects, interface.name)
             found = iwd_backend.find_network(objects, station, target.ssid)
             secret = passphrase.reveal() if passphrase is not None else None
             try:
@@ -412,19 +400,25 @@ def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInte
             raise ValidationError(f"/etc/netctl/{profile_name} exists but is not a profile "
                                   f"for {display(target.ssid)} on {interface.name}")
         steps.append(FileEdit(path, previous, text, PRIVATE_FILE_MODE))
-    unit = netctl.unit_name(profile_name)
-    others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
-              if p.interface == interface.name and p.name != profile_name]
-    steps.append(LiveStep(
-        f"systemd: stop the other netctl profiles on {interface.name}, start {unit} "
-        "(waits for association and DHCP)",
-        lambda: _netctl_switch(host, unit, others),
-        lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
-        _unit_restores(host, [unit, *others])))
+    steps.append(_netctl_start(host, interface, profile_name,
+                               "waits for association and DHCP"))
     return _live(host, Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
                                                  "(0600): start it at boot with "
                                                  f"'zsn wifi autoconnect {_quote(target.ssid)} "
                                                  "on'"]), interface, target.ssid)
+
+
+def _netctl_start(host: Host, interface: WlanInterface, profile_name: str,
+                  what: str) -> LiveStep:
+    """Start the profile's unit, the interface's other profiles stopped first."""
+    unit = netctl.unit_name(profile_name)
+    others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
+              if p.interface == interface.name and p.name != profile_name]
+    return LiveStep(
+        f"systemd: stop the other netctl profiles on {interface.name}, start {unit} ({what})",
+        lambda: _netctl_switch(host, unit, others),
+        lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
+        _unit_restores(host, [unit, *others]))
 
 
 def _quote(ssid: bytes) -> str:

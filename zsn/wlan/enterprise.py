@@ -89,11 +89,7 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
     def run() -> None:
         async def act(bus: SystemBus) -> None:
             objects = await bus_iwd.objects(bus)
-            station = next((p for p, ifaces in objects.items()
-                            if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == interface.name
-                            and bus_iwd.STATION in ifaces), None)
-            if station is None:
-                raise ZsnError(f"iwd has no station for {interface.name}")
+            station = iwd_backend.station_of(objects, interface.name)
             found = iwd_backend.find_network(objects, station, ssid)
             try:
                 if found is not None:

@@ -181,6 +181,16 @@ def find_network(objects: bus_iwd.Objects, station: str, ssid: bytes) -> tuple[s
     return None
 
 
+def station_of(objects: bus_iwd.Objects, name: str) -> str:
+    """The station object of interface `name`; `ZsnError` when iwd has none for it."""
+    station = next((path for path, ifaces in objects.items()
+                    if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == name
+                    and bus_iwd.STATION in ifaces), None)
+    if station is None:
+        raise ZsnError(f"iwd has no station for {name} (powered off, or in another mode)")
+    return station
+
+
 def find_known(objects: bus_iwd.Objects, ssid: bytes) -> list[tuple[str, dict[str, Any]]]:
     return [(path, interfaces[bus_iwd.KNOWN_NETWORK]) for path, interfaces in objects.items()
             if bus_iwd.KNOWN_NETWORK in interfaces
