@@ -116,10 +116,13 @@ WIRED_HEADER = ("# Written by zsn (zsn link 8021x): 802.1X on a wired port\n"
                 "ctrl_interface=/run/wpa_supplicant\nap_scan=0\n")
 
 
-def wired_config(request: EapRequest, paths: Files) -> str:
+def wired_config(request: EapRequest, paths: Files, *, disabled: bool = False) -> str:
     """wpa_supplicant's config for ``-Dwired`` (``wpa_supplicant-wired-IFACE.conf``),
-    read back by zsn's own reader before it is written."""
+    read back by zsn's own reader before it is written; `disabled`: the network waits
+    for ENABLE_NETWORK (a daemon zsn starts, so it listens from the first EAP packet)."""
     values = network_values(request, paths, wired=True)
+    if disabled:
+        values.append(Value("disabled", "1"))
     text = WIRED_HEADER + "network={\n" + "".join(
         f"\t{value.key}={value.text}\n" for value in values) + "}\n"
     parsed = parse_wpa_config(text)

@@ -3,11 +3,13 @@ its per-interface unit where systemd runs, its state read from the control socke
 
 The config is ``/etc/wpa_supplicant/wpa_supplicant-wired-IFACE.conf`` (what Debian's
 ``wpa_supplicant-wired@IFACE.service`` reads: ``-Dwired``), rendered from the request
-and read back. With systemd the unit is enabled and restarted; without it zsn starts
-``wpa_supplicant -B -Dwired`` itself (it forks and leaves the session). Either way zsn
-then attaches to the control socket, logs off and on again (so the whole exchange is
-seen from its start) and waits for the EAP outcome; a failure says why, from the
-supplicant's events (`zsn.eap.events`), and undoes what the command wrote.
+and read back. A supplicant that runs already re-reads it (RECONFIGURE) while zsn
+listens on its control socket. Otherwise, with systemd the unit is enabled and started
+(its exchange may end before zsn listens: then STATUS says how); without systemd zsn
+starts ``wpa_supplicant -B -Dwired`` itself (it forks and leaves the session) on a
+runtime copy whose network waits to be enabled, and enables it once it listens, so
+every event is seen. A failure says why, from the supplicant's events
+(`zsn.eap.events`), and undoes what the command wrote.
 
 The port's state (authenticated, held, connecting) is read from ``STATUS``: hostapd's
 ``driver=wired`` never blocks a port, so traffic passing says nothing about 802.1X.
@@ -36,6 +38,9 @@ from zsn.system.wpa_ctrl import WpaControl, WpaMonitor, control_socket, parse_ev
 
 CONFIG = "/etc/wpa_supplicant/wpa_supplicant-wired-{}.conf"
 PIDFILE = "/run/zsn/wpa_supplicant-wired-{}.pid"
+RUNTIME_CONFIG = "/run/zsn/wpa_supplicant-wired-{}.conf"
+"""The config of a wpa_supplicant zsn starts itself (no systemd): the same network with
+``disabled=1``, enabled over the control socket once zsn listens to its events."""
 EAP_TIMEOUT = 30.0
 _NAME_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 
@@ -107,12 +112,23 @@ def read_ports(host: Host, names: list[str]) -> dict[str, PortState | str]:
     return found
 
 
-async def _authenticate(host: Host, interface: str, timeout: float) -> PortState:
-    """Log off and on, and wait for the EAP outcome; `ZsnError` with the reason."""
+async def _authenticate(host: Host, interface: str, timeout: float,
+                        commands: tuple[str, ...], unit: str | None) -> PortState:
+    """Listen, send `commands` (re-read the config, enable the network), and wait for
+    the EAP outcome; `ZsnError` with the reason. With no command (a daemon systemd has
+    just started) the exchange may be over before zsn listens: STATUS says how it ended."""
     path = control_socket(host, interface)
     async with WpaMonitor(path, interface=interface, conversation=timeout + 10) as monitor, \
             WpaControl(path, interface=interface, conversation=timeout + 10) as ctrl:
-        for command in ("RECONFIGURE", "LOGOFF", "LOGON"):
+        if not commands:
+            state = parse_status(interface, await ctrl.request("STATUS"))
+            if state.authenticated:
+                return state
+            if state.pae_state == "HELD":
+                raise ZsnError(f"{interface}: 802.1X failed before zsn could listen (the "
+                               f"port is held); 'journalctl -u {unit}' has wpa_supplicant's "
+                               "reason")
+        for command in commands:
             reply = (await ctrl.request(command)).strip()
             if reply != "OK":
                 raise ZsnError(f"wpa_supplicant on {interface} refused {command}: "
@@ -170,18 +186,21 @@ def _stop_started(host: Host, pidfile: Path) -> None:
         os.kill(int(text), 15)
 
 
-def _start_steps(host: Host, interface: str, config: str, timeout: float) -> LiveStep:
+def _start_steps(host: Host, interface: str, with_systemd: bool, timeout: float) -> LiveStep:
     unit = unit_name(interface)
     running = files.exists(control_socket(host, interface))
-    with_systemd = _systemd(host)
     pidfile = host.path(PIDFILE.format(interface))
+    if with_systemd:  # the unit reads the config in /etc; re-read when it runs already
+        commands: tuple[str, ...] = ("RECONFIGURE",) if running else ()
+    else:  # zsn's runtime copy, its network enabled once zsn listens
+        commands = ("RECONFIGURE", "ENABLE_NETWORK 0") if running else ("ENABLE_NETWORK 0",)
 
     def start() -> None:
-        if with_systemd:
+        if with_systemd and not running:
             async def act(bus: SystemBus) -> None:
                 systemd = Systemd(bus)
                 await systemd.enable(unit)
-                job = await systemd.restart(unit, timeout=30.0)
+                job = await systemd.start(unit, timeout=30.0)
                 if not job.ok:
                     raise ZsnError(f"{job.describe()}: 'journalctl -u {unit}' says why")
             try:
@@ -191,29 +210,31 @@ def _start_steps(host: Host, interface: str, config: str, timeout: float) -> Liv
         elif not running:
             files.make_dirs(pidfile.parent)
             run(["wpa_supplicant", "-B", "-Dwired", "-i", interface, "-c",
-                 str(host.path(config)), "-P", str(pidfile)], timeout=15.0)
+                 str(host.path(RUNTIME_CONFIG.format(interface))), "-P", str(pidfile)],
+                timeout=15.0)
         try:
             _wait_for_socket(host, interface)
-            asyncio.run(_authenticate(host, interface, timeout))
+            asyncio.run(_authenticate(host, interface, timeout, commands, unit))
         except BaseException:
             stop()  # the daemon zsn started must not stay with a config undone
             raise
 
     def stop() -> None:
+        if running:
+            return
         if with_systemd:
             async def act(bus: SystemBus) -> None:
                 systemd = Systemd(bus)
                 await systemd.stop(unit, timeout=30.0)
                 await systemd.disable(unit)
             run_sync(host, act, timeout=15.0, deadline=60.0)
-        elif not running and files.exists(pidfile):
+        elif files.exists(pidfile):
             _stop_started(host, pidfile)
 
-    how = f"systemd: enable and restart {unit}" if with_systemd else \
-        f"wpa_supplicant on {interface}: re-read its config" if running else \
+    how = f"wpa_supplicant on {interface}: re-read its config" if running else \
+        f"systemd: enable and start {unit}" if with_systemd else \
         f"start wpa_supplicant -B -Dwired -i {interface} (no systemd here)"
-    return LiveStep(f"{how}; log off and on, wait for 802.1X ({timeout:g} s)", start, stop,
-                    restore=None)
+    return LiveStep(f"{how}, wait for 802.1X ({timeout:g} s)", start, stop, restore=None)
 
 
 def plan_8021x(host: Host, interface: str, request: EapRequest,
@@ -233,7 +254,13 @@ def plan_8021x(host: Host, interface: str, request: EapRequest,
     text = wired_config(request, copies.paths)
     steps: list[Step] = [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE,
                                                    new_dir=True)]
-    steps.append(_start_steps(host, interface, system_path, timeout))
+    with_systemd = _systemd(host)
+    if not with_systemd:
+        runtime = host.path(RUNTIME_CONFIG.format(interface))
+        steps.append(FileEdit(runtime, read_tracked(runtime) if files.exists(runtime) else None,
+                              wired_config(request, copies.paths, disabled=True),
+                              PRIVATE_FILE_MODE, private_dir=True, backup=False))
+    steps.append(_start_steps(host, interface, with_systemd, timeout))
     plan = Plan(f"802.1X on {interface} ({request.title} as {request.identity})", steps,
                 notes=[f"the port's state: zsn link show {interface} (wpa_supplicant's "
                        "STATUS)"])

@@ -11,7 +11,7 @@ from zsn import cli, domains
 
 LIVE_CHANGES = {
     "link create bond", "link create vlan", "link create bridge", "link set",
-    "link add-member", "link remove-member", "link delete",
+    "link add-member", "link remove-member", "link delete", "link 8021x",
     "wg up", "wg down", "wg gateway", "wg link", "wg clients",
     "peer add", "peer remove", "peer disable", "peer enable", "peer routes",
     "wifi connect", "wifi disconnect",
@@ -20,8 +20,9 @@ LIVE_CHANGES = {
     "wg acl rule move", "wg acl default", "wg acl load", "wg acl test",
 }
 """What issue 19 lists: links, WireGuard (addresses, routes, firewall state, peers'
-allowed IPs), Wi-Fi associations and OpenVPN units; and the WireGuard access rules
-(issue 35: the kernel's nftables table; ``wg acl test`` adds and removes tests too)."""
+allowed IPs), Wi-Fi associations and OpenVPN units; the WireGuard access rules
+(issue 35: the kernel's nftables table; ``wg acl test`` adds and removes tests too); and
+a wired port's 802.1X (issue 36), which can take the port off the network."""
 
 
 def _commands(parser: argparse.ArgumentParser,
