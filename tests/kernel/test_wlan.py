@@ -340,6 +340,9 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
     """iwd on wlan5 only, on a private system bus at /run/dbus (no D-Bus activation)."""
     activation = Path("/usr/share/dbus-1/system-services/net.connman.iwd.service")
     activation.unlink(missing_ok=True)
+    # iwd loads EAP-TLS client keys through the kernel's keyring: its package's
+    # modules-load.d entry loads this at boot (no systemd here to read it).
+    modprobe("pkcs8_key_parser")
     with private_system_bus(Path("/")):
         process = subprocess.Popen(["/usr/libexec/iwd", "-i", IWD_STATION],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

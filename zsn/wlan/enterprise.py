@@ -35,6 +35,7 @@ from zsn.wlan import netctl, wpa
 from zsn.wlan.model import WlanInterface
 from zsn.wlan.ssid import display
 
+PKCS8_MODULE = "/sys/module/pkcs8_key_parser"
 IWD_FAILED = ("802.1X failed; iwd reports only that (not whether the password or the "
               "server's certificate was refused)")
 
@@ -104,6 +105,9 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
                 if (exc.name or "").endswith((".InProgress", ".Busy")) and \
                         await _joined_by_itself(bus, station, ssid):
                     return  # iwd saw the new profile and connected on its own
+                if (exc.name or "").endswith(".NotConfigured"):
+                    raise ZsnError(f"{name}: iwd refused the profile (a certificate or key "
+                                   "it cannot load; 'journalctl -u iwd' names it)") from None
                 if (exc.name or "").endswith(".Failed"):
                     raise ZsnError(f"{name}: {IWD_FAILED}; 'journalctl -u iwd' has its "
                                    "reason") from None
@@ -112,8 +116,14 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
 
     steps.append(LiveStep(f"iwd on {interface.name}: connect to {name} ({_what(request)}), "
                           "wait for iwd's answer", run, restore=None))
-    return Plan(title, steps, notes=[f"iwd keeps the network in {system_path} (0600) and "
-                                     "joins it again by itself"])
+    warnings = []
+    if request.client_key and not files.exists(host.path(PKCS8_MODULE)):
+        warnings.append("iwd loads the client key through the kernel's pkcs8_key_parser "
+                        "module, which is not loaded: modprobe pkcs8_key_parser (iwd's "
+                        "modules-load.d entry loads it at boot)")
+    return Plan(title, steps, warnings=warnings,
+                notes=[f"iwd keeps the network in {system_path} (0600) and joins it again "
+                       "by itself"])
 
 
 def wpa_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
