@@ -61,8 +61,8 @@ def _private_key(text: str, path: str, request: EapRequest) -> None:
     try:
         serialization.load_pem_private_key(text.encode(), password=secret)
     except TypeError:
-        what = "is encrypted: give its passphrase with --key-password-file" if secret \
-            is None else "is not encrypted: leave --key-password-file out"
+        what = "is encrypted: give its passphrase" if secret is None \
+            else "is not encrypted: it takes no passphrase"
         raise ValidationError(f"client key {path} {what}", field="key_password") from None
     except ValueError:
         raise ValidationError(f"client key {path}: not a PEM private key, or the "

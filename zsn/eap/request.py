@@ -40,8 +40,8 @@ SERVER_CHECK_RISK = (
 
 
 def server_check_refusal(missing: str) -> str:
-    return (f"no server check ({missing}): {SERVER_CHECK_RISK}; give --ca-cert and "
-            "--server-domain, or --no-server-check to accept that")
+    return (f"no server check ({missing}): {SERVER_CHECK_RISK}; give the CA certificate "
+            "and the server's name, or turn the server check off to accept that")
 
 
 _DOMAIN_RE = re.compile(
@@ -164,13 +164,13 @@ def _phase2(method: Method, phase2: str | None, password: EapSecret | None,
     """The inner method (None for EAP-TLS), with what each method needs."""
     if method == "tls":
         if phase2 is not None:
-            raise ValidationError("EAP-TLS has no inner method: leave --phase2 out",
+            raise ValidationError("EAP-TLS has no inner method",
                                   field="phase2")
         if password is not None:
             raise ValidationError("EAP-TLS uses the client certificate, not a password",
                                   field="password")
         if client_cert is None or client_key is None:
-            raise ValidationError("EAP-TLS needs --client-cert and --client-key",
+            raise ValidationError("EAP-TLS needs the client certificate and its key",
                                   field="client_cert" if client_cert is None
                                   else "client_key")
         return None
@@ -182,9 +182,9 @@ def _phase2(method: Method, phase2: str | None, password: EapSecret | None,
                               f"{wanted!r}", field="phase2")
     if password is None:
         raise ValidationError(f"{METHOD_TITLES[method]} needs the password "
-                              "(--password-file FILE or --password-stdin)", field="password")
+                              "(from a file or standard input)", field="password")
     if client_cert is not None or client_key is not None:
-        raise ValidationError("client certificates are for EAP-TLS (--eap tls)",
+        raise ValidationError("client certificates are for EAP-TLS",
                               field="client_cert")
     return inner
 
@@ -208,7 +208,7 @@ def make_request(method: str | None, identity: str | None, *,
     if eduroam:
         if (method or "peap").lower() != "peap" or (phase2 or "mschapv2").lower() != \
                 "mschapv2":
-            raise ValidationError("eduroam is PEAP/MSCHAPv2: leave --eap and --phase2 out",
+            raise ValidationError("eduroam is PEAP/MSCHAPv2: no other method",
                                   field="method")
         method, phase2 = "peap", "mschapv2"
     chosen = _method(method)
@@ -220,12 +220,12 @@ def make_request(method: str | None, identity: str | None, *,
         anonymous_identity = _eduroam_outer(identity, anonymous_identity)
     if anonymous_identity is not None:
         if chosen == "tls":
-            raise ValidationError("EAP-TLS has no inner identity: leave "
-                                  "--anonymous-identity out", field="anonymous_identity")
+            raise ValidationError("EAP-TLS has no outer identity of its own",
+                                  field="anonymous_identity")
         anonymous_identity = _text_value(anonymous_identity, "anonymous identity")
     inner = _phase2(chosen, phase2, password, client_cert, client_key)
     if key_password is not None and client_key is None:
-        raise ValidationError("--key-password-file needs --client-key", field="key_password")
+        raise ValidationError("a key passphrase is for a client key", field="key_password")
     domain = check_domain(server_domain) if server_domain else None
     for value, key in ((ca_cert, "ca_cert"), (client_cert, "client_cert"),
                        (client_key, "client_key")):

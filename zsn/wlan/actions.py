@@ -124,14 +124,14 @@ def connect_target(snapshot: WlanSnapshot, interface: WlanInterface, ssid: bytes
                               "--hidden)")
     if eap is not None and security != "enterprise":
         raise ValidationError(f"{name} is a {security} network, not an enterprise (802.1X) "
-                              "one: leave --eap out", field="method")
+                              "one: it takes no 802.1X settings", field="method")
     if security == "enterprise" and eap is None and known is None:
-        raise ValidationError(f"{name} is an enterprise (802.1X) network: give --eap "
-                              "peap|ttls|tls with its identity and server check (or "
-                              "--eduroam)", field="method")
+        raise ValidationError(f"{name} is an enterprise (802.1X) network: give its EAP "
+                              "method (peap, ttls, tls, or eduroam), identity and server "
+                              "check", field="method")
     if eap is not None and passphrase is not None:
-        raise ValidationError("an enterprise network takes a password (--password-file), "
-                              "not a passphrase", field="passphrase")
+        raise ValidationError("an enterprise network takes a password, not a passphrase",
+                              field="passphrase_file")
     if security == "WEP":
         raise ValidationError(f"{name} uses WEP, which is broken; zsn does not connect to it")
     if security in ("open", "OWE", "open/OWE") and passphrase is not None:

@@ -191,7 +191,7 @@ def test_no_server_check_only_when_asked_and_eduroam() -> None:
     with pytest.raises(ValidationError, match="eduroam identities are user@realm"):
         make_request(None, "alice", password=EapSecret(PASSWORD), eduroam=True,
                      no_server_check=True)
-    with pytest.raises(ValidationError, match="EAP-TLS needs --client-cert"):
+    with pytest.raises(ValidationError, match="EAP-TLS needs the client certificate"):
         make_request("tls", "host1", ca_cert="/ca.pem", server_domain="r.example")
     assert PASSWORD not in repr(eduroam) and PASSWORD not in str(eduroam.password)
 

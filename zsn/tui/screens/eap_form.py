@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from textual.widgets import Checkbox, Input, Label, Select
 
-from zsn.eap.request import EapRequest, EapSecret, request_from_values
+from zsn.eap.request import PHASE2, EapRequest, EapSecret, request_from_values
 from zsn.plan import Plan
 from zsn.tui.screens.form import FormField, FormScreen, Values
 
@@ -87,7 +87,7 @@ class EapFormScreen(FormScreen[Plan]):
         texts = {key: value for key, value in values.items()
                  if key not in ("password", "key_password")
                  and not (tls and key in PASSWORD_KEYS) and not (not tls and key in TLS_KEYS)}
-        if texts.get("phase2") in (Select.BLANK, None):
+        if texts.get("phase2") not in PHASE2:  # nothing chosen: the method's default
             texts["phase2"] = None
         request = request_from_values(
             texts, EapSecret(password) if password else None,
