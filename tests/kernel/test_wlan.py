@@ -34,7 +34,6 @@ from tests.lab.dbus import private_system_bus
 from tests.lab.kernel import modprobe
 from tests.lab.netns import Lab, run, wait_for
 from tests.needs import needs_tools
-from zsn.eap.request import EapSecret, request_from_values
 from zsn.system import nl80211
 from zsn.system.host import Host
 from zsn.wlan import actions, live
@@ -46,10 +45,8 @@ REPO = Path(__file__).resolve().parents[2]
 WORK = Path("/run/zsn-lab-wlan")
 HOME, HIDDEN, SAE = "correct horse battery", "hidden treasure 42", "sesame street 99"
 WRONG = "wrong passphrase 1"
-ALICE, BOB, WRONG_EAP = "alice pass 1", "bob pass 2", "not the password"
 SECRETS = [HOME, HIDDEN, SAE, WRONG, derive_psk(HOME, b"home-wpa2"),
-           derive_psk(HIDDEN, b"hidden-wpa2"), derive_psk(WRONG, b"home-wpa2"),
-           ALICE, BOB, WRONG_EAP]
+           derive_psk(HIDDEN, b"hidden-wpa2"), derive_psk(WRONG, b"home-wpa2")]
 # (interface, SSID, channel, subnet, hostapd settings) as in the fixtures' capture.sh, but
 # for the hidden AP's beacon interval: it answers no wildcard probe, so a scan shows it
 # only by a beacon heard in the 30 ms an active scan dwells on its channel; at the
@@ -65,10 +62,7 @@ ACCESS_POINTS = [
                                            "ieee80211w=2", "sae_pwe=2",
                                            f"sae_password={SAE}"]),
 ]
-WPA_STATION, IWD_STATION, NETCTL_STATION = "wlan0", "wlan5", "wlan9"
-RADIOS = 10
-"""wlan0-5 as above; wlan6-8 the 802.1X access points (one per method); wlan9 the
-station netctl's wpa_supplicant drives."""
+WPA_STATION, IWD_STATION = "wlan0", "wlan5"
 VERDICT = 30.0
 """A daemon rejects a wrong key within this (wpa_supplicant's connect deadline in zsn:
 later, zsn reports a timeout, not a wrong passphrase)."""
@@ -147,9 +141,8 @@ def _phy(interface: str) -> str:
 def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
     needs_tools("hostapd", "hostapd_cli", "wpa_supplicant", "wpa_cli", "iw", "ip", "ping",
                 "dbus-daemon", "iwctl")
-    modprobe("mac80211_hwsim", f"radios={RADIOS}")
-    wait_for(lambda: Path(f"/sys/class/net/wlan{RADIOS - 1}").exists(), SETTLE,
-             f"{RADIOS} hwsim radios")
+    modprobe("mac80211_hwsim", "radios=6")
+    wait_for(lambda: Path(f"/sys/class/net/{IWD_STATION}").exists(), SETTLE, "six hwsim radios")
     lab = Lab()
     handler = Captured()
     root_logger = logging.getLogger()
@@ -340,9 +333,6 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
     """iwd on wlan5 only, on a private system bus at /run/dbus (no D-Bus activation)."""
     activation = Path("/usr/share/dbus-1/system-services/net.connman.iwd.service")
     activation.unlink(missing_ok=True)
-    # iwd loads EAP-TLS client keys through the kernel's keyring: its package's
-    # modules-load.d entry loads this at boot (no systemd here to read it).
-    modprobe("pkcs8_key_parser")
     with private_system_bus(Path("/")):
         process = subprocess.Popen(["/usr/libexec/iwd", "-i", IWD_STATION],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -516,284 +506,6 @@ def test_export_shows_both_stations_and_no_secret(wifi: WifiLab, iwd: Host,
     assert re.search(r'zsn_wlan_signal_dbm\{interface="wlan0",ssid="home-wpa2",'
                      r'bssid="02:00:00:00:01:00"\} -30', metrics), metrics
     assert "zsn_wlan_bitrate_bits_per_second{interface=\"wlan0\"" in metrics
-
-
-# 802.1X ----------------------------------------------------------------------------------
-# One access point per method (hostapd's internal EAP server, an eap_user file each),
-# certificates made here: a CA, the RADIUS server's certificate for radius.lab.test, a
-# client's; and a second CA that signed nothing of this network.
-
-SERVER_NAME = "radius.lab.test"
-EAP_POINTS = [  # (interface, SSID, channel, subnet, eap_user lines)
-    ("wlan6", "corp-peap", 1, "10.77.6",
-     ['*\tPEAP', f'"alice@lab.test"\tMSCHAPV2\t"{ALICE}"\t[2]']),
-    ("wlan7", "corp-ttls", 6, "10.77.7",
-     ['*\tTTLS', f'"bob@lab.test"\tTTLS-PAP\t"{BOB}"\t[2]']),
-    ("wlan8", "corp-tls", 11, "10.77.8", ['*\tTLS']),
-]
-
-
-@dataclass
-class EapLab:
-    files: Path
-
-    def path(self, name: str) -> str:
-        return str(self.files / name)
-
-    def options(self, method: str, *, ca: str = "ca.pem", domain: str = SERVER_NAME
-                ) -> list[str]:
-        """`zsn wifi connect`'s 802.1X options for `method` (the password on stdin)."""
-        common = ["--ca-cert", self.path(ca), "--server-domain", domain]
-        if method == "peap":
-            return ["--eap", "peap", "--identity", "alice@lab.test",
-                    "--anonymous-identity", "anonymous@lab.test", "--password-stdin", *common]
-        if method == "ttls":
-            return ["--eap", "ttls", "--identity", "bob@lab.test", "--phase2", "pap",
-                    "--password-stdin", *common]
-        return ["--eap", "tls", "--identity", "host1", "--client-cert",
-                self.path("client.pem"), "--client-key", self.path("client.key"), *common]
-
-
-PASSWORDS = {"peap": ALICE, "ttls": BOB, "tls": None}
-SSIDS = {"peap": "corp-peap", "ttls": "corp-ttls", "tls": "corp-tls"}
-SUBNETS = {"peap": "10.77.6", "ttls": "10.77.7", "tls": "10.77.8"}
-
-
-@pytest.fixture(scope="module")
-def eap(wifi: WifiLab) -> EapLab:
-    from tests.lab.pki import make_pki
-
-    folder = WORK / "eap"
-    folder.mkdir(exist_ok=True)
-    pki = make_pki([SERVER_NAME], kind="rsa")
-    stranger = make_pki(ca_name_text="someone-elses-ca")
-    for name, text, mode in (("ca.pem", pki.ca_cert, 0o644), ("server.pem", pki.server_cert,
-                             0o644), ("server.key", pki.server_key, 0o600),
-                             ("client.pem", pki.client_cert, 0o644),
-                             ("client.key", pki.client_key, 0o600),
-                             ("other-ca.pem", stranger.ca_cert, 0o644)):
-        (folder / name).write_text(text)
-        os.chmod(folder / name, mode)
-    for interface, ssid, channel, subnet, users in EAP_POINTS:
-        run(["iw", "phy", _phy(interface), "set", "netns", "name", wifi.ap_ns])
-        (folder / f"{interface}.eap_user").write_text("\n".join(users) + "\n")
-        config = folder / f"{interface}.conf"
-        config.write_text("\n".join([
-            f"interface={interface}", "driver=nl80211", "ctrl_interface=/run/hostapd",
-            f"ssid={ssid}", "hw_mode=g", f"channel={channel}", "wpa=2",
-            "wpa_key_mgmt=WPA-EAP", "rsn_pairwise=CCMP", "ieee8021x=1", "eap_server=1",
-            f"eap_user_file={folder / f'{interface}.eap_user'}",
-            f"ca_cert={folder / 'ca.pem'}", f"server_cert={folder / 'server.pem'}",
-            f"private_key={folder / 'server.key'}"]) + "\n")
-        os.chmod(config, 0o600)
-        pidfile = folder / f"{interface}.pid"
-        run(["ip", "netns", "exec", wifi.ap_ns, "hostapd", "-B", "-P", str(pidfile),
-             str(config)])
-        wifi.lab.defer(partial(_kill, pidfile))
-
-        def enabled(interface: str = interface) -> bool:
-            return "state=ENABLED" in run(
-                ["ip", "netns", "exec", wifi.ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
-                 interface, "status"], check=False).stdout
-        wait_for(enabled, SETTLE, f"hostapd on {interface}")
-        run(["ip", "-n", wifi.ap_ns, "addr", "add", f"{subnet}.1/24", "dev", interface])
-    return EapLab(folder)
-
-
-def test_wpa_supplicant_connects_peap_ttls_tls_and_pings(
-        wifi: WifiLab, supplicant: Path, eap: EapLab) -> None:
-    _scan_until(wifi, WPA_STATION, set(SSIDS.values()), hidden=False)
-    command = ["wpa_cli", "-i", WPA_STATION, "bss", "02:00:00:00:06:00"]
-    wifi.capture("wpa_cli-bss.corp-peap.txt", run(command).stdout, " ".join(command))
-    for method, ssid in SSIDS.items():
-        password = PASSWORDS[method]
-        result = wifi.zsn("wifi", "connect", ssid, "--iface", WPA_STATION,
-                          *eap.options(method), stdin=None if password is None
-                          else password + "\n")
-        assert "done: wpa_supplicant on wlan0" in result.stderr, result.stderr
-        state = _wpa_connected(ssid)
-        assert state["key_mgmt"] == "WPA2/IEEE 802.1X/EAP", state
-        assert state["Supplicant PAE state"] == "AUTHENTICATED", state
-        wifi.ping(SUBNETS[method], WPA_STATION, 2)
-    saved = supplicant.read_text()
-    assert 'domain_match="radius.lab.test"' in saved and "eap=PEAP" in saved
-    assert oct(Path("/etc/zsn/eap/wpa_supplicant-wlan0-corp-tls/client.key").stat().st_mode
-               & 0o777) == "0o600"
-    listed = json.loads(wifi.zsn("wifi", "list", "--json", check=False).stdout)
-    corp = {p["ssid"]: p for p in listed["profiles"] if p["backend"] == "wpa_supplicant"
-            and p["ssid"].startswith("corp-")}
-    assert {name: (p["eap"]["method"], p["eap"]["server_checked"])
-            for name, p in corp.items()} == {
-        "corp-peap": ("PEAP", True), "corp-ttls": ("TTLS", True), "corp-tls": ("TLS", True)}
-    assert corp["corp-peap"]["eap"]["identity"] == "alice@lab.test"
-    wifi.capture("wpa_cli-status.eap-tls.txt", run(["wpa_cli", "-i", WPA_STATION,
-                                                     "status"]).stdout,
-                 "wpa_cli -i wlan0 status  # connected to corp-tls (EAP-TLS)")
-
-
-def _failed(wifi: WifiLab, interface: str, ssid: str, options: list[str],
-            password: str | None) -> str:
-    result = wifi.zsn("wifi", "connect", ssid, "--iface", interface, *options,
-                      stdin=None if password is None else password + "\n", check=False)
-    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
-    return result.stderr
-
-
-def test_wpa_supplicant_eap_failures_name_their_reason(
-        wifi: WifiLab, supplicant: Path, eap: EapLab) -> None:
-    before = supplicant.read_text()
-    with _eap_events(wifi, "wrong-password"):
-        said = _failed(wifi, WPA_STATION, "corp-peap", eap.options("peap"), WRONG_EAP)
-    assert "corp-peap: 802.1X failed: the server refused the identity or password" in said
-    with _eap_events(wifi, "wrong-ca"):
-        said = _failed(wifi, WPA_STATION, "corp-ttls", eap.options("ttls", ca="other-ca.pem"),
-                       BOB)
-    assert "server certificate not trusted: the server's certificate is not signed by the " \
-        "CA given" in said, said
-    with _eap_events(wifi, "domain-mismatch"):
-        said = _failed(wifi, WPA_STATION, "corp-tls",
-                       eap.options("tls", domain="other.lab.test"), None)
-    assert "server name mismatch" in said, said
-    assert supplicant.read_text() == before  # no failed attempt stays in the config
-
-
-@contextlib.contextmanager
-def _eap_events(wifi: WifiLab, name: str) -> Iterator[None]:
-    """wpa_supplicant's events meanwhile (a wpa_cli monitor), for tests/fixtures/wlan."""
-    monitor = subprocess.Popen(["wpa_cli", "-i", WPA_STATION], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        time.sleep(1)  # the monitor attaches before the attempt
-        yield
-    finally:
-        out, _ = monitor.communicate("quit\n", timeout=30)
-    lines = [line for line in out.splitlines() if "CTRL-EVENT-" in line]
-    wifi.capture(f"wpa_ctrl-events.eap-{name}.txt", "\n".join(lines) + "\n",
-                 f"wpa_cli -i wlan0 (interactive) during a failing 802.1X connect: {name}")
-
-
-def test_no_profile_without_a_server_check_unless_overridden(
-        wifi: WifiLab, supplicant: Path, eap: EapLab) -> None:
-    before = supplicant.read_text()
-    result = wifi.zsn("wifi", "connect", "corp-peap", "--iface", WPA_STATION, "--eap", "peap",
-                      "--identity", "alice@lab.test", "--password-stdin", stdin=ALICE,
-                      check=False)
-    assert result.returncode == 2 and "rogue access point" in result.stderr
-    assert supplicant.read_text() == before
-    wifi.zsn("wifi", "connect", "corp-peap", "--iface", WPA_STATION, "--eap", "peap",
-             "--identity", "alice@lab.test", "--password-stdin", "--no-server-check",
-             stdin=ALICE)
-    _wpa_connected("corp-peap")
-    findings = json.loads(wifi.zsn("wifi", "lint", "--json", check=False).stdout)
-    (unchecked,) = [f for f in findings if f["id"] == "WLAN010"]
-    assert "corp-peap" in unchecked["message"] and "rogue" in unchecked["message"]
-    wifi.zsn("wifi", "connect", "corp-peap", "--iface", WPA_STATION, *eap.options("peap"),
-             stdin=ALICE)  # checked again: the finding goes
-    assert not [f for f in json.loads(wifi.zsn("wifi", "lint", "--json", check=False).stdout)
-                if f["id"] == "WLAN010"]
-
-
-def test_iwd_connects_peap_ttls_tls_and_pings(wifi: WifiLab, iwd: Host, eap: EapLab) -> None:
-    _scan_until(wifi, IWD_STATION, set(SSIDS.values()), hidden=False)
-    for method, ssid in SSIDS.items():
-        password = PASSWORDS[method]
-        wifi.zsn("wifi", "connect", ssid, "--iface", IWD_STATION, *eap.options(method),
-                 stdin=None if password is None else password + "\n")
-        _iwd_connected(iwd, ssid.encode())
-        profile = Path(f"/var/lib/iwd/{ssid}.8021x")
-        assert profile.stat().st_mode & 0o777 == 0o600
-        assert f"ServerDomainMask={SERVER_NAME}" in profile.read_text()
-        wifi.ping(SUBNETS[method], IWD_STATION, 3)
-    known = {p["ssid"]: p["eap"] for p in json.loads(
-        wifi.zsn("wifi", "list", "--json", check=False).stdout)["profiles"]
-        if p["backend"] == "iwd" and p["ssid"].startswith("corp-")}
-    assert known["corp-ttls"] == {
-        "method": "TTLS", "phase2": "Tunneled-PAP", "identity": "bob@lab.test",
-        "ca_cert": "/etc/zsn/eap/iwd-corp-ttls/ca.pem", "server_domain": SERVER_NAME,
-        "server_checked": True}
-
-
-def test_iwd_eap_failures_leave_no_profile(wifi: WifiLab, iwd: Host, eap: EapLab) -> None:
-    wifi.zsn("wifi", "forget", "corp-peap", "--iface", IWD_STATION)
-    wait_for(lambda: not Path("/var/lib/iwd/corp-peap.8021x").exists(), SETTLE, "forgotten")
-    for options, password in ((eap.options("peap"), WRONG_EAP),
-                              (eap.options("peap", ca="other-ca.pem"), ALICE),
-                              (eap.options("peap", domain="other.lab.test"), ALICE)):
-        said = _failed(wifi, IWD_STATION, "corp-peap", options, password)
-        assert "corp-peap: 802.1X failed; iwd reports only that" in said, said
-        assert not Path("/var/lib/iwd/corp-peap.8021x").exists()
-
-
-def test_netctl_wpa_configsection_profiles_connect_and_ping(
-        wifi: WifiLab, eap: EapLab) -> None:
-    """netctl is not packaged for Debian: zsn writes the profiles (its plan's files), and
-    the test does what netctl's wireless connection does with Security=wpa-configsection
-    (netctl.profile(5)): bash sources the profile, the WPAConfigSection lines become the
-    network block of the wpa_supplicant config netctl starts the daemon with."""
-    from zsn.plan import FileEdit
-
-    Path("/etc/netctl").mkdir(exist_ok=True)
-    run(["ip", "link", "set", NETCTL_STATION, "up"])
-    host = Host()
-    for method, ssid in SSIDS.items():
-        password = PASSWORDS[method]
-        snapshot = read_wlan(host)
-        interface = actions.resolve_interface(host, snapshot, NETCTL_STATION)
-        assert interface.backend == "netctl"
-        request = request_from_values(_values(eap.options(method)), None if password is None
-                                      else EapSecret(password), None)
-        plan = actions.plan_connect(host, snapshot, interface, ssid.encode(), None, False,
-                                    request)
-        wifi.outputs.append(plan.describe())
-        for step in plan.steps:
-            if isinstance(step, FileEdit):
-                step.apply()
-        profile = f"/etc/netctl/{NETCTL_STATION}-{ssid}"
-        assert Path(profile).stat().st_mode & 0o777 == 0o600
-        lines = run(["bash", "-c", f'source "{profile}"; printf "%s\\n" '
-                     '"${WPAConfigSection[@]}"']).stdout.splitlines()
-        Path("/run/network").mkdir(exist_ok=True)
-        config = Path(f"/run/network/wpa_supplicant-{NETCTL_STATION}.conf")
-        config.write_text("ctrl_interface=/run/wpa_supplicant\nnetwork={\n"
-                          + "".join(f"{line}\n" for line in lines) + "}\n")
-        os.chmod(config, 0o600)
-        pidfile = WORK / "netctl-wpa.pid"
-        run(["wpa_supplicant", "-B", "-i", NETCTL_STATION, "-c", str(config), "-P",
-             str(pidfile)])
-        try:
-            wanted = ("COMPLETED", ssid)
-            wait_for(lambda wanted=wanted: _station_state(NETCTL_STATION) == wanted,  # type: ignore[misc]
-                     SETTLE, f"{NETCTL_STATION} on {ssid}", interval=0.5)
-            wifi.ping(SUBNETS[method], NETCTL_STATION, 4)
-            shown = read_wlan(host)
-            station = shown.interface(NETCTL_STATION)
-            assert station is not None and station.backend == "netctl"
-            known = {n.title: n for n in shown.networks if n.backend == "netctl"}
-            found = known[ssid].eap
-            assert found is not None and found.server_checked
-        finally:
-            _kill(pidfile)
-            wait_for(lambda: not Path(f"/run/wpa_supplicant/{NETCTL_STATION}").exists(),
-                     SETTLE, "netctl's supplicant gone")
-            config.unlink()
-
-
-def _values(options: list[str]) -> dict[str, object]:
-    """The `request_from_values` keys of `EapLab.options`' flags."""
-    values: dict[str, object] = {}
-    pairs = iter(options)
-    for flag in pairs:
-        if flag == "--password-stdin":
-            continue
-        key = {"--eap": "method"}.get(flag, flag.removeprefix("--").replace("-", "_"))
-        values[key] = next(pairs)
-    return values
-
-
-def _station_state(interface: str) -> tuple[str | None, str | None]:
-    out = run(["wpa_cli", "-i", interface, "status"], check=False).stdout
-    state = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-    return state.get("wpa_state"), state.get("ssid")
 
 
 def test_no_passphrase_in_any_output_or_log(wifi: WifiLab) -> None:
