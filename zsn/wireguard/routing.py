@@ -334,7 +334,8 @@ def plan_gateway(host: Host, interface: str, egress: str | None = None) -> Plan:
     if egress:
         with about_input("egress"):
             addressing.check_interface_name(egress)
-            netlink.require_link(egress, "outgoing interface")  # seen where routes are
+            if egress != interface:  # that refusal below says more
+                netlink.require_link(egress, "outgoing interface")  # seen where routes are
     else:
         try:
             egress = default_route_device()
