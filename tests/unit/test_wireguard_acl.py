@@ -499,3 +499,31 @@ def test_the_export_carries_the_rules_and_prometheus_their_counters(host: Host) 
     assert 'zsn_wireguard_acl_rule_bytes_total{interface="wg0",rule="default"} 180' in text
     assert 'zsn_wireguard_acl_loaded{interface="wg0"} 1' in text
     assert 'zsn_wireguard_acl_tests_failing{interface="wg0"} 0' in text
+
+
+def test_lint_says_when_the_policy_cannot_load_or_fails_its_tests(host: Host) -> None:
+    from zsn.wireguard import lint
+
+    def found() -> list[tuple[str, bool]]:
+        return [(f.id, f.fix_plan is not None) for f in lint.lint(host)
+                if f.id.startswith("WG01") and f.id >= "WG015"]
+
+    acl.plan_group_add(host, "wg0", "kids", ["alice"]).apply()
+    acl.plan_rule_add(host, "wg0", "deny", "kids", "nas", "445/tcp").apply()
+    acl.plan_test_add(host, "wg0", "kids -> nas:445/tcp deny").apply()
+    assert found() == []
+    path = host.path("/etc/wireguard/acl/wg0.acl")
+    written = path.read_text()
+    path.write_text(written.replace("Rule = deny kids -> nas 445/tcp\n", ""))
+    # The test fails now, and the table a boot loads is not the file's any more.
+    assert sorted(found()) == [("WG017", True), ("WG018", False)]
+    path.write_text(written.replace("Default = allow", "Default = perhaps"))
+    assert found() == [("WG015", False)]
+    path.write_text(written)
+    host.path("/etc/wireguard/acl/wg0.nft.json").unlink()
+    [(rule, fixable)] = found()
+    assert (rule, fixable) == ("WG017", True)
+    [finding] = [f for f in lint.lint(host) if f.id == "WG017"]
+    assert finding.fix == "zsn wg acl load wg0" and finding.fix_plan is not None
+    finding.fix_plan().apply()
+    assert found() == []

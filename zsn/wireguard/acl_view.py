@@ -46,18 +46,16 @@ class PolicyFile:
     @classmethod
     def load(cls, host: Host, server: ServerConfig) -> PolicyFile:
         path = policy_path(host, server.name)
-        if not files.exists(path):
+        read = acl_policy.read_file(host, server.name)
+        if read is None:
             return cls(path, None, initial_policy(host, server))
-        snapshot = files.read_tracked(path)
-        return cls(path, snapshot, acl_policy.parse(snapshot.text, server.name, str(path)))
+        return cls(path, *read)
 
 
 def read_policy(host: Host, interface: str) -> Policy | None:
     """The policy file of `interface`, None when it has none."""
-    path = policy_path(host, interface)
-    if not files.exists(path):
-        return None
-    return acl_policy.parse(files.read_tracked(path).text, interface, str(path))
+    read = acl_policy.read_file(host, interface)
+    return read[1] if read is not None else None
 
 
 def initial_policy(host: Host, server: ServerConfig) -> Policy:

@@ -181,16 +181,17 @@ def _expiry_findings(interface: str, path: str, config: WgConfig) -> list[Findin
 def _access_rule_findings(host: Host, server: ServerConfig) -> list[Finding]:
     """The interface's policy file against its peers, its own tests, what a boot loads
     (PostUp, the compiled table) and, when it runs, the kernel's table."""
-    path = policy.policy_path(host, server.name)
-    if not files.exists(path):
-        return []
     from zsn.system import nftables
     from zsn.wireguard import acl_table
 
     name = server.name
+    path = policy.policy_path(host, name)
     load = f"zsn wg acl load {name}"
     try:
-        wanted = policy.parse(files.read_tracked(path).text, name, str(path))
+        read = policy.read_file(host, name)
+        if read is None:
+            return []
+        wanted = read[1]
         peers = policy.peers_of(host, name, server.config)
         policy.check_policy(wanted, peers)
         spec = acl_table.compile_table(wanted, peers)

@@ -100,12 +100,12 @@ class LiveCache:
             return cached[2]
         found: dict[str, tuple[str, ...]] = {}
         try:
-            read = policy.parse(files.read_text(path), interface, str(path))
+            read = policy.read_file(host, interface)
         except ZsnError as exc:
             self.errors.append(f"access rules of {interface}: {exc}")
         else:
             for key, name in names.items():
-                groups = read.groups_of(name)
+                groups = read[1].groups_of(name) if read is not None else ()
                 if groups:
                     found[key] = groups
         self._groups[path] = (signature, names, found)

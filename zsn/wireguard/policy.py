@@ -152,6 +152,16 @@ def policy_path(host: Host, interface: str) -> Path:
     return host.path(f"{ACL_DIR}/{interface}.acl")
 
 
+def read_file(host: Host, interface: str) -> tuple[files.FileSnapshot, Policy] | None:
+    """The interface's policy file as read and what it says; None when it has none.
+    The one place zsn reads it back (its own state: every reader comes here)."""
+    path = policy_path(host, interface)
+    if not files.exists(path):
+        return None
+    snapshot = files.read_tracked(path)
+    return snapshot, parse(snapshot.text, interface, str(path))
+
+
 def compiled_path(host: Host, interface: str) -> Path:
     addressing.check_interface_name(interface)
     return host.path(f"{ACL_DIR}/{interface}.nft.json")
