@@ -99,17 +99,21 @@ def at_scale(runs: int) -> None:
     print(f"                                         apply  {Stats.of(applies).ms()}")
     print(f"                                         total  {Stats.of(totals).ms()}"
           "   goal <= 1000 ms")
-    adds, removes = [], []
+    adds, add_plans, add_applies, removes = [], [], [], []
     for run in range(runs):
         peer = f"peer-{950 + run:05d}"  # from g9 into g0 as well
         plan_s, apply_s = timed(lambda peer=peer: acl.plan_group_add(host, INTERFACE, "g0",
                                                                      [peer]))
         adds.append(plan_s + apply_s)
+        add_plans.append(plan_s)
+        add_applies.append(apply_s)
         plan_s, apply_s = timed(lambda peer=peer: acl.plan_group_remove(host, INTERFACE,
                                                                         "g0", [peer]))
         removes.append(plan_s + apply_s)
     print(f"add one peer to a group (plan + apply)          {Stats.of(adds).ms()}"
           "   goal <= 50 ms")
+    print(f"                                         plan   {Stats.of(add_plans).ms()}")
+    print(f"                                         apply  {Stats.of(add_applies).ms()}")
     print(f"take it out again                               {Stats.of(removes).ms()}")
     print("nftables rules in the kernel for the same 20 rules:")
     for size in (1, 10, 100):

@@ -4,7 +4,8 @@ A Debian bookworm container (systemd, wireguard-tools, wireguard-go) boots in a
 namespace the test made. zsn, from the host and only through --root (the
 container's files, its system bus, its /run/wireguard), creates an interface,
 starts `wg-quick@NAME` over D-Bus, adds a peer to the running interface live and
-stops the unit again.
+stops the unit again; the unit's PostUp loads the interface's access rules into the
+container's nftables, its PostDown removes them.
 """
 
 from __future__ import annotations
@@ -83,3 +84,27 @@ def test_up_and_down_go_through_the_wg_quick_unit(sdlab: SystemdLab) -> None:
         sdlab.zsn("wg", "down", name, check=False)
     assert sdlab.unit(name).active_state == "inactive"
     wait_for(lambda: not socket.exists(), 10, "the socket to go with the unit")
+
+
+def test_the_unit_loads_the_access_rules_and_removes_them(sdlab: SystemdLab) -> None:
+    name = sdlab.lab.name("a")
+    sdlab.zsn("wg", "create", name, "--address", "10.65.0.1/24", "--port", "51865",
+              "--endpoint", "192.0.2.1")
+    sdlab.zsn("peer", "add", name, "bob")
+    added = sdlab.zsn("wg", "acl", "rule", "add", name, "deny", "bob", "any")
+    assert f"{name} is not running: its access rules are loaded when it comes up" in \
+        added.stderr
+
+    def table() -> subprocess.CompletedProcess[str]:
+        return run(["ip", "netns", "exec", sdlab.namespace, "nft", "-j", "list", "table",
+                    "inet", f"zsn_{name}"], check=False)
+
+    sdlab.zsn("wg", "up", name)
+    try:
+        assert sdlab.unit(name).active_state == "active"
+        loaded = table()  # PostUp ran in the unit, in the container's namespace
+        assert loaded.returncode == 0, loaded.stderr
+        assert '"comment": "1"' in loaded.stdout
+    finally:
+        sdlab.zsn("wg", "down", name, check=False)
+    assert table().returncode != 0, "PostDown removed the table"

@@ -15,10 +15,11 @@ from pathlib import Path
 
 CACHE_DIR = Path("/var/cache/zsn-lab")
 # Bump the version when the package list changes so old caches are not reused.
-ROOTFS_NAME = "bookworm-openvpn-wireguard-v2"
+ROOTFS_NAME = "bookworm-openvpn-wireguard-v3"
 PACKAGES = (
     "systemd", "systemd-sysv", "dbus", "systemd-resolved", "openvpn", "iproute2",
     "wireguard-tools", "wireguard-go",  # wg-quick@.service, userspace WireGuard
+    "nftables",  # the access rules a wg-quick@ unit's PostUp loads
 )
 MIRROR = "http://deb.debian.org/debian"
 

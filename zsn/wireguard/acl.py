@@ -222,13 +222,17 @@ def plan_policy(host: Host, interface: str, policy: Policy, title: str | None = 
     """Make `policy` the access rules of `interface`: what every ``zsn wg acl`` change
     plans, and what a desired-state diff calls with the policy it wants."""
     server = ServerConfig.load(host, interface)
+    return _planned(host, server, PolicyFile.load(host, server), policy, title)
+
+
+def _planned(host: Host, server: ServerConfig, stored: PolicyFile, policy: Policy,
+             title: str | None) -> Plan:
     if policy.interface != server.name:
         raise ValidationError(f"a policy of {policy.interface} cannot be {server.name}'s")
-    stored = PolicyFile.load(host, server)
     config = server.edited()
     found = policy_steps(host, server, stored, policy, config)
     plan = Plan(title or f"access rules of {server.name}")
-    if config.render() != server.config.render():
+    if hooks_missing(server.config):  # policy_steps added them to `config`
         plan.steps.append(server.edit(config))
     plan.steps.extend(found.steps)
     plan.checks.extend(found.checks)
@@ -242,7 +246,7 @@ def _change(host: Host, interface: str, title: str,
     with about_input("interface"):
         server = ServerConfig.load(host, interface)
     stored = PolicyFile.load(host, server)
-    return plan_policy(host, server.name, change(stored.policy), title)
+    return _planned(host, server, stored, change(stored.policy), title)
 
 
 def plan_load(host: Host, interface: str) -> Plan:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -167,28 +168,8 @@ def _set_from(item: Mapping[str, Any]) -> TableSet:
     family = _family_of(item["family"])
     if family is None or not _SET_NAME_RE.fullmatch(name) or not name.endswith(f"_{family}"):
         raise ValidationError(f"set {name!r} of IP version {family}")
-    elements = [_network(_text(each), family) for each in item["elements"]]
+    elements = [parse_span(_text(each), family) for each in item["elements"]]
     return TableSet(name, family, normalized(elements))
-
-
-def _host(text: str, family: Family) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        raise ValidationError(f"{text[:60]!r} is not an address") from None
-    if address.version != family:
-        raise ValidationError(f"{text} is not IPv{family}")
-    return address
-
-
-def _network(text: str, family: Family | None) -> IPNetwork:
-    try:
-        network = ipaddress.ip_network(text)
-    except ValueError:
-        raise ValidationError(f"{text[:60]!r} is not a network") from None
-    if family is not None and network.version != family:
-        raise ValidationError(f"{text} is not IPv{family}")
-    return network
 
 
 def _match_from(value: object, family: Family | None, interface: str) -> Match:
@@ -198,7 +179,7 @@ def _match_from(value: object, family: Family | None, interface: str) -> Match:
     if kind == "any" and not text:
         return Match("any")
     if kind == "net" and family is not None:
-        return Match("net", acl_policy.network_text(_network(text, family)))
+        return Match("net", span_text(parse_span(text, family)))
     if kind == "set" and family is not None and _SET_NAME_RE.fullmatch(text) \
             and text.endswith(f"_{family}"):
         return Match("set", text)
@@ -230,41 +211,68 @@ def _rule_from(item: Mapping[str, Any], interface: str) -> TableRule:
 # -- compile -----------------------------------------------------------------------
 
 
-def normalized(networks: Iterable[IPNetwork | ipaddress.IPv4Address | ipaddress.IPv6Address]
-               ) -> tuple[str, ...]:
+Span = tuple[int, int, int]
+"""A network as (IP version, its first address as a number, prefix length)."""
+_FAMILIES = {4: (socket.AF_INET, 32), 6: (socket.AF_INET6, 128)}
+
+
+def span_of(network: IPNetwork) -> Span:
+    return network.version, int(network.network_address), network.prefixlen
+
+
+def span_text(span: Span) -> str:
+    """The element's text, as nft and inet_ntop(3) write it (a host without a prefix)."""
+    version, first, prefix = span
+    family, bits = _FAMILIES[version]
+    address = socket.inet_ntop(family, first.to_bytes(bits // 8, "big"))
+    return address if prefix == bits else f"{address}/{prefix}"
+
+
+def parse_span(text: str, family: Family, prefix: int | None = None) -> Span:
+    """An address (or ``ADDR/LEN``) of IP version `family` read with inet_pton(3): a
+    listing holds thousands, and this costs a tenth of ipaddress'."""
+    address, slash, length = text.partition("/")
+    if slash:
+        if prefix is not None or not length.isdigit() or len(length) > 3:
+            raise ValidationError(f"{text[:60]!r} is not a network")
+        prefix = int(length)
+    kind, bits = _FAMILIES[family]
+    try:
+        first = int.from_bytes(socket.inet_pton(kind, address), "big")
+    except (OSError, ValueError):
+        raise ValidationError(f"{text[:60]!r} is not an IPv{family} address") from None
+    prefix = bits if prefix is None else prefix
+    if not 0 <= prefix <= bits or first & ((1 << (bits - prefix)) - 1):
+        raise ValidationError(f"{text[:60]!r} is not a network (prefix, host bits)")
+    return family, first, prefix
+
+
+def normalized(spans: Iterable[Span]) -> tuple[str, ...]:
     """Set elements: no duplicates, none inside another (nft refuses overlapping
-    intervals), in address order, as text (a host without a prefix). In integers: a
-    table holds thousands, and ipaddress' own comparisons cost a hundred times more."""
-    spans = set()
-    for each in networks:
-        if isinstance(each, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
-            spans.add((each.version, int(each.network_address), each.prefixlen))
-        else:
-            spans.add((each.version, int(each), each.max_prefixlen))
-    kept: list[tuple[int, int, int, int]] = []
-    for version, first, prefix in sorted(spans):
-        last = first + (1 << ((32 if version == 4 else 128) - prefix)) - 1
-        if kept and kept[-1][0] == version and last <= kept[-1][3]:
+    intervals), in address order, as text. Compared as numbers: a table holds
+    thousands, and ipaddress' own comparisons cost a hundred times more."""
+    kept: list[tuple[int, int]] = []
+    texts: list[str] = []
+    for span in sorted(set(spans)):
+        version, first, prefix = span
+        last = first + (1 << (_FAMILIES[version][1] - prefix)) - 1
+        if kept and kept[-1][0] == version and last <= kept[-1][1]:
             continue  # inside the one before (sorted: it starts no later, and is wider)
-        kept.append((version, first, prefix, last))
-    return tuple(_element_text(version, first, prefix) for version, first, prefix, _last in kept)
+        kept.append((version, last))
+        texts.append(span_text(span))
+    return tuple(texts)
 
 
-def _element_text(version: int, first: int, prefix: int) -> str:
-    address = ipaddress.IPv4Address(first) if version == 4 else ipaddress.IPv6Address(first)
-    return str(address) if prefix == address.max_prefixlen else f"{address}/{prefix}"
-
-
-def _split(networks: Iterable[IPNetwork]) -> dict[Family, list[IPNetwork]]:
-    by_family: dict[Family, list[IPNetwork]] = {4: [], 6: []}
+def _split(networks: Iterable[IPNetwork]) -> dict[Family, list[Span]]:
+    by_family: dict[Family, list[Span]] = {4: [], 6: []}
     for network in networks:
-        by_family[4 if network.version == 4 else 6].append(network)
+        by_family[4 if network.version == 4 else 6].append(span_of(network))
     return by_family
 
 
 def compile_table(policy: Policy, peers: Peers) -> TableSpec:
     """The table that enforces `policy` on the interface `peers` describes."""
-    sets: dict[str, dict[Family, list[IPNetwork]]] = {}
+    sets: dict[str, dict[Family, list[Span]]] = {}
     for group in policy.groups:
         members: list[IPNetwork] = []
         for member in group.members:
@@ -280,7 +288,7 @@ def compile_table(policy: Policy, peers: Peers) -> TableSpec:
             return "iface", resolved.name, None
         if resolved.kind == "network":
             network = resolved.networks[0]
-            return "net", selector.value, 4 if network.version == 4 else 6
+            return "net", span_text(span_of(network)), 4 if network.version == 4 else 6
         if resolved.kind == "group":
             return "set", f"g_{resolved.name}", None
         if selector not in named:
@@ -518,33 +526,34 @@ def _decode_set(body: Mapping[str, Any]) -> TableSet:
     elements = body.get("elem", [])
     if not isinstance(elements, list):
         raise ValidationError(f"set {name}: elements are not a list")
-    networks: list[IPNetwork | ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    spans: list[Span] = []
     for element in elements:
-        networks.extend(_decode_element(element, family))
-    return TableSet(name, family, normalized(networks))
+        spans.extend(_decode_element(element, family))
+    return TableSet(name, family, normalized(spans))
 
 
-def _decode_element(element: object, family: Family
-                    ) -> list[IPNetwork | ipaddress.IPv4Address | ipaddress.IPv6Address]:
+def _decode_element(element: object, family: Family) -> list[Span]:
     if isinstance(element, dict) and set(element) == {"elem"} \
             and isinstance(element["elem"], dict):
         element = element["elem"].get("val")
     if isinstance(element, str):
-        return [_host(element, family)]
+        return [parse_span(element, family)]
     if isinstance(element, dict) and set(element) == {"prefix"} \
             and isinstance(element["prefix"], dict):
         prefix = element["prefix"]
         address, length = prefix.get("addr"), prefix.get("len")
         if isinstance(address, str) and isinstance(length, int) \
                 and not isinstance(length, bool):
-            return [_network(f"{address}/{length}", family)]
+            return [parse_span(address, family, length)]
     if isinstance(element, dict) and set(element) == {"range"} \
             and isinstance(element["range"], list) and len(element["range"]) == 2 \
             and all(isinstance(each, str) for each in element["range"]):
-        first, last = (_host(each, family) for each in element["range"])
-        if last < first:  # type: ignore[operator] # one family: _host checked it
+        (_, first, _), (_, last, _) = (parse_span(each, family) for each in element["range"])
+        if last < first:
             raise ValidationError(f"range {element['range']!r}")
-        return list(ipaddress.summarize_address_range(first, last))
+        address = ipaddress.IPv4Address if family == 4 else ipaddress.IPv6Address
+        return [span_of(network) for network in
+                ipaddress.summarize_address_range(address(first), address(last))]
     raise ValidationError(f"set element {str(element)[:60]!r}")
 
 
