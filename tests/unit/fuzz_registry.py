@@ -1442,7 +1442,7 @@ def access_rules_file() -> Fuzz:
 
 @entry("nft table listings", 1000,
        ["zsn.system.nftables:decode", "zsn.wireguard.acl_table:*decode*",
-        "zsn.wireguard.acl_table:TableSpec.from_dict"])
+        "zsn.wireguard.acl_table:TableSpec.from_dict", "zsn.wireguard.acl_table:parse_span"])
 def nft_table_listings() -> Fuzz:
     from zsn.system import nftables
     from zsn.wireguard import acl_table
