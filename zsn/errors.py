@@ -88,6 +88,11 @@ class SocketError(ZsnError):
     """A control socket (UAPI, management) could not be reached or answered badly."""
 
 
+class SocketGoneError(SocketError):
+    """A control socket removed between being listed and being asked: its interface
+    went away meanwhile (``wg-quick down``), which is no failure of the reading."""
+
+
 class StaleSocketError(SocketError):
     """A control socket with no daemon behind it: the daemon was killed and left its
     file (a WireGuard UAPI socket whose wireguard-go died with a session)."""

@@ -244,6 +244,16 @@ def test_g_after_down_and_up_the_matrix_is_the_same(acl_lab: AclLab) -> None:
         for part in pool.map(row, NODES):
             outcome.update(part)
     first: Outcome = acl_lab.outcome  # type: ignore[attr-defined]
+    # A probe sent while twelve run at once on a loaded box may lose its one packet (a
+    # reject's ICMP error included): a lost packet is not a decision, so an answer that
+    # differs is asked again, alone, before it counts as a difference.
+    for key in [key for key in first if outcome.get(key) != first[key]]:
+        source, destination, kind, family, port = key
+        for _ in range(2):
+            outcome[key] = acl_lab.probe(source, kind, acl_lab.addresses[destination][family],
+                                         port)
+            if outcome[key] == first[key]:
+                break
     assert outcome == first, sorted(key for key in first if outcome.get(key) != first[key])
 
 

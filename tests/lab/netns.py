@@ -162,6 +162,10 @@ class Lab:
         return socket_path
 
     def stop_daemon(self, ifname: str) -> None:
+        # The socket goes first: wireguard-go closes its listener at once on SIGTERM but
+        # leaves the file, and a socket nobody answers is a stale tunnel to every zsn
+        # reading beside this test (the background labs, a scrape), not a stopped one.
+        Path(f"/var/run/wireguard/{ifname}.sock").unlink(missing_ok=True)
         process = self._daemons.pop(ifname, None)
         if process is not None and process.poll() is None:
             process.terminate()

@@ -112,6 +112,28 @@ def test_exchange_on_missing_socket_says_gone(tmp_path: Path) -> None:
         uapi.exchange(tmp_path / "wg9.sock", "get=1\n\n")
 
 
+def test_a_socket_gone_since_the_listing_is_no_interface_a_stale_one_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # wg(8) passes over a socket that vanished while it looked (wg-quick down meanwhile);
+    # one whose daemon died is a tunnel that is down and says so.
+    import socket
+
+    from zsn.system.host import Host
+    from zsn.wireguard import live
+
+    folder = tmp_path / "run" / "wireguard"
+    folder.mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(folder / "wgdead.sock"))  # bound, never listening: refused
+    listed = {"wggone": folder / "wggone.sock", "wgdead": folder / "wgdead.sock"}
+    monkeypatch.setattr(uapi, "socket_paths", lambda host: listed)
+    snapshot = live.read_wireguard(Host(tmp_path))
+    assert [i.name for i in snapshot.interfaces] == ["wgdead"]
+    assert snapshot.interfaces[0].stale
+    assert [e for e in snapshot.errors if "wggone" in e] == []
+    assert any("wgdead" in e and "stale socket" in e for e in snapshot.errors)
+
+
 def test_set_refuses_blank_lines_that_would_end_the_request_early(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         uapi.set_device(tmp_path / "x.sock", ["listen_port=1", "", "fwmark=1"])

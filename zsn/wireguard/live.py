@@ -19,6 +19,7 @@ from zsn.errors import (
     NetlinkError,
     ParseError,
     SocketError,
+    SocketGoneError,
     StaleSocketError,
     ZsnError,
 )
@@ -187,6 +188,8 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
     for name, socket_path in sorted(sockets.items()):
         try:
             requests[name] = uapi.request_device(socket_path)
+        except SocketGoneError:
+            continue  # its interface went away since the folder was listed, as wg(8) sees it
         except SocketError as exc:
             requests[name] = exc
     try:

@@ -17,7 +17,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from zsn.errors import ParseError, SocketAccessDeniedError, SocketError, StaleSocketError
+from zsn.errors import (
+    ParseError,
+    SocketAccessDeniedError,
+    SocketError,
+    SocketGoneError,
+    StaleSocketError,
+)
 from zsn.format import excerpt
 from zsn.system.host import Host, confine
 from zsn.system.limits import Deadline, MiB
@@ -90,7 +96,7 @@ class Exchange:
             try:
                 self._sock.connect(os.fspath(confine(path)))  # inside --root
             except FileNotFoundError as exc:
-                raise SocketError(f"{path}: socket is gone (interface removed?)") from exc
+                raise SocketGoneError(f"{path}: socket is gone (interface removed?)") from exc
             except ConnectionRefusedError as exc:
                 raise StaleSocketError(f"{path}: stale socket, no daemon behind it (the "
                                        "userspace daemon stopped; up removes it and starts "
