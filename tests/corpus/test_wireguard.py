@@ -7,8 +7,9 @@ the private key, the listen port and each peer's key, preshared key, allowed IPs
 keepalive must be what zsn reads. A config wg refuses (placeholder keys, no-break
 spaces) zsn's lint must refuse too (WG011, naming the line); an endpoint given by a
 name cannot be resolved in the lab, so such a file is only checked for what wg refuses.
-Then zsn adds a peer, as ``zsn peer add`` does: every byte before stays, and wg reads
-the new peer and the old ones.
+Then zsn adds a peer, as ``zsn peer add`` does (an address from the interface's first
+range with room, when it has one): every byte before stays, and wg reads the new peer
+and the old ones.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import pytest
 
 from tests.corpus.tally import TALLY, Outcome
 from tests.lab.netns import Lab, new_private_key, require_lab
+from zsn.errors import ValidationError
 from zsn.wireguard import addressing
-from zsn.wireguard.config import parse
+from zsn.wireguard.config import WgConfig, parse
 from zsn.wireguard.keys import public_key_from_private
 from zsn.wireguard.refusals import refusals
 
@@ -111,6 +113,23 @@ def network(item: str) -> str:
                                     (ipaddress.IPv6Address(first), prefix)))
 
 
+def allocated(config: WgConfig) -> str:
+    """The new peer's AllowedIPs: the address zsn hands out (inside one of the
+    interface's ranges, held by no peer nor the server), or a fixed one when the
+    interface has no range with room."""
+    try:
+        chosen = addressing.next_free_address(config)
+    except ValidationError:
+        return "10.250.0.9/32"
+    ranges = addressing.interface_addresses(config)
+    held = {a.ip for a in ranges} | {n.network_address for peer in config.all_peers
+                                     for n in addressing.peer_networks(peer)
+                                     if n.prefixlen == n.max_prefixlen}
+    for address in chosen.addresses:
+        assert any(address in r.network for r in ranges) and address not in held, address
+    return ", ".join(chosen.host_routes())
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_wireguard_config(tmp_path: Path, device: tuple[str, str], name: str) -> None:
     ns, ifname = device
@@ -140,8 +159,9 @@ def test_wireguard_config(tmp_path: Path, device: tuple[str, str], name: str) ->
         outcome.read = True
     # A new peer, as zsn's peer add writes it.
     config = parse(text)
+    allowed = allocated(config)
     key = public_key_from_private(new_private_key())
-    config.append_peer("corpus-peer", [("PublicKey", key), ("AllowedIPs", "10.250.0.9/32")])
+    config.append_peer("corpus-peer", [("PublicKey", key), ("AllowedIPs", allowed)])
     after = config.render()
     assert after.startswith(text if text.endswith(("\n", "\r")) or not text else text + "\n")
     path.write_text(after)
@@ -149,7 +169,7 @@ def test_wireguard_config(tmp_path: Path, device: tuple[str, str], name: str) ->
     complaint = setconf(ns, ifname, strip(path))
     if complaint is None:
         shown = showconf(ns, ifname)
-        assert shown["peers"][key]["AllowedIPs"] == "10.250.0.9/32"  # type: ignore[index]
+        assert shown["peers"][key]["AllowedIPs"] == allowed  # type: ignore[index]
         assert set(shown["peers"]) == set(zsn_view(after)["peers"])  # type: ignore[call-overload]
     else:
         assert any(words in complaint for words in _RESOLVING), complaint

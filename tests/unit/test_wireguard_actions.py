@@ -479,3 +479,50 @@ def test_forwarding_where_boot_settings_apply_persists_too(host: Host) -> None:
     steps, notes = routing.forwarding_steps(host, {4})
     assert [s.path.name for s in steps if isinstance(s, FileEdit)] == ["99-zsn-wireguard.conf"]
     assert not notes
+
+
+def _ranges(host: Host, addresses: str) -> None:
+    """wg0 with the `Address` line of a server that has several ranges (issue 33's
+    ``10.8.0.2/32, 10.7.0.1/24``): the first holds only the server's own address."""
+    path = host.path("/etc/wireguard/wg0.conf")
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if line.startswith("Address = "))
+    path.write_text(text.replace(line, f"Address = {addresses}"))
+
+
+def test_a_peer_gets_its_address_from_the_range_with_room(host: Host) -> None:
+    _ranges(host, "10.8.0.2/32, 10.7.0.1/24")
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    assert "Address = 10.7.0.2/32\n" in client.text
+    assert "10.7.0.2 is from 10.7.0.1/24 (10.8.0.2/32 has no free address)" in plan.notes
+    plan.apply()
+    assert onboarding.onboarding_defaults(host, "wg0").address == "10.7.0.3"
+    bob = _add(host, "bob", address="10.7.0.9")
+    assert "Address = 10.7.0.9/32\n" in bob.text
+
+
+def test_each_family_takes_its_own_range_with_room(host: Host) -> None:
+    _ranges(host, "10.8.0.2/32, 10.7.0.1/24, fd08::2/128, fd07::1/64")
+    plan, client = onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "alice"))
+    assert "Address = 10.7.0.2/32, fd07::2/128\n" in client.text
+    assert plan.notes[:2] == ["10.7.0.2 is from 10.7.0.1/24 (10.8.0.2/32 has no free address)",
+                              "fd07::2 is from fd07::1/64 (fd08::2/128 has no free address)"]
+    plan.apply()
+    # A typed address in the second range: its twin is the same host of the IPv6 range.
+    bob = _add(host, "bob", address="10.7.0.9")
+    assert "Address = 10.7.0.9/32, fd07::9/128\n" in bob.text
+
+
+def test_a_twin_whose_host_number_is_taken_is_the_first_free_one(host: Host) -> None:
+    _ranges(host, "10.66.0.1/24, fd66::1/120")
+    _add(host, "alice", address="10.66.0.2, fd66::3")
+    bob = _add(host, "bob")  # 10.66.0.3 with fd66::3 is alice's: fd66::2 is free
+    assert "Address = 10.66.0.3/32, fd66::2/128\n" in bob.text
+
+
+def test_no_room_in_any_range_names_them_all(host: Host) -> None:
+    _ranges(host, "10.8.0.2/32, 10.7.0.1/30")
+    _add(host, "alice")
+    with pytest.raises(ValidationError, match=r"no free address left in 10\.8\.0\.2/32, "
+                                              r"10\.7\.0\.1/30"):
+        onboarding.plan_add_peer(host, onboarding.PeerRequest("wg0", "bob"))

@@ -238,30 +238,110 @@ class PeerAddress(NamedTuple):
     addresses: tuple[IPAddress, ...]
     warnings: tuple[str, ...] = ()
     """Networks other peers route that include these addresses (overlaps, lint WG001)."""
+    notes: tuple[str, ...] = ()
+    """Which range an address came from, when the interface has several of its family
+    and an earlier one had no room."""
 
     def host_routes(self) -> list[str]:
         return [f"{a}/{a.max_prefixlen}" for a in self.addresses]
 
 
+_CANDIDATES = 65536
+"""Hosts looked at per range: a /16 at most (a /64 would never end)."""
+
+
+def _ranges(addresses: list[IPInterface]) -> dict[int, list[IPInterface]]:
+    """The interface's ranges by IP version, versions in the order the config names
+    them first, ranges in config order."""
+    found: dict[int, list[IPInterface]] = {}
+    for address in addresses:
+        found.setdefault(address.version, []).append(address)
+    return found
+
+
+def _in_range(rng: IPInterface, number: int) -> IPAddress | None:
+    """Host `number` of `rng` (counted from its network address), if it has one."""
+    value = int(rng.network.network_address) + number
+    if number < 0 or value > int(rng.network.broadcast_address):
+        return None
+    address = ipaddress.ip_address(value)
+    if rng.network.num_addresses > 2 and address in (rng.network.network_address,
+                                                     rng.network.broadcast_address):
+        return None
+    return address
+
+
+def _first_free(ranges: list[IPInterface], taken: _Taken
+                ) -> tuple[IPAddress, IPInterface] | None:
+    """The lowest free host of the first range that has one."""
+    for rng in ranges:
+        for offset, host in enumerate(rng.network.hosts(), start=1):
+            if offset > _CANDIDATES:
+                break
+            candidate = ipaddress.ip_address(int(host))
+            if taken.owner(candidate) is None:
+                return candidate, rng
+    return None
+
+
+def _full(ranges: list[IPInterface]) -> str:
+    return ", ".join(str(r) for r in ranges)
+
+
+def _from_range(address: IPAddress, rng: IPInterface, ranges: list[IPInterface]) -> str | None:
+    """A note naming the range `address` came from, when an earlier one was passed over."""
+    if rng is ranges[0]:
+        return None
+    return (f"{address} is from {rng} ({_full(ranges[:ranges.index(rng)])} has no free "
+            "address)")
+
+
+def _twin(number: int, ranges: list[IPInterface], taken: _Taken
+          ) -> tuple[IPAddress, IPInterface]:
+    """The other family's address: host `number` of its first range that has it free
+    (10.0.0.5 and fd00::5 go together), else that family's first free host."""
+    for rng in ranges:
+        address = _in_range(rng, number)
+        if address is not None and taken.owner(address) is None:
+            return address, rng
+    found = _first_free(ranges, taken)
+    if found is None:
+        raise ValidationError(f"no free address left in {_full(ranges)}")
+    return found
+
+
+def _with_twins(address: IPAddress, rng: IPInterface, ranges: dict[int, list[IPInterface]],
+                taken: _Taken, picked: bool = True) -> PeerAddress:
+    """`address` (from `rng`; `picked` by zsn, not typed) and an address of every other
+    family of the interface."""
+    chosen = [address]
+    notes = [note for note in [_from_range(address, rng, ranges[address.version])]
+             if note and picked]
+    number = int(address) - int(rng.network.network_address)
+    for version, others in ranges.items():
+        if version == address.version:
+            continue
+        twin, twin_range = _twin(number, others, taken)
+        chosen.append(twin)
+        notes.extend(note for note in [_from_range(twin, twin_range, others)] if note)
+    return PeerAddress(tuple(chosen), taken.overlaps(chosen), tuple(notes))
+
+
 def next_free_address(config: WgConfig, live_only: LiveOnlyPeers = ()) -> PeerAddress:
-    """The lowest free host in the interface's IPv4 subnet (and the same host in IPv6)."""
+    """The lowest free host of the interface's first range with room, in the family of
+    its first address, and an address in each other family (the same host number where
+    that is free). With several ranges of one family (``10.8.0.2/32, 10.7.0.1/24``),
+    a full one is passed over and the notes say which range was used."""
     addresses = interface_addresses(config)
     if not addresses:
         raise ValidationError("the interface has no Address; cannot pick a peer address")
     taken = _Taken(config, live_only)
-    first = addresses[0]
-    for offset, host in enumerate(first.network.hosts(), start=1):
-        if offset > 65536:
-            break
-        candidate: IPAddress = (ipaddress.IPv4Address(int(host)) if first.version == 4
-                                else ipaddress.IPv6Address(int(host)))
-        try:
-            chosen = _same_host_in_every_family(addresses, candidate)
-        except ValidationError:
-            continue
-        if not any(taken.owner(address) for address in chosen.addresses):
-            return PeerAddress(chosen.addresses, taken.overlaps(chosen.addresses))
-    raise ValidationError(f"no free address left in {first.network}")
+    ranges = _ranges(addresses)
+    primary = ranges[addresses[0].version]
+    found = _first_free(primary, taken)
+    if found is None:
+        raise ValidationError(f"no free address left in {_full(primary)}")
+    return _with_twins(*found, ranges, taken)
 
 
 Span = tuple[int, int, int, int]
@@ -296,20 +376,6 @@ def network_span(text: str) -> Span | None:
             network.prefixlen)
 
 
-def _same_host_in_every_family(addresses: list[IPInterface], candidate: IPAddress) -> PeerAddress:
-    first = addresses[0]
-    host_number = int(candidate) - int(first.network.network_address)
-    chosen: list[IPAddress] = [candidate]
-    for other in addresses[1:]:
-        if other.version == first.version:
-            continue
-        value = int(other.network.network_address) + host_number
-        if value > int(other.network.broadcast_address):
-            raise ValidationError(f"{other.network} has no host number {host_number}")
-        chosen.append(ipaddress.ip_address(value))
-    return PeerAddress(tuple(chosen))
-
-
 def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = ()
                        ) -> PeerAddress:
     """A user-given peer address: inside the interface subnet, not the network, not taken.
@@ -323,7 +389,9 @@ def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = (
     networks = interface_addresses(config)
     if not networks:
         raise ValidationError("the interface has no Address; cannot place a peer in it")
-    chosen: list[IPAddress] = []
+    taken = _Taken(config, live_only)
+    ranges = _ranges(networks)
+    chosen: list[tuple[IPAddress, IPInterface]] = []
     for item in wanted:
         if "/" in item:
             _refuse_scope(item, "peer address")
@@ -348,17 +416,15 @@ def check_peer_address(config: WgConfig, text: str, live_only: LiveOnlyPeers = (
                                                      network.broadcast_address):
             raise ValidationError(f"peer address {address} is the network or broadcast address "
                                   f"of {network}")
-        chosen.append(address)
-    if len({a.version for a in chosen}) == 1 and len(networks) > 1:
-        derived = _same_host_in_every_family(networks, chosen[0]) if chosen[0].version == \
-            networks[0].version else PeerAddress(tuple(chosen))
-        chosen = list(derived.addresses)
-    taken = _Taken(config, live_only)
-    for address in chosen:
         owner = taken.owner(address)
         if owner is not None:
             raise ValidationError(f"peer address {address} is already used by {owner}")
-    return PeerAddress(tuple(chosen), taken.overlaps(chosen))
+        chosen.append((address, inside[0]))
+    if len(chosen) == 1 and chosen[0][0].version == networks[0].version:
+        # The first family given: the others are derived (the same host number if free).
+        return _with_twins(*chosen[0], ranges, taken, picked=False)
+    addresses = [a for a, _range in chosen]
+    return PeerAddress(tuple(addresses), taken.overlaps(addresses))
 
 
 def check_allowed_networks(items: Iterable[str], what: str = "routed subnet") -> list[str]:

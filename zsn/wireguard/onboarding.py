@@ -265,7 +265,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     )
     plan = Plan(f"add peer {name} to {server.name} ({PROFILE_LABELS[profile]}, "
                 f"{', '.join(str(a) for a in chosen.addresses)})",
-                warnings=list(chosen.warnings))
+                warnings=list(chosen.warnings), notes=list(chosen.notes))
     plan.steps.append(FileEdit(client_path, leftover, text, mode=files.PRIVATE_FILE_MODE,
                                private_dir=True, backup=False))
     if leftover is not None:
