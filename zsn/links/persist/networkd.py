@@ -13,7 +13,12 @@ Read as networkd reads them (systemd.network(5), src/basic/conf-files.c):
   key in the main file or any drop-in wins;
 - ``.network`` files are tried in lexical order of their names and the first whose
   ``[Match]`` fits the link is used; ``[Link] MTUBytes=`` there is applied after the
-  netdev's ``[NetDev] MTUBytes=``.
+  netdev's ``[NetDev] MTUBytes=``;
+- what networkd ignores zsn ignores too, and says so: hidden files (``.NAME``), a
+  ``.network`` whose ``[Match]`` has no valid setting (only comments, no section, an
+  empty ``Name=``: since systemd v246 such a file matches nothing, before it matched
+  every link; src/network/networkd-network.c, network_verify), a ``.netdev`` without a
+  valid ``Name=`` or ``Kind=`` (netdev_load_one).
 
 An edit lands where it takes effect: the file (main or drop-in) whose assignment wins,
 when it is under ``/etc/systemd/network``; otherwise a zsn drop-in there that sorts
@@ -52,6 +57,7 @@ from zsn.links.persist import (
 from zsn.links.persist.unitfile import Assignment, UnitFile, list_values
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.system.packages import package_version
 
 DIRS = NETWORKD_DIRS
 EDITABLE = NETWORKD_DIR
@@ -98,6 +104,8 @@ class Unit:
     """Sorted by file name (the order networkd reads them in)."""
     drop_in_names: set[str] = field(default_factory=set)
     """Every drop-in name in any folder, masked ones too (a new one must sort after)."""
+    ignored: str | None = None
+    """Why networkd ignores the whole file (None: it reads it)."""
 
     @property
     def sources(self) -> list[NetworkdFile]:
@@ -148,23 +156,79 @@ class Tree:
             yield from unit.drop_ins
 
     def netdev(self, name: str) -> Unit | None:
-        for netdev in self.netdevs:
-            if not netdev.removed and netdev.get("NetDev", "Name") == name:
+        for netdev in self.read_netdevs():
+            if netdev.get("NetDev", "Name") == name:
                 return netdev
         return None
 
+    def read_netdevs(self) -> list[Unit]:
+        """The .netdev files networkd reads (not removed, not ignored)."""
+        return [unit for unit in self.netdevs if not unit.removed and unit.ignored is None]
+
+    def read_networks(self) -> list[Unit]:
+        """The .network files networkd reads, in its matching order."""
+        return [unit for unit in self.networks if not unit.removed and unit.ignored is None]
+
     def network_for(self, name: str) -> Unit | None:
         """The .network file networkd would use for `name` (first match wins)."""
-        for network in self.networks:
-            if not network.removed and matches_name(network, name):
+        for network in self.read_networks():
+            if matches_name(network, name):
                 return network
         return None
+
+
+MATCH_KEYS = ("Name", "MACAddress", "PermanentMACAddress", "Path", "Driver", "Type", "Kind",
+              "Property", "WLANInterfaceType", "SSID", "BSSID", "Host", "Virtualization",
+              "KernelCommandLine", "KernelVersion", "Credential", "Architecture", "Firmware")
+"""What networkd takes in [Match] (the last seven are conditions on the system)."""
+EMPTY_MATCH_IGNORED_SINCE = (246,)
+"""systemd v246 (commit dade7349) ignores a .network without a valid [Match] setting;
+before, it matched every link."""
+
+
+def valid_ifname(name: str, alternative: bool = False) -> bool:
+    """systemd's ifname_valid_full: at most 15 bytes (127 for an alternative name, which
+    [Match] Name= accepts), not ``.``/``..`` nor all digits, no control character,
+    space, ``:``, ``/`` or ``%``."""
+    encoded = name.encode(errors="surrogateescape")
+    if not encoded or len(encoded) > (127 if alternative else 15) or name in (".", ".."):
+        return False
+    if name.isdigit():
+        return False
+    return all(32 < char != 127 and chr(char) not in ":/%" for char in encoded)
+
+
+def match_names(network: Unit) -> list[str]:
+    """[Match] Name= as networkd keeps it: an invalid name is dropped with a warning."""
+    return [pattern for pattern in network.values("Match", "Name")
+            if valid_ifname(pattern.removeprefix("!"), alternative=True)]
+
+
+def ignored_network(network: Unit, version: tuple[int, ...] | None) -> str | None:
+    """Why networkd ignores a .network file, if it does: no valid [Match] setting."""
+    if version is not None and version < EMPTY_MATCH_IGNORED_SINCE:
+        return None
+    if match_names(network) or any(network.values("Match", key) for key in MATCH_KEYS[1:]):
+        return None
+    return ("its [Match] has no valid setting, so networkd ignores the whole file "
+            "(Name=* would match every link)")
+
+
+def ignored_netdev(netdev: Unit) -> str | None:
+    """Why networkd ignores a .netdev file, if it does: no valid Name= or no Kind=."""
+    name, kind = netdev.get("NetDev", "Name"), netdev.get("NetDev", "Kind")
+    if not name or not valid_ifname(name):
+        return (f"[NetDev] Name={name} is not an interface name" if name else
+                "[NetDev] has no Name=") + ": networkd ignores the file"
+    if not kind:
+        return "[NetDev] has no Kind=: networkd ignores the file"
+    return None
 
 
 def matches_name(network: Unit, name: str) -> bool:
     """Whether the [Match] section's names fit `name` (a ``!`` list excludes; no
     Name= at all matches every link)."""
-    patterns = network.values("Match", "Name")
+    patterns = match_names(network)
     if not patterns:
         return True
     if patterns[0].startswith("!"):
@@ -173,10 +237,9 @@ def matches_name(network: Unit, name: str) -> bool:
 
 
 def other_conditions(network: Unit) -> list[str]:
-    """[Match] keys other than Name= (MACAddress=, Type= ...): zsn cannot tell from a
-    name whether they fit a link."""
-    return sorted({a.key for source in network.sources for a in
-                   source.unit.assignments("Match") if a.key != "Name"})
+    """[Match] keys other than Name= that are set (MACAddress=, Type= ...): zsn cannot
+    tell from a name whether they fit a link (an unknown key networkd skips)."""
+    return [key for key in MATCH_KEYS[1:] if network.values("Match", key)]
 
 
 def _masks(host: Host, system_path: str) -> bool:
@@ -192,16 +255,20 @@ def _masks(host: Host, system_path: str) -> bool:
 
 
 def _chosen(host: Host, folders: list[str], pattern: str) -> dict[str, str]:
-    """File name -> the path networkd reads for it (the first folder holding it)."""
+    """File name -> the path networkd reads for it (the first folder holding it).
+    Hidden names and folders are skipped, as networkd's conf_files_list does."""
     chosen: dict[str, str] = {}
     for folder in folders:
         for path in files.list_files(host.path(folder), pattern):
+            if path.name.startswith(".") or files.is_dir(path):
+                continue
             chosen.setdefault(path.name, f"{folder}/{path.name}")
     return chosen
 
 
 def read_tree(host: Host) -> Tree:
     tree = Tree()
+    version = package_version(host, "systemd")
     for suffix, units in ((".netdev", tree.netdevs), (".network", tree.networks)):
         chosen = _chosen(host, list(DIRS), f"*{suffix}")
         for name in sorted(chosen):
@@ -219,6 +286,8 @@ def read_tree(host: Host) -> Tree:
                     continue
                 snapshot = files.read_tracked(host.path(drop_path))
                 unit.drop_ins.append(NetworkdFile(drop_path, snapshot, UnitFile(snapshot.text)))
+            unit.ignored = ignored_netdev(unit) if suffix == ".netdev" else \
+                ignored_network(unit, version)
             units.append(unit)
     return tree
 
@@ -282,8 +351,8 @@ class _Reading:
     def network_for(self, name: str) -> Unit | None:
         """`Tree.network_for`, reporting a .network before it whose [Match] zsn cannot
         evaluate (it may be the one networkd uses)."""
-        for network in self.tree.networks:
-            if network.removed or not matches_name(network, name):
+        for network in self.tree.read_networks():
+            if not matches_name(network, name):
                 continue
             others = other_conditions(network)
             if others:
@@ -296,11 +365,7 @@ class _Reading:
 
     def config(self, netdev: Unit) -> LinkConfig | None:
         name, kind = netdev.get("NetDev", "Name"), netdev.get("NetDev", "Kind")
-        if not name or not kind:
-            missing = "Name=" if not name else "Kind="
-            self.persisted.unread.append(Unread(
-                netdev.main.path, None, f"[NetDev] has no {missing}: networkd ignores the "
-                "file", "networkd-ignores", blocking=False))
+        if netdev.ignored is not None or not name or not kind:
             return None
         if kind not in KINDS:
             self.persisted.devices.setdefault(name, Device(name, kind, netdev.main.path))
@@ -318,10 +383,8 @@ class _Reading:
         members: list[str] = []
         parent = None
         key = {"bond": "Bond", "bridge": "Bridge", "vlan": "VLAN"}[kind]
-        for other in self.tree.networks:
-            if other.removed:
-                continue
-            patterns = other.values("Match", "Name")
+        for other in self.tree.read_networks():
+            patterns = match_names(other)
             exact = patterns[0] if len(patterns) == 1 and not _GLOB_CHARS & set(patterns[0]) \
                 and not patterns[0].startswith("!") else None
             if kind == "vlan":
@@ -366,7 +429,7 @@ class _Reading:
     def undefined_masters(self) -> None:
         """Bond=, Bridge= and VLAN= naming no netdev networkd creates: it ignores them."""
         defined = set(self.persisted.configs) | set(self.persisted.devices)
-        for network in self.tree.networks:
+        for network in self.tree.read_networks():
             for key in ("Bond", "Bridge", "VLAN"):
                 names = network.values("Network", key) if key == "VLAN" else \
                     [value] if (value := network.get("Network", key)) else []
@@ -383,7 +446,7 @@ def _vlan_id(text: str) -> int | None:
 
 
 def _exact(network: Unit, name: str) -> bool:
-    return network.values("Match", "Name") == [name] and not other_conditions(network)
+    return match_names(network) == [name] and not other_conditions(network)
 
 
 class NetworkdBackend(FileBackend):
@@ -395,6 +458,10 @@ class NetworkdBackend(FileBackend):
             for oddity in source.unit.oddities():
                 persisted.unread.append(Unread(source.path, oddity.line, oddity.message,
                                                "syntax", blocking=False))
+        for unit in (*tree.netdevs, *tree.networks):
+            if unit.ignored is not None:
+                persisted.unread.append(Unread(unit.main.path, None, unit.ignored,
+                                               "networkd-ignores", blocking=False))
         reading = _Reading(tree, persisted)
         for netdev in tree.netdevs:
             config = reading.config(netdev)
@@ -601,8 +668,17 @@ class _Editor:
     def _mtu(self, netdev: Unit, network: Unit | None, config: LinkConfig,
              about: str) -> None:
         """The MTU where it takes effect: [Link] MTUBytes= of the link's .network when it
-        sets one (networkd applies it after the netdev's), else [NetDev] MTUBytes=."""
+        sets one (networkd applies it after the netdev's), else [NetDev] MTUBytes=. A
+        bridge's always goes in a .network: the kernel sets a bridge made with an MTU to
+        its ports' smallest when they join, one set afterwards it keeps."""
         value = str(config.mtu) if config.mtu is not None else None
+        if config.kind == "bridge" and value is not None and (
+                network is None or network.winner("Link", "MTUBytes") is None):
+            network = network if network is not None else self.network(config.name)
+            if network.main.snapshot is None:
+                network.main.unit.set("Link", "MTUBytes", value)
+            else:
+                self.set(network, "Link", "MTUBytes", value, about)
         if network is not None and network.winner("Link", "MTUBytes") is not None:
             self.set(network, "Link", "MTUBytes", value, about)
             if netdev.winner("NetDev", "MTUBytes") is not None:
