@@ -39,7 +39,7 @@ CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus" / "ifupdown"
 FAMILY = "ifupdown"
 MARKERS = {CLASSIC: "lib/ifupdown", IFUPDOWN2: "usr/share/ifupdown2",
            NG: "etc/network/ifupdown-ng.conf"}
-RELEVANT = re.compile(r"mtu|bond-.*|bridge-ports|bridge-stp|vlan-raw-device|vlan-id|"
+RELEVANT = re.compile(r"mtu|bond-.*|slaves|bridge-ports|bridge-stp|vlan-raw-device|vlan-id|"
                       r"requires")
 USES = {"bond", "bridge"}
 
@@ -51,7 +51,7 @@ def corpus_files() -> list[tuple[str, str]]:
         if not path.is_file() or path.name == "SOURCES.md":
             continue
         relative = str(path.relative_to(CORPUS))
-        if relative.startswith("debian-ifupdown/"):
+        if relative.startswith(("debian-ifupdown/", "debian-packages/", "debian-wiki/")):
             runs += [(relative, CLASSIC), (relative, IFUPDOWN2), (relative, NG)]
         elif relative.startswith("ifupdown2/"):
             runs.append((relative, IFUPDOWN2))
@@ -113,6 +113,67 @@ def compare(query: Query, options: dict[str, list[tuple[str, str]]], dialect: st
             assert name in query.options, f"{name} is not an interface for {dialect}"
 
 
+def helpers_reading(query: Query, dialect: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """(kind, members) of every bond and bridge, as the dialect's own bond and bridge
+    code finds them in what its ifquery printed:
+
+    - Debian's ifupdown hands each option to the hook scripts as ``IF_NAME`` (upper
+      case, ``-`` as ``_``; execute.c), the later of one name winning in their shell;
+      ifenslave's pre-up hook reads ``IF_BOND_SLAVES=${IF_BOND_SLAVES:-$IF_SLAVES}``, is
+      a member's when ``IF_BOND_MASTER`` is set, else a bond's when the slaves or
+      ``IF_BOND_MODE`` are; bridge-utils' ifupdown.sh acts on a non-empty
+      ``IF_BRIDGE_PORTS`` (``none``: no port);
+    - ifupdown2's bond addon takes the first ``bond-slaves`` (get_attr_value_first),
+      its bridge addon every ``bridge-ports`` line (_get_ifaceobj_bridge_ports);
+    - ifupdown-ng runs the bond and bridge executors an interface uses, with its
+      options as ``IF_NAME`` (lifecycle.c: each one pushed, the shell keeps the last):
+      ``IF_BOND_MEMBERS``, ``IF_BRIDGE_PORTS`` (a bridge's ``requires`` when it has none).
+    """
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    masters: dict[str, tuple[str, ...]] = {}
+    """ifenslave: a member's stanza (bond-master) enslaves it too."""
+    for name, pairs in query.options.items():
+        if dialect == IFUPDOWN2:
+            bond_lines = [v for k, v in pairs if k == "bond-slaves"]
+            port_lines = [v for k, v in pairs if k == "bridge-ports"]
+            if bond_lines:
+                found[name] = ("bond", _members(bond_lines[0]))
+            elif port_lines:
+                found[name] = ("bridge", _members(" ".join(port_lines)))
+            continue
+        environment: dict[str, str] = {}
+        for key, value in pairs:
+            if dialect == CLASSIC and key in ("pre-up", "up", "down", "post-down"):
+                continue
+            environment["IF_" + key.upper().replace("-", "_")] = value
+        if dialect == CLASSIC:
+            slaves = environment.get("IF_BOND_SLAVES") or environment.get("IF_SLAVES")
+            if environment.get("IF_BOND_MASTER"):
+                masters[environment["IF_BOND_MASTER"]] = masters.get(
+                    environment["IF_BOND_MASTER"], ()) + (name,)
+            elif slaves or environment.get("IF_BOND_MODE"):
+                found[name] = ("bond", _members(slaves or ""))
+            elif environment.get("IF_BRIDGE_PORTS"):
+                found[name] = ("bridge", _members(environment["IF_BRIDGE_PORTS"]))
+            continue
+        uses = {value for key, value in pairs if key == "use"}
+        if "bond" in uses:
+            found[name] = ("bond", _members(environment.get("IF_BOND_MEMBERS", "")))
+        elif "bridge" in uses:
+            ports = environment.get("IF_BRIDGE_PORTS", environment.get("IF_REQUIRES", ""))
+            found[name] = ("bridge", _members(ports))
+    for master, members in masters.items():
+        if master in found and found[master][0] == "bond":
+            own = found[master][1]
+            found[master] = ("bond", own + tuple(m for m in members if m not in own))
+    return {name: (kind, tuple(sorted(members))) for name, (kind, members) in found.items()}
+
+
+def _members(value: str) -> tuple[str, ...]:
+    words = value.split()
+    return () if words in (["none"], []) else tuple(words)
+
+
 RUNS = corpus_files()
 
 
@@ -162,6 +223,11 @@ def test_ifupdown_file(tmp_path: Path, name: str, dialect: str) -> None:
         outcome.read, outcome.refused = True, "ifupdown-refuses"
         return
     compare(query, options, dialect)
+    expressions = {n for u in persisted.unread if u.kind == "port-expression" for n in u.names}
+    zsn_links = {c.name: (c.kind, tuple(sorted(c.members)))
+                 for c in persisted.configs.values() if c.kind in USES}
+    assert zsn_links == {n: link for n, link in helpers_reading(query, dialect).items()
+                         if n not in expressions}
     outcome.read = True
     if blocking:
         outcome.refused = blocking[0].kind

@@ -112,9 +112,12 @@ def _classic(names: list[str]) -> dict[str, object]:
             return {"options": {}, "refused": result.stderr.strip().splitlines()[0]}
         if result.returncode != 0:
             continue
-        pairs = []
+        pairs: list[tuple[str, str]] = []
         for line in result.stdout.splitlines():
-            key, _, value = line.partition(": ")
+            key, colon, value = line.partition(": ")
+            if not colon and pairs:  # a repeated option is one value, joined by a newline
+                pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]}\n{line}")
+                continue
             pairs.append((key, value))
         options[name] = pairs
     return {"options": options, "refused": None}

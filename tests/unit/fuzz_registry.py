@@ -1281,7 +1281,10 @@ def network_config_files() -> Fuzz:
         "auto bond0 eth1", "    bond-slaves eth1 eth2", "\tbridge_ports none",
         "source /etc/network/interfaces.d/*", "Interface=bond0", "Connection=bond",
         "BindsToInterfaces=(eth1 'eth 2')", "ExecUpPost='ip link set dev bond0 mtu 9000'",
-        "VLANID=10", "Mode=802.3ad", "X=(unclosed", "=", ""])
+        "VLANID=10", "Mode=802.3ad", "X=(unclosed", "=", "",
+        "iface br0 inet manual", "    slaves eth0", "    mtu 1500", "    use bridge",
+        "    requires all", "    bridge-ports regex eth.*", "  bond-mode 1",
+        "    bond-master bond0", "    bond-ports glob swp1-2", "iface br0"])
 
     def check(parts: list[str]) -> None:
         text = "\n".join(parts) + "\n"

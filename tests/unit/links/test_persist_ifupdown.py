@@ -204,3 +204,45 @@ def test_a_proxmox_bond_can_be_set_from_the_command_line(
                      "--config-only", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "+      mtu 9000\n" in out and "written for ifupdown2" in out
+
+
+CORPUS = Path(__file__).parents[2] / "fixtures" / "corpus" / "ifupdown"
+
+
+def test_legacy_slaves_make_the_bond_and_bond_master_stanzas_are_members(
+        tmp_path: Path) -> None:
+    """ifenslave's pre-up hook: ``IF_BOND_SLAVES=${IF_BOND_SLAVES:-$IF_SLAVES}``; a
+    stanza with bond-master is a member even when it sets bond-mode (Debian's wiki and
+    ifenslave's own examples)."""
+    wiki = (CORPUS / "debian-wiki/Bonding-example-1").read_text()
+    configs = IFUPDOWN.read(root(tmp_path / "wiki", wiki)).configs
+    assert configs["bond0"].members == ("eth0", "eth1")
+    hotplug = (CORPUS / "debian-packages/ifenslave-ethernet+hotplug_wifi").read_text()
+    configs = IFUPDOWN.read(root(tmp_path / "hotplug", hotplug)).configs
+    assert set(configs) == {"bond0"}  # wlan0 (bond-master bond0, bond-mode 1) joins it
+    assert configs["bond0"].members == ("eth0", "wlan0")
+
+
+def test_bridge_utils_all_is_an_expression_zsn_does_not_expand(tmp_path: Path) -> None:
+    text = (CORPUS / "debian-packages/bridge-utils-interfaces.networkmanager").read_text()
+    persisted = IFUPDOWN.read(root(tmp_path, text))
+    assert "br0" not in persisted.configs
+    [unread] = [u for u in persisted.unread if u.kind == "port-expression"]
+    assert unread.names == ("br0",) and unread.line == 8 and unread.blocking
+
+
+def test_an_option_given_twice_in_a_stanza_is_joined_as_debian_ifupdown_joins_it(
+        tmp_path: Path) -> None:
+    """config.c joins a repeated option's values with a newline; bridge-utils splits
+    the ports at any blank (issue 33's example: bridge_ports given twice)."""
+    text = ("auto br0\niface br0 inet manual\n    bridge_ports eth0\n"
+            "    bridge_ports eth1\n")
+    persisted = IFUPDOWN.read(root(tmp_path, text))
+    assert persisted.configs["br0"].members == ("eth0", "eth1")
+    assert not [u for u in persisted.unread if u.blocking]
+
+
+def test_a_hidden_file_a_source_glob_matches_is_not_read(tmp_path: Path) -> None:
+    """glob(3), Python's glob and wordexp(3) match no leading dot with a wildcard."""
+    host = root(tmp_path, DEBIAN, {".bond.swp": BOND, "bridge": BRIDGE})
+    assert set(IFUPDOWN.read(host).configs) == {"br0"}

@@ -8,26 +8,38 @@ ifupdown-ng. The three read the same file differently:
   it knows, or it refuses the whole file; ``source`` patterns and
   ``source-directory`` folders are relative to the file's folder, and the folder's
   names must match ``[A-Za-z0-9_-]+``; ``-`` and ``_`` are the same in option names.
-  Bonds come from ifenslave (``bond-slaves``, ``bond-master`` on members), bridges
-  from bridge-utils (``bridge_ports``), a VLAN is ``PARENT.ID`` or ``vlanID`` with
-  ``vlan-raw-device``.
+  An option given twice in one stanza is one value, the two joined by a newline
+  (config.c), which the helper scripts split into words. Bonds come from ifenslave:
+  a stanza with ``bond-master`` is a member; one with ``bond-slaves`` (or, when that is
+  empty, the older ``slaves``: ``IF_BOND_SLAVES=${IF_BOND_SLAVES:-$IF_SLAVES}``) or
+  ``bond-mode`` is a bond, ``all`` meaning every ``eth*`` interface at ifup. Bridges
+  come from bridge-utils (``bridge_ports``; ``all``, ``regex`` and ``noregex`` match
+  the interfaces there are at ifup). A VLAN (the vlan package, ifupdown's own
+  link.defn) is ``PARENT.ID`` or ``vlanID`` with ``vlan-raw-device``.
 - **ifupdown2** (networkinterfaces.py): ``iface NAME`` needs no family; no
   ``source-directory`` (it refuses the line); ``source`` globs from ``/``; a file with
-  ``%`` goes through mako templates; ``-`` replaces ``_`` in option names. Bonds take
-  ``bond-slaves``, bridges ``bridge-ports`` (or ``glob``/``regex`` expressions), a VLAN
-  any name with ``vlan-raw-device`` and ``vlan-id``, or ``PARENT.ID``.
+  ``%`` goes through mako templates; ``-`` replaces ``_`` in option names, and an
+  addon's aliases become its names (``bond-ports`` is ``bond-slaves``). A bond is a
+  stanza with ``bond-slaves`` (``slaves`` is nothing to it), bridges take
+  ``bridge-ports`` (or ``glob``/``regex`` expressions), a VLAN any name with
+  ``vlan-raw-device`` and ``vlan-id``, or ``PARENT.ID``. An option given twice: every
+  ``bridge-ports`` line's ports, the first value of anything else.
 - **ifupdown-ng** (libifupdown/interface-file.c): stanzas of the same name merge;
   ``auto NAME`` makes NAME the stanza later lines go to; ``use EXECUTOR``, ``requires``,
   ``inherits``, ``template``; ifupdown2's and ifupdown's names are mapped to its own
-  (``bond-slaves`` is ``bond-members``); a bridge's ``requires`` are its ports; a VLAN
-  is ``PARENT.ID``, ``vlanID`` with ``vlan-raw-device``, or any name with both
-  ``vlan-raw-device`` and ``vlan-id``.
+  (``bond-slaves`` is ``bond-members``); a bond or bridge is what ``use``s that executor
+  (``bond-*`` and ``bridge-*`` options imply it), ``slaves`` and ``bond-ports`` being
+  nothing to it; a bridge's ``requires`` are its ports; a VLAN is ``PARENT.ID``,
+  ``vlanID`` with ``vlan-raw-device``, or any name with both ``vlan-raw-device`` and
+  ``vlan-id``. An option given twice reaches the executor twice; its shell keeps the
+  last.
 
 What zsn cannot read as the installed implementation does (a template, a mapping
-script, a range of names, a port glob, an option given twice with different values)
-is reported with its file and line. New stanzas are written in the installed
-dialect, into ``/etc/network/interfaces.d/zsn-NAME`` when that folder is sourced,
-else at the end of ``/etc/network/interfaces``.
+script, a range of names, a port glob, a value two stanzas give differently) is
+reported with its file and line; an option given twice is read as the installed
+implementation reads it, and reported as one the three do not agree on. New stanzas
+are written in the installed dialect, into ``/etc/network/interfaces.d/zsn-NAME`` when
+that folder is sourced, else at the end of ``/etc/network/interfaces``.
 """
 
 from __future__ import annotations
@@ -82,9 +94,21 @@ NG_KEYWORDS = ("address", "auto", "defaults", "dhcp-hostname", "gateway", "hostn
 NG_REMAP = {"bond-slaves": "bond-members", "bond-ad-sys-priority": "bond-ad-actor-sys-prio",
             "pointopoint": "point-to-point", "vrf": "vrf-member", "mode": "tunnel-mode"}
 """ifupdown-ng's rewrites of other dialects' option names, those zsn's keys meet."""
+IFUPDOWN2_ALIASES = {"bond-ports": "bond-slaves"}
+"""ifupdown2's addon aliases (addons/bond.py), those zsn's keys meet: its ifquery
+prints the option under its real name."""
+CLASSIC_NOT_JOINED = ("pre-up", "up", "down", "post-down")
+"""Options Debian's ifupdown keeps apart when repeated (config.c); ``post-up`` is
+``up`` and ``pre-down`` is ``down`` to it."""
+CLASSIC_RENAMED = {"post-up": "up", "pre-down": "down"}
 SINGLE_VALUED = ("mtu", "bond-mode", "bond-miimon", "bond-xmit-hash-policy",
                  "bond-lacp-rate", "bridge-stp", "vlan-raw-device", "vlan-id",
-                 "bond-slaves", "bond-members", "bridge-ports")
+                 "bond-slaves", "slaves", "bond-members", "bridge-ports")
+_PORT_WORDS = {CLASSIC: {"all", "regex", "noregex"}, NG: {"all"},
+               IFUPDOWN2: {"glob", "regex"}}
+"""Words of a bridge's ports that match interfaces at ifup, not names (bridge-utils'
+bridge_parse_ports; ifupdown-ng's bridge executor; ifupdown2's parse_port_list, which
+reads a bond's members the same way; ifenslave takes ``all`` for a bond's)."""
 _SOURCE_DIRECTORY_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 _RANGE = re.compile(r"\[\d+-\d+\]")
 _LACP_RATES = {"0": "slow", "1": "fast"}
@@ -157,6 +181,20 @@ class Iface:
         found = self.values(key)
         return found[-1][0] if found else None
 
+    def value(self, key: str, dialect: str) -> str | None:
+        """What `dialect` makes of `key` given more than once: ifupdown2 uses every
+        ``bridge-ports`` line and the first of anything else; ifupdown-ng's executors
+        (a shell) the last; Debian's ifupdown the last stanza's, where a repeat inside a
+        stanza was already joined as it joins it."""
+        found = self.values(key)
+        if not found:
+            return None
+        if dialect == IFUPDOWN2:
+            if _key(key) == "bridge-ports":
+                return " ".join(value for value, _stanza, _line in found)
+            return found[0][0]
+        return found[-1][0]
+
     @property
     def uses(self) -> set[str]:
         return {value for value, _stanza, _line in self.values("use")}
@@ -210,7 +248,9 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
 
 
 def _expand(host: Host, pattern: str) -> list[str]:
-    """System paths matching `pattern` (absolute, wildcards in any component), sorted."""
+    """System paths matching `pattern` (absolute, wildcards in any component), sorted.
+    As glob(3), Python's glob and wordexp(3) match them: a wildcard matches no leading
+    dot, so ``interfaces.d/*`` leaves out hidden files (an editor's, a disabled one)."""
     parts = [part for part in posixpath.normpath(pattern).split("/") if part]
     paths = ["/"]
     for part in parts:
@@ -218,6 +258,8 @@ def _expand(host: Host, pattern: str) -> list[str]:
         for base in paths:
             if any(char in part for char in "*?["):
                 for match in files.list_files(host.path(base), part):
+                    if match.name.startswith(".") and not part.startswith("."):
+                        continue
                     found.append(posixpath.join(base, match.name))
             else:
                 found.append(posixpath.join(base, part))
@@ -235,6 +277,9 @@ class _Reader:
             host, "implicit_template_conversion")
         version = package_version(host, "ifupdown-ng") if dialect == NG else None
         self.literal_source = version is not None and version < (0, 12)
+        self.stanza_options: dict[str, int] = {}
+        """Debian's ifupdown: the current stanza's option names -> where they are in its
+        interface's options (a repeat joins the first)."""
         """ifupdown-ng before 0.12 takes a source line as one path (no wildcards) and
         stops reading when it cannot open it."""
 
@@ -328,7 +373,21 @@ class _Reader:
                 continue
             current.options.append((number, keyword, value))
             current.end = number + 1
-            self.iface(current.name).options.append((keyword, value, current, number))
+            self._classic_option(current, keyword, value, number)
+
+    def _classic_option(self, stanza: Stanza, keyword: str, value: str, number: int) -> None:
+        """An option of a stanza as config.c keeps it: under its name (``post-up`` is
+        ``up``), a second one of the same name joined to the first by a newline (the
+        inherited ones included), except the commands."""
+        name = CLASSIC_RENAMED.get(keyword, keyword)
+        options = self.iface(stanza.name).options
+        if name not in CLASSIC_NOT_JOINED and name in self.stanza_options:
+            at = self.stanza_options[name]
+            before, first, where, line = options[at]
+            options[at] = (before, f"{first}\n{value}", where, line)
+            return
+        self.stanza_options[name] = len(options)
+        options.append((name, value, stanza, number))
 
     def _classic_iface(self, entry: InterfacesFile, number: int, words: list[str]
                        ) -> Stanza | None:
@@ -377,8 +436,14 @@ class _Reader:
                 return None
             stanza.family, stanza.method = family or parent.family, method or parent.method
             inherited = self.reading.ifaces[inherits]
-            iface.options.extend((k, v, None, line) for k, v, s, line in inherited.options
-                                 if s is parent or (s is None and parent in inherited.stanzas))
+            copied = [(k, v, None, line) for k, v, s, line in inherited.options
+                      if s is parent or (s is None and parent in inherited.stanzas)]
+        else:
+            copied = []
+        self.stanza_options = {}
+        for key, value, _none, line in copied:
+            self.stanza_options.setdefault(key, len(iface.options))
+            iface.options.append((key, value, None, line))
         iface.stanzas.append(stanza)
         return stanza
 
@@ -417,7 +482,8 @@ class _Reader:
             value = " ".join(words[1:]).replace("$IFACE", current.name)
             current.options.append((number, keyword, value))
             current.end = number + 1
-            self.iface(current.name).options.append((_key(keyword), value, current, number))
+            key = IFUPDOWN2_ALIASES.get(_key(keyword), _key(keyword))
+            self.iface(current.name).options.append((key, value, current, number))
 
     def _ifupdown2_iface(self, entry: InterfacesFile, number: int, words: list[str]
                          ) -> Stanza | None:
@@ -553,22 +619,44 @@ def parse(text: str, dialect: str, path: str = MAIN) -> Reading:
     return reader.reading
 
 
+LIST_VALUED = ("bond-slaves", "slaves", "bond-members", "bridge-ports")
+"""Options whose value is a list of names: two lines of one are two lists."""
+
+
 def _check_repeats(reading: Reading) -> None:
+    """An option given more than once: read as the installed implementation reads it
+    (`Iface.value`), and reported, since the three do not agree on which wins. Zsn
+    refuses to guess where Debian's ifupdown itself has no one value: two stanzas of
+    different families that differ, or a number given twice in one stanza (it passes
+    both, joined, to the script)."""
+    dialect = reading.dialect
     for iface in reading.ifaces.values():
         for key in SINGLE_VALUED:
             values = iface.values(key)
-            if len({value for value, _stanza, _line in values}) > 1:
-                _value, stanza, line = values[-1]
-                where = stanza.file if stanza is not None else reading.files[0]
+            texts = [value for value, _stanza, _line in values]
+            joined = dialect == CLASSIC and any("\n" in text for text in texts)
+            if len(set(texts)) < 2 and not joined:
+                continue
+            _value, stanza, line = values[-1]
+            where = stanza.file if stanza is not None else reading.files[0]
+            shown = ", ".join(" ".join(text.split()) for text in texts)
+            if dialect == CLASSIC and (len(set(texts)) > 1 or key not in LIST_VALUED):
                 reading.report(where, line + 1, f"{iface.name} sets {key} more than once "
-                               f"({', '.join(v for v, _s, _l in values)}): the three ifupdown "
-                               "implementations do not agree on which wins", "repeated-option",
-                               names=(iface.name,))
+                               f"({shown}): Debian's ifupdown has no one value for it (two "
+                               "stanzas differ, or a repeat joins two values)",
+                               "repeated-option", names=(iface.name,))
+                continue
+            result = " ".join((iface.value(key, dialect) or "").split())
+            reading.report(where, line + 1, f"{iface.name} sets {key} more than once "
+                           f"({shown}): {dialect} uses {result}; the three ifupdown "
+                           "implementations do not agree on which wins", "repeated-option",
+                           blocking=False, names=(iface.name,))
 
 
 # -- what the interfaces are --------------------------------------------------------------
 def _words(value: str | None) -> tuple[str, ...]:
-    if not value or value in ("none", "all"):
+    """A list of names; ``none`` is none (``all`` and the like are `_expression`s)."""
+    if not value or value.split() == ["none"]:
         return ()
     return tuple(value.split())
 
@@ -577,36 +665,77 @@ def _number(value: str | None) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
+def _is_bond(iface: Iface, dialect: str) -> bool:
+    """Whether the dialect makes a bond of `iface`: ifenslave acts on a stanza with
+    bond-slaves (or slaves) or bond-mode that is no member (bond-master); ifupdown2's
+    bond addon on one with bond-slaves; ifupdown-ng's bond executor where it is used."""
+    if dialect == NG:
+        return "bond" in iface.uses
+    if dialect == IFUPDOWN2:
+        return iface.value("bond-slaves", dialect) is not None
+    return not iface.value("bond-master", dialect) and bool(
+        _bond_members(iface, dialect) or iface.value("bond-mode", dialect))
+
+
+def _bond_members(iface: Iface, dialect: str) -> str | None:
+    """The members as the dialect's bond code reads them (ifenslave falls back to the
+    older ``slaves`` when ``bond-slaves`` is empty)."""
+    if dialect == NG:
+        return iface.value("bond-members", dialect)
+    members = iface.value("bond-slaves", dialect)
+    if dialect == CLASSIC and not members:
+        members = iface.value("slaves", dialect)
+    return members
+
+
+def _expression(iface: Iface, reading: Reading, keys: tuple[str, ...], value: str,
+                what: str) -> bool:
+    """Report members that are matched at ifup time (bridge-utils' ``all`` and
+    ``regex``, ifenslave's ``all``, ifupdown2's ``glob``/``regex``); True if so."""
+    words = value.split()
+    dialect = reading.dialect
+    special = _PORT_WORDS[dialect] if what == "bridge" or dialect == IFUPDOWN2 else \
+        ({"all"} if dialect == CLASSIC else set())
+    if not set(words) & special:
+        return False
+    found = [item for key in keys for item in iface.values(key)] or \
+        [(value, iface.stanzas[0], iface.stanzas[0].start)]
+    _value, stanza, line = found[-1]
+    reading.report(stanza.file if stanza else reading.files[0], line + 1,
+                   f"{what} members {' '.join(words)}: matched against the interfaces there "
+                   "are at ifup; zsn does not expand them", "port-expression",
+                   names=(iface.name,))
+    return True
+
+
 def iface_config(iface: Iface, reading: Reading) -> LinkConfig | None:
     """A bond, bridge or VLAN as the dialect makes it (None for anything else)."""
     dialect = reading.dialect
     source = (iface.stanzas[0].file.path if iface.stanzas else "")
-    mtu = _number(iface.get("mtu"))
-    keys = {_key(name) for name, _v, _s, _l in iface.options}
-    bond = ("bond" in iface.uses or "bond-members" in keys) if dialect == NG else any(
-        key.startswith("bond-") and key != "bond-master" for key in keys)
-    if bond:
-        mode_text = iface.get("bond-mode")
+    mtu = _number(iface.value("mtu", dialect))
+    if _is_bond(iface, dialect):
+        mode_text = iface.value("bond-mode", dialect)
         mode = bonding.name_of(bonding.MODES, int(mode_text)) if mode_text and \
             mode_text.isdigit() else mode_text
-        members = iface.get("bond-members" if dialect == NG else "bond-slaves")
-        lacp = iface.get("bond-lacp-rate")
+        members = _bond_members(iface, dialect)
+        if members and _expression(iface, reading, ("bond-slaves", "slaves"), members, "bond"):
+            return None
+        lacp = iface.value("bond-lacp-rate", dialect)
         return LinkConfig(
             name=iface.name, kind="bond", members=_words(members), mtu=mtu, mode=mode,
-            miimon=_number(iface.get("bond-miimon")),
-            xmit_hash_policy=iface.get("bond-xmit-hash-policy"),
+            miimon=_number(iface.value("bond-miimon", dialect)),
+            xmit_hash_policy=iface.value("bond-xmit-hash-policy", dialect),
             lacp_rate=_LACP_RATES.get(lacp, lacp) if lacp else None, source=source)
-    bridge_ports = iface.get("bridge-ports")
-    if bridge_ports is not None or (dialect == NG and "bridge" in iface.uses):
-        if dialect == NG and bridge_ports is None:
-            bridge_ports = iface.get("requires")
-        if bridge_ports and bridge_ports.split()[0] in ("glob", "regex"):
-            _value, stanza, line = iface.values("bridge-ports")[-1]
-            reading.report(stanza.file if stanza else reading.files[0], line + 1,
-                           f"bridge-ports {bridge_ports}: zsn does not expand port "
-                           "expressions", "port-expression", names=(iface.name,))
+    bridge_ports = iface.value("bridge-ports", dialect)
+    if dialect == NG:
+        if "bridge" not in iface.uses:
+            bridge_ports = None
+        elif bridge_ports is None:
+            bridge_ports = iface.value("requires", dialect) or ""
+    if bridge_ports is not None:
+        if _expression(iface, reading, ("bridge-ports", "requires"), bridge_ports, "bridge"):
             return None
-        stp = iface.get("bridge-stp")
+        stp = iface.value("bridge-stp", dialect)
         return LinkConfig(name=iface.name, kind="bridge", members=_words(bridge_ports),
                           mtu=mtu, stp=stp.lower() in ("on", "yes", "1") if stp else False,
                           source=source)
@@ -614,8 +743,8 @@ def iface_config(iface: Iface, reading: Reading) -> LinkConfig | None:
 
 
 def _vlan(iface: Iface, dialect: str, mtu: int | None, source: str) -> LinkConfig | None:
-    raw = iface.get("vlan-raw-device")
-    vlan_id = _number(iface.get("vlan-id"))
+    raw = iface.value("vlan-raw-device", dialect)
+    vlan_id = _number(iface.value("vlan-id", dialect))
     dotted = re.fullmatch(r"(.+)\.(\d{1,4})", iface.name)
     numbered = re.fullmatch(r"vlan(\d{1,4})", iface.name)
     parent: str | None = None
@@ -659,7 +788,7 @@ class IfupdownBackend(FileBackend):
             config = iface_config(iface, reading)
             if config is not None:
                 persisted.configs[config.name] = config
-            master = iface.get("bond-master")
+            master = iface.value("bond-master", dialect)
             if master and dialect == CLASSIC:
                 masters.setdefault(master, []).append(iface.name)
         for master, members in masters.items():
