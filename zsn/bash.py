@@ -6,7 +6,10 @@ them without a shell: ``NAME=WORD`` and ``NAME=(WORD ...)`` with WORDs made of
 unquoted text (backslash escapes), ``'single'``, ``"double"`` and ``$'ANSI-C'``
 quoting, as bash and wifi-menu's ``printf %q`` write them, plus comments and line
 continuations. Anything that would need bash to evaluate it (``$VAR``, ``$(...)``,
-backticks, commands) is a `ParseError` naming the line, never run.
+backticks, commands) is a `ParseError` naming the line, never run; except in the
+hooks (``ExecUpPost``, ``ExecDownPre``: commands netctl runs with ``eval``), whose
+value is kept `Opaque`: its text exactly as written, never evaluated, so the
+profile's data can still be read and edited around it.
 
 `quote` writes a value back so that bash reads exactly it.
 """
@@ -26,10 +29,33 @@ _METACHARACTERS = set(";&|<>()")
 _HEX = "0123456789abcdefABCDEF"
 
 
+NETCTL_HOOKS = frozenset({"ExecUpPost", "ExecDownPre"})
+"""netctl.profile(5)'s commands, evaluated with eval when the profile goes up or down."""
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value bash computes as it reads the file (a command substitution, a variable):
+    its source text byte for byte, which zsn neither evaluates nor rewrites."""
+
+    text: str
+    """The value as written, quotes and all."""
+    literal: str
+    """The text with its quotes undone and each expansion replaced by NUL: what is
+    certain of the value whatever the expansions give."""
+
+
+Value = str | tuple[str, ...] | Opaque
+
+
+class Expansion(ParseError):
+    """A word bash would have to evaluate ($, backticks, a leading ~)."""
+
+
 @dataclass(frozen=True)
 class Assignment:
     name: str
-    value: str | tuple[str, ...]
+    value: Value
     line: int
     """1-based line where the assignment starts."""
     end_line: int
@@ -38,6 +64,19 @@ class Assignment:
     end: int = 0
     """Offset one past its last character: an edit replaces ``text[start:end]`` and
     keeps the rest of the line (a trailing comment) as it was."""
+
+
+NETCTL_FOLDERS = {"examples", "hooks", "interfaces"}
+"""Folders of /etc/netctl that hold no profiles."""
+_NOT_PROFILES = (".action", ".conf", ".service", ".zsn-bak")
+
+
+def is_netctl_profile(name: str) -> bool:
+    """Whether netctl takes a file of /etc/netctl named `name` for a profile
+    (list_profiles, src/lib/globals): no hidden file, editor backup (``NAME~``), name
+    with a line break, ``.action``, ``.conf`` or ``.service`` file (nor zsn's backup)."""
+    return not (name in NETCTL_FOLDERS or name.startswith(".") or name.endswith("~")
+                or "\n" in name or name.endswith(_NOT_PROFILES))
 
 
 def quote(value: str) -> str:
@@ -56,6 +95,9 @@ class _Reader:
 
     def error(self, message: str) -> ParseError:
         return ParseError(message, self.line, self.source)
+
+    def expansion(self, message: str) -> Expansion:
+        return Expansion(message, self.line, self.source)
 
     def peek(self, offset: int = 0) -> str:
         index = self.pos + offset
@@ -118,9 +160,9 @@ def _word(reader: _Reader, in_array: bool) -> str:
             reader.take()
             out.append(_double_quoted(reader))
         elif char in "$`":
-            raise reader.error("uses an expansion ($ or `) that zsn does not evaluate")
+            raise reader.expansion("uses an expansion ($ or `) that zsn does not evaluate")
         elif char == "~" and reader.pos == start:
-            raise reader.error("starts a word with ~, which bash would expand")
+            raise reader.expansion("starts a word with ~, which bash would expand")
         elif char in _METACHARACTERS or (in_array and char in "*?["):
             raise reader.error(f"unquoted {char!r}: not a plain assignment")
         else:
@@ -141,7 +183,7 @@ def _double_quoted(reader: _Reader) -> str:
             if escaped != "\n":
                 out.append(escaped)
         elif char in "$`":
-            raise reader.error("uses an expansion ($ or `) inside double quotes")
+            raise reader.expansion("uses an expansion ($ or `) inside double quotes")
         else:
             out.append(char)
 
@@ -184,8 +226,106 @@ def _ansi_c(reader: _Reader) -> str:
             out += ("\\" + code).encode("utf-8", errors="surrogateescape")
 
 
-def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
-    """Every assignment in `text`, in order; `ParseError` for anything else."""
+class _Opaque:
+    """Finds where a value bash would evaluate ends, without evaluating it: quotes,
+    ``$(...)``, ``${...}``, ``$((...))`` and backticks nest as bash nests them."""
+
+    def __init__(self, reader: _Reader):
+        self.reader = reader
+        self.literal: list[str] = []
+
+    def take(self) -> str:
+        if self.reader.at_end():
+            raise self.reader.error("an expansion is not closed")
+        return self.reader.take()
+
+    def value(self) -> None:
+        if self.reader.peek() == "(":
+            self.take()
+            while True:
+                _skip_blanks(self.reader, newlines=True)
+                if self.reader.peek() == ")":
+                    self.take()
+                    return
+                if self.reader.at_end():
+                    raise self.reader.error("an array is not closed")
+                if self.reader.peek() == ";":
+                    raise self.reader.error("unquoted ';' inside an array")
+                self.word(in_array=True)
+                self.literal.append(" ")
+        self.word(in_array=False)
+
+    def word(self, in_array: bool) -> None:
+        reader = self.reader
+        while not reader.at_end():
+            char = reader.peek()
+            if char in " \t\n;" or (in_array and char == ")"):
+                return
+            if char in "&|<>()":
+                raise reader.error(f"unquoted {char!r}: not a plain assignment")
+            self.part(double=False)
+
+    def part(self, double: bool) -> None:
+        """One quoted string, escape, expansion or character."""
+        char = self.take()
+        if char == "\\":
+            self.literal.append(self.take())
+        elif char == "'" and not double:
+            while (inner := self.take()) != "'":
+                self.literal.append(inner)
+        elif char == '"' and not double:
+            while self.reader.peek() != '"':
+                self.part(double=True)
+            self.take()
+        elif char == "$" and self.reader.peek() in "({":
+            self.nested(self.take())
+            self.literal.append("\0")
+        elif char == "$" and (self.reader.peek().isalnum() or self.reader.peek() in "_@*#?$!-"):
+            name = self.take()
+            while name.isalnum() or name == "_":
+                if not (self.reader.peek().isalnum() or self.reader.peek() == "_"):
+                    break
+                name = self.take()
+            self.literal.append("\0")
+        elif char == "`":
+            self.until("`", nest=False)
+            self.literal.append("\0")
+        else:
+            self.literal.append(char)
+
+    def until(self, end: str, nest: bool) -> None:
+        """Past the next unescaped `end`; with `nest`, a ``$(``/``${`` on the way nests."""
+        while (inner := self.take()) != end:
+            if inner == "\\":
+                self.take()
+            elif nest and inner == "$" and self.reader.peek() in "({":
+                self.nested(self.take())
+
+    def nested(self, opening: str) -> None:
+        """The rest of ``$(...)`` or ``${...}``: to the bracket that closes it."""
+        closing = ")" if opening == "(" else "}"
+        depth = 1
+        while depth:
+            char = self.take()
+            if char == "\\":
+                self.take()
+            elif char == "'":
+                while self.take() != "'":
+                    pass
+            elif char in '"`':
+                self.until(char, nest=char == '"')
+            elif char == "$" and self.reader.peek() in "({":
+                self.nested(self.take())
+            elif char == opening:
+                depth += 1
+            elif char == closing:
+                depth -= 1
+
+
+def parse_assignments(text: str, source: str = "profile",
+                      opaque: frozenset[str] = frozenset()) -> list[Assignment]:
+    """Every assignment in `text`, in order; `ParseError` for anything else. A name in
+    `opaque` whose value needs bash is kept as `Opaque` instead of refused."""
     reader = _Reader(text, source)
     found: list[Assignment] = []
     while True:
@@ -203,24 +343,37 @@ def parse_assignments(text: str, source: str = "profile") -> list[Assignment]:
         name = match.group(0)
         start = reader.pos
         reader.pos = match.end() + 1
-        value: str | tuple[str, ...]
-        if reader.peek() == "(":
-            reader.take()
-            words: list[str] = []
-            while True:
-                _skip_blanks(reader, newlines=True)
-                if reader.at_end():
-                    raise reader.error(f"{name}=( is not closed")
-                if reader.peek() == ")":
-                    reader.take()
-                    break
-                if reader.peek() == ";":  # bash: syntax error near unexpected token
-                    raise reader.error(f"unquoted ';' inside {name}=( ... )")
-                words.append(_word(reader, in_array=True))
-            value = tuple(words)
+        value: Value
+        if name in opaque:
+            value_at, value_line = reader.pos, reader.line
+            try:
+                value = _plain_value(reader, name)
+            except Expansion:
+                reader.pos, reader.line = value_at, value_line
+                scanner = _Opaque(reader)
+                scanner.value()
+                value = Opaque(text[value_at:reader.pos], "".join(scanner.literal))
         else:
-            value = _word(reader, in_array=False)
+            value = _plain_value(reader, name)
         found.append(Assignment(name, value, line, reader.line, start, reader.pos))
         _skip_blanks(reader, newlines=False)
         if not reader.at_end() and reader.peek() not in "\n;":
             raise reader.error(f"more than one word after {name}= (quote the value)")
+
+
+def _plain_value(reader: _Reader, name: str) -> str | tuple[str, ...]:
+    """A value of plain words: one, or an array ``(WORD ...)``."""
+    if reader.peek() != "(":
+        return _word(reader, in_array=False)
+    reader.take()
+    words: list[str] = []
+    while True:
+        _skip_blanks(reader, newlines=True)
+        if reader.at_end():
+            raise reader.error(f"{name}=( is not closed")
+        if reader.peek() == ")":
+            reader.take()
+            return tuple(words)
+        if reader.peek() == ";":  # bash: syntax error near unexpected token
+            raise reader.error(f"unquoted ';' inside {name}=( ... )")
+        words.append(_word(reader, in_array=True))

@@ -1284,7 +1284,10 @@ def network_config_files() -> Fuzz:
         "VLANID=10", "Mode=802.3ad", "X=(unclosed", "=", "",
         "iface br0 inet manual", "    slaves eth0", "    mtu 1500", "    use bridge",
         "    requires all", "    bridge-ports regex eth.*", "  bond-mode 1",
-        "    bond-master bond0", "    bond-ports glob swp1-2", "iface br0"])
+        "    bond-master bond0", "    bond-ports glob swp1-2", "iface br0",
+        'ExecUpPost="ip link set dev br0 address $(cat /sys/class/net/eth0/address); ip_set"',
+        "ExecDownPre=`ip link set bond0 mtu $MTU`", 'ExecUpPost=("$(a "b)")" ${X:-y})',
+        "ExecUpPost=$((1+"])
 
     def check(parts: list[str]) -> None:
         text = "\n".join(parts) + "\n"
@@ -1298,6 +1301,8 @@ def network_config_files() -> Fuzz:
         profile = only_typed_errors(lambda: Profile.parsed("/etc/netctl/x", None, text))
         if profile is not None:
             only_typed_errors(lambda: profile_config(profile))
+            for hook in profile.opaque_hooks():  # kept byte for byte
+                assert text[hook.start:hook.end].startswith(f"{hook.name}=")
         for part in parts:
             only_typed_errors(lambda part=part: parse_timespan_ms(part))  # type: ignore[misc]
 

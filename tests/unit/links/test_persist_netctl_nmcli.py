@@ -155,3 +155,45 @@ def test_a_profile_that_needs_bash_is_reported_not_guessed(tmp_path: Path) -> No
     with pytest.raises(ZsnError, match=r"zsn does not understand /etc/netctl/bridge:4: "):
         plan_persist(host, [Upsert(LinkConfig("bond0", "bond", mtu=9000),
                                    frozenset({"mtu"}))], ["bond0"])
+
+
+ARCHWIKI = Path(__file__).parents[2] / "fixtures" / "corpus" / "netctl" / "archwiki"
+
+
+def test_a_bridge_with_a_hook_is_read_and_its_hook_kept_as_written(tmp_path: Path) -> None:
+    """The ArchWiki's bridge that takes eth0's MAC in ExecUpPost with $(cat ...): the
+    data is read, the hook is never run nor rewritten, and only a change that needs the
+    hook's value is refused, naming its line."""
+    from zsn.errors import ValidationError
+    from zsn.links.persist.owner import plan_persist
+    from zsn.system.host import Host
+
+    folder = tmp_path / "etc/netctl"
+    folder.mkdir(parents=True)
+    shutil.copy(ARCHWIKI / "bridge-mac-of-eth0", folder / "bridge")
+    host = Host(tmp_path)
+    persisted = NETCTL.read(host)
+    assert persisted.configs["br0"] == LinkConfig("br0", "bridge", ("eth0", "tap0"), stp=False)
+    [unread] = persisted.unread
+    assert (unread.line, unread.kind, unread.blocking, unread.names) == (6, "hook", False,
+                                                                         ("br0",))
+    with pytest.raises(ValidationError, match=r"/etc/netctl/bridge:6: ExecUpPost uses an "):
+        NETCTL.plan(host, [Upsert(LinkConfig("br0", "bridge", mtu=1400),
+                                  frozenset({"mtu"}))], persisted)
+    text = (folder / "bridge").read_text()
+    plan = plan_persist(host, [Upsert(LinkConfig("br0", "bridge", ("eth0",)),
+                                      frozenset({"members"}))], ["br0"])
+    [edit] = plan.edits
+    assert edit.new_text == text.replace("BindsToInterfaces=(eth0 tap0)",
+                                         "BindsToInterfaces=(eth0)")
+
+
+def test_a_backup_of_a_profile_is_no_profile(tmp_path: Path) -> None:
+    """netctl's list_profiles skips NAME~ (and hidden files): an editor's backup of the
+    bond profile does not stand for it."""
+    from zsn.system.host import Host
+
+    host = Host(netctl_root(tmp_path))
+    backup = host.path("/etc/netctl/a-bond~")
+    backup.write_text((EXAMPLES / "bonding").read_text().replace("(eth0 eth2)", "(eth9)"))
+    assert NETCTL.read(host).configs["bond0"].members == ("eth0", "eth2")

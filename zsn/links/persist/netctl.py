@@ -9,8 +9,12 @@ with ``netctl enable NAME`` to come up at boot.
 Profiles are read as bash reads them (`zsn.bash`: assignments only, nothing run; the
 last assignment of a name wins; netctl's connection scripts turn a plain
 ``BindsToInterfaces=eth0`` into a one-element array, without splitting it). A profile
-that needs bash to evaluate it is reported, not guessed. An edit replaces only the
-assignments whose meaning changes, character for character; every other byte stays.
+whose data needs bash to evaluate it is reported, not guessed; a hook that does
+(``ExecUpPost="... $(cat ...)"``) is kept as written and never run: the profile is
+read, what zsn would read from the hook (an MTU, STP, miimon) comes from its literal
+commands only, and a change that would rewrite the hook is refused. An edit replaces
+only the assignments whose meaning changes, character for character; every other
+byte stays.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from zsn.bash import Assignment, parse_assignments, quote
+from zsn.bash import (
+    NETCTL_HOOKS,
+    Assignment,
+    Opaque,
+    Value,
+    is_netctl_profile,
+    parse_assignments,
+    quote,
+)
 from zsn.errors import ParseError, ValidationError
 from zsn.links import bonding
 from zsn.links.persist import (
@@ -41,8 +53,6 @@ from zsn.system.host import Host
 
 DIRECTORY = NETCTL_DIR
 LINK_CONNECTIONS = ("bond", "vlan", "bridge")
-_NOT_PROFILES = (".action", ".conf", ".service", ".zsn-bak")
-_SUBDIRECTORIES = {"examples", "hooks", "interfaces"}
 _EXEC_MTU = re.compile(r"ip link set (?:dev )?(\S+) mtu (\d+)")
 _EXEC_MIIMON = re.compile(r"ip link set (?:dev )?(\S+) type bond miimon (\d+)")
 _EXEC_STP = re.compile(r"ip link set (?:dev )?(\S+) type bridge stp_state ([01])")
@@ -61,11 +71,15 @@ class Profile:
 
     @classmethod
     def parsed(cls, path: str, snapshot: files.FileSnapshot | None, text: str) -> Profile:
-        return cls(path, snapshot, text, parse_assignments(text, path))
+        return cls(path, snapshot, text, parse_assignments(text, path, NETCTL_HOOKS))
 
-    def variables(self) -> dict[str, str | tuple[str, ...]]:
+    def variables(self) -> dict[str, Value]:
         """Each variable's value after the file has run (the last assignment wins)."""
         return {a.name: a.value for a in self.assignments}
+
+    def opaque_hooks(self) -> list[Assignment]:
+        """The hooks that hold a value bash computes (kept as written)."""
+        return [a for a in self.assignments if isinstance(a.value, Opaque)]
 
     def set(self, name: str, written: str) -> None:
         """Make `name`'s last assignment read ``name=written`` (appended when absent)."""
@@ -76,7 +90,7 @@ class Profile:
             self.text += f"{name}={written}\n"
         else:
             self.text = self.text[:last.start] + f"{name}={written}" + self.text[last.end:]
-        self.assignments = parse_assignments(self.text, self.path)
+        self.assignments = parse_assignments(self.text, self.path, NETCTL_HOOKS)
 
     def unset(self, name: str) -> None:
         """Remove every assignment of `name`; a line left blank by it goes too."""
@@ -90,17 +104,17 @@ class Profile:
                 self.text = self.text[:start] + self.text[end:]
             else:
                 self.text = self.text[:assignment.start] + self.text[assignment.end:]
-        self.assignments = parse_assignments(self.text, self.path)
+        self.assignments = parse_assignments(self.text, self.path, NETCTL_HOOKS)
 
 
 def _array(names: tuple[str, ...]) -> str:
     return "(" + " ".join(quote(name) for name in names) + ")"
 
 
-def _bound(value: str | tuple[str, ...] | None) -> tuple[str, ...]:
+def _bound(value: Value | None) -> tuple[str, ...]:
     """``BindsToInterfaces`` as netctl's scripts use it: ``("${BindsToInterfaces[@]}")``
     makes a plain value one element, never split at spaces."""
-    if value is None:
+    if value is None or isinstance(value, Opaque):
         return ()
     return value if isinstance(value, tuple) else (value,)
 
@@ -110,20 +124,39 @@ def read_profiles(host: Host, persisted: Persisted | None = None) -> list[Profil
     reported in `persisted` (blocking when it looks like a bond, VLAN or bridge)."""
     found = []
     for path in files.list_files(host.path(DIRECTORY)):
-        if path.name in _SUBDIRECTORIES or path.name.startswith(".") or files.is_dir(path) or \
-                path.name.endswith(_NOT_PROFILES):
+        if not is_netctl_profile(path.name) or files.is_dir(path):
             continue
         system_path = f"{DIRECTORY}/{path.name}"
         snapshot = files.read_tracked(path)
         try:
-            found.append(Profile.parsed(system_path, snapshot, snapshot.text))
+            profile = Profile.parsed(system_path, snapshot, snapshot.text)
         except ParseError as exc:
             if persisted is not None:
                 link = _CONNECTION_TEXT.search(snapshot.text) is not None
                 persisted.unread.append(Unread(
                     system_path, exc.line, f"{exc.reason}; zsn reads profiles without "
                     "running them", "bash-code", blocking=link))
+            continue
+        found.append(profile)
+        if persisted is not None:
+            interface = profile.variables().get("Interface")
+            for hook in profile.opaque_hooks():
+                persisted.unread.append(Unread(
+                    system_path, hook.line, f"{hook.name} uses an expansion bash evaluates "
+                    "as netctl reads the profile: zsn keeps it as written, never runs it, "
+                    "and reads only its literal commands", "hook", blocking=False,
+                    names=(interface,) if isinstance(interface, str) else ()))
     return found
+
+
+def _exec_text(value: Value | None) -> str:
+    """ExecUpPost's commands as text; of a hook zsn keeps opaque, what is certain of it
+    (the expansions blanked out)."""
+    if value is None:
+        return ""
+    if isinstance(value, Opaque):
+        return value.literal
+    return " ; ".join(value) if isinstance(value, tuple) else value
 
 
 def profile_config(profile: Profile) -> LinkConfig | None:
@@ -133,8 +166,7 @@ def profile_config(profile: Profile) -> LinkConfig | None:
     if kind not in LINK_CONNECTIONS or not isinstance(name, str):
         return None
     bound = _bound(variables.get("BindsToInterfaces"))
-    exec_up = variables.get("ExecUpPost", "")
-    exec_up = " ; ".join(exec_up) if isinstance(exec_up, tuple) else exec_up
+    exec_up = _exec_text(variables.get("ExecUpPost"))
     mtu = next((int(m.group(2)) for m in _EXEC_MTU.finditer(exec_up) if m.group(1) == name),
                None)
     miimon = next((int(m.group(2)) for m in _EXEC_MIIMON.finditer(exec_up)
@@ -254,9 +286,16 @@ class NetctlBackend(FileBackend):
             put("Mode", config.mode, quote(config.mode))
         if not fields & EXEC_FIELDS:
             return
+        current = variables.get("ExecUpPost")
+        if isinstance(current, Opaque):
+            hook = next(a for a in reversed(profile.assignments) if a.name == "ExecUpPost")
+            changed = ", ".join(sorted(fields & EXEC_FIELDS))
+            raise ValidationError(
+                f"{profile.path}:{hook.line}: ExecUpPost uses an expansion bash evaluates as "
+                f"netctl reads the profile; zsn keeps it as written and does not rewrite it, "
+                f"and netctl has no other place for the {changed}: change it there by hand")
         # Keep the profile's own ExecUpPost commands; replace only zsn's for this link.
         own = re.compile(rf"ip link set (?:dev )?{re.escape(config.name)} (?:mtu|type )")
-        current = variables.get("ExecUpPost")
         current_text = " ; ".join(current) if isinstance(current, tuple) else current or ""
         kept = [part.strip() for part in current_text.split(";")
                 if part.strip() and not own.match(part.strip())]
