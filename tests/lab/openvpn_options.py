@@ -2,10 +2,12 @@
 after parsing and checking the config, before it opens anything that matters).
 
 OpenVPN checks that the files a config names exist before the dump, so each one it
-names in an "Options error: --X fails with 'FILE'" is created empty (an ``up`` script
-executable) in the config's folder, and OpenVPN runs again, up to `ROUNDS` times. It
-runs in a private network namespace (``unshare -n``), so a tun device or a socket it
-gets as far as opening touches nothing of the host; it stops on the empty keys.
+names in an "Options error: --X fails with 'FILE'" is created empty (a script, ``up``
+or ``client-connect`` ..., executable) in the config's folder, and OpenVPN runs again,
+up to `ROUNDS` times; a static key it pre-loads while checking the options (``tls-auth
+ta.key``) is made with ``openvpn --genkey secret``. It runs in a private network
+namespace (``unshare -n``), so a tun device or a socket it gets as far as opening
+touches nothing of the host; it stops on the empty certificates.
 
     options(path) -> Dump
 """
@@ -17,8 +19,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zsn.openvpn.config import SCRIPT_OPTIONS
+
 ROUNDS = 12
 _MISSING = re.compile(r"Options error: --([\w-]+)(?: script)? fails with '([^']+)'")
+_KEY = re.compile(r"Cannot pre-load keyfile \((.+?)\)")
 _STAMP = r"^\S+ \S+ us=\d+ "
 _OPTION = re.compile(_STAMP + r" {2}(\w+) = (.*)$")
 _PROFILE = re.compile(_STAMP + r"Connection profiles \[(\d+)\]:$")
@@ -46,8 +51,13 @@ def options(path: Path) -> Dump:
             target = path.parent / missing.group(2)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.touch()
-            if missing.group(1) in ("up", "down", "route-up", "ipchange"):
+            if missing.group(1) in SCRIPT_OPTIONS:
                 target.chmod(0o755)
+            continue
+        key = _KEY.search(output)
+        if key:
+            subprocess.run(["openvpn", "--genkey", "secret", key.group(1)], cwd=path.parent,
+                           capture_output=True, timeout=30, check=True)
             continue
         if "Options error" in output:
             line = next(line for line in output.splitlines() if "Options error" in line)

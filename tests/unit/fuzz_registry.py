@@ -316,19 +316,29 @@ _ovpn_fragments = st.sampled_from([
     "<tls-crypt>", "</connection>", "setenv opt up /x", "setenv opt", "setenv opt ../x",
     "up 'a b' \"c\\\"d\"", "config other.conf", "# comment", "; comment", "  --dev tun",
     "auth-user-pass ../../x", "dhcp-option DNS 10.0.0.1", "'unterminated", "\\", "",
+    "remote <SERVER DNS OR IP HERE> 1194", "nobind", "mode server", "server 10.8.0.0 "
+    "255.255.255.0", "<connection>", "remote a 1 tcp", "ignore-unknown-option x",
+    "proto bogus", "server-bridge nogw", "crl-verify dir dir", "<up>", "</up>",
 ])
 _ovpn_text = _joined(st.lists(st.one_of(_ovpn_fragments, _noise), max_size=30))
 
 
 @entry("OpenVPN config", 3000,
-      ["zsn.openvpn.config:parse"])
+      ["zsn.openvpn.config:parse", "zsn.openvpn.refusals:option_refusals",
+       "zsn.openvpn.refusals:combination_refusals"])
 def openvpn_config() -> Fuzz:
+    from zsn.openvpn.refusals import combination_refusals, option_refusals
+
     def check(text: str) -> None:
         parsed = only_typed_errors(lambda: ovpn_config.parse(text, "office.conf"))
         if parsed is None:
             return
         assert parsed.render() == text
         assert ovpn_config.parse(parsed.render(), "office.conf").directives == parsed.directives
+        lines = [(directive, directive.line + 1) for directive in parsed.directives]
+        for refusal in option_refusals(lines) + combination_refusals(lines):
+            assert refusal.line is None or 1 <= refusal.line <= len(parsed.lines) + 1
+            assert "\n" not in refusal.message
 
     return _ovpn_text, check
 

@@ -32,6 +32,7 @@ from zsn.openvpn.connections import (
     role_and_reason,
 )
 from zsn.openvpn.effects import ReadConfig, advice, analyze
+from zsn.openvpn.refusals import profile_refusals
 from zsn.plan import Check, FileEdit, LiveStep, Plan, Step
 from zsn.system.files import (
     PRIVATE_FILE_MODE,
@@ -260,6 +261,10 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
         raise
     except ZsnError as exc:  # the profile given is missing, unreadable, not a profile
         raise ValidationError(str(exc), field="file") from exc
+    refused, unchecked = profile_refusals(config, source.name)
+    if refused:
+        where = f"{source}:{refused[0].line}" if refused[0].line else str(source)
+        raise ValidationError(f"{where}: {refused[0].message}", field="file")
     role, reason = role_and_reason(config)
     if role != "client":
         why = (f"'{reason.name}' at line {reason.line + 1}" if reason is not None
@@ -295,6 +300,7 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
     warnings += [f"'config {used.written}' includes {used.written}, which is not imported: "
                  f"once imported it reads {used.path}; check it and copy it there"
                  for used in effects.files if used.use == "includes"]
+    warnings += [unchecked] if unchecked else []
     return Plan(f"import {source.name} as {target_file.unit}",
                 [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
 

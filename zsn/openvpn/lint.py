@@ -16,6 +16,7 @@ from zsn.openvpn.config import (
 )
 from zsn.openvpn.connections import CONFIG_DIR, ConfigFile, discover, load, summarize
 from zsn.openvpn.effects import Effects, ReadConfig, advice, analyze
+from zsn.openvpn.refusals import option_refusals, profile_refusals
 from zsn.system.files import exists, is_world_readable, read_tracked
 from zsn.system.host import Host
 from zsn.system.packages import package_version
@@ -41,6 +42,9 @@ RULES = {
     "OVPN009": "a file it reads, sends or writes lies outside the config's folder",
     "OVPN010": "config file name that is no usable connection name (unit, socket path)",
     "OVPN011": "a TLS server without 'dh', which OpenVPN before 2.7 refuses to start",
+    "OVPN012": "a line OpenVPN refuses as it reads the config (an option it does not know, "
+               "a wrong number of parameters, a value it checks), so it does not start; "
+               "checked with its option table, and by the openvpn binary when installed",
 }
 DH_OPTIONAL_SINCE = (2, 7)
 """OpenVPN 2.7 uses ECDH when a TLS server names no 'dh'; 2.6 and older refuse."""
@@ -88,6 +92,7 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             "add 'dh none' (ECDH, no file) or 'dh FILE'")
 
     effects = effects_of(host, config_file, config)
+    findings.extend(_refused_lines(config_file, config, effects))
     for directive, _line in effects.directives:
         if directive.name not in FILE_OPTIONS or not directive.arg:
             continue
@@ -144,6 +149,26 @@ def lint_config(host: Host, config_file: ConfigFile, config: OvpnConfig) -> list
             f"management interface on TCP {management.args[0]}:{management.args[1]} "
             "without a password file: any local user can control the tunnel",
             f"use 'management /run/openvpn-{config_file.kind}/{config_file.name}.sock unix'")
+    return findings
+
+
+def _refused_lines(config_file: ConfigFile, config: OvpnConfig,
+                   effects: Effects) -> list[Finding]:
+    """OVPN012: what OpenVPN refuses in the config (its option table, the combinations
+    it refuses, the installed openvpn's own parse) and in the files it includes."""
+    refused, unchecked = profile_refusals(config, config_file.path.name)
+    found = [(str(config_file.path), refusal) for refusal in refused]
+    for where_file in dict.fromkeys(where.file for _d, where in effects.directives):
+        if where_file != config_file.path:
+            lines = [(d, where.line) for d, where in effects.directives
+                     if where.file == where_file]
+            found += [(str(where_file), refusal) for refusal in option_refusals(lines)]
+    findings = [Finding("OVPN012", "error", config_file.unit, refusal.message,
+                        "correct the line: OpenVPN does not start this config", path,
+                        refusal.line) for path, refusal in found]
+    if unchecked:
+        findings.append(Finding("OVPN012", "info", config_file.unit, unchecked,
+                                "run 'zsn vpn lint' again"))
     return findings
 
 

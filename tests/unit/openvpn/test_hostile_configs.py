@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from zsn.cli import main
+from zsn.errors import ValidationError
 from zsn.lint import Finding
 from zsn.openvpn import actions, lint
 from zsn.system.host import Host
@@ -134,14 +135,19 @@ def test_relative_files_outside_the_config_folder_are_flagged(root: Host, line: 
     assert finding.line == 3
 
 
+CLIENT_PROGRAMS = PROGRAMS[:3]
+"""The programs OpenVPN takes in a client profile (the others are server options, and
+iproute is no option on Linux: OpenVPN refuses a client profile with them)."""
+
+
 def test_import_warns_about_all_that_lint_would(root: Host, tmp_path: Path) -> None:
     source = tmp_path / "provider.ovpn"
     source.write_text("client\nremote vpn.example.net\nsetenv opt script-security 3\n"
-                      + "\n".join(PROGRAMS) + "\nauth-user-pass /etc/shadow\n"
+                      + "\n".join(CLIENT_PROGRAMS) + "\nauth-user-pass /etc/shadow\n"
                       "log /etc/passwd\nconfig extra.conf\n")
     (tmp_path / "extra.conf").write_text("route-up /tmp/r.sh\n")
     warnings = "\n".join(actions.plan_import(root, source, "provider").warnings)
-    for program in PROGRAMS:
+    for program in CLIENT_PROGRAMS:
         assert program.removeprefix("setenv opt ") in warnings, program
     assert "route-up /tmp/r.sh" in warnings  # behind the include, read from beside the file
     assert "script-security 3" in warnings
@@ -158,3 +164,15 @@ def test_import_warns_about_all_that_lint_would(root: Host, tmp_path: Path) -> N
         for program in finding.message.split(": ", 1)[1].split("; "):
             if not program.startswith("script-security"):
                 assert program in warnings, program
+
+
+def test_import_refuses_a_profile_openvpn_refuses(root: Host, tmp_path: Path) -> None:
+    """A client profile with a server's program, or an option Linux's OpenVPN does not
+    know: OpenVPN would not start it, so it is not imported (the line named)."""
+    for line, words in ((3, "client-connect requires --mode server"),
+                        (3, "'iproute' is not an option")):
+        source = tmp_path / "provider.ovpn"
+        program = PROGRAMS[5] if "client-connect" in words else PROGRAMS[6]
+        source.write_text(f"client\nremote vpn.example.net\n{program}\n")
+        with pytest.raises(ValidationError, match=rf"provider.ovpn:{line}: .*{words}"):
+            actions.plan_import(root, source, "provider")
