@@ -42,6 +42,11 @@ class AccessDeniedError(ZsnError):
     Callers test for it by class, never by the message's words."""
 
 
+class UnsafeStateError(ZsnError):
+    """A file or folder zsn keeps its own state in could be changed by someone else
+    (`zsn.system.own_state`): refused, nothing read from it or written to it."""
+
+
 class NetlinkError(ZsnError):
     """A netlink request failed; the message says why in plain words."""
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +88,14 @@ def scraped(wg_pair: WgPair, tmp_path: Path) -> Iterator[Scraped]:
     needs_tools("prometheus", "promtool")
     ns = wg_pair.ns[0]
     pki = make_pki(server_names=[ZSN_ADDRESS])
-    (tmp_path / "zsn.crt").write_text(pki.server_cert)
-    (tmp_path / "zsn.key").write_text(pki.server_key)
+    # The web config is zsn's own state: in a folder only root can change, up to /
+    # (pytest's tmp_path lies in /tmp, which everyone may write to).
+    web = Path(tempfile.mkdtemp(prefix="zsn-test-web-", dir="/run"))
+    (web / "zsn.crt").write_text(pki.server_cert)
+    (web / "zsn.key").write_text(pki.server_key)
     (tmp_path / "ca.crt").write_text(pki.ca_cert)
     hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(10)).decode()
-    (tmp_path / "web.yml").write_text(
+    (web / "web.yml").write_text(
         "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
         f'basic_auth_users:\n  prometheus: "{hashed}"\n')
     (tmp_path / "password").write_text(PASSWORD)
@@ -109,7 +114,7 @@ def scraped(wg_pair: WgPair, tmp_path: Path) -> Iterator[Scraped]:
         "scrape_configs:\n" + job("zsn", "https", "password")
         + job("wrong-password", "https", "wrong") + job("no-tls", "http", "password"))
     zsn = start([sys.executable, "-m", "zsn", "serve", "--listen", target,
-                 "--web-config", str(tmp_path / "web.yml")], ns, tmp_path / "zsn.log",
+                 "--web-config", str(web / "web.yml")], ns, tmp_path / "zsn.log",
                 env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     prometheus = start(["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
                         f"--storage.tsdb.path={tmp_path / 'data'}",
@@ -122,6 +127,7 @@ def scraped(wg_pair: WgPair, tmp_path: Path) -> Iterator[Scraped]:
     finally:
         stop_process(prometheus)
         stop_process(zsn)
+        shutil.rmtree(web)
     assert zsn.returncode == 0, (tmp_path / "zsn.log").read_text()[-2000:]
 
 

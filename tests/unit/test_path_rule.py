@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from zsn.errors import ZsnError
+from zsn.errors import UnsafeStateError, ZsnError
 from zsn.system import files, wireless
 from zsn.system.host import MAX_LINK_HOPS, Host
 
@@ -94,9 +94,11 @@ def test_a_linked_parent_folder_cannot_carry_a_write_out(tree: tuple[Host, Path]
     target = host.path("/etc/wireguard/shadow")
     with pytest.raises(ZsnError):
         files.write_atomic(target, "x\n", previous=None)
-    files.ensure_private_dir(host.path("/etc/wireguard/clients"))
-    assert (host.root / outside.parent.relative_to("/") / "clients").is_dir()
-    assert not (outside.parent / "clients").exists() and outside.read_text() == SECRET
+    files.ensure_private_dir(host.path("/etc/wireguard/keys"))
+    assert (host.root / outside.parent.relative_to("/") / "keys").is_dir()
+    assert not (outside.parent / "keys").exists() and outside.read_text() == SECRET
+    with pytest.raises(UnsafeStateError, match="/etc/wireguard: is a symbolic link"):
+        files.ensure_private_dir(host.path("/etc/wireguard/clients"))  # zsn's own state
 
 
 def test_a_socket_link_is_never_followed_out() -> None:
@@ -155,6 +157,7 @@ def test_a_sysfs_file_that_is_no_file_is_refused_at_once(tree: tuple[Host, Path]
 ALLOWED = {
     "zsn/system/files.py": "the path rule's reads and writes",
     "zsn/system/host.py": "the path rule itself",
+    "zsn/system/own_state.py": "the state rule: it looks at each part of a path (lstat)",
     "zsn/tui/themes.py": "zsn's own theme files and the user's ~/.config, not a tree",
     "zsn/tui/app.py": "zsn's own style sheets",
     "zsn/openvpn/actions.py:resources": "zsn's own DNS hook, from its package",

@@ -91,12 +91,12 @@ def test_zsn_and_promtool_agree_on_what_a_web_config_is(tmp_path: Path, pki: Pki
 
     path = config(tmp_path, VALID)
     assert promtool_accepts(path)
-    WebConfig.load(Host(), str(path))
+    WebConfig.load(Host(tmp_path), "/web.yml")
     for case, text in INVALID.items():
         path = config(tmp_path, text)
         assert not promtool_accepts(path), case
         with pytest.raises(ZsnError):
-            WebConfig.load(Host(), str(path))
+            WebConfig.load(Host(tmp_path), "/web.yml")
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -123,7 +123,8 @@ def test_what_python_cannot_honour_is_refused_not_weakened(
         tmp_path: Path, pki: Pki, text: str, reason: str) -> None:
     write_tls(tmp_path, pki)
     with pytest.raises(ZsnError, match=reason):
-        WebConfig.load(Host(), str(config(tmp_path, text)))
+        config(tmp_path, text)
+        WebConfig.load(Host(tmp_path), "/web.yml")
 
 
 def test_go_durations() -> None:
@@ -204,7 +205,7 @@ def test_client_certificates_and_their_names(fake_sections: dict[str, ModuleType
     path = config(tmp_path, "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n"
                   "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
                   "  client_allowed_sans: [scraper.lab]\n")
-    WebConfig.load(Host(), str(path)).require_remote_safe()  # verified clients suffice
+    WebConfig.load(Host(tmp_path), "/web.yml").require_remote_safe()  # verified clients suffice
     with running(tmp_path, "--web-config", "/web.yml", "steady") as server:
         assert https(server.port, user=None, ca=pki.ca_cert, cert=client)[0] == 200
         with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
@@ -224,13 +225,14 @@ def test_the_rate_limit(fake_sections: dict[str, ModuleType], tmp_path: Path,
 
 def test_beyond_loopback_needs_tls_and_client_authentication(tmp_path: Path, pki: Pki) -> None:
     write_tls(tmp_path, pki)
-    no_tls = config(tmp_path, f'basic_auth_users:\n  prometheus: "{HASH}"\n')
+    config(tmp_path, f'basic_auth_users:\n  prometheus: "{HASH}"\n')
     with pytest.raises(ZsnError, match="needs TLS"):
-        WebConfig.load(Host(), str(no_tls)).require_remote_safe()
-    no_auth = config(tmp_path, "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n")
+        WebConfig.load(Host(tmp_path), "/web.yml").require_remote_safe()
+    config(tmp_path, "tls_server_config:\n  cert_file: zsn.crt\n  key_file: zsn.key\n")
     with pytest.raises(ZsnError, match="needs client authentication"):
-        WebConfig.load(Host(), str(no_auth)).require_remote_safe()
-    WebConfig.load(Host(), str(config(tmp_path, VALID))).require_remote_safe()
+        WebConfig.load(Host(tmp_path), "/web.yml").require_remote_safe()
+    config(tmp_path, VALID)
+    WebConfig.load(Host(tmp_path), "/web.yml").require_remote_safe()
 
 
 @pytest.mark.parametrize("change", [
@@ -293,8 +295,8 @@ def test_checks_are_cached_and_unknown_users_cost_the_same(tmp_path: Path, pki: 
     """bcrypt runs once per (user, hash, password); an unknown user is checked against a
     hash too, so timing does not tell which users exist."""
     slow_hash = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(12)).decode()
-    path = config(tmp_path, f'basic_auth_users:\n  prometheus: "{slow_hash}"\n')
-    web = WebConfig.load(Host(), str(path))
+    config(tmp_path, f'basic_auth_users:\n  prometheus: "{slow_hash}"\n')
+    web = WebConfig.load(Host(tmp_path), "/web.yml")
     settings = web.current()
 
     def timed(user: str, password: str) -> tuple[bool, float]:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zsn.errors import UnsafeStateError
 from zsn.system.host import Host
 from zsn.wireguard import hooks, uapi
 from zsn.wireguard import lint as wireguard_lint
@@ -291,7 +292,7 @@ def test_a_link_in_place_of_the_store_is_refused(host: Host, tmp_path: Path) -> 
     path.parent.mkdir()
     target = tmp_path / "elsewhere.sqlite"
     path.symlink_to(target)
-    with pytest.raises(HistoryError, match="not a regular file"):
+    with pytest.raises(UnsafeStateError, match="history.sqlite: is a symbolic link"):
         HistoryStore.open(host)
     assert not target.exists()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zsn.cli import main as cli_main
-from zsn.errors import FileChangedError, ParseError
+from zsn.errors import ParseError, UnsafeStateError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard import interfaces, lint
@@ -204,22 +204,25 @@ def test_a_clients_folder_linked_to_a_shared_directory_is_refused(
     linked.parent.mkdir(parents=True, exist_ok=True)
     linked.symlink_to(shared)
     before = _tree(host.root)
-    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 2
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 1
     [line] = capsys.readouterr().err.splitlines()
-    assert "symbolic link" in line and str(shared) in line
+    assert f"{link}: is a symbolic link (to {shared})" in line
     assert _tree(host.root) == before and not any(shared.iterdir())
 
 
-def test_a_clients_folder_linked_to_a_private_directory_is_used_deliberately(
+def test_a_clients_folder_linked_even_to_a_private_directory_is_refused(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    """Client configs hold keys zsn generated and hands out (``peer show``): its own
+    state, reached through no link (the state rule), wherever the link leads."""
     private = host.path("/srv/wireguard-clients")
     private.mkdir(parents=True, mode=0o700)
-    # As the link would be in the real system: the tree is read as a chroot reads it.
     host.path("/etc/wireguard/clients").symlink_to("/srv/wireguard-clients")
-    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 0
-    assert "is a link to" in capsys.readouterr().err
-    assert (private / "wg0/alice.conf").exists()
-    assert stat.S_IMODE((private / "wg0").stat().st_mode) == 0o700
+    before = _tree(host.root)
+    assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "/etc/wireguard/clients: is a symbolic link" in line
+    assert f"rm {host.path('/etc/wireguard/clients')} && cp -a {private} " in line
+    assert _tree(host.root) == before
 
 
 def test_a_new_file_is_never_created_through_a_symlink(host: Host) -> None:
@@ -230,6 +233,6 @@ def test_a_new_file_is_never_created_through_a_symlink(host: Host) -> None:
     client.symlink_to(outside)  # dangling: writing through it would create the file
     assert cli_main(["--root", str(host.root), "peer", "add", "wg0", "alice"]) == 2
     assert not outside.exists()
-    with pytest.raises(FileChangedError, match="symbolic link"):
+    with pytest.raises(UnsafeStateError, match="alice.conf: is a symbolic link"):
         files.write_atomic(client, "x\n", previous=None)
     assert not outside.exists()

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple, cast
 
 from zsn import decode
 from zsn.errors import ZsnError
+from zsn.system import own_state
 from zsn.system.files import read_text
 from zsn.system.host import Host
 
@@ -202,29 +203,6 @@ def parse(text: str, directory: Path, source: str, host: Host | None = None
     settings = {"tls": tls, "headers": headers, "users": users,
                 "rate_limit": RateLimit(interval, burst)}
     return settings, files
-
-
-def _trusted(path: Path) -> None:
-    """Users and TLS settings only from a file nobody but root (or zsn's own user) could
-    have written: a regular file, reached through no link, owned by one of them and not
-    writable by group or others, in a folder others cannot change. The one place the
-    web config meets zsn's rule for its own state (as OpenSSH's StrictModes)."""
-    owners = {0, os.geteuid()}
-    for each, folder in ((path, False), (path.parent, True)):
-        try:
-            st = os.lstat(each)
-        except OSError as exc:
-            raise ZsnError(f"{each}: {exc.strerror or exc}") from None
-        kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
-        if not kind:
-            raise ZsnError(f"{each}: not a {'folder' if folder else 'regular file'} (a link?): "
-                           "not read")
-        if st.st_uid not in owners:
-            raise ZsnError(f"{each}: owned by uid {st.st_uid}, not root: not read (fix: "
-                           f"chown root {each})")
-        if st.st_mode & 0o022 and not (folder and st.st_mode & stat.S_ISVTX):
-            raise ZsnError(f"{each}: writable by group or others: not read (fix: chmod go-w "
-                           f"{each})")
 
 
 def _regular_file(path: Path, where: str) -> None:
@@ -436,7 +414,9 @@ class WebConfig:
     def _reading(self) -> tuple[Settings, list[Path]]:
         """The file's settings, checked as strictly at every reading as at the first."""
         source = str(self.path)
-        _trusted(self.path)
+        # The state rule: users and TLS settings only from a file nobody else could
+        # have written (checked at start and at every reload).
+        own_state.check(self.path)
         text = read_text(self.path, CONFIG_MAX_BYTES)
         parsed, files = parse(text, self.path.parent, source, self.host)
         context, verifies = _tls_context(parsed["tls"], source)

@@ -10,7 +10,9 @@ one left by a zsn that was killed is removed by the next write in its directory.
 
 Every function here takes paths as `Host.path` names them and resolves them with
 `zsn.system.host.confine` first: under ``--root`` nothing here reads, lists, writes
-or removes anything outside the root, whatever links the tree holds.
+or removes anything outside the root, whatever links the tree holds. Below the
+places zsn keeps its own state (`zsn.system.own_state.PLACES`), each read, listing,
+write and removal passes the state rule (`own_state.check`) first.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from zsn.errors import AccessDeniedError, FileChangedError, ValidationError, ZsnError
+from zsn.errors import AccessDeniedError, FileChangedError, ZsnError
+from zsn.system import own_state
 from zsn.system.host import Host, confine, root_of
 from zsn.system.limits import MiB, describe_size
 
@@ -99,8 +102,21 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
     return _read_regular(path, max_bytes)[0]
 
 
+def _own_state(path: Path, *, folder: bool = False) -> None:
+    """The state rule, for a path below one of zsn's own state places."""
+    if own_state.is_own_state(path):
+        own_state.check(path, folder=folder)
+
+
+def _own_state_entry(path: Path) -> None:
+    """The state rule for an entry made, renamed or removed in a state folder."""
+    if own_state.is_own_state(path.parent):
+        own_state.check(path.parent, folder=True)
+
+
 def _read_regular(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     # Plain os calls: a file object costs more than reading a sysfs attribute or a kstat.
+    _own_state(path)
     real = confine(path)
     # O_NONBLOCK: opening a FIFO must not wait for a writer; no effect on files.
     try:
@@ -143,6 +159,7 @@ def list_files(directory: Path, pattern: str = "*") -> list[Path]:
     """The entries of `directory` whose names match `pattern`, sorted; none when it does
     not exist. Unlike ``Path.glob``, a folder zsn may not read is an error, not empty:
     a report that found nothing must mean there was nothing."""
+    _own_state(directory, folder=True)
     try:
         with os.scandir(confine(directory)) as entries:
             names = sorted(entry.name for entry in entries if fnmatch.fnmatchcase(entry.name,
@@ -159,6 +176,7 @@ def list_files(directory: Path, pattern: str = "*") -> list[Path]:
 def walk(directory: Path) -> list[Path]:
     """Every file and folder below `directory`, sorted, named under `directory` as it
     is spelled; links are listed, never followed (under a root: inside it)."""
+    _own_state(directory, folder=True)
     real = confine(directory)
     found: list[Path] = []
     for folder, dirs, names in os.walk(real, followlinks=False):
@@ -242,40 +260,62 @@ def read_link(path: Path) -> str:
 
 
 def make_dirs(path: Path) -> None:
-    """Create the folder `path` and any missing parents (inside the root)."""
-    confine(path).mkdir(parents=True, exist_ok=True)
+    """Create the folder `path` and any missing parents (inside the root). Below a
+    state place (`own_state.PLACES`) the folders it makes are writable by their owner
+    only, whatever the umask, as the state rule wants them."""
+    if not own_state.is_own_state(path):
+        confine(path).mkdir(parents=True, exist_ok=True)
+        return
+    if own_state.check(path, folder=True) is not None:
+        return
+    missing = []
+    current = path
+    while own_state.check(current, folder=True) is None:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile: checked below
+            os.mkdir(folder, 0o755)
+            os.chmod(folder, 0o755)
+    own_state.check(path, folder=True)
 
 
 def make_dir(path: Path, mode: int) -> None:
     """Create the one folder `path` (its parent exists), inside the root."""
+    _own_state_entry(path)
     (confine(path.parent) / path.name).mkdir(mode=mode)
 
 
 def remove_folder(path: Path) -> None:
     """Remove the empty folder `path` (a link in its place is not followed)."""
+    _own_state_entry(path)
     os.rmdir(confine(path.parent) / path.name)
 
 
 def remove_tree(path: Path) -> None:
     """Remove the folder `path` and everything in it (zsn's own records; inside the
     root, a link in its place is not followed); gone already is fine."""
+    _own_state(path, folder=True)
     shutil.rmtree(confine(path.parent) / path.name, ignore_errors=True)
 
 
 def open_append(path: Path, mode: int) -> int:
     """A descriptor appending to `path`, created with `mode` if missing (a log or a lock
     file zsn owns; inside the root, never through a link)."""
+    _own_state(path)
     return os.open(confine(path.parent) / path.name,
                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
 
 
 def make_link(target: str, link: Path) -> None:
     """Create the symbolic link `link` (inside the root) pointing at `target`."""
+    _own_state_entry(link)
     os.symlink(target, confine(link.parent) / link.name)
 
 
 def remove(path: Path, *, missing_ok: bool = False) -> None:
     """Remove the file `path` names (the entry itself: a link is removed, not followed)."""
+    _own_state_entry(path)
     try:
         os.unlink(confine(path.parent) / path.name)
     except FileNotFoundError:
@@ -285,6 +325,7 @@ def remove(path: Path, *, missing_ok: bool = False) -> None:
 
 def remove_link(link: Path) -> None:
     """Remove the symbolic link `link` itself, never what it points at."""
+    _own_state_entry(link)
     named = confine(link.parent) / link.name
     if not os.path.islink(named):
         raise FileChangedError(f"{link}: is no longer a symbolic link; not removed")
@@ -293,11 +334,14 @@ def remove_link(link: Path) -> None:
 
 def rename(source: Path, target: Path) -> None:
     """`os.replace` of `source` by name onto `target` (both inside the root)."""
+    _own_state_entry(source)
+    _own_state_entry(target)
     os.replace(confine(source.parent) / source.name, confine(target.parent) / target.name)
 
 
 def set_mode(path: Path, mode: int) -> None:
     """chmod what `path` names (under a root, inside it; never through a new link)."""
+    _own_state(path, folder=is_dir(path))
     real = confine(path)
     fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | _no_new_link(real, path))
     try:
@@ -327,48 +371,14 @@ def write_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
-def check_private_dirs(directory: Path, base: Path) -> list[str]:
-    """Refuse to put secrets in `directory` when it, or a folder between `base` and it,
-    is a symbolic link to a directory others may use; return notes for links to
-    private directories, which are followed deliberately.
-
-    A link to a directory owned by zsn's user and closed to everyone else is a
-    choice an admin made (keys kept on another disk); a link to anything else would
-    be followed by accident.
-    """
-    notes: list[str] = []
-    try:
-        relative = directory.relative_to(base)
-    except ValueError:
-        return notes
-    current = base
-    for part in relative.parts:
-        current = current / part
-        if not is_link(current):
-            continue
-        target = write_target(current)
-        try:
-            st = os.stat(target)
-        except OSError:
-            st = None
-        private = (st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-                   and not st.st_mode & 0o077)
-        if not private:
-            raise ValidationError(
-                f"{current} is a symbolic link to {target}, which is not a private directory "
-                "(owned by zsn's user, mode 0700): zsn writes private keys only into one; "
-                f"make {target} private or replace the link with a directory")
-        notes.append(f"{current} is a link to {target} (a private directory): client "
-                     "configs are written there")
-    return notes
-
-
 def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
 def ensure_private_dir(path: Path) -> None:
     """Create `path` (and parents) and make it 0700: it holds private keys."""
+    if own_state.is_own_state(path):
+        make_dirs(path)  # its parents without group/other write, checked
     path = confine(path)
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     os.chmod(path, PRIVATE_DIR_MODE)
@@ -391,6 +401,7 @@ def write_atomic(
     link stays a link, the backup goes next to the target); see `write_target`.
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
+    _own_state(path)
     named = confine(path.parent) / path.name
     if previous is None and os.path.islink(named):
         # A new file is created where it is named, never wherever a link points.
@@ -432,6 +443,7 @@ def publish(path: Path, content: str | bytes, *, mode: int = 0o644) -> None:
     never part of one; the temporary file's name does not end like `path`'s, so a
     collector reading ``*.prom`` never picks it up."""
     data = content.encode("utf-8") if isinstance(content, str) else content
+    _own_state(path)
     if not path.parent.is_dir():
         raise ZsnError(f"{path.parent}: directory does not exist")
     clean_stale_temps(path.parent)
@@ -492,6 +504,7 @@ def _running(pid: int) -> bool:
 def remove_with_backup(path: Path, *, previous: FileSnapshot) -> None:
     """Delete `path`, keeping what it held as ``<name>.zsn-bak`` (same mode); refused
     when the file changed since `previous` was read."""
+    _own_state(path)
     path = confine(path.parent) / path.name
     try:
         current = os.stat(path)
@@ -533,6 +546,8 @@ def _write_replace(
 def move(source: Path, target: Path) -> None:
     """Rename `source` to `target` (same filesystem), never over an existing file, and
     make the rename durable."""
+    _own_state_entry(source)
+    _own_state_entry(target)
     source = confine(source.parent) / source.name
     target = confine(target.parent) / target.name
     if os.path.lexists(target):

@@ -187,6 +187,7 @@ class Store:
         path = self.folder(_checked_id(change_id)) / "lock"
         if not files.is_dir(self.folder(change_id)):
             raise ValidationError(f"no change {change_id!r} (see zsn pending --all)")
+        self.load(change_id)  # a record zsn may not use gets no lock file either
         with os.fdopen(files.open_append(path, files.PRIVATE_FILE_MODE), "a") as handle:
             deadline = time.monotonic() + wait
             while True:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from zsn.errors import UnsafeStateError
 from zsn.system.host import Host
 from zsn.tries import store as records
 from zsn.tries.store import Change, Store
@@ -184,7 +185,14 @@ class Tries:
         try:
             waiting = [c for c in Store(self.app.host).waiting()
                        if c.state == records.PENDING]
+        except UnsafeStateError as exc:  # the state rule: said once, with the fix
+            self.app.call_from_thread(self._refused_store, str(exc))
+            return
         except Exception:  # noqa: BLE001 - no store (not root, no /run/zsn): nothing pending
             return
         if waiting:
             self.app.call_from_thread(self.start, waiting[0])
+
+    def _refused_store(self, message: str) -> None:
+        self.app.notify(message, title="Pending changes not read", severity="error",
+                        timeout=30)

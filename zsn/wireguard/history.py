@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import posixpath
 import sqlite3
-import stat
 import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,6 +35,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from zsn import decode
 from zsn.errors import ZsnError
+from zsn.system import own_state
 from zsn.system.host import Host
 from zsn.terminal import one_line
 
@@ -245,9 +244,8 @@ class _PeerEvent(NamedTuple):
 
 
 def store_path(host: Host) -> Path:
-    """Where the store is: under --root, its folders' links followed inside the tree
-    (the store itself must not be a link: `HistoryStore` refuses one)."""
-    return host.resolve(posixpath.dirname(STORE_PATH)) / posixpath.basename(STORE_PATH)
+    """Where the store is (no link on the way: the state rule refuses one)."""
+    return host.path(STORE_PATH)
 
 
 def reset_store(host: Host) -> Path | None:
@@ -255,12 +253,12 @@ def reset_store(host: Host) -> Path | None:
     to look at or delete) so the next recording starts a new one: what `RESET_COMMAND`
     does. The name it now has; None when there was no store."""
     path = store_path(host)
-    if _lstat(path) is None:
+    if own_state.check(path) is None:  # the state rule: nothing moved in a folder of others
         return None
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
     for suffix in ("", "-wal", "-shm"):
         part = path.with_name(path.name + suffix)
-        if _lstat(part) is not None:
+        if own_state.check(part) is not None:
             try:
                 os.replace(part, aside.with_name(aside.name + suffix))
             except OSError as exc:
@@ -273,12 +271,14 @@ class HistoryStore:
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        # SQLite opens the file itself, so the state rule is called here (not by
+        # zsn.system.files): nobody but root (or zsn's user) may have put it there.
+        own_state.check(path)
         if not create and not path.exists():
             raise HistoryError(f"{path}: no history yet (zsn records it while the TUI, "
                                "zsn serve or the zsn-history timer runs)")
         if create:
             _prepare_directory(path.parent)
-        _refuse_link(path)
         try:
             # isolation_level=None: transactions are begun explicitly (BEGIN IMMEDIATE).
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
@@ -606,32 +606,16 @@ def _add_period(amounts: dict[int, tuple[int, int]], period: int, data: bytes,
 
 
 def _prepare_directory(directory: Path) -> None:
-    """Create the store's folder 0700 (root's), refusing one that is a link or not a
-    folder (a hostile tree under --root)."""
-    st = _lstat(directory)
-    if st is None:
+    """Create the store's folder 0700 (root's) when it is missing (the state rule
+    checked what exists)."""
+    if own_state.check(directory, folder=True) is None:
         try:
             # Only the last level: a root without /var/lib is not a system to write to.
             directory.mkdir(mode=0o700)
+        except FileExistsError:
+            own_state.check(directory, folder=True)  # another zsn made it meanwhile
         except OSError as exc:
             raise HistoryError(f"{directory}: cannot be created ({_reason(exc)})") from exc
-    elif not stat.S_ISDIR(st.st_mode):
-        raise HistoryError(f"{directory}: not a folder (a link or a file); history not kept")
-
-
-def _refuse_link(path: Path) -> None:
-    st = _lstat(path)
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise HistoryError(f"{path}: not a regular file; history not kept")
-
-
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise HistoryError(f"{path}: {_reason(exc)}") from exc
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import FileEdit, Plan
-from zsn.system import files
+from zsn.system import files, own_state
 from zsn.system.host import Host
 from zsn.wireguard import addressing, settings
 from zsn.wireguard.acl import refuse_group_name
@@ -29,7 +29,7 @@ from zsn.wireguard.actions import (
     routes_check,
     settings_of,
 )
-from zsn.wireguard.config import WIREGUARD_DIR, Section, check_peer_name, config_path, parse
+from zsn.wireguard.config import Section, check_peer_name, config_path, parse
 from zsn.wireguard.device import LiveDevice, PeerSettings
 from zsn.wireguard.keys import (
     KeyPair,
@@ -216,7 +216,7 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
             ) if files.exists(client_path) else ()
             raise ValidationError(Phrase(f"{server.name} already has a peer named {name!r}",
                                          *hint))
-    link_notes = files.check_private_dirs(client_path.parent, host.path(WIREGUARD_DIR))
+    own_state.check(client_path.parent, folder=True)  # refused before any plan is shown
     profile = Profile(request.profile)
     device = server.live()
     live_only = _live_only_peers(server, device)
@@ -271,7 +271,6 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     if leftover is not None:
         plan.notes.append(f"replaces {client_path}, left by an add that was interrupted: no "
                           f"peer of {server.name} has its key")
-    plan.notes.extend(link_notes)
     plan.steps.append(server.edit(edited))
     _remember_endpoint(plan, server, typed_endpoint)
     if device is not None:

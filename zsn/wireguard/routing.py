@@ -18,7 +18,7 @@ from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
-from zsn.system import commands, files, netlink
+from zsn.system import commands, files, netlink, own_state
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
 from zsn.tries.restores import firewall_undo, sysctl_undo
@@ -197,7 +197,7 @@ def _client_config_edits(host: Host, interface: str, networks: list[str]) -> lis
     edits: list[FileEdit] = []
     if not files.is_dir(directory):
         return edits
-    files.check_private_dirs(directory, host.path(WIREGUARD_DIR))
+    own_state.check(directory, folder=True)  # refused before any plan is shown
     for path in files.list_files(directory, "*.conf"):
         snapshot = files.read_tracked(path)
         config = parse(snapshot.text, str(path))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zsn.errors import ZsnError
+from zsn.errors import UnsafeStateError, ZsnError
 from zsn.every import Every
 from zsn.exporter.prometheus import MetricFamily
 from zsn.system import files
@@ -125,7 +125,7 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     """`include_secrets` changes nothing: ZFS state holds no key material zsn reads."""
     reading = start_everything(host, now=time.time(), iostat=True)
     # While zpool and zfs run: the parsers and the advisor load.
-    from zsn.zfs import iostat, transfers
+    from zsn.zfs import iostat
     from zsn.zfs.lint import SUBJECT, advise
 
     snapshot, facts, outputs = reading.finish()
@@ -147,7 +147,19 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
                 errors.append(f"zpool iostat output not understood: {exc}")
     findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
     return section(snapshot, blocks, dataset_counters(host, names), findings,
-                   tuple(facts.notes), errors, transfers.read_transfers(host))
+                   tuple(facts.notes), errors, _transfers(host, errors))
+
+
+def _transfers(host: Host, errors: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The transfers' records; records the state rule refuses are an error of the
+    section (named, with the fix), not an empty list."""
+    from zsn.zfs.transfers import read_transfers
+
+    try:
+        return read_transfers(host)
+    except UnsafeStateError as exc:
+        errors.append(str(exc))
+        return {"running": [], "last": []}
 
 
 def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
@@ -223,10 +235,8 @@ class Poller:
         blocks = {pool: state.latest for pool, state in io.items() if state.latest is not None}
         errors = [f"zpool iostat {pool}: {state.error}" for pool, state in io.items()
                   if state.error]
-        from zsn.zfs.transfers import read_transfers
-
         return section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
-                       errors, read_transfers(self.host))
+                       errors, _transfers(self.host, errors))
 
     def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
         from zsn.zfs.facts import gather

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from zsn import decode
-from zsn.errors import ZsnError
+from zsn.errors import UnsafeStateError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -76,7 +76,12 @@ class Recorder:
     def _clear_stale(self) -> None:
         """Running files of this pair whose process is gone: this run supersedes them."""
         key = pair_key(self.record["source"], self.record["target"])
-        for record, path in _records(self.host.path(RUN_DIR)):
+        try:
+            found = _records(self.host.path(RUN_DIR))
+        except ZsnError as exc:  # the state rule refused the folder
+            self.problem = f"progress and results are not recorded ({exc})"
+            return
+        for record, path in found:
             if pair_key(str(record.get("source")), str(record.get("target"))) == key \
                     and not _alive(record):
                 with contextlib.suppress(OSError, ZsnError):
@@ -147,8 +152,12 @@ def _alive(record: dict[str, Any]) -> bool:
 
 
 def _records(directory: Path) -> list[tuple[dict[str, Any], Path]]:
+    """The records in `directory`; one that cannot be read is skipped, but a folder or a
+    file the state rule refuses is an error (`UnsafeStateError`), never an empty list."""
     try:
         entries = files.list_files(directory, "*.json")[:MAX_RECORDS]
+    except UnsafeStateError:
+        raise
     except (OSError, ZsnError):
         return []
     found = []
@@ -158,6 +167,8 @@ def _records(directory: Path) -> list[tuple[dict[str, Any], Path]]:
         try:  # a regular file of at most MAX_RECORD_BYTES, else skipped
             record = decode.from_json(files.read_bytes(path, MAX_RECORD_BYTES),
                                       dict[str, Any], str(path))
+        except UnsafeStateError:
+            raise
         except (OSError, ZsnError):
             continue
         if isinstance(record, dict) and isinstance(record.get("source"), str) and \
