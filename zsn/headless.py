@@ -93,23 +93,30 @@ def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
         sessions.name_in_plan(plan, session)
         sys.stdout.write(plan.describe())
         if seconds is not None:
-            sys.stdout.write(_try_summary(plan, seconds))
+            sys.stdout.write(_try_summary(host, plan, seconds))
         return EXIT_OK
+    _refuse_owned(host, plan)
     sessions.guard(plan, session, confirmed, seconds is not None)
     if seconds is None:
-        apply_or_show(plan, False, show_output)
+        apply_or_show(host, plan, False, show_output)
         return _report_differences(verify(plan), None)
     return _try(host, plan, seconds, session, show_output)
 
 
-def _try_summary(plan: Plan, seconds: float) -> str:
+def _refuse_owned(host: Host, plan: Plan) -> None:
+    from zsn.tries.lifecycle import refuse_owned
+
+    refuse_owned(host, plan)
+
+
+def _try_summary(host: Host, plan: Plan, seconds: float) -> str:
     from zsn.plan import FileEdit
     from zsn.tries.lifecycle import undo_of
     from zsn.tries.undo import describe
 
     lines = [f"Tried for {seconds:g} s: unless confirmed in time (zsn confirm ID), a guardian "
              "puts back:"]
-    lines += [f"  - {describe(undo)}" for undo in undo_of(plan)]
+    lines += [f"  - {describe(undo)}" for undo in undo_of(host, plan)]
     deferred = [step for step in plan.steps if isinstance(step, FileEdit) and step.persistent]
     lines += [f"  (written only on confirm: {step.path})" for step in deferred]
     return "\n".join(lines) + "\n"
@@ -162,13 +169,15 @@ def _report_differences(differences: list[str], change_id: str | None) -> int:
     return EXIT_ERROR
 
 
-def apply_or_show(plan: Plan, dry_run: bool,
+def apply_or_show(host: Host, plan: Plan, dry_run: bool,
                   show_output: Callable[[str], None] | None = None) -> int:
     """Print the plan (``--dry-run``) or apply it: what was done and notes go to stderr,
-    the plan's output (a client config, say) to stdout."""
+    the plan's output (a client config, say) to stdout. A plan that changes what a
+    pending try owns is refused, naming the try."""
     if dry_run:
         sys.stdout.write(plan.describe())
         return EXIT_OK
+    _refuse_owned(host, plan)
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for line in plan.apply():

@@ -17,6 +17,8 @@ host lacks: tests/kernel/test_tryback.py.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import textwrap
 import time
@@ -29,7 +31,13 @@ import pytest
 from tests.lab import sshd
 from tests.lab.netns import Lab, new_private_key, require_lab, run, stop_process, wait_for
 from tests.lab.sshd import SshLab, kill_all, zsn_command
-from tests.lab.tryback import Scenario, confirmed, never_confirmed, record_figure
+from tests.lab.tryback import (
+    CONFIRM_WINDOW,
+    Scenario,
+    confirmed,
+    never_confirmed,
+    record_figure,
+)
 from tests.needs import needs_tools
 
 pytestmark = pytest.mark.lab
@@ -409,13 +417,53 @@ def test_a_rollback_that_meets_a_changed_state_says_what_is_left(fresh: SshLab) 
             session.close()
         assert done["state"] == "rollback incomplete"
         outcome = done["outcome"]
-        assert f"{spare} (veth) is gone and zsn cannot make one again" in outcome["left"]
+        assert f"link {spare} was deleted since the try: left as it is (zsn rollback " \
+               f"{done['id']} --force restores it)" in outcome["left"]
         wait_for(lab.probe, 10, "the path, restored all the same")
         assert not _bridged(lab) and _link(lab, "zbr7") is None
         listed = lab.zsn("pending", "--all").stdout
-        assert "rollback incomplete at" in listed and f"NOT restored: {spare}" in listed
+        assert "rollback incomplete at" in listed
+        assert f"NOT restored: link {spare} was deleted since the try" in listed
+        forced = lab.zsn("rollback", str(done["id"]), "--force")
+        assert forced.returncode == 1  # forced, it is still a veth zsn cannot make
+        assert f"{spare} (veth) is gone and zsn cannot make one again" in forced.stdout
     finally:
         teardown()
+
+
+def test_a_try_owns_its_link_and_a_later_change_is_not_undone(fresh: SshLab) -> None:
+    """Issue 34: while ``link set UPLINK --mtu 1450 --try`` is pending, another change of
+    the link is refused naming the try, ``--confirm-ssh-link`` or not; one made anyway
+    by another tool (``ip``) is left alone by the guardian's rollback, which says so,
+    and ``zsn rollback ID --force`` restores the link all the same."""
+    lab = fresh
+    tried = lab.zsn("link", "set", lab.uplink, "--mtu", "1450", "--try", str(CONFIRM_WINDOW))
+    assert tried.returncode == 0, tried.stderr
+    change = lab.change()
+    change_id, title = change["id"], change["title"]
+    again = lab.zsn("link", "set", lab.uplink, "--mtu", "1460", "--confirm-ssh-link",
+                    lab.uplink)
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"zsn link: invalid: link {lab.uplink} belongs to change {change_id} ({title}), "
+        f"still being tried: keep it (zsn confirm {change_id}) or roll it back (zsn rollback "
+        f"{change_id}) first\n")
+    assert _mtu(lab) == 1450
+    run(["ip", "-n", lab.server, "link", "set", lab.uplink, "mtu", "1460"])  # another tool
+    guardian = lab.folder("/run/zsn") / "changes" / str(change_id) / "guardian"
+    os.kill(int(guardian.read_text()), signal.SIGTERM)  # its rollback now, not in 300 s
+    done = lab.wait_state(("rolled back", "rollback incomplete"), 30)
+    assert done["outcome"]["by"] == "the guardian, stopped by SIGTERM before the deadline"
+    assert done["outcome"]["left"] == [
+        f"link {lab.uplink} mtu changed since the try (was 1450, now 1460): left as it is "
+        f"(zsn rollback {change_id} --force restores it)"]
+    assert done["state"] == "rollback incomplete" and _mtu(lab) == 1460
+    listed = lab.zsn("pending", "--all").stdout
+    assert f"{change_id}  {title}  rollback incomplete at " in listed
+    assert f"NOT restored: link {lab.uplink} mtu changed since the try" in listed
+    forced = lab.zsn("rollback", str(change_id), "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert _mtu(lab) == 1500
 
 
 def test_the_session_and_its_path_are_found_even_without_ssh_connection(

@@ -16,7 +16,7 @@ import pytest
 from tests.needs import unavailable
 from tests.pilot import screen_as, wait_until
 from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
-from tests.unit.tries.test_lifecycle import plan_of
+from tests.unit.tries.conftest import plan_of
 from zsn.system.host import Host
 from zsn.tries import lifecycle
 from zsn.tries import session as sessions
@@ -139,3 +139,29 @@ async def test_a_pending_change_is_picked_up_and_rolled_back_with_u(
         await wait_until(pilot, lambda: "Trying" not in status(app), "the countdown gone")
         assert host.path("/etc/app.conf").read_text() == "old = 1\n"
         assert Store(host).load(change.id).outcome["by"] == "zsn's TUI (u)"
+
+
+async def test_a_change_to_what_the_pending_try_owns_is_refused_naming_it(
+        app: ZsnApp, host: Host) -> None:
+    """Tries own what they touch (issue 34): the TUI refuses before showing a plan,
+    naming the try and the keys that end it."""
+    if os.geteuid() != 0:
+        unavailable("the TUI looks for pending changes as root only")
+    began = await asyncio.to_thread(lifecycle.begin, host, risky_plan(host), 60,  # type: ignore[arg-type]
+                                    "zsn test", SESSION)
+    change = began.change
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.active_pane()
+        assert pane is not None
+        await wait_until(pilot, lambda: "Trying test change" in status(app),
+                         "the pending change shown", 30)
+        pane.run_plan(lambda: plan_of(host))
+        await wait_until(pilot, lambda: any(
+            n.title == "Nothing changed" for n in app._notifications), "the refusal", 30)
+        [refused] = [n for n in app._notifications if n.title == "Nothing changed"]
+        assert refused.message == (
+            f"file /etc/app.conf (and 2 more) belongs to change {change.id} (test change), "
+            "still being "
+            "tried: keep it (key k: Keep change) or roll it back (key u: Roll back) first")
+        assert not isinstance(app.screen, PlanScreen)
+        assert host.path("/etc/app.conf").read_text() == "new = 2\n"

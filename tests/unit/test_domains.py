@@ -134,8 +134,8 @@ DEMO_PACKAGE = {
 
         def run(args, host):
             path = host.path(f"/etc/demo/{args.name}")
-            return apply_or_show(Plan(f"greet {args.name}", [FileEdit(path, None, "hi\\n")]),
-                                 args.dry_run)
+            return apply_or_show(host, Plan(f"greet {args.name}",
+                                            [FileEdit(path, None, "hi\\n")]), args.dry_run)
     ''',
     "lint.py": '''
         from zsn.lint import Finding

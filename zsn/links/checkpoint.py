@@ -16,9 +16,8 @@ bottom), up/down, addresses, routes. What it cannot put back is reported with th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
 
 from zsn.errors import ZsnError
 from zsn.links import bonding
@@ -27,8 +26,56 @@ from zsn.links.model import KINDS_ZSN_MANAGES, Interface
 from zsn.links.persist import LinkConfig, config_of
 from zsn.system import netlink
 from zsn.system.host import Host
-from zsn.tries.restores import restore_routes
+from zsn.tries import params as checked
+from zsn.tries.restores import RouteData, restore_routes
 from zsn.tries.undo import Outcome, Undo
+
+
+@dataclass(frozen=True)
+class LinkRecipe:
+    """How to make a bond, VLAN or bridge again (`LinkConfig` without its members and
+    source), as a record keeps it: checked values only."""
+
+    name: str
+    kind: str
+    parent: str | None = None
+    vlan_id: int | None = None
+    mtu: int | None = None
+    mode: str | None = None
+    miimon: int | None = None
+    xmit_hash_policy: str | None = None
+    lacp_rate: str | None = None
+    stp: bool | None = None
+
+    def __post_init__(self) -> None:
+        checked.interface(self.name)
+        checked.choice(self.kind, KINDS_ZSN_MANAGES, "kind")
+        if self.parent is not None:
+            checked.interface(self.parent, "parent")
+        if self.vlan_id is not None:
+            checked.whole(self.vlan_id, 1, 4094, "VLAN id")
+        if self.mtu is not None:
+            checked.whole(self.mtu, 68, 65535, "MTU")
+        if self.mode is not None:
+            checked.choice(self.mode, bonding.MODES, "bond mode")
+        if self.miimon is not None:
+            checked.whole(self.miimon, 0, 2**31 - 1, "miimon")
+        if self.xmit_hash_policy is not None:
+            checked.choice(self.xmit_hash_policy, bonding.XMIT_HASH_POLICIES,
+                           "xmit_hash_policy")
+        if self.lacp_rate is not None:
+            checked.choice(self.lacp_rate, bonding.LACP_RATES, "lacp_rate")
+
+    @classmethod
+    def of(cls, config: LinkConfig) -> LinkRecipe:
+        return cls(config.name, config.kind, config.parent, config.vlan_id, config.mtu,
+                   config.mode, config.miimon, config.xmit_hash_policy, config.lacp_rate,
+                   config.stp)
+
+    def config(self) -> LinkConfig:
+        return LinkConfig(self.name, self.kind, (), self.parent, self.vlan_id, self.mtu,
+                          self.mode, self.miimon, self.xmit_hash_policy, self.lacp_rate,
+                          self.stp)
 
 
 @dataclass(frozen=True)
@@ -38,7 +85,7 @@ class LinkState:
     name: str
     exists: bool
     kind: str = ""
-    config: LinkConfig | None = None
+    config: LinkRecipe | None = None
     """How to make it again (a bond, VLAN or bridge); None for links zsn cannot make."""
     master: str | None = None
     mtu: int | None = None
@@ -46,21 +93,23 @@ class LinkState:
     addresses: tuple[str, ...] = ()
     """Its addresses except link-local ones (those come back with the link)."""
 
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["config"] = None if self.config is None else {
-            key: value for key, value in asdict(self.config).items() if key != "source"}
-        return data
+    def __post_init__(self) -> None:
+        checked.interface(self.name)
+        checked.one_line(self.kind, "kind", 32)
+        if self.master is not None:
+            checked.interface(self.master, "master")
+        if self.mtu is not None:
+            checked.whole(self.mtu, 0, 2**31 - 1, "MTU")
+        for address in self.addresses:
+            checked.interface_address(address)
+        if self.config is not None and self.config.name != self.name:
+            raise ValueError(f"the recipe of {self.name} makes {self.config.name}")
 
-    @classmethod
-    def from_dict(cls, value: Mapping[str, Any]) -> LinkState:
-        config = value.get("config")
-        return cls(name=str(value["name"]), exists=bool(value["exists"]),
-                   kind=str(value.get("kind") or ""),
-                   config=None if config is None else LinkConfig(
-                       **{**config, "members": tuple(config.get("members") or ())}),
-                   master=value.get("master"), mtu=value.get("mtu"), up=value.get("up"),
-                   addresses=tuple(value.get("addresses") or ()))
+
+@dataclass(frozen=True)
+class LinksUndo:
+    links: tuple[LinkState, ...]
+    routes: tuple[RouteData, ...] = ()
 
 
 def _routable(addresses: Iterable[str]) -> tuple[str, ...]:
@@ -70,7 +119,7 @@ def _routable(addresses: Iterable[str]) -> tuple[str, ...]:
 def state_of(interface: Interface, interfaces: tuple[Interface, ...]) -> LinkState:
     config = None
     if interface.kind in KINDS_ZSN_MANAGES:
-        config = replace(config_of(interface, interfaces), members=())
+        config = LinkRecipe.of(replace(config_of(interface, interfaces), members=()))
     return LinkState(interface.name, True, interface.kind, config, interface.master,
                      interface.mtu, interface.admin_up, _routable(interface.addresses))
 
@@ -84,8 +133,8 @@ def capture(interfaces: tuple[Interface, ...], names: Iterable[str]) -> Undo:
               else LinkState(name, False) for name in wanted]
     present = {name for name in wanted if name in by_name}
     routes = netlink.read_routes(present) if present else []
-    return Undo("links", {"links": [state.as_dict() for state in states],
-                          "routes": [route.as_dict() for route in routes]})
+    return Undo("links", LinksUndo(tuple(states),
+                                   tuple(RouteData.of(route) for route in routes)))
 
 
 # -- making links (the plans' steps and the restorer's) ---------------------------------
@@ -154,10 +203,16 @@ def _depth(name: str, parents: Mapping[str, str | None]) -> int:
     return depth
 
 
+def _aspect(name: str, what: str) -> str:
+    return f"link {name} {what}"
+
+
 class _Restore:
-    def __init__(self, host: Host, wanted: list[LinkState]):
+    def __init__(self, host: Host, wanted: list[LinkState], leave: frozenset[str]):
         self.host = host
-        self.wanted = wanted
+        self.leave = leave
+        self.wanted = [state for state in wanted
+                       if _aspect(state.name, "exists") not in leave]
         self.outcome = Outcome()
         self.now: dict[str, Interface] = {}
         self.read()
@@ -165,6 +220,10 @@ class _Restore:
     def read(self) -> None:
         snapshot, _details = read_links(self.host)
         self.now = snapshot.by_name()
+
+    def kept(self, name: str, what: str) -> bool:
+        """Whether the aspect changed since the try: left as it is."""
+        return _aspect(name, what) in self.leave
 
     def step(self, what: str, command: str, action: Callable[[], object]) -> None:
         try:
@@ -190,11 +249,12 @@ class _Restore:
                       partial(netlink.delete_link, state.name))
         gone = [s for s in self.wanted if s.exists and s.name not in self.now]
         for state in sorted(gone, key=lambda s: _depth(s.name, parents)):
-            config = state.config
-            if config is None:
+            recipe = state.config
+            if recipe is None:
                 self.outcome.left.append(f"{state.name} ({state.kind}) is gone and zsn "
                                          "cannot make one again")
                 continue
+            config = recipe.config()
             self.step(f"made {state.name} again ({describe_create(config)[7:]})",
                       create_command(config), partial(create, config))
         self.read()
@@ -211,7 +271,7 @@ class _Restore:
     def masters(self) -> None:
         for state in self.present():
             current = self.now[state.name].master
-            if current == state.master:
+            if current == state.master or self.kept(state.name, "master"):
                 continue
             name = state.name
             if state.master is None:
@@ -234,7 +294,8 @@ class _Restore:
         the bottom up. A bond's members follow the bond."""
         bonds = {name for name, link in self.now.items() if link.kind == "bond"}
         changes = [s for s in self.present() if s.mtu is not None
-                   and s.mtu != self.now[s.name].mtu and s.master not in bonds]
+                   and s.mtu != self.now[s.name].mtu and s.master not in bonds
+                   and not self.kept(s.name, "mtu")]
         lower = sorted((s for s in changes if s.mtu is not None
                         and s.mtu < self.now[s.name].mtu),
                        key=lambda s: -_depth(s.name, parents))
@@ -250,17 +311,19 @@ class _Restore:
         for state in self.present():
             link = self.now[state.name]
             name = state.name
-            if state.up is not None and link.admin_up != state.up:
+            if state.up is not None and link.admin_up != state.up \
+                    and not self.kept(name, "up"):
                 word = "up" if state.up else "down"
                 self.step(f"{name} {word}", f"ip link set {name} {word}",
                           partial(netlink.set_link, name, state=word))
             for address in state.addresses:
-                if address not in link.addresses:
+                if address not in link.addresses and not self.kept(name, f"address {address}"):
                     self.step(f"{address} on {name}", f"ip addr add {address} dev {name}",
                               partial(netlink.add_address, name, address))
 
     def differences(self) -> list[str]:
-        """What still differs once everything was tried (read afresh)."""
+        """What still differs once everything was tried (read afresh), but for what
+        was left alone on purpose (changed since the try)."""
         self.read()
         found = []
         for state in self.wanted:
@@ -272,52 +335,99 @@ class _Restore:
             if link is None:
                 found.append(f"{state.name} is missing")
                 continue
-            if link.master != state.master:
+            if link.master != state.master and not self.kept(state.name, "master"):
                 found.append(f"{state.name} has master {link.master or 'none'}, not "
                              f"{state.master or 'none'}")
-            if state.mtu is not None and link.mtu != state.mtu:
+            if state.mtu is not None and link.mtu != state.mtu \
+                    and not self.kept(state.name, "mtu"):
                 found.append(f"{state.name} has MTU {link.mtu}, not {state.mtu}")
-            if state.up is not None and link.admin_up != state.up:
+            if state.up is not None and link.admin_up != state.up \
+                    and not self.kept(state.name, "up"):
                 found.append(f"{state.name} is {'up' if link.admin_up else 'down'}")
-            missing = [a for a in state.addresses if a not in link.addresses]
+            missing = [a for a in state.addresses if a not in link.addresses
+                       and not self.kept(state.name, f"address {a}")]
             if missing:
                 found.append(f"{state.name} lacks {', '.join(missing)}")
         return found
 
 
+def observe_links(host: Host, states: Iterable[LinkState]) -> dict[str, object]:
+    """Each aspect of `states` a rollback restores, as the links are now."""
+    snapshot, _details = read_links(host)
+    now = snapshot.by_name()
+    found: dict[str, object] = {}
+    for state in states:
+        link = now.get(state.name)
+        found[_aspect(state.name, "exists")] = link is not None
+        if link is not None and state.exists:
+            found.update(_aspects(state, link.master, link.mtu, link.admin_up,
+                                  set(link.addresses)))
+    return found
+
+
+def _aspects(state: LinkState, master: str | None, mtu: int | None, up: bool | None,
+             addresses: set[str]) -> dict[str, object]:
+    """The aspects of an existing link a rollback restores (`state` says which), with
+    the values given."""
+    found: dict[str, object] = {_aspect(state.name, "master"): master}
+    if state.mtu is not None:
+        found[_aspect(state.name, "mtu")] = mtu
+    if state.up is not None:
+        found[_aspect(state.name, "up")] = up
+    for address in state.addresses:
+        found[_aspect(state.name, f"address {address}")] = address in addresses
+    return found
+
+
 class LinksRestorer:
-    def describe(self, data: Mapping[str, Any]) -> str:
-        states = [LinkState.from_dict(item) for item in data["links"]]
-        made = [s.name for s in states if not s.exists]
-        kept = [s.name for s in states if s.exists]
+    params = LinksUndo
+
+    def describe(self, params: LinksUndo) -> str:
+        made = [s.name for s in params.links if not s.exists]
+        kept = [s.name for s in params.links if s.exists]
         parts = []
         if kept:
             parts.append(f"{', '.join(kept)} as they were (master, MTU, up/down, addresses)")
         if made:
             parts.append(f"remove {', '.join(made)}")
-        routes = len(data["routes"])
+        routes = len(params.routes)
         if routes:
             parts.append(f"their {routes} route{'s' if routes != 1 else ''}")
         return "links: " + "; ".join(parts)
 
-    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
-        run = _Restore(host, [LinkState.from_dict(item) for item in data["links"]])
+    def objects(self, params: LinksUndo) -> tuple[str, ...]:
+        return tuple(f"link {state.name}" for state in params.links)
+
+    def observe(self, host: Host, params: LinksUndo) -> dict[str, object]:
+        return observe_links(host, params.links)
+
+    def wanted(self, params: LinksUndo) -> dict[str, object]:
+        found: dict[str, object] = {}
+        for state in params.links:
+            found[_aspect(state.name, "exists")] = state.exists
+            if state.exists:
+                found.update(_aspects(state, state.master, state.mtu, state.up,
+                                      set(state.addresses)))
+        return found
+
+    def restore(self, host: Host, params: LinksUndo, leave: frozenset[str],
+                force: bool) -> Outcome:
+        run = _Restore(host, list(params.links), leave)
         outcome = run.run()
-        outcome.extend(restore_routes([netlink.Route.from_dict(item)
-                                       for item in data["routes"]]))
+        outcome.extend(restore_routes([item.route() for item in params.routes]))
         reported = " ".join(outcome.left)
         outcome.left.extend(difference for difference in run.differences()
                             if difference.split(" ", 1)[0] not in reported)
         return outcome
 
-    def commands(self, data: Mapping[str, Any]) -> list[str]:
-        states = [LinkState.from_dict(item) for item in data["links"]]
-        found = [f"ip link del {s.name}" for s in states if not s.exists]
-        for state in states:
+    def commands(self, host: Host, params: LinksUndo) -> list[str]:
+        found = [f"ip link del {s.name}" for s in params.links if not s.exists]
+        for state in params.links:
             if not state.exists:
                 continue
             if state.config is not None:
-                found.append(f"{create_command(state.config)}  # if {state.name} is missing")
+                found.append(f"{create_command(state.config.config())}  "
+                             f"# if {state.name} is missing")
             found.append(f"ip link set {state.name} "
                          + (f"master {state.master}" if state.master else "nomaster"))
             if state.mtu is not None:
@@ -325,7 +435,7 @@ class LinksRestorer:
             if state.up is not None:
                 found.append(f"ip link set {state.name} {'up' if state.up else 'down'}")
             found.extend(f"ip addr add {a} dev {state.name}" for a in state.addresses)
-        found.extend(netlink.Route.from_dict(item).command() for item in data["routes"])
+        found.extend(item.route().command() for item in params.routes)
         return found
 
 

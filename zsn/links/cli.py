@@ -120,13 +120,13 @@ def run(args: argparse.Namespace, host: Host) -> int:
     request = request_from_args(args)
     context = actions.Context.read(host)
     if isinstance(request, actions.SaveLink):
-        return apply_or_show(actions.plan(context, request), args.dry_run)
+        return apply_or_show(host, actions.plan(context, request), args.dry_run)
     # The session is guarded with every domain's changes, --try included (apply_change).
     options = actions.Options(persist=args.persist, config_only=args.config_only,
                               confirm_ssh=args.confirm_ssh, guard_session=False)
     plan = actions.plan(context, request, options)
     if args.config_only:
-        return apply_or_show(plan, args.dry_run)
+        return apply_or_show(host, plan, args.dry_run)
     return apply_change(host, plan, args)
 
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     if args.action == "import":
         name = args.name or actions.import_name(args.file)
-        return apply_or_show(actions.plan_import(host, args.file, name), args.dry_run)
+        return apply_or_show(host, actions.plan_import(host, args.file, name), args.dry_run)
     config = find_config(host, args.name)
     if args.action in actions.VERBS:
         return apply_change(host, actions.plan_unit(host, config, args.action), args)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
         plan = actions.plan_hook_install(host, config, route_all_dns=args.route_all)
     else:
         plan = actions.plan_hook_remove(host, config)
-    return apply_or_show(plan, args.dry_run)
+    return apply_or_show(host, plan, args.dry_run)
 
 
 def find_config(host: Host, name: str) -> ConfigFile:

@@ -59,6 +59,22 @@ class Host(NamedTuple):
         relative = os.fspath(system_path).lstrip("/")
         return self.root / relative if relative else self.root
 
+    def system_path(self, path: str | os.PathLike[str]) -> str:
+        """`path` (spelled under this host's root, as `path` spells it) as the system
+        inside the root names it: the inverse of `path`. A `ValueError` for a path
+        outside the root."""
+        text = os.path.normpath(os.fspath(path))
+        if self.root == _LIVE_ROOT:
+            if not text.startswith("/"):
+                raise ValueError(f"{text!r} is not an absolute path")
+            return text
+        root = os.fspath(self.root)
+        if text == root:
+            return "/"
+        if not text.startswith(root + "/"):
+            raise ValueError(f"{text} is not inside {root}")
+        return text[len(root):]
+
     def resolve(self, system_path: str | os.PathLike[str]) -> Path:
         """Where `system_path` really is: every link on the way followed inside the root."""
         return confine(self.path(system_path))

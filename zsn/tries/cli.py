@@ -38,18 +38,23 @@ def run_confirm(args: argparse.Namespace, host: Host) -> int:
 def add_rollback_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("Undoes a change made with --try now, live and in files, instead of "
                      "waiting for its deadline; run it again to finish a rollback that "
-                     "could not restore everything.")
+                     "could not restore everything. What changed since the try is left "
+                     "as it is unless --force.")
     _id_argument(parser)
+    parser.add_argument("--force", action="store_true",
+                        help="also restore what changed since the try (someone's later "
+                             "change: lost)")
 
 
 def run_rollback(args: argparse.Namespace, host: Host) -> int:
-    change = lifecycle.roll_back(host, args.change_id)
+    change = lifecycle.roll_back(host, args.change_id, force=args.force)
     print(lifecycle.report(change))
     return EXIT_OK if change.state == records.ROLLED_BACK else 1
 
 
 def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = "One line each: ID, what, seconds left (and who rolls it back)."
+    parser.epilog = ("One line each: ID, what, seconds left (and who rolls it back); a "
+                     "record zsn will not act on is listed as unreadable, with why.")
     parser.add_argument("--all", action="store_true",
                         help="also the changes that ended lately: confirmed, rolled back")
     parser.add_argument("--json", action="store_true", help="print the records as JSON "
@@ -58,17 +63,22 @@ def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_pending(args: argparse.Namespace, host: Host) -> int:
     store = Store(host)
-    shown = store.changes() if args.all else store.waiting()
+    changes, unreadable = store.scan()
+    shown = changes if args.all else [c for c in changes if c.state in records.WAITING]
     if args.json:
-        print(json.dumps([_public(change) for change in shown], indent=2))
+        print(json.dumps([_public(change) for change in shown]
+                         + [{"id": bad.id, "state": "unreadable", "path": str(bad.path),
+                             "reason": bad.reason} for bad in unreadable], indent=2))
         return EXIT_OK
-    if not shown:
+    if not shown and not unreadable:
         print("no change is pending" + ("" if args.all else
                                         " (zsn pending --all: the ones that ended)"),
               file=sys.stderr)
     now = records.boot_clock()
     for change in shown:
         print(_line(host, store, change, now))
+    for bad in unreadable:
+        print(f"{bad.id}  unreadable  {bad.path}: {bad.reason}")
     return EXIT_OK
 
 
@@ -93,6 +103,7 @@ def _public(change: Change) -> dict[str, object]:
     data = change.as_dict()
     data.pop("deferred")
     data["undo"] = lifecycle.describe_undo(change.undo)
+    data.pop("after")
     data["seconds_left"] = round(change.seconds_left(), 1) \
         if change.state == records.PENDING else None
     return data

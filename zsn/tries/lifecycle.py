@@ -10,6 +10,11 @@ act on it at once, and each leaves the record saying what happened.
 A rollback restores state, not steps: what the change did is undone whether it was
 applied fully, half (zsn killed part-way) or not at all, and what cannot be put
 back is listed with the commands that would finish it.
+
+A try owns what it touches while it is pending (`refuse_owned`: another change to
+it is refused, naming the try), and its record keeps the state it left each aspect
+in: a rollback leaves alone what changed since (someone's later change), says so,
+and restores it only when forced (``zsn rollback ID --force``).
 """
 
 from __future__ import annotations
@@ -17,15 +22,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import AccessDeniedError, ValidationError, ZsnError
 from zsn.plan import ApplyError, FileEdit, LiveStep, Plan
 from zsn.system import files, netlink
 from zsn.system.host import Host
 from zsn.tries import guardians, restores
 from zsn.tries import store as records
 from zsn.tries.session import SessionPath
-from zsn.tries.store import Change, Store
-from zsn.tries.undo import Outcome, Undo, describe, perform
+from zsn.tries.store import Change, DeferredEdit, FileSnapshotData, Store
+from zsn.tries.undo import (
+    Outcome,
+    Undo,
+    changed_since,
+    describe,
+    objects,
+    observe,
+    perform,
+)
+from zsn.wording import Action, Phrase
 
 MIN_SECONDS = 1
 MAX_SECONDS = 3600
@@ -56,7 +70,7 @@ def check_seconds(seconds: float) -> float:
     return seconds
 
 
-def undo_of(plan: Plan) -> list[Undo]:
+def undo_of(host: Host, plan: Plan) -> list[Undo]:
     """What puts back everything `plan` changes, live first (the session's path comes
     back before any file), then files in reverse; refused for a plan with a live
     step zsn cannot undo from another process."""
@@ -69,47 +83,83 @@ def undo_of(plan: Plan) -> list[Undo]:
                                       "by a guardian, so this change cannot be tried")
             live.extend(step.restore)
         elif not step.persistent:
-            file_undos.extend(_file_undos(step))
+            file_undos.extend(_file_undos(host, step))
     return live + file_undos
 
 
-def _file_undos(edit: FileEdit) -> list[Undo]:
+def _file_undos(host: Host, edit: FileEdit) -> list[Undo]:
     target = files.write_target(edit.path)
     previous = edit.previous
-    undos = [restores.file_undo(target, previous, None if edit.remove else edit.new_text)]
+    undos = [restores.file_undo(host, target, previous,
+                                None if edit.remove else edit.new_text)]
     if edit.backup and previous is not None:
         backup = files.backup_path(target)
         old = files.read_tracked(backup) if files.exists(backup) else None
-        undos.append(restores.file_undo(backup, old, previous.text))
+        undos.append(restores.file_undo(host, backup, old, previous.text))
     return undos
 
 
-def deferred_of(plan: Plan) -> list[dict[str, object]]:
+def touched_by(host: Host, plan: Plan) -> set[str]:
+    """What `plan` changes, by name (`zsn.tries.undo.objects`): each undo's objects,
+    every file it writes (boot config included), and for a live step with no undo
+    the links the plan says it touches."""
+    found = objects(plan.checkpoint)
+    for step in plan.steps:
+        if isinstance(step, FileEdit):
+            found.add(f"file {host.system_path(files.write_target(step.path))}")
+        elif step.restore is None:
+            found.update(f"link {name}" for name in plan.touches)
+        else:
+            found.update(objects(step.restore))
+    return found
+
+
+def refuse_owned(host: Host, plan: Plan) -> None:
+    """Refuse `plan` when it changes something a pending try owns, naming the try:
+    the try's rollback would undo it (or it the try's), so one of the two must end
+    first. Nothing to check without the store (not root: nothing to change either)."""
+    store = Store(host)
+    try:
+        waiting = store.waiting()
+    except AccessDeniedError:
+        return
+    if not waiting:
+        return
+    mine = touched_by(host, plan)
+    for change in waiting:
+        shared = sorted(mine & set(change.owns))
+        if shared:
+            also = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
+            raise ValidationError(Phrase(
+                f"{shared[0]}{also} belongs to change {change.id} ({change.title}), still "
+                "being tried: keep it (", Action("keep_try", f"zsn confirm {change.id}"),
+                ") or roll it back (", Action("undo_try", f"zsn rollback {change.id}"),
+                ") first"))
+
+
+def deferred_of(host: Host, plan: Plan) -> list[DeferredEdit]:
     """The boot config edits of `plan`, as the record keeps them until confirm."""
-    return [_edit_record(step) for step in plan.steps
+    return [_edit_record(host, step) for step in plan.steps
             if isinstance(step, FileEdit) and step.persistent]
 
 
-def _edit_record(edit: FileEdit) -> dict[str, object]:
+def _edit_record(host: Host, edit: FileEdit) -> DeferredEdit:
     previous = edit.previous
-    return {"path": str(edit.path), "new_text": edit.new_text, "mode": edit.mode,
-            "private_dir": edit.private_dir, "backup": edit.backup, "remove": edit.remove,
-            "previous": None if previous is None else previous._asdict() | {
-                "path": str(previous.path)}}
+    path = host.system_path(edit.path)
+    return DeferredEdit(path, edit.new_text, edit.mode, edit.private_dir, edit.backup,
+                        edit.remove, None if previous is None else FileSnapshotData(
+                            path, previous.text, previous.mtime_ns, previous.size,
+                            previous.inode, previous.mode))
 
 
-def _edit_of(record: dict[str, object]) -> FileEdit:
-    from pathlib import Path
-
-    previous = record["previous"]
-    snapshot = None
-    if isinstance(previous, dict):
-        snapshot = files.FileSnapshot(**{**previous, "path": Path(previous["path"])})
-    mode = record["mode"]
-    return FileEdit(Path(str(record["path"])), snapshot, str(record["new_text"]),
-                    mode=mode if isinstance(mode, int) else None,
-                    private_dir=bool(record["private_dir"]), backup=bool(record["backup"]),
-                    remove=bool(record["remove"]), persistent=True)
+def _edit_of(host: Host, record: DeferredEdit) -> FileEdit:
+    previous = record.previous
+    path = host.path(record.path)
+    snapshot = None if previous is None else files.FileSnapshot(
+        path, previous.text, previous.mtime_ns, previous.size, previous.inode, previous.mode)
+    return FileEdit(path, snapshot, record.new_text, mode=record.mode,
+                    private_dir=record.private_dir, backup=record.backup, remove=record.remove,
+                    persistent=True)
 
 
 def session_routes(session: SessionPath | None) -> list[Undo]:
@@ -131,16 +181,23 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
     check_seconds(seconds)
     store = Store(host)
     _settle_abandoned(host, store)
-    waiting = store.waiting()
+    waiting, unreadable = store.scan()
+    waiting = [change for change in waiting if change.state in records.WAITING]
     if waiting:
         other = waiting[0]
         raise ValidationError(f"change {other.id} ({other.title}) is still being tried: "
                               f"confirm it (zsn confirm {other.id}) or roll it back "
                               f"(zsn rollback {other.id}) first")
-    undo = undo_of(plan) + session_routes(session)
+    if unreadable:
+        bad = unreadable[0]
+        raise ValidationError(f"{bad.path} cannot be used ({bad.reason}): it may be a change "
+                              "still being tried, so nothing is tried until a person looked "
+                              "at it and removed it")
+    undo = undo_of(host, plan) + session_routes(session)
     change = Change(id=store.new_id(), title=plan.title, command=command, seconds=seconds,
-                    created=time.time(), undo=undo, deferred=deferred_of(plan),
-                    session=session.describe() if session else "", netns=_netns())
+                    created=time.time(), undo=undo, deferred=deferred_of(host, plan),
+                    session=session.describe() if session else "", netns=_netns(),
+                    owns=sorted(touched_by(host, plan)))
     _keep_copies(store, change)
     store.save(change)
     try:
@@ -162,9 +219,11 @@ def begin(host: Host, plan: Plan, seconds: float, command: str,
     except ApplyError as exc:
         rolled = roll_back(host, change.id, by="zsn, when the change failed part-way")
         raise TryError(f"{exc}\n{report(rolled)}", rolled) from exc
+    left = observe(host, change.undo)  # what a rollback compares: changed since?
     with store.locked(change.id) as current:
         if current.state == records.PENDING:  # not rolled back meanwhile
             current.applied = True
+            current.after = left
             store.save(current)
             change = current
     return AppliedTry(change, done, verify(plan))
@@ -195,10 +254,11 @@ def _keep_copies(store: Store, change: Change) -> None:
     prints."""
     number = 0
     for index, undo in enumerate(change.undo):
-        if undo.kind == "file" and undo.data["before"] is not None:
+        if isinstance(undo.params, restores.FileUndo) and undo.params.before is not None:
             number += 1
-            copy = store.keep_copy(change.id, number, undo.data["before"])
-            change.undo[index] = Undo("file", {**undo.data, "copy": str(copy)})
+            copy = store.keep_copy(change.id, number, undo.params.before)
+            change.undo[index] = Undo("file", replace(undo.params,
+                                                      copy=store.host.system_path(copy)))
 
 
 SETTLE_SECONDS = 3.0
@@ -245,7 +305,7 @@ def confirm(host: Host, change_id: str | None) -> Change:
                                   "(the guardian is rolling it back)")
         written = []
         for record in change.deferred:
-            edit = _edit_of(record)
+            edit = _edit_of(host, record)
             edit.apply()
             written.append(edit.description)
         change.finish(records.CONFIRMED, "zsn confirm", Outcome(done=written))
@@ -256,8 +316,9 @@ def confirm(host: Host, change_id: str | None) -> Change:
 
 
 def roll_back(host: Host, change_id: str | None, by: str = "zsn rollback",
-              from_guardian: bool = False) -> Change:
-    """Undo a pending change now (or finish a rollback that was incomplete)."""
+              from_guardian: bool = False, force: bool = False) -> Change:
+    """Undo a pending change now (or finish a rollback that was incomplete). What
+    changed since the try left it is left alone (and said) unless `force`."""
     store = Store(host)
     change_id = change_id or _only_waiting(store, "roll back")
     with store.locked(change_id) as change:
@@ -270,7 +331,17 @@ def roll_back(host: Host, change_id: str | None, by: str = "zsn rollback",
                 return change
             raise ValidationError(f"change {change.id} is {change.state}: nothing to roll "
                                   "back")
-        outcome = perform(host, change.undo)
+        changed = {} if force or not change.after else changed_since(
+            observe(host, change.undo), change.undo, change.after)
+        outcome = perform(host, change.undo, frozenset(changed), force)
+        if change.after and not outcome.complete:  # what zsn put back is its own doing now
+            current = observe(host, change.undo)
+            change.after = {aspect: then if aspect in changed else current.get(aspect, then)
+                            for aspect, then in change.after.items()}
+        for aspect, (then, now) in sorted(changed.items()):
+            outcome.left.append(f"{_changed(host, aspect, then, now)}: left as it is (zsn rollback "
+                                f"{change.id} --force restores it)")
+            outcome.changed.append(aspect)
         change.finish(records.ROLLED_BACK if outcome.complete else records.INCOMPLETE, by,
                       outcome)
         store.save(change)
@@ -278,6 +349,26 @@ def roll_back(host: Host, change_id: str | None, by: str = "zsn rollback",
         guardians.stop(host, store, change)
     store.prune()
     return change
+
+
+def _changed(host: Host, aspect: str, then: object, now: object) -> str:
+    """What changed since the try, for a person."""
+    if aspect.startswith("file "):
+        return f"{host.path(aspect.removeprefix('file '))} was written since the try"
+    if aspect.endswith(" exists") and isinstance(now, bool):
+        return f"{aspect.removesuffix(' exists')} was {'made' if now else 'deleted'} since " \
+               "the try"
+    return f"{aspect} changed since the try (was {_shown(then)}, now {_shown(now)})"
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
 
 
 def _only_waiting(store: Store, verb: str) -> str:

@@ -1,4 +1,4 @@
-"""The pending store: one folder per tried change under ``/run/zsn/tries/``.
+"""The pending store: one folder per tried change under ``/run/zsn/changes/``.
 
 ``/run`` is a tmpfs, so a reboot forgets every pending change, as it should: the
 files a try defers (``--persist``) were never written, and the boot reads the old
@@ -7,6 +7,12 @@ the text of files the change replaced, keys included), the ``before/N`` copies o
 those files an admin can restore by hand, a ``lock`` that confirm, rollback and the
 guardian take before they act, and ``guardian`` (the guardian's pid, written when it
 is ready).
+
+The store is zsn's own state (`zsn.system.own_state`: a store or a record others
+could change is refused, not read), and a record holds data only: each undo a kind
+and its checked parameters (`zsn.tries.params`), every path a system path inside the
+tree. A record that is not so is never acted on, and never hidden: `Store.scan`
+lists it as `Unreadable`, with why, and it stays where it is for a person to look at.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,10 +31,16 @@ from typing import Any
 from zsn.errors import ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
+from zsn.tries import params as checked
+from zsn.tries.params import RecordError
+from zsn.tries.restores import COPIES_DIR
 from zsn.tries.undo import Outcome, Undo
 
-STORE_DIR = "/run/zsn/changes"
-FORMAT = 1
+STORE_DIR = COPIES_DIR
+FORMAT = 2
+"""2: undos with typed parameters, system paths, what the try owns and left."""
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""A record may hold the text of the files a change replaces."""
 KEEP_FINISHED = 20
 """Finished changes kept for `zsn pending --all` (their outcome); older ones go."""
 LOCK_WAIT = 30.0
@@ -43,6 +56,9 @@ INCOMPLETE = "rollback incomplete"
 ABANDONED = "abandoned"
 """zsn went away before applying anything (or the guardian could not start)."""
 WAITING = (ARMING, PENDING)
+STATES = (ARMING, PENDING, CONFIRMED, ROLLED_BACK, INCOMPLETE, ABANDONED)
+_ID_RE = re.compile(r"[0-9a-f]{6}")
+_GUARD_UNIT_RE = re.compile(r"zsn-guard-[0-9a-f]{6}\.service")
 
 
 def boot_clock() -> float:
@@ -68,15 +84,21 @@ class Change:
     """zsn finished applying it (a pending change that is not was cut short, or is
     still being applied)."""
     undo: list[Undo] = field(default_factory=list)
-    deferred: list[dict[str, Any]] = field(default_factory=list)
-    """Boot config edits (`zsn.plan.FileEdit` fields) written on confirm."""
+    deferred: list[DeferredEdit] = field(default_factory=list)
+    """Boot config edits written on confirm."""
     session: str = ""
     """The SSH session path the change was checked against, if any."""
     netns: str = ""
     guardian: dict[str, Any] = field(default_factory=dict)
     """How it is guarded: ``{"how": "systemd", "unit": NAME}`` or ``{"how": "process"}``."""
     outcome: dict[str, Any] = field(default_factory=dict)
-    """How it ended: ``at``, ``by``, ``done``, ``left``, ``commands``."""
+    """How it ended: ``at``, ``by``, ``done``, ``left``, ``commands``, ``changed``."""
+    owns: list[str] = field(default_factory=list)
+    """What it touches (`zsn.tries.undo.objects`, files by system path): no other
+    change may touch them while it is being tried."""
+    after: dict[str, Any] = field(default_factory=dict)
+    """The state it left each aspect in once applied (`zsn.tries.undo.observe`): a
+    rollback leaves alone what changed since."""
 
     def seconds_left(self, now: float | None = None) -> float:
         return max(0.0, self.deadline - (boot_clock() if now is None else now))
@@ -86,34 +108,151 @@ class Change:
         self.outcome = {"at": time.time(), "by": by,
                         "done": list(outcome.done) if outcome else [],
                         "left": list(outcome.left) if outcome else [],
-                        "commands": list(outcome.commands) if outcome else []}
+                        "commands": list(outcome.commands) if outcome else [],
+                        "changed": list(outcome.changed) if outcome else []}
 
     def as_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "id": self.id, "title": self.title,
                 "command": self.command, "seconds": self.seconds, "created": self.created,
                 "state": self.state, "deadline": self.deadline,
                 "deadline_wall": self.deadline_wall, "applied": self.applied,
-                "undo": [undo.as_dict() for undo in self.undo], "deferred": self.deferred,
-                "session": self.session, "netns": self.netns, "guardian": self.guardian,
-                "outcome": self.outcome}
+                "undo": [undo.as_dict() for undo in self.undo],
+                "deferred": [checked.as_data(edit) for edit in self.deferred],
+                "session": self.session, "netns": self.netns,
+                "guardian": self.guardian or None, "outcome": self.outcome or None,
+                "owns": self.owns, "after": self.after}
 
     @classmethod
-    def from_dict(cls, value: dict[str, Any]) -> Change:
+    def from_dict(cls, value: object) -> Change:
+        """A record read back: every field of its type, every undo a kind zsn knows with
+        exactly its checked parameters, every path inside the tree; else a
+        `RecordError` naming the field."""
+        if not isinstance(value, dict):
+            raise RecordError("not an object")
         if value.get("format") != FORMAT:
-            raise ZsnError(f"change record format {value.get('format')!r} is not {FORMAT}")
-        try:
-            return cls(id=str(value["id"]), title=str(value["title"]),
-                       command=str(value["command"]), seconds=float(value["seconds"]),
-                       created=float(value["created"]), state=str(value["state"]),
-                       deadline=float(value["deadline"]),
-                       deadline_wall=float(value["deadline_wall"]),
-                       applied=bool(value.get("applied", False)),
-                       undo=[Undo.from_dict(item) for item in value["undo"]],
-                       deferred=list(value["deferred"]), session=str(value["session"]),
-                       netns=str(value["netns"]), guardian=dict(value["guardian"]),
-                       outcome=dict(value["outcome"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ZsnError(f"change record is damaged ({exc})") from exc
+            raise RecordError(f"format {str(value.get('format'))[:20]!r} is not {FORMAT}")
+        header = checked.read(_Header, {key: item for key, item in value.items()
+                                        if key not in ("format", "undo", "deferred")},
+                              "record")
+        undo = value.get("undo")
+        if not isinstance(undo, list):
+            raise RecordError("undo: expected a list")
+        return cls(id=header.id, title=header.title, command=header.command,
+                   seconds=header.seconds, created=header.created, state=header.state,
+                   deadline=header.deadline, deadline_wall=header.deadline_wall,
+                   applied=header.applied,
+                   undo=[Undo.from_dict(item, f"undo[{index}]")
+                         for index, item in enumerate(undo)],
+                   deferred=checked.read(list[DeferredEdit], value.get("deferred"),
+                                         "deferred"),
+                   session=header.session, netns=header.netns,
+                   guardian={} if header.guardian is None else {
+                       key: item for key, item in checked.as_data(header.guardian).items()
+                       if item is not None},
+                   outcome={} if header.outcome is None else checked.as_data(header.outcome),
+                   owns=list(header.owns), after=dict(header.after))
+
+
+@dataclass(frozen=True)
+class FileSnapshotData:
+    """A `zsn.system.files.FileSnapshot` as a record keeps it (a system path)."""
+
+    path: str
+    text: str
+    mtime_ns: int
+    size: int
+    inode: int
+    mode: int
+
+    def __post_init__(self) -> None:
+        checked.system_path(self.path)
+        checked.whole(self.mode, 0, 0o7777, "mode")
+        for number, what in ((self.mtime_ns, "mtime_ns"), (self.size, "size"),
+                             (self.inode, "inode")):
+            checked.whole(number, 0, 2**64 - 1, what)
+
+    def __repr__(self) -> str:  # the text may hold a key
+        return f"FileSnapshotData(path={self.path!r})"
+
+
+@dataclass(frozen=True)
+class DeferredEdit:
+    """A boot config edit (`zsn.plan.FileEdit`) a try writes on confirm."""
+
+    path: str
+    new_text: str
+    mode: int | None
+    private_dir: bool
+    backup: bool
+    remove: bool
+    previous: FileSnapshotData | None
+
+    def __post_init__(self) -> None:
+        checked.system_path(self.path)
+        if self.mode is not None:
+            checked.whole(self.mode, 0, 0o7777, "mode")
+        if self.previous is not None and self.previous.path != self.path:
+            raise ValueError(f"previous names {self.previous.path}, not {self.path}")
+
+    def __repr__(self) -> str:  # the text may hold a key
+        return f"DeferredEdit(path={self.path!r})"
+
+
+@dataclass(frozen=True)
+class _Guardian:
+    how: str
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        checked.choice(self.how, ("systemd", "process"), "how")
+        if self.unit is not None and _GUARD_UNIT_RE.fullmatch(self.unit) is None:
+            raise ValueError(f"unit {self.unit[:60]!r} is not a guardian's")
+
+
+@dataclass(frozen=True)
+class _Ending:
+    at: float
+    by: str
+    done: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Header:
+    """A record's fields but its undos and deferred edits."""
+
+    id: str
+    title: str
+    command: str
+    seconds: float
+    created: float
+    state: str
+    deadline: float
+    deadline_wall: float
+    applied: bool
+    session: str
+    netns: str
+    guardian: _Guardian | None
+    outcome: _Ending | None
+    owns: tuple[str, ...]
+    after: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if _ID_RE.fullmatch(self.id) is None:
+            raise ValueError(f"id {self.id[:20]!r} is not six hex digits")
+        checked.choice(self.state, STATES, "state")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A record zsn will not act on: refused by the state rule, damaged, or holding
+    more than data. Left where it is for a person; `zsn pending` lists it."""
+
+    id: str
+    path: Path
+    reason: str
 
 
 class Store:
@@ -152,22 +291,44 @@ class Store:
         return path
 
     def load(self, change_id: str) -> Change:
+        """The change's record; a `RecordError` (naming the record and why) for one zsn
+        will not act on, an `UnsafeStateError` for one the state rule refuses."""
         path = self.folder(_checked_id(change_id)) / "change.json"
         if not files.exists(path):
             raise ValidationError(f"no change {change_id!r} (see zsn pending --all)")
+        text = files.read_text(path, MAX_RECORD_BYTES)
         try:
-            return Change.from_dict(json.loads(files.read_text(path)))
-        except json.JSONDecodeError as exc:
-            raise ZsnError(f"{path}: not a change record ({exc})") from exc
+            change = Change.from_dict(json.loads(text))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise RecordError(f"{path}: not a change record ({type(exc).__name__})") from None
+        except RecordError as exc:
+            raise RecordError(f"{path}: {exc}; left as it is, not acted on") from None
+        if change.id != change_id:
+            raise RecordError(f"{path}: the record of change {change.id}, in the folder of "
+                              f"{change_id}; left as it is, not acted on")
+        return change
+
+    def scan(self) -> tuple[list[Change], list[Unreadable]]:
+        """Every change on record (oldest first), and the records zsn will not use."""
+        found: list[Change] = []
+        unreadable: list[Unreadable] = []
+        for folder in files.list_files(self.root):
+            if _ID_RE.fullmatch(folder.name) is None:
+                unreadable.append(Unreadable(folder.name, folder, "not a change's folder "
+                                             "(its name is not a change id)"))
+                continue
+            if not files.exists(folder / "change.json"):
+                continue  # a change being made
+            try:
+                found.append(self.load(folder.name))
+            except ZsnError as exc:
+                reason = str(exc).removeprefix(f"{folder / 'change.json'}: ")
+                unreadable.append(Unreadable(folder.name, folder / "change.json", reason))
+        return sorted(found, key=lambda change: change.created), unreadable
 
     def changes(self) -> list[Change]:
-        """Every change on record, oldest first (a damaged record is skipped)."""
-        found = []
-        for folder in files.list_files(self.root):
-            if files.exists(folder / "change.json"):
-                with contextlib.suppress(ZsnError):
-                    found.append(self.load(folder.name))
-        return sorted(found, key=lambda change: change.created)
+        """Every change zsn can use, oldest first (`scan` also gives the others)."""
+        return self.scan()[0]
 
     def waiting(self) -> list[Change]:
         return [change for change in self.changes() if change.state in WAITING]

@@ -16,15 +16,16 @@ def message_of(error: BaseException) -> str:
 
 def say(text: str | BaseException, node: DOMNode) -> str:
     """`text` (or an error's message) for a screen: each `Action` of a `Phrase` becomes
-    the key bound to it in the pane the user is in (``key v: QR code``); an action
-    that pane has no key for keeps its command line."""
+    the key bound to it in the pane the user is in, or in the app (``key v: QR code``);
+    an action neither has a key for keeps its command line."""
     if isinstance(text, BaseException):
         text = message_of(text)
     if not isinstance(text, Phrase):
         return text
     active_pane = getattr(node.app, "active_pane", None)
     pane = active_pane() if active_pane is not None else None
-    bindings = {binding.action: binding for binding in getattr(pane, "BINDINGS", ())
+    bindings = {binding.action: binding
+                for binding in (*getattr(node.app, "BINDINGS", ()), *getattr(pane, "BINDINGS", ()))
                 if isinstance(binding, Binding)}
 
     def name(action: Action) -> str:

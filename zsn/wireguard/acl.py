@@ -16,6 +16,7 @@ it back as it was (`TableRestorer`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -62,10 +63,40 @@ def _put_table(interface: str, spec: TableSpec | None) -> None:
     nftables.run_batch(render(spec) if spec is not None else removal(interface))
 
 
+@dataclass(frozen=True)
+class TableUndo:
+    """The interface's table as `table` again (None: no table): its typed contents (sets
+    of networks, rules of known shapes, checked by `TableSpec.from_dict`), never an nft
+    command."""
+
+    interface: str
+    table: dict[str, Any] | None
+
+    def __post_init__(self) -> None:
+        try:
+            table_name(self.interface)
+            spec = None if self.table is None else TableSpec.from_dict(self.table)
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from None
+        if spec is not None and spec.interface != self.interface:
+            raise ValueError("the record's table is of another interface")
+
+    @property
+    def spec(self) -> TableSpec | None:
+        return None if self.table is None else TableSpec.from_dict(self.table)
+
+    @property
+    def name(self) -> str:
+        return f"nft-table {self.interface}"
+
+
 def table_undo(interface: str, spec: TableSpec | None) -> Undo:
     """The interface's table as `spec` again (None: no table)."""
-    return Undo(TABLE_UNDO, {"interface": interface,
-                             "table": None if spec is None else spec.as_dict()})
+    return Undo(TABLE_UNDO, TableUndo(interface, None if spec is None else spec.as_dict()))
+
+
+CHANGED_BY_HAND = "not as zsn writes it"
+"""What `TableRestorer.observe` says of a table changed by hand (it cannot be read)."""
 
 
 class TableRestorer:
@@ -73,32 +104,34 @@ class TableRestorer:
     typed contents (sets of networks, rules of known shapes), so a record names no
     program and no nft command."""
 
-    def describe(self, data: Mapping[str, Any]) -> str:
-        interface = str(data.get("interface"))
-        if data.get("table") is None:
-            return f"remove the access rules of {interface} from nftables"
-        return f"put back the access rules of {interface} in nftables as they were"
+    params = TableUndo
 
-    def _wanted(self, data: Mapping[str, Any]) -> tuple[str, TableSpec | None]:
-        interface = data.get("interface")
-        if not isinstance(interface, str):
-            raise ZsnError("the record names no interface")
-        table_name(interface)
-        raw = data.get("table")
-        if raw is None:
-            return interface, None
-        if not isinstance(raw, dict):
-            raise ZsnError("the record's table is not an object")
-        spec = TableSpec.from_dict(raw)
-        if spec.interface != interface:
-            raise ZsnError("the record's table is of another interface")
-        return interface, spec
+    def describe(self, params: TableUndo) -> str:
+        if params.table is None:
+            return f"remove the access rules of {params.interface} from nftables"
+        return f"put back the access rules of {params.interface} in nftables as they were"
 
-    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
-        interface, wanted = self._wanted(data)
-        outcome = Outcome()
+    def objects(self, params: TableUndo) -> tuple[str, ...]:
+        return (params.name,)
+
+    def observe(self, host: Host, params: TableUndo) -> dict[str, object]:
         try:
-            live = read_live(interface)
+            live = read_live(params.interface)
+        except ParseError:
+            return {params.name: CHANGED_BY_HAND}
+        return {params.name: None if live is None else live.spec.as_dict()}
+
+    def wanted(self, params: TableUndo) -> dict[str, object]:
+        return {params.name: params.table}
+
+    def restore(self, host: Host, params: TableUndo, leave: frozenset[str],
+                force: bool) -> Outcome:
+        wanted = params.spec
+        outcome = Outcome()
+        if params.name in leave:
+            return outcome
+        try:
+            live = read_live(params.interface)
         except ParseError:
             live = None  # changed by hand since: put back what the record holds
             unchanged = False
@@ -106,15 +139,14 @@ class TableRestorer:
             unchanged = (live.spec if live is not None else None) == wanted
         if unchanged:
             return outcome
-        _put_table(interface, wanted)
-        outcome.done.append(self.describe(data).replace("put back ", "", 1))
+        _put_table(params.interface, wanted)
+        outcome.done.append(self.describe(params).replace("put back ", "", 1))
         return outcome
 
-    def commands(self, data: Mapping[str, Any]) -> list[str]:
-        interface = str(data.get("interface"))
-        if data.get("table") is None:
-            return [f"nft delete table inet zsn_{interface}"]
-        return [f"zsn wg acl load {interface}  # loads the policy file again"]
+    def commands(self, host: Host, params: TableUndo) -> list[str]:
+        if params.table is None:
+            return [f"nft delete table inet zsn_{params.interface}"]
+        return [f"zsn wg acl load {params.interface}  # loads the policy file again"]
 
 
 TABLE = TableRestorer()

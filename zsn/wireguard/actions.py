@@ -166,8 +166,8 @@ def plan_remove_peer(host: Host, interface: str, name: str) -> Plan:
         plan.steps.append(LiveStep(f"move {client_path} to {kept.name}",
                                    lambda: files.rename(client_path, kept),
                                    lambda: files.rename(kept, client_path),
-                                   (file_undo(client_path, client, None),
-                                    file_undo(kept, old_kept, client.text))))
+                                   (file_undo(host, client_path, client, None),
+                                    file_undo(host, kept, old_kept, client.text))))
     device = server.live()
     if device is not None and not peer.disabled:
         plan.steps.append(live_step_remove(device, live_settings, f"remove peer {name}"))

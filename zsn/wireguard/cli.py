@@ -283,7 +283,7 @@ def run_peer(args: argparse.Namespace, host: Host) -> int:
         return EXIT_OK
     show = partial(_print_config, as_qr=getattr(args, "qr", False))
     if args.action == "rename":
-        return apply_or_show(_peer_plan(host, args), args.dry_run, show)
+        return apply_or_show(host, _peer_plan(host, args), args.dry_run, show)
     return apply_change(host, _peer_plan(host, args), args, show)
 
 
@@ -296,7 +296,7 @@ def run_wg(args: argparse.Namespace, host: Host) -> int:
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     if args.action in LIVE_ACTIONS:
         return apply_change(host, _wg_plan(host, args), args)
-    return apply_or_show(_wg_plan(host, args), args.dry_run)
+    return apply_or_show(host, _wg_plan(host, args), args.dry_run)
 
 
 peer = HeadlessGroup(add_peer_arguments, run_peer)

@@ -12,11 +12,9 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.plan import Check, FileEdit, LiveStep, Plan
@@ -295,25 +293,56 @@ def plan_down(host: Host, name: str) -> Plan:
     return plan
 
 
+@dataclass(frozen=True)
+class WgQuickUndo:
+    """Interface `interface` up (from its config) or down again through wg-quick: a
+    name, never a path (``wg-quick up /x.conf`` would run that file's commands)."""
+
+    interface: str
+    up: bool
+
+    def __post_init__(self) -> None:
+        try:
+            addressing.check_interface_name(self.interface)
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from None
+
+    @property
+    def name(self) -> str:
+        return f"wg-quick {self.interface}"
+
+
 def wg_quick_undo(name: str, up: bool) -> Undo:
-    return Undo("wg-quick", {"interface": name, "up": up})
+    return Undo("wg-quick", WgQuickUndo(name, up))
 
 
 class WgQuickRestorer:
-    def describe(self, data: Mapping[str, Any]) -> str:
-        return f"bring {data['interface']} {'up' if data['up'] else 'down'} again (wg-quick)"
+    params = WgQuickUndo
 
-    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
-        name, up = str(data["interface"]), bool(data["up"])
+    def describe(self, params: WgQuickUndo) -> str:
+        return f"bring {params.interface} {'up' if params.up else 'down'} again (wg-quick)"
+
+    def objects(self, params: WgQuickUndo) -> tuple[str, ...]:
+        return (params.name,)
+
+    def observe(self, host: Host, params: WgQuickUndo) -> dict[str, object]:
+        return {params.name: find_device(host, params.interface) is not None}
+
+    def wanted(self, params: WgQuickUndo) -> dict[str, object]:
+        return {params.name: params.up}
+
+    def restore(self, host: Host, params: WgQuickUndo, leave: frozenset[str],
+                force: bool) -> Outcome:
+        name, up = params.interface, params.up
         outcome = Outcome()
-        if (find_device(host, name) is not None) == up:
+        if params.name in leave or (find_device(host, name) is not None) == up:
             return outcome
         wg_quick(host, "up" if up else "down", name)
         outcome.done.append(f"wg-quick {'up' if up else 'down'} {name}")
         return outcome
 
-    def commands(self, data: Mapping[str, Any]) -> list[str]:
-        return [f"wg-quick {'up' if data['up'] else 'down'} {data['interface']}"]
+    def commands(self, host: Host, params: WgQuickUndo) -> list[str]:
+        return [f"wg-quick {'up' if params.up else 'down'} {params.interface}"]
 
 
 WG_QUICK = WgQuickRestorer()

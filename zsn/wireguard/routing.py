@@ -21,7 +21,7 @@ from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import commands, files, netlink, own_state
 from zsn.system.host import Host
 from zsn.system.namespaces import other_network_namespace
-from zsn.tries.restores import firewall_undo, sysctl_undo
+from zsn.tries.restores import FirewallUndo, firewall_undo, sysctl_undo
 from zsn.wireguard import acl, acl_view, addressing, policy, settings
 from zsn.wireguard.config import WIREGUARD_DIR, WgConfig, parse
 from zsn.wireguard.device import default_route_device
@@ -72,7 +72,7 @@ def forwarding_steps(host: Host, versions: set[int]) -> tuple[list[FileEdit | Li
             steps.append(LiveStep(f"enable {FORWARDING_KEYS[version]} now",
                                   partial(_write_sysctl, proc, "1"),
                                   partial(_write_sysctl, proc, "0"),
-                                  (sysctl_undo(host, FORWARDING_KEYS[version], "0"),)))
+                                  (sysctl_undo(FORWARDING_KEYS[version], "0"),)))
     return steps, notes
 
 
@@ -177,13 +177,12 @@ def rule_steps(server: ServerConfig, rules: list[Rule],
     return steps, notes
 
 
-def _rule_differences(rules: list[list[str]]) -> list[str]:
+def _rule_differences(rules: list[FirewallUndo]) -> list[str]:
     """Verify after apply: the firewall has each rule (``iptables -C``)."""
     found = []
-    for argv in rules:
-        check = [("-C" if word in ("-A", "-I") else word) for word in argv]
-        if not commands.run(check, timeout=10.0, check=False).ok:
-            found.append(f"the firewall lacks {' '.join(argv)}")
+    for rule in rules:
+        if not commands.run(rule.argv("-C"), timeout=10.0, check=False).ok:
+            found.append(f"the firewall lacks {' '.join(rule.argv('-A'))}")
     return found
 
 
@@ -235,8 +234,8 @@ def _finish(plan: Plan, steps: list[FileEdit | LiveStep], notes: list[str],
             host: Host | None = None) -> Plan:
     plan.steps.extend(steps)
     plan.notes.extend(notes)
-    rules = [step.restore[0].data["rule"] for step in steps if isinstance(step, LiveStep)
-             and step.restore and step.restore[0].kind == "firewall"]
+    rules = [step.restore[0].params for step in steps if isinstance(step, LiveStep)
+             and step.restore and isinstance(step.restore[0].params, FirewallUndo)]
     if rules:
         plan.checks.append(Check("firewall rules", partial(_rule_differences, rules)))
     if host is not None:

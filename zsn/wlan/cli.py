@@ -99,9 +99,10 @@ def run(args: argparse.Namespace, host: Host) -> int:
                                     eap)
         return apply_change(host, plan, args)
     if args.action == "forget":
-        return apply_or_show(actions.plan_forget(host, snapshot, interface, ssid), args.dry_run)
+        return apply_or_show(host, actions.plan_forget(host, snapshot, interface, ssid),
+                             args.dry_run)
     if args.action == "autoconnect":
-        return apply_or_show(actions.plan_autoconnect(host, snapshot, interface, ssid,
+        return apply_or_show(host, actions.plan_autoconnect(host, snapshot, interface, ssid,
                                                       args.state == "on"), args.dry_run)
     if args.action == "qr":
         return _qr(host, snapshot, interface, ssid)

@@ -14,21 +14,50 @@ association, so what it reports is what the radio did.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from zsn.errors import ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import WpaMonitor
-from zsn.tries.restores import FILE, file_undo
+from zsn.tries import params as checked
+from zsn.tries.restores import FILE, FileUndo, digest, file_undo
 from zsn.tries.undo import Outcome, Undo
 from zsn.wlan.model import WlanInterface
 from zsn.wlan.ssid import display
 
 ASSOCIATION_WAIT = 20.0
 """How long a restore waits for the interface to be on its network again."""
+BACKENDS = ("iwd", "wpa_supplicant")
+
+
+@dataclass(frozen=True)
+class WifiUndo:
+    """`interface` on the network `ssid` (hex; None: disconnected) again, through
+    `backend`, after `files` the daemon wrote are put back."""
+
+    backend: str
+    interface: str
+    ssid: str | None
+    frequency: int | None
+    files: tuple[FileUndo, ...] = ()
+
+    def __post_init__(self) -> None:
+        checked.choice(self.backend, BACKENDS, "backend")
+        checked.interface(self.interface)
+        if self.ssid is not None:
+            try:
+                if not 0 < len(bytes.fromhex(self.ssid)) <= 32:
+                    raise ValueError
+            except ValueError:
+                raise ValueError("ssid is not 1-32 bytes in hex") from None
+        if self.frequency is not None:
+            checked.whole(self.frequency, 1, 99_999, "frequency (MHz)")
+
+    @property
+    def name(self) -> str:
+        return f"wifi {self.interface}"
 
 
 def wifi_undo(host: Host, backend: str, interface: WlanInterface,
@@ -41,38 +70,32 @@ def wifi_undo(host: Host, backend: str, interface: WlanInterface,
     for system_path in daemon_files:
         path = files.write_target(host.path(system_path))
         snapshot = files.read_tracked(path) if files.exists(path) else None
-        kept.append(dict(file_undo(path, snapshot, None).data))
+        kept.append(file_undo(host, path, snapshot, None).params)
     link = interface.link
     ssid = link.ssid if link.connected else None
-    return Undo("wifi", {"backend": backend, "interface": interface.name,
-                         "ssid": None if ssid is None else ssid.hex(),
-                         "frequency": None if ssid is None else link.frequency, "files": kept})
+    return Undo("wifi", WifiUndo(backend, interface.name, None if ssid is None else ssid.hex(),
+                                 None if ssid is None else link.frequency, tuple(kept)))
 
 
-def _frequency(data: Mapping[str, Any]) -> int | None:
-    """The recorded channel's frequency (MHz), if it is one (a record is read back from
-    disk: only a plain positive number goes into a command)."""
-    value = data.get("frequency")
-    return value if type(value) is int and 0 < value < 100_000 else None
-
-
-def _files_restored(data: Mapping[str, Any], outcome: Outcome) -> bool:
+def _files_restored(host: Host, params: WifiUndo, leave: frozenset[str],
+                    outcome: Outcome) -> bool:
     """Put back the files the change made the daemon write. A daemon rewrites a whole
     file (SAVE_CONFIG) or makes one (an iwd profile), so unlike a file zsn writes there
     is no text to tell its write from another's: the files the daemon owns go back as
-    they were. True when one did."""
+    they were (but for one changed since the try). True when one did."""
     changed = False
-    for kept in data["files"]:
-        path = Path(kept["path"])
-        before: str | None = kept["before"]
-        current = files.read_tracked(path) if files.exists(path) else None
-        if (current.text if current else None) == before:
+    for kept in params.files:
+        if f"file {kept.path}" in leave:
             continue
-        if before is None:
+        path = host.path(kept.path)
+        current = files.read_tracked(path) if files.exists(path) else None
+        if (current.text if current else None) == kept.before:
+            continue
+        if kept.before is None:
             files.remove(path, missing_ok=True)
             outcome.done.append(f"removed {path}")
         else:
-            files.write_atomic(path, before, previous=current, mode=kept["mode"],
+            files.write_atomic(path, kept.before, previous=current, mode=kept.mode,
                                backup=False)
             outcome.done.append(f"put back {path}")
         changed = True
@@ -80,41 +103,71 @@ def _files_restored(data: Mapping[str, Any], outcome: Outcome) -> bool:
 
 
 class WifiRestorer:
-    def describe(self, data: Mapping[str, Any]) -> str:
-        ssid = data["ssid"]
-        target = f"on {display(bytes.fromhex(ssid))} again" if ssid else "disconnected"
-        return f"{data['interface']} {target} ({data['backend']})"
+    params = WifiUndo
 
-    def restore(self, host: Host, data: Mapping[str, Any]) -> Outcome:
-        ssid = bytes.fromhex(data["ssid"]) if data["ssid"] else None
-        if data["backend"] == "iwd":
-            return _iwd(host, data, ssid)
-        return _wpa(host, data, ssid)
+    def describe(self, params: WifiUndo) -> str:
+        target = f"on {display(bytes.fromhex(params.ssid))} again" if params.ssid \
+            else "disconnected"
+        return f"{params.interface} {target} ({params.backend})"
 
-    def commands(self, data: Mapping[str, Any]) -> list[str]:
-        name = data["interface"]
-        if data["backend"] == "iwd":
-            restored = [command for kept in data["files"] for command in FILE.commands(kept)]
-            if data["ssid"]:
+    def objects(self, params: WifiUndo) -> tuple[str, ...]:
+        return (params.name, *(f"file {kept.path}" for kept in params.files))
+
+    def observe(self, host: Host, params: WifiUndo) -> dict[str, object]:
+        """The network the interface is on (as the kernel and its daemon say) and the
+        daemon's files."""
+        from zsn.wlan.live import read_wlan
+
+        found: dict[str, object] = {}
+        for kept in params.files:
+            path = host.path(kept.path)
+            data = files.read_bytes(path, files.MAX_FILE_BYTES) if files.exists(path) else None
+            found[f"file {kept.path}"] = None if data is None else digest(data)
+        interface = read_wlan(host).interface(params.interface)
+        if interface is not None:
+            link = interface.link
+            found[params.name] = link.ssid.hex() if link.connected and link.ssid else None
+        return found
+
+    def wanted(self, params: WifiUndo) -> dict[str, object]:
+        found: dict[str, object] = {
+            f"file {kept.path}": None if kept.before is None
+            else digest(kept.before.encode("utf-8")) for kept in params.files}
+        found[params.name] = params.ssid
+        return found
+
+    def restore(self, host: Host, params: WifiUndo, leave: frozenset[str],
+                force: bool) -> Outcome:
+        ssid = bytes.fromhex(params.ssid) if params.ssid else None
+        if params.backend == "iwd":
+            return _iwd(host, params, ssid, leave)
+        return _wpa(host, params, ssid, leave)
+
+    def commands(self, host: Host, params: WifiUndo) -> list[str]:
+        name = params.interface
+        restored = [command for kept in params.files for command in FILE.commands(host, kept)]
+        if params.backend == "iwd":
+            if params.ssid:
                 return [*restored, f"iwctl station {name} connect "
-                        f"'{display(bytes.fromhex(data['ssid']))}'"]
+                        f"'{display(bytes.fromhex(params.ssid))}'"]
             return [*restored, f"iwctl station {name} disconnect"]
-        found = [command for kept in data["files"] for command in FILE.commands(kept)]
-        if data["files"]:
+        found = list(restored)
+        if params.files:
             found.append(f"wpa_cli -i {name} reconfigure")
-        frequency = _frequency(data)
-        if data["ssid"] and frequency is not None:
-            found.append(f"wpa_cli -i {name} scan freq={frequency}")
-        found.append(f"wpa_cli -i {name} {'reconnect' if data['ssid'] else 'disconnect'}")
+        if params.ssid and params.frequency is not None:
+            found.append(f"wpa_cli -i {name} scan freq={params.frequency}")
+        found.append(f"wpa_cli -i {name} {'reconnect' if params.ssid else 'disconnect'}")
         return found
 
 
-def _wpa(host: Host, data: Mapping[str, Any], ssid: bytes | None) -> Outcome:
+def _wpa(host: Host, params: WifiUndo, ssid: bytes | None, leave: frozenset[str]) -> Outcome:
     from zsn.wlan import wpa
 
-    name = str(data["interface"])
+    name = params.interface
     outcome = Outcome()
-    reloaded = _files_restored(data, outcome)
+    reloaded = _files_restored(host, params, leave, outcome)
+    if params.name in leave:
+        return outcome
 
     async def act(ctrl: Any) -> None:
         if reloaded:
@@ -130,7 +183,7 @@ def _wpa(host: Host, data: Mapping[str, Any], ssid: bytes | None) -> Outcome:
             return
         async with WpaMonitor(ctrl.path, interface=name,
                               conversation=ASSOCIATION_WAIT + 5) as monitor:
-            await wpa.rejoin(monitor, ctrl, _frequency(data), ASSOCIATION_WAIT)
+            await wpa.rejoin(monitor, ctrl, params.frequency, ASSOCIATION_WAIT)
         state = await wpa.read_state(ctrl, name)
         if state.link.connected and state.link.ssid == ssid:
             outcome.done.append(f"{name} on {display(ssid)} again")
@@ -145,15 +198,17 @@ def _wpa(host: Host, data: Mapping[str, Any], ssid: bytes | None) -> Outcome:
     return outcome
 
 
-def _iwd(host: Host, data: Mapping[str, Any], ssid: bytes | None) -> Outcome:
+def _iwd(host: Host, params: WifiUndo, ssid: bytes | None, leave: frozenset[str]) -> Outcome:
     from zsn.system import iwd as bus_iwd
     from zsn.system.dbus import SystemBus, run_sync
     from zsn.wlan import iwd as iwd_backend
 
-    name = str(data["interface"])
+    name = params.interface
     outcome = Outcome()
-    if _files_restored(data, outcome):
+    if _files_restored(host, params, leave, outcome):
         time.sleep(0.5)  # iwd takes a profile's change from inotify: let it
+    if params.name in leave:
+        return outcome
 
     async def act(bus: SystemBus) -> None:
         objects = await bus_iwd.objects(bus)

@@ -88,19 +88,19 @@ def _count(text: str) -> int:
 
 def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "scrub":
-        return apply_or_show(actions.plan_scrub(host, args.pool, args.verb or "start"),
+        return apply_or_show(host, actions.plan_scrub(host, args.pool, args.verb or "start"),
                              args.dry_run)
     if args.action == "set":
         prop, equals, value = args.assignment.partition("=")
         if not equals:
             raise ValidationError(f"{args.assignment!r}: write PROPERTY=VALUE, e.g. "
                                   "compression=lz4")
-        return apply_or_show(actions.plan_set(host, args.dataset, prop.strip().lower(), value),
-                             args.dry_run)
+        plan = actions.plan_set(host, args.dataset, prop.strip().lower(), value)
+        return apply_or_show(host, plan, args.dry_run)
     if args.action == "clear":
-        return apply_or_show(actions.plan_clear(host, args.pool, args.device), args.dry_run)
+        return apply_or_show(host, actions.plan_clear(host, args.pool, args.device), args.dry_run)
     if args.action == "snapshot":
-        return apply_or_show(snapshots.plan_snapshot(host, args.snapshot, args.recursive),
+        return apply_or_show(host, snapshots.plan_snapshot(host, args.snapshot, args.recursive),
                              args.dry_run)
     if args.action == "send":
         return send_cli.run(args, host)

@@ -8,55 +8,18 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.unit.tries.conftest import plan_of, wait_state
 from zsn import cli
 from zsn.errors import ValidationError
-from zsn.plan import FileEdit, LiveStep, Plan
-from zsn.system import files
+from zsn.plan import LiveStep, Plan
 from zsn.system.host import Host
-from zsn.tries import guardians, lifecycle, restores
+from zsn.tries import guardians, lifecycle
 from zsn.tries import store as records
 from zsn.tries.store import Store
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    (tmp_path / "etc").mkdir()
-    (tmp_path / "proc/sys/net/ipv4").mkdir(parents=True)
-    (tmp_path / "proc/sys/net/ipv4/ip_forward").write_text("0\n")
-    (tmp_path / "etc/app.conf").write_text("old = 1\n")
-    (tmp_path / "etc/app.conf.zsn-bak").write_text("older = 1\n")
-    yield Host(tmp_path)
-    for change in Store(Host(tmp_path)).waiting():  # no guardian outlives its test
-        lifecycle.roll_back(Host(tmp_path), change.id)
-
-
-def plan_of(host: Host) -> Plan:
-    """Edit a file, turn forwarding on (live), and write a boot config file."""
-    conf = host.path("/etc/app.conf")
-    forward = host.path("/proc/sys/net/ipv4/ip_forward")
-    plan = Plan("test change")
-    plan.steps.append(FileEdit(conf, files.read_tracked(conf), "new = 2\n"))
-    plan.steps.append(LiveStep("forwarding on", lambda: forward.write_text("1\n"),
-                               restore=(restores.sysctl_undo(host, "net.ipv4.ip_forward",
-                                                             "0"),)))
-    plan.steps.append(FileEdit(host.path("/etc/boot.yaml"), None, "boot: new\n",
-                               persistent=True))
-    return plan
-
-
-def wait_state(host: Host, change_id: str, states: tuple[str, ...], seconds: float) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        state = Store(host).load(change_id).state
-        if state in states:
-            return state
-        time.sleep(0.05)
-    raise AssertionError(f"change {change_id} not {states} after {seconds} s")
 
 
 def guardian_gone(host: Host, change_id: str) -> bool:
@@ -112,7 +75,8 @@ def test_a_rollback_that_meets_a_changed_file_says_what_is_left(
     stored = Store(host).load(change.id)
     assert stored.state == records.INCOMPLETE
     conf = host.path("/etc/app.conf")
-    assert f"  NOT restored: {conf} changed since the change was made: left as it is" in out
+    assert f"  NOT restored: {conf} was written since the try: left as it is (zsn rollback " \
+           f"{change.id} --force restores it)" in out
     copy = Store(host).folder(change.id) / "before" / "1"
     assert f"    install -m 0644 {copy} {conf}" in out
     assert copy.read_text() == "old = 1\n" and copy.stat().st_mode & 0o777 == 0o600

@@ -368,10 +368,13 @@ class LivePane(Vertical, Generic[SnapshotT]):
 
     def _checked(self, plan: Plan) -> Checked:
         """The SSH session's path against `plan` (worker thread): a change that could
-        cut the session off names it and is applied as a try, when it can be."""
+        cut the session off names it and is applied as a try, when it can be. A change
+        to what a pending try owns is refused here, before it is shown."""
+        from zsn.tries.lifecycle import refuse_owned, undo_of
+
+        refuse_owned(self.host, plan)
         if not plan.touches and not plan.reroutes:
             return Checked(plan)
-        from zsn.tries.lifecycle import undo_of
         from zsn.tries.session import find_session, name_in_plan
         from zsn.tui.tries import KEEP_KEY, TRY_SECONDS
 
@@ -379,7 +382,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
         if not name_in_plan(plan, session):
             return Checked(plan)
         try:
-            undo_of(plan)
+            undo_of(self.host, plan)
         except ZsnError as exc:
             plan.warnings.insert(1, f"it cannot be tried ({exc}): it is applied as it is")
             return Checked(plan)
