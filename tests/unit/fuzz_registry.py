@@ -55,6 +55,10 @@ What the entries check beyond the rule:
 - 802.1X (`zsn.eap`): iwd's ``.8021x`` files (its test suite's, changed) render back
   byte for byte; network blocks' values, EAP events, NetworkManager keyfiles and
   STATUS replies give typed values only.
+- Try records (`zsn.tries.store.Store.load`, `Change.from_dict`, every undo kind's
+  typed parameters through `zsn.tries.undo.Undo.from_dict`: a valid record with one
+  value anywhere replaced by another, a hostile word or any JSON, or noise): typed
+  errors only, and an accepted record writes back and reads back the same.
 - Links (`zsn.links`, `zsn.system.rtnetlink`): rtnetlink dumps (noise, and the lab's
   captured dump with bytes overwritten) and `/proc/net/bonding`: typed errors only;
   the config formats zsn edits keep every byte they do not change: netplan YAML
@@ -1491,3 +1495,84 @@ def nft_table_listings() -> Fuzz:
             ["0", "9", '"', "{", "}", "[", "]", ",", "-1", "null", "true", "@", "x", " ",
              '"range"', '"prefix"', '"elem"', "4", "6", '"::"'])), max_size=3),
         st.one_of(st.none(), _json_value.map(json.dumps))), check
+
+
+
+# -- try records ----------------------------------------------------------------------
+
+_TRY_RECORD: dict[str, Any] = {
+    "format": 2, "id": "c0ffee", "title": "set eth0: MTU 1450", "command": "zsn link set",
+    "seconds": 60.0, "created": 1.0e9, "state": "pending", "deadline": 5.0,
+    "deadline_wall": 1.0e9, "applied": True, "session": "", "netns": "",
+    "guardian": {"how": "process"}, "outcome": None,
+    "owns": ["link eth0", "file /etc/x"], "after": {"link eth0 mtu": 1450},
+    "undo": [
+        {"kind": "links", "data": {"links": [{
+            "name": "eth0", "exists": True, "kind": "veth", "config": None, "master": None,
+            "mtu": 1500, "up": True, "addresses": ["10.0.0.1/24"]}], "routes": [{
+                "family": 2, "table": 254, "dst": None, "dst_len": 0, "gateway": "10.0.0.9",
+                "oif": "eth0", "priority": None, "proto": 3, "scope": 0, "type": 1,
+                "prefsrc": None, "expires": None, "metrics": None}]}},
+        {"kind": "file", "data": {"path": "/etc/x", "before": "a = 1\n", "mode": 420,
+                                  "after": "0" * 64, "copy": "/run/zsn/changes/c0ffee/before/1"}},
+        {"kind": "firewall", "data": {
+            "family": 4, "table": "nat", "chain": "POSTROUTING", "target": "MASQUERADE",
+            "present": False, "source": "10.6.0.0/24", "in_interface": None,
+            "out_interface": "eth0", "conntrack": []}},
+        {"kind": "wg-peer", "data": {"interface": "wg0", "public_key": "A" * 43 + "=",
+                                     "before": None}},
+        {"kind": "nft-table", "data": {"interface": "wg0", "table": None}}],
+    "deferred": [{"path": "/etc/netplan/01.yaml", "new_text": "network: {}\n", "mode": None,
+                  "private_dir": False, "backup": True, "remove": False, "previous": None}],
+}
+
+
+def _replaced(record: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`record` with the value at `path` (keys and indexes) replaced by `value`."""
+    if not path:
+        return value
+    copy = json.loads(json.dumps(record))
+    cursor = copy
+    for step in path[:-1]:
+        cursor = cursor[step]
+    cursor[path[-1]] = value
+    return copy
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+@entry("try records", 1000,
+       ["zsn.tries.store:Store.load", "zsn.tries.store:Change.from_dict",
+        "zsn.tries.undo:Undo.from_dict"])
+def try_records() -> Fuzz:
+    from zsn.system.host import Host
+    from zsn.tries.store import STORE_DIR, Change, Store
+
+    replaced = st.builds(_replaced, st.just(_TRY_RECORD), st.sampled_from(_paths(_TRY_RECORD)),
+                         st.one_of(_json_value, st.sampled_from([
+                             "/etc/../x", "../x", "-j", "a b", "wg0", "/run/zsn/x", 1.5,
+                             2**70, -1, "/usr/bin/iptables", ["iptables", "-A"], True])))
+    text = st.one_of(st.just(json.dumps(_TRY_RECORD)), replaced.map(json.dumps),
+                     _hostile_json, _noise)
+
+    def check(record: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="zsn-fuzz-") as folder:
+            host = Host(Path(folder))
+            path = host.path(f"{STORE_DIR}/c0ffee/change.json")
+            path.parent.mkdir(parents=True, mode=0o700)
+            path.write_text(record, errors="surrogateescape")
+            path.chmod(0o600)
+            change = only_typed_errors(lambda: Store(host).load("c0ffee"))
+        if change is not None:
+            assert Change.from_dict(json.loads(json.dumps(change.as_dict()))) == change
+
+    return text, check

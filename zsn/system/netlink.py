@@ -224,11 +224,6 @@ class Route(NamedTuple):
     def as_dict(self) -> dict[str, object]:
         return self._asdict()
 
-    @classmethod
-    def from_dict(cls, value: dict[str, Any]) -> Route:
-        fields: dict[str, Any] = {name: value.get(name) for name in cls._fields}
-        return cls(**fields)
-
     def command(self) -> str:
         """The ``ip route add`` that puts it back."""
         words = ["ip", "-6" if self.family == socket.AF_INET6 else "-4", "route", "add"]

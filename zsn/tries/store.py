@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zsn import decode
 from zsn.errors import ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
@@ -296,11 +297,10 @@ class Store:
         path = self.folder(_checked_id(change_id)) / "change.json"
         if not files.exists(path):
             raise ValidationError(f"no change {change_id!r} (see zsn pending --all)")
-        text = files.read_text(path, MAX_RECORD_BYTES)
+        value = decode.from_json(files.read_bytes(path, MAX_RECORD_BYTES), Any, str(path),
+                                 max_bytes=MAX_RECORD_BYTES)
         try:
-            change = Change.from_dict(json.loads(text))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise RecordError(f"{path}: not a change record ({type(exc).__name__})") from None
+            change = Change.from_dict(value)
         except RecordError as exc:
             raise RecordError(f"{path}: {exc}; left as it is, not acted on") from None
         if change.id != change_id:
