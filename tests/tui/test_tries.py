@@ -165,3 +165,22 @@ async def test_a_change_to_what_the_pending_try_owns_is_refused_naming_it(
             "tried: keep it (key k: Keep change) or roll it back (key u: Roll back) first")
         assert not isinstance(app.screen, PlanScreen)
         assert host.path("/etc/app.conf").read_text() == "new = 2\n"
+
+
+async def test_a_store_others_could_write_is_named_with_its_fix(app: ZsnApp, host: Host) -> None:
+    """The state rule in the TUI: pending changes are not read from a store others could
+    write; the TUI says so once, with the command that fixes it."""
+    if os.geteuid() != 0:
+        unavailable("the TUI looks for pending changes as root only")
+    store = host.path("/run/zsn/changes")
+    store.mkdir(parents=True)
+    store.chmod(0o777)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: any(
+            n.title == "Pending changes not read" for n in app._notifications),
+            "the refusal", 30)
+        [refused] = [n for n in app._notifications if n.title == "Pending changes not read"]
+        assert refused.message == (f"{store}: writable by group and others (mode 0777); zsn "
+                                   "trusts its own state only where root alone can change "
+                                   f"it: chmod go-w {store}")
+    store.chmod(0o700)  # for the fixture's own look at the store

@@ -228,3 +228,15 @@ def test_the_guardian_acts_on_no_record_that_names_a_program(
     assert line.startswith(f"zsn guardian {CHANGE_ID}: {path}: undo[0].data: unknown field")
     assert not marker.exists(), "the guardian ran the record's program"
     assert path.read_bytes() == before
+
+
+def test_a_record_moved_to_another_change_s_folder_is_not_that_change(
+        root: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_record(root, [])
+    moved = root.path(f"{records.STORE_DIR}/abcdef")
+    moved.mkdir(mode=0o700)
+    (moved / "change.json").write_bytes(path.read_bytes())
+    assert cli.main(["--root", str(root.root), "pending"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[-1] == (f"abcdef  unreadable  {moved / 'change.json'}: the record of change "
+                          f"{CHANGE_ID}, in the folder of abcdef; left as it is, not acted on")
