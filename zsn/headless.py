@@ -104,9 +104,12 @@ def apply_change(host: Host, plan: Plan, args: argparse.Namespace,
 
 
 def _refuse_owned(host: Host, plan: Plan) -> None:
-    from zsn.tries.lifecycle import refuse_owned
+    from zsn.tries.store import has_records
 
-    refuse_owned(host, plan)
+    if has_records(host):  # what a try owns is read only when one is on record
+        from zsn.tries.lifecycle import refuse_owned
+
+        refuse_owned(host, plan)
 
 
 def _try_summary(host: Host, plan: Plan, seconds: float) -> str:

@@ -3,7 +3,8 @@ unless they are confirmed in time (``--try``, ``zsn confirm|pending|rollback``).
 
 - `undo`: what a change must put back, as data (`Undo`), and who carries it out;
 - `restores`: the restorers of files, sysctls, firewall rules, units and routes;
-- `store`: the pending changes under ``/run/zsn/tries/``;
+- `store`: the pending changes under ``/run/zsn/changes/``;
+- `params`: the typed parameters of undos (records hold data, never programs);
 - `guardian`: the process (a transient systemd unit, or a detached process) that
   rolls back at the deadline;
 - `lifecycle`: begin, confirm, roll back;

@@ -25,12 +25,11 @@ from zsn.errors import CommandError, ZsnError
 from zsn.system import commands, files, netlink
 from zsn.system.host import Host
 from zsn.tries import params as checked
+from zsn.tries.store import STORE_DIR
 from zsn.tries.undo import Outcome, Undo
 
 FIREWALL_TIMEOUT = 10.0
 UNIT_TIMEOUT = 60.0
-COPIES_DIR = "/run/zsn/changes"
-"""Where the copies of replaced files are kept (`zsn.tries.store`'s folders)."""
 
 _MAX_SETTING = 4096
 """A kernel setting's file is a line."""
@@ -70,8 +69,8 @@ class FileUndo:
         if self.after is not None:
             checked.sha256(self.after, "after")
         if self.copy is not None and not checked.system_path(self.copy, "copy").startswith(
-                COPIES_DIR + "/"):
-            raise ValueError(f"copy {self.copy[:80]!r} is not in {COPIES_DIR}")
+                STORE_DIR + "/"):
+            raise ValueError(f"copy {self.copy[:80]!r} is not in {STORE_DIR}")
 
 
 def file_undo(host: Host, path: Path, before: files.FileSnapshot | None,

@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from zsn import decode
-from zsn.errors import ValidationError, ZsnError
+from zsn.errors import AccessDeniedError, ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.tries import params as checked
 from zsn.tries.params import RecordError
-from zsn.tries.restores import COPIES_DIR
 from zsn.tries.undo import Outcome, Undo
 
-STORE_DIR = COPIES_DIR
+STORE_DIR = "/run/zsn/changes"
 FORMAT = 2
 """2: undos with typed parameters, system paths, what the try owns and left."""
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -254,6 +253,14 @@ class Unreadable:
     id: str
     path: Path
     reason: str
+
+
+def has_records(host: Host) -> bool:
+    """Whether anything is on record (cheap: no record is read). Not root: False."""
+    try:
+        return bool(files.list_files(host.path(STORE_DIR)))
+    except AccessDeniedError:
+        return False
 
 
 class Store:
