@@ -334,10 +334,6 @@ def roll_back(host: Host, change_id: str | None, by: str = "zsn rollback",
         changed = {} if force or not change.after else changed_since(
             observe(host, change.undo), change.undo, change.after)
         outcome = perform(host, change.undo, frozenset(changed), force)
-        if change.after and not outcome.complete:  # what zsn put back is its own doing now
-            current = observe(host, change.undo)
-            change.after = {aspect: then if aspect in changed else current.get(aspect, then)
-                            for aspect, then in change.after.items()}
         for aspect, (then, now) in sorted(changed.items()):
             outcome.left.append(f"{_changed(host, aspect, then, now)}: left as it is (zsn rollback "
                                 f"{change.id} --force restores it)")
