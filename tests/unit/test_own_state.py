@@ -291,3 +291,9 @@ def test_a_module_that_opens_zsn_s_state_itself_calls_the_rule() -> None:
             missing.append(relative)
     assert missing == [], ("these open zsn's own state without the state rule "
                            "(own_state.check):\n" + "\n".join(missing))
+
+
+def test_a_tree_that_is_not_there_holds_no_state(tmp_path: Path) -> None:
+    host = Host(tmp_path / "nowhere")
+    assert own_state.check(host.path(RECORD)) is None
+    assert files.list_files(host.path("/run/zsn/changes")) == []

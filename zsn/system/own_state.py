@@ -77,14 +77,14 @@ def check(path: Path, *, folder: bool = False) -> os.stat_result | None:
     root, system_path = root_and_path(path)
     parts = [part for part in system_path.split("/") if part]
     current = root
-    st: os.stat_result | None = _checked(current, os.lstat(current), folder=True)
-    for index, part in enumerate(parts):
-        current = current / part
+    st: os.stat_result | None = None
+    for index, part in enumerate(["", *parts]):
+        current = current / part if part else current
         try:
             found = os.lstat(current)
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return None
-        st = _checked(current, found, folder=folder or index < len(parts) - 1)
+        st = _checked(current, found, folder=folder or index < len(parts))
     return st
 
 
