@@ -320,9 +320,8 @@ class Store:
         found: list[Change] = []
         unreadable: list[Unreadable] = []
         for folder in files.list_files(self.root):
-            if _ID_RE.fullmatch(folder.name) is None:
-                unreadable.append(Unreadable(folder.name, folder, "not a change's folder "
-                                             "(its name is not a change id)"))
+            if _ID_RE.fullmatch(folder.name) is None or not files.is_dir(folder):
+                unreadable.append(Unreadable(folder.name, folder, "not a change's folder"))
                 continue
             if not files.exists(folder / "change.json"):
                 continue  # a change being made
