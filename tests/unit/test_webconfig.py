@@ -275,8 +275,8 @@ def test_an_unknown_user_costs_a_check_at_the_highest_cost_in_use(tmp_path: Path
     unknown one take the same bcrypt work, so the timing tells no names."""
     cheap = bcrypt.hashpw(b"other", bcrypt.gensalt(4)).decode()
     costly = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(12)).decode()
-    path = config(tmp_path, f'basic_auth_users:\n  cheap: "{cheap}"\n  prometheus: "{costly}"\n')
-    web = WebConfig.load(Host(), str(path))
+    config(tmp_path, f'basic_auth_users:\n  cheap: "{cheap}"\n  prometheus: "{costly}"\n')
+    web = WebConfig.load(Host(tmp_path), "/web.yml")
     settings = web.current()
     assert settings.unknown_user_hash.startswith("$2b$12$")
 

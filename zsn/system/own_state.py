@@ -42,7 +42,8 @@ from pathlib import Path
 from zsn.errors import UnsafeStateError
 from zsn.system.host import confine, root_of
 
-PLACES = ("/etc/zsn", "/run/zsn", "/var/lib/zsn", "/etc/wireguard/clients")
+PLACES = ("/etc/zsn", "/run/zsn", "/var/lib/zsn", "/etc/wireguard/clients",
+          "/etc/wireguard/acl")
 """Where zsn keeps its own state (system paths): everything below is checked."""
 _UNSAFE_BITS = stat.S_IWGRP | stat.S_IWOTH
 
