@@ -114,19 +114,16 @@ class WifiRestorer:
         return (params.name, *(f"file {kept.path}" for kept in params.files))
 
     def observe(self, host: Host, params: WifiUndo) -> dict[str, object]:
-        """The network the interface is on (as the kernel and its daemon say) and the
-        daemon's files."""
-        from zsn.wlan.live import read_wlan
-
+        """The network the interface is on (as its daemon says: one short question) and
+        the daemon's files."""
         found: dict[str, object] = {}
         for kept in params.files:
             path = host.path(kept.path)
             data = files.read_bytes(path, files.MAX_FILE_BYTES) if files.exists(path) else None
             found[f"file {kept.path}"] = None if data is None else digest(data)
-        interface = read_wlan(host).interface(params.interface)
-        if interface is not None:
-            link = interface.link
-            found[params.name] = link.ssid.hex() if link.connected and link.ssid else None
+        ssid = _on_iwd(host, params.interface) if params.backend == "iwd" \
+            else _on_wpa(host, params.interface)
+        found[params.name] = None if ssid is None else ssid.hex()
         return found
 
     def wanted(self, params: WifiUndo) -> dict[str, object]:
@@ -198,6 +195,51 @@ def _wpa(host: Host, params: WifiUndo, ssid: bytes | None, leave: frozenset[str]
     return outcome
 
 
+def _on_wpa(host: Host, name: str) -> bytes | None:
+    """The network wpa_supplicant has `name` on (None: not connected)."""
+    from zsn.wlan import wpa
+    from zsn.wlan.wpa_protocol import link_from_status, parse_kv
+
+    async def ask(ctrl: Any) -> bytes | None:
+        link = link_from_status(parse_kv(await ctrl.request("STATUS")))
+        return link.ssid if link.connected else None
+
+    found: bytes | None = wpa.run(host, name, ask, timeout=15.0)
+    return found
+
+
+def _station(objects: Any, name: str) -> tuple[str, dict[str, Any], bytes | None]:
+    """iwd's station of `name`: its path, properties, and the network it is on."""
+    from zsn.system import iwd as bus_iwd
+
+    station = next((path for path, ifaces in objects.items()
+                    if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == name
+                    and bus_iwd.STATION in ifaces), None)
+    if station is None:
+        raise ZsnError(f"iwd has no station for {name}")
+    props = objects[station][bus_iwd.STATION]
+    current = props.get("ConnectedNetwork")
+    current_ssid = None
+    if current and current in objects:
+        raw = objects[current].get(bus_iwd.NETWORK, {}).get("Name")
+        current_ssid = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) \
+            else None
+    return station, props, current_ssid
+
+
+def _on_iwd(host: Host, name: str) -> bytes | None:
+    """The network iwd has `name` on (None: not connected)."""
+    from zsn.system import iwd as bus_iwd
+    from zsn.system.dbus import SystemBus, run_sync
+
+    async def ask(bus: SystemBus) -> bytes | None:
+        _station_path, props, ssid = _station(await bus_iwd.objects(bus), name)
+        return ssid if props.get("State") == "connected" else None
+
+    found: bytes | None = run_sync(host, ask, timeout=15.0)
+    return found
+
+
 def _iwd(host: Host, params: WifiUndo, ssid: bytes | None, leave: frozenset[str]) -> Outcome:
     from zsn.system import iwd as bus_iwd
     from zsn.system.dbus import SystemBus, run_sync
@@ -212,18 +254,7 @@ def _iwd(host: Host, params: WifiUndo, ssid: bytes | None, leave: frozenset[str]
 
     async def act(bus: SystemBus) -> None:
         objects = await bus_iwd.objects(bus)
-        station = next((path for path, ifaces in objects.items()
-                        if ifaces.get(bus_iwd.DEVICE, {}).get("Name") == name
-                        and bus_iwd.STATION in ifaces), None)
-        if station is None:
-            raise ZsnError(f"iwd has no station for {name}")
-        props = objects[station][bus_iwd.STATION]
-        current = props.get("ConnectedNetwork")
-        current_ssid = None
-        if current and current in objects:
-            raw = objects[current].get(bus_iwd.NETWORK, {}).get("Name")
-            current_ssid = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) \
-                else None
+        station, props, current_ssid = _station(objects, name)
         if ssid is None:
             if props.get("State") in ("connected", "connecting", "roaming"):
                 await bus_iwd.disconnect(bus, station)
