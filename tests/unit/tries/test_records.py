@@ -240,3 +240,19 @@ def test_a_record_moved_to_another_change_s_folder_is_not_that_change(
     listed = capsys.readouterr().out.splitlines()
     assert listed[-1] == (f"abcdef  unreadable  {moved / 'change.json'}: the record of change "
                           f"{CHANGE_ID}, in the folder of abcdef; left as it is, not acted on")
+
+
+def test_every_kind_of_undo_has_typed_parameters_and_names_what_it_owns() -> None:
+    """A new kind joins the rule: its parameters a frozen dataclass (checked when a
+    record is read), and the restorer says what it owns and the state it leaves."""
+    import dataclasses
+
+    from zsn.tries.undo import RESTORERS, restorer
+
+    for kind in RESTORERS:
+        handler = restorer(kind)
+        params = handler.params
+        assert dataclasses.is_dataclass(params), kind
+        assert getattr(params, "__dataclass_params__").frozen, kind  # noqa: B009 - not typed
+        for method in ("describe", "objects", "observe", "wanted", "restore", "commands"):
+            assert callable(getattr(handler, method, None)), (kind, method)
