@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.fixtures.wireguard.acl.capture import INTERFACE, policy_and_peers
 from zsn.cli import main as cli_main
-from zsn.errors import ParseError, ValidationError
+from zsn.errors import ParseError, UnsafeStateError, ValidationError
 from zsn.system import nftables
 from zsn.system.host import Host
 from zsn.wireguard import acl, acl_table, actions, interfaces, onboarding, policy, routing
@@ -527,3 +528,39 @@ def test_lint_says_when_the_policy_cannot_load_or_fails_its_tests(host: Host) ->
     assert finding.fix == "zsn wg acl load wg0" and finding.fix_plan is not None
     finding.fix_plan().apply()
     assert found() == []
+
+
+def _spoiled_policy(host: Host, case: str) -> Path:
+    """The policy file of wg0 where someone else could have put it (`case`)."""
+    acl.plan_group_add(host, "wg0", "kids", ["alice"]).apply()
+    folder = host.path("/etc/wireguard/acl")
+    path = folder / "wg0.acl"
+    if case == "folder writable by everyone":
+        folder.chmod(0o777)
+        return folder
+    if case == "file of another user":
+        os.chown(path, 65534, 65534)
+        return path
+    planted = host.path("/srv-planted.acl")
+    path.rename(planted)
+    path.symlink_to("/srv-planted.acl")
+    return path
+
+
+@pytest.mark.parametrize("case", ["folder writable by everyone", "file of another user",
+                                  "file behind a link"])
+def test_a_policy_others_could_have_written_is_neither_read_nor_rewritten(
+        host: Host, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    spoiled = _spoiled_policy(host, case)
+    before = {path: (path.lstat().st_mode, path.read_bytes() if path.is_file() else None)
+              for path in host.path("/etc/wireguard/acl").iterdir()}
+    with pytest.raises(UnsafeStateError, match=f"^{spoiled}: "):
+        policy.read_file(host, "wg0")
+    with pytest.raises(UnsafeStateError):
+        acl.plan_group_add(host, "wg0", "media", ["bob"])
+    assert cli_main(["--root", str(host.root), "wg", "acl", "group", "add", "wg0", "media",
+                     "bob"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert str(spoiled) in line
+    assert {path: (path.lstat().st_mode, path.read_bytes() if path.is_file() else None)
+            for path in host.path("/etc/wireguard/acl").iterdir()} == before
