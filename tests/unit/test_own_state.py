@@ -189,11 +189,16 @@ def test_the_history_store_is_refused_in_a_folder_others_can_change(
         host: Host, spoil: object) -> None:
     assert callable(spoil)
     spoil(host, "/var/lib/zsn")
+    _history_refused_naming(host, "/var/lib/zsn")
+
+
+def _history_refused_naming(host: Host, part: str) -> None:
+    """The history store is refused, opened to record or to read, naming `part`, and
+    nothing in the tree changes."""
     before = tree(host.root)
-    with pytest.raises(UnsafeStateError, match=r"/var/lib/zsn: "):
-        HistoryStore.open(host)
-    with pytest.raises(UnsafeStateError, match=r"/var/lib/zsn: "):
-        HistoryStore.open(host, create=False)
+    for create in (True, False):
+        with pytest.raises(UnsafeStateError, match=f"^{re.escape(str(host.path(part)))}: "):
+            HistoryStore.open(host, create=create)
     assert tree(host.root) == before
 
 
@@ -297,3 +302,18 @@ def test_a_tree_that_is_not_there_holds_no_state(tmp_path: Path) -> None:
     host = Host(tmp_path / "nowhere")
     assert own_state.check(host.path(RECORD)) is None
     assert files.list_files(host.path("/run/zsn/changes")) == []
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal"])
+@pytest.mark.parametrize("spoil", [_writable, _nobodys, _linked])
+def test_the_history_store_s_journal_is_held_to_the_rule_too(
+        host: Host, side: str, spoil: object) -> None:
+    """SQLite reads its write-ahead log and journal as part of the store: one that others
+    could have written (pages of their choosing) is refused like the store itself."""
+    assert callable(spoil)
+    HistoryStore.open(host).close()
+    part = f"/var/lib/zsn/history.sqlite{side}"
+    host.path(part).write_bytes(b"")
+    os.chmod(host.path(part), 0o600)
+    spoil(host, part)
+    _history_refused_naming(host, part)

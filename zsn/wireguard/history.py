@@ -248,6 +248,12 @@ def store_path(host: Host) -> Path:
     return host.path(STORE_PATH)
 
 
+def side_files(path: Path) -> tuple[Path, ...]:
+    """The files SQLite keeps beside the store and reads as part of it: its write-ahead
+    log, its shared-memory index and its rollback journal."""
+    return tuple(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))
+
+
 def reset_store(host: Host) -> Path | None:
     """Set the store aside (renamed beside itself with its write-ahead log, for a human
     to look at or delete) so the next recording starts a new one: what `RESET_COMMAND`
@@ -256,11 +262,10 @@ def reset_store(host: Host) -> Path | None:
     if own_state.check(path) is None:  # the state rule: nothing moved in a folder of others
         return None
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
-    for suffix in ("", "-wal", "-shm"):
-        part = path.with_name(path.name + suffix)
+    for part in (path, *side_files(path)):
         if own_state.check(part) is not None:
             try:
-                os.replace(part, aside.with_name(aside.name + suffix))
+                os.replace(part, aside.with_name(aside.name + part.name[len(path.name):]))
             except OSError as exc:
                 raise HistoryError(f"{part}: cannot be set aside ({_reason(exc)})") from exc
     return aside
@@ -274,6 +279,8 @@ class HistoryStore:
         # SQLite opens the file itself, so the state rule is called here (not by
         # zsn.system.files): nobody but root (or zsn's user) may have put it there.
         own_state.check(path)
+        for part in side_files(path):  # SQLite reads them as part of the store
+            own_state.check(part)
         if not create and not path.exists():
             raise HistoryError(f"{path}: no history yet (zsn records it while the TUI, "
                                "zsn serve or the zsn-history timer runs)")
