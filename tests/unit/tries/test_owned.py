@@ -4,7 +4,8 @@ guardian's at the deadline, or by hand) compares each thing with the state the t
 left and does not overwrite one changed since: the record says what changed, ``zsn
 pending`` shows it, and ``zsn rollback ID --force`` restores it anyway. Files, a
 sysctl and the settings file under a temporary root, with the real guardian; the
-links case (``link set vsrv --mtu``) runs in the kernel lab's tryback group."""
+links case (``link set UPLINK --mtu``) runs over a real SSH session in
+tests/integration/test_tryback_ssh.py."""
 
 from __future__ import annotations
 
