@@ -47,6 +47,23 @@ def human_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
+AGE_STEP_SECONDS = 5
+"""Under a minute, an age on screen moves in steps of this many seconds (`coarse_duration`)."""
+
+
+def coarse_duration(seconds: float) -> str:
+    """`human_duration` at a step that suits its size, for an age in a table that is
+    redrawn as it grows: under a minute in 5 s steps (``40s``), under an hour in whole
+    minutes (``12m``), then hours and minutes, days and hours. The cell changes every
+    few seconds at most, and once a minute for an old one, not every second."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total - total % AGE_STEP_SECONDS}s"
+    if total < 3600:
+        return f"{total // 60}m"
+    return human_duration(total)
+
+
 def short_key(key: str | None, length: int = 8) -> str:
     """The first characters of a base64 key followed by an ellipsis, as WireGuard UIs show it."""
     if not key:

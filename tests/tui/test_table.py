@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 
-from tests.pilot import TerminalOutput, screen_text, shown_row, wait_until
+from tests.pilot import _ESCAPES, TerminalOutput, screen_text, shown_row, wait_until
+from zsn.tui.output import CellUpdate, tight
 from zsn.tui.widgets.table import LiveTable, fit, lay_out, tree_guides
 from zsn.view import Cell, Column, Row, cell_text, natural_key
 
@@ -149,6 +150,41 @@ async def test_an_update_with_the_same_rows_repaints_nothing() -> None:
                                "9.9 KiB/s" if i == 1 else "1.2 KiB/s") for i in range(50)])
         await pilot.pause()
         assert output.bytes == 0
+
+
+async def test_a_changed_value_sends_only_the_characters_that_differ() -> None:
+    """Over SSH every byte counts: of "1.2 KiB/s" becoming "1.3 KiB/s" only the "3" goes
+    out (moved to and coloured); a tone that changes sends its whole cell."""
+    app = TableApp([peer_row(i) for i in range(5)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        sent: list[str] = []
+        display = app._display
+
+        def tight_display(screen: Any, renderable: Any) -> None:
+            update = tight(renderable)
+            if isinstance(update, CellUpdate) and not app._batch_count:
+                sent.append(_ESCAPES.sub("", update.render_segments(app.console)))
+            display(screen, renderable)
+
+        app._display = tight_display  # type: ignore[method-assign]
+
+        async def shown(rates: dict[int, str], tone: str = "good") -> list[str]:
+            sent.clear()
+            table.update([peer_row(i, rates.get(i, "1.2 KiB/s"))._replace(
+                cells=(f"peer-{i}", Cell("42s", tone if i == 2 else "good"),
+                       rates.get(i, "1.2 KiB/s"), *peer_row(i).cells[3:]))
+                for i in range(5)])
+            await pilot.pause()
+            return sent
+
+        assert await shown({1: "1.3 KiB/s"}) == ["3"]
+        # "1.2 KiB/s" -> "  512 B/s" (right-aligned) differs up to the "B"
+        assert await shown({1: "1.3 KiB/s", 3: "512 B/s"}) == ["  512 "]
+        assert await shown({3: "512 B/s"}) == ["2"]  # row 1 back to 1.2 KiB/s
+        assert await shown({3: "512 B/s"}, tone="warn") == ["42s      "]  # the whole cell
+        assert "512 B/s" in "\n".join(screen_text(app))
 
 
 async def test_end_and_home_go_to_the_last_and_first_row() -> None:

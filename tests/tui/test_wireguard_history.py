@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from tests.pilot import row_texts, screen_text, wait_for_rows, wait_until
 from tests.tui.conftest import SnapCompare
 from tests.unit.test_wireguard_history import CLIENT, recorded_series, snapshot, step
-from zsn.format import human_duration
+from zsn.format import coarse_duration
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.peer_details import PeerDetailsScreen
@@ -60,8 +60,8 @@ async def test_the_session_column_says_how_long_a_peer_is_connected(
         [row] = row_texts(history_app.query_one("#wg-peers", LiveTable))
         reconnected = step(2)[0].latest_handshake or 0
         handshake = step(3)[0].latest_handshake or 0
-        assert row[:3] == ["phone", human_duration(NOW - handshake),
-                           f"up {human_duration(NOW - reconnected)}"]
+        assert row[:3] == ["phone", coarse_duration(NOW - handshake),
+                           f"up {coarse_duration(NOW - reconnected)}"]
 
 
 async def test_the_details_show_totals_across_the_restart_sparklines_and_events(

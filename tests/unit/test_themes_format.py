@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from zsn.errors import ZsnError
-from zsn.format import human_bytes, human_duration, human_rate, short_key
+from zsn.format import coarse_duration, human_bytes, human_duration, human_rate, short_key
 from zsn.rates import RateTracker
 from zsn.tui.themes import load_themes, theme_dirs, theme_from_toml
 
@@ -47,6 +47,9 @@ def test_human_numbers() -> None:
     assert human_duration(42) == "42s"
     assert human_duration(185) == "3m 05s"
     assert human_duration(2 * 86400 + 3 * 3600) == "2d 03h"
+    assert [coarse_duration(s) for s in (0, 4, 42, 59, 60, 185, 3599, 3600 + 125)] == [
+        "0s", "0s", "40s", "55s", "1m", "3m", "59m", "1h 02m"]
+    assert coarse_duration(2 * 86400 + 3 * 3600 + 7) == "2d 03h"
     assert short_key("8DtMxP7orKTjWmrj/T/GQHVamZNprolZYctPJWWkzEE=") == "8DtMxP7o…"
 
 

@@ -7,7 +7,7 @@ whose rates tick every second costs most of the row every second. `CellUpdate` s
 each span from where it starts, as a terminal needs: the cells before it did not change;
 and it sets colours as a terminal keeps them, changing only what differs from the
 segment before (Textual resets and sets every attribute and both colours again for each
-segment, three quarters of a quiet table's bytes).
+segment, three quarters of a quiet table's bytes), also from one span to the next.
 
 Spans start where a widget asked for a repaint (`LiveTable` asks for a row's changed
 cells, which start and end on cell boundaries); a span that started inside a
@@ -33,8 +33,11 @@ class CellUpdate(ChopsUpdate):
         sequences: list[str] = []
         append = sequences.append
         move_to = Control.move_to
-        last_y = self.spans[-1][0]
         pen = _Pen(console._color_system or ColorSystem.TRUECOLOR)
+        # Every span begins with a move to where it starts (Textual also sends a line
+        # break after each line, and so reset the colours there): the colours stay set
+        # from one span to the next, and a row like the one before costs only what
+        # differs, its background at most.
         for y, x1, x2 in self.spans:
             line = self.chops[y]
             for end, (x, strip) in zip(self.chop_ends[y], line.items(), strict=False):
@@ -44,8 +47,6 @@ class CellUpdate(ChopsUpdate):
                 append(move_to(start, y).segment.text)
                 for text, style, _ in strip.crop(start - x, min(end, x2) - x):
                     append(pen.write(text, style))
-            if y != last_y:
-                append(pen.write("\n", None))
         append(pen.write("", None))
         return "".join(sequences)
 

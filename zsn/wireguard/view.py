@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zsn.format import human_bytes, human_duration, human_rate, short_key
+from zsn.format import coarse_duration, human_bytes, human_rate, short_key
 from zsn.rates import RateTracker
 from zsn.view import Cell, CellValue, Column, Row, rate_columns, row_of
 from zsn.wireguard.model import (
@@ -50,8 +50,9 @@ PEER_COLUMNS = (
            help="the comment above the peer's `[Peer]` block in /etc/wireguard/IFACE.conf "
                 "(`# name`, `# Name = name`), else the start of its public key"),
     Column("handshake", "Handshake", 2, min_width=6, sort_key=_handshake_order,
-           help="time since the latest handshake; `never` = none yet; `stale` (red) = older "
-                "than 180 s, the peer has no working session"),
+           help="time since the latest handshake (in 5 s steps under a minute, then in "
+                "whole minutes; `enter` shows it to the second); `never` = none yet; "
+                "`stale` (red) = older than 180 s, the peer has no working session"),
     Column("session", "Session", 3, min_width=5,
            help="from the history: `up 2h 05m` connected for that long (a handshake within "
                 "270 s); `3d 02h ago` last heard from then; `-` not seen since history began"),
@@ -106,7 +107,7 @@ def handshake_cell(peer: PeerState, clock: float) -> Cell:
     state = handshake_state(peer.latest_handshake, clock)
     if state == "never":
         return NEVER
-    age = human_duration(clock - (peer.latest_handshake or 0))
+    age = coarse_duration(clock - (peer.latest_handshake or 0))
     if state == "stale":
         return Cell(f"{age} stale", "bad", short=age)
     return Cell(age, "good")
@@ -116,9 +117,9 @@ def session_cell(session: PeerSession | None, clock: float) -> CellValue:
     if session is None:
         return "-"
     if session.connected and session.since:
-        return Cell(f"up {human_duration(clock - session.since)}", "good")
+        return Cell(f"up {coarse_duration(clock - session.since)}", "good")
     if session.last_seen:
-        return Cell(f"{human_duration(clock - session.last_seen)} ago", "muted")
+        return Cell(f"{coarse_duration(clock - session.last_seen)} ago", "muted")
     return "-"
 
 
@@ -127,48 +128,71 @@ def expiry_cell(at: int | None, clock: float) -> CellValue:
         return "-"
     if at <= clock:
         return Cell("expired", "bad")
-    return Cell(f"in {human_duration(at - clock)}", "warn" if at - clock <= WEEK else "")
+    return Cell(f"in {coarse_duration(at - clock)}", "warn" if at - clock <= WEEK else "")
 
 
 def peer_cells(peer: PeerState, rates: Rates,
                groups: tuple[str, ...] = ()) -> dict[str, CellValue]:
     """A peer's cells by column key, but those that change with the clock alone
     (`clock_cells`)."""
-    rx_rate, tx_rate = rates
     return {
         "groups": listed(groups) if groups else "",
         "name": peer.name or short_key(peer.public_key, 12),
-        "rx_rate": human_rate(rx_rate),
-        "tx_rate": human_rate(tx_rate),
         "allowed": listed(peer.allowed_ips),
         "endpoint": peer.endpoint or "-",
-        "rx": human_bytes(peer.rx_bytes),
-        "tx": human_bytes(peer.tx_bytes),
         "key": peer.public_key,
-    }
+    } | counter_cells(peer, rates)
+
+
+def counter_cells(peer: PeerState, rates: Rates) -> dict[str, CellValue]:
+    """The cells that follow the peer's byte counters: its rates and totals, as shown
+    (rounded): a counter that moved changes what is drawn only when these change."""
+    rx_rate, tx_rate = rates
+    return {"rx_rate": human_rate(rx_rate), "tx_rate": human_rate(tx_rate),
+            "rx": human_bytes(peer.rx_bytes), "tx": human_bytes(peer.tx_bytes)}
 
 
 def clock_cells(peer: PeerState, session: PeerSession | None, expires: int | None,
                 clock: float) -> dict[str, CellValue]:
-    """The cells that change with the clock: ages counted to `clock`."""
+    """The cells that change with the clock: ages counted to `clock`, at a step that
+    suits their size (`zsn.format.coarse_duration`)."""
     return {"handshake": handshake_cell(peer, clock), "session": session_cell(session, clock),
             "expires": expiry_cell(expires, clock)}
 
 
-_CLOCK_COLUMNS = {column.key: i for i, column in enumerate(PEER_COLUMNS)
-                  if column.key in ("handshake", "session", "expires")}
+def _indices(keys: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    return tuple((column.key, i) for i, column in enumerate(PEER_COLUMNS)
+                 if column.key in keys)
+
+
+_CLOCK_COLUMNS = _indices(("handshake", "session", "expires"))
+_COUNTER_COLUMNS = _indices(("rx_rate", "tx_rate", "rx", "tx"))
+
+
+def _moved(row: Row, cells: dict[str, CellValue],
+           columns: tuple[tuple[str, int], ...]) -> tuple[CellValue, ...] | None:
+    """`row`'s cells with `cells` in their columns; None when none differs."""
+    shown = row.cells
+    if all(shown[i] == cells[key] for key, i in columns):
+        return None
+    new = list(shown)
+    for key, i in columns:
+        new[i] = cells[key]
+    return tuple(new)
 
 
 class PeerRows:
     """The peers' rows, poll after poll: each peer's rates from the change of its
-    counters since the last snapshot, and the row object of a peer whose record,
-    rates and clock-driven cells are those of the last poll kept (an idle server
-    formats nothing, and the table skips such rows without comparing them)."""
+    counters since the last snapshot, and each peer's row built once and then only
+    told what moved. An idle peer keeps its row object (an idle server formats
+    nothing, and the table skips such rows without comparing them); a peer whose
+    counters moved gets the cells that follow them (`counter_cells`) formatted as
+    shown, and keeps its cells as they are when those read the same."""
 
     def __init__(self) -> None:
         self._tracker = RateTracker()
         self._rates: dict[tuple[str, str], Rates] = {}
-        self._rows: dict[str, tuple[PeerState, tuple[Rates, tuple[str, ...]], Row]] = {}
+        self._rows: dict[str, tuple[PeerState, Rates, tuple[str, ...], Row]] = {}
 
     def observe(self, snapshot: WireGuardSnapshot) -> None:
         """Take a snapshot's counters: every peer's rates since the last one."""
@@ -200,15 +224,28 @@ class PeerRows:
     def _row(self, interface: InterfaceState, peer: PeerState, session: PeerSession | None,
              clock: float) -> Row:
         rates = self.rates(interface.name, peer.public_key)
-        timed = clock_cells(peer, session, interface.expiries.get(peer.public_key), clock)
         groups = interface.groups.get(peer.public_key, ())
+        timed = clock_cells(peer, session, interface.expiries.get(peer.public_key), clock)
         cached = self._rows.get(peer.public_key)
-        if cached is not None and cached[0] is peer and cached[1] == (rates, groups) and all(
-                cached[2].cells[i] == timed[key] for key, i in _CLOCK_COLUMNS.items()):
-            return cached[2]  # an idle peer: nothing to format again
-        row = row_of(peer.public_key, PEER_COLUMNS, peer_cells(peer, rates, groups) | timed,
-                     data=(peer, *rates))
-        self._rows[peer.public_key] = (peer, (rates, groups), row)
+        row: Row | None = None
+        if cached is not None and cached[2] == groups:
+            before, before_rates, _, row = cached
+            if before is peer and before_rates == rates:  # an idle peer
+                cells = _moved(row, timed, _CLOCK_COLUMNS)
+                if cells is None:
+                    return row
+                row = Row(row.key, cells, row.state, row.depth, row.data)
+            elif before.name == peer.name and before.allowed_ips == peer.allowed_ips \
+                    and before.endpoint == peer.endpoint:  # its counters or handshake moved
+                cells = _moved(row, counter_cells(peer, rates) | timed,
+                               _COUNTER_COLUMNS + _CLOCK_COLUMNS) or row.cells
+                row = Row(row.key, cells, row.state, row.depth, (peer, *rates))
+            else:
+                row = None
+        if row is None:
+            row = row_of(peer.public_key, PEER_COLUMNS,
+                         peer_cells(peer, rates, groups) | timed, data=(peer, *rates))
+        self._rows[peer.public_key] = (peer, rates, groups, row)
         return row
 
 

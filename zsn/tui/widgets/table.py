@@ -48,7 +48,7 @@ from textual.strip import Strip
 
 from zsn.terminal import is_safe, safe
 from zsn.tui.widgets.safe import title as safe_title
-from zsn.view import ROW_STATES, TONES, Align, Column, Row, cell_text, natural_key
+from zsn.view import ROW_STATES, TONES, Align, CellValue, Column, Row, cell_text, natural_key
 
 PAD = 1
 """Blank cells at the left and right edge of every line."""
@@ -138,6 +138,14 @@ def fit(text: str, short: str | None, width: int, truncate: bool) -> str:
 def _shown(texts: list[str]) -> list[str]:
     """`texts` as drawn (through `safe`); one scan for the usual all-safe column."""
     return texts if is_safe("".join(texts)) else [safe(text) for text in texts]
+
+
+def _width(text: str) -> int:
+    """Cells `text` takes as drawn (through `safe`); printable ASCII, the usual value,
+    without a scan of its characters in Python."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    return cell_len(safe(text))
 
 
 def _widest(texts: list[str]) -> int:
@@ -386,10 +394,25 @@ class LiveTable(ScrollView, can_focus=True):
         if rebuilt:
             self._repaint_all()
             return
-        if relaid:
+        if not relaid and changed:
+            self._repaint_changed(changed, old_rows)
+
+    def _repaint_changed(self, changed: dict[str, list[int]], old_rows: dict[str, Row]) -> None:
+        """Repaint the changed cells of the rows on screen (`changed`: their columns by
+        row key); the others are drawn afresh when scrolled to."""
+        for key in changed:
+            self._lines.pop(key, None)
+        layout = self._layout
+        if layout is None:
             return
+        # Where the body is, worked out once: a big table's poll changes many rows,
+        # most of them out of sight.
+        top = int(self.scroll_y) - HEADER_LINES
+        height = self.scrollable_content_region.height
         for key, columns in changed.items():
-            self._repaint_cells(key, columns)
+            position = self._index.get(key)
+            if position is not None and HEADER_LINES <= position - top < height:
+                self._repaint_cells(position - top, columns, layout, old_rows[key])
 
     def _announce_hidden(self, rows: list[Row]) -> None:
         """New rows the kept filter hides: said once, with the key that shows them."""
@@ -460,11 +483,11 @@ class LiveTable(ScrollView, can_focus=True):
         for index in columns:
             value = row.cells[index]
             if isinstance(value, str):
-                full = cell_len(safe(value))
+                full = _width(value)
                 short = full
             else:
-                full = cell_len(safe(value.text))
-                short = cell_len(safe(value.short)) if value.short is not None else full
+                full = _width(value.text)
+                short = _width(value.short) if value.short is not None else full
             if index == 0 and row.depth:
                 full += 2 * row.depth
                 short += 2 * row.depth
@@ -634,28 +657,63 @@ class LiveTable(ScrollView, can_focus=True):
         self.repaint_count += 1
         self.refresh()
 
-    def _repaint_cells(self, key: str, columns: list[int]) -> None:
-        self._lines.pop(key, None)
-        position = self._index.get(key)
-        layout = self._layout
-        if position is None or layout is None:
-            return
-        y = position - int(self.scroll_y) + HEADER_LINES
-        if not HEADER_LINES <= y < self.scrollable_content_region.height:
-            return  # not on screen: drawn fresh when scrolled to
+    def _repaint_cells(self, y: int, columns: list[int], layout: ColumnLayout,
+                       old: Row) -> None:
+        """Repaint what changed of a row on line `y`: its cells `columns`, from `old`."""
+        width = self.scrollable_content_region.width
         if len(columns) == len(self.columns):  # its state: the padding's colours too
             self.repaint_count += 1
-            self.refresh(Region(0, y, self.scrollable_content_region.width, 1))
+            self.refresh(Region(0, y, width, 1))
             return
-        # One region from the first changed cell to the end of the last: the terminal
-        # gets the line once, not once per cell (each region is sent from the start of
-        # the line's chop, so three cells of a row were three writes of most of it).
-        spans = [(placed.x, placed.x + placed.width) for placed in layout.placed
-                 if placed.column in set(columns)]
-        if spans:
-            start, end = min(a for a, _ in spans), max(b for _, b in spans)
+        # One region from the first changed character to the last: the terminal gets
+        # the line once, not once per cell (each region is sent from the start of the
+        # line's chop, so three cells of a row were three writes of most of it), and
+        # of a rate going from "1.2 KiB/s" to "1.3 KiB/s" only the "3".
+        row = self._rows[old.key]
+        wanted = set(columns)
+        start = end = -1
+        for placed in layout.placed:
+            if placed.column not in wanted:
+                continue
+            changed = self._changed_span(old, row, placed)
+            if changed is not None:
+                start = changed[0] if start < 0 else start
+                end = changed[1]
+        if start >= 0:
             self.repaint_count += 1
             self.refresh(Region(start, y, end - start, 1))
+
+    def _changed_span(self, old: Row, new: Row, placed: PlacedColumn) -> tuple[int, int] | None:
+        """The cells (x from, x to) of a changed value that are drawn differently: the
+        whole cell, or, for plain text of one tone, from the first character that
+        differs to the last; None when it is drawn the same (e.g. its short form)."""
+        whole = (placed.x, placed.x + placed.width)
+        if placed.column == 0 and (old.depth or new.depth):
+            return whole  # tree guides
+        before, after = (self._drawn(row.cells[placed.column], placed) for row in (old, new))
+        if before is None or after is None or before[1:] != after[1:] and (
+                before[1] != after[1] or before[1]):
+            return whole  # a tone colours its text, not the padding: where it ends moved
+        first = next((i for i, (a, b) in enumerate(zip(before[0], after[0], strict=False))
+                      if a != b), None)
+        if first is None:
+            return None
+        last = next(i for i in range(placed.width - 1, -1, -1) if before[0][i] != after[0][i])
+        return placed.x + first, placed.x + last + 1
+
+    def _drawn(self, value: CellValue, placed: PlacedColumn) -> tuple[str, str, int] | None:
+        """A cell's text as `_row_line` draws it in its column (aligned to the column's
+        width), its tone and the length of the text in it; None unless it is printable
+        ASCII, one character a cell."""
+        text, tone, short = (value, "", None) if isinstance(value, str) else value
+        if not (text.isascii() and text.isprintable()) or (
+                short is not None and not (short.isascii() and short.isprintable())):
+            return None
+        column = self.columns[placed.column]
+        shown = fit(text, short, placed.width, column.truncate or placed.column == 0)
+        if not shown.isascii():  # cut with an ellipsis
+            return None
+        return self._aligned(shown, placed.width, column.align), tone, len(shown)
 
     def _repaint_row(self, key: str | None) -> None:
         if key is None:
