@@ -10,7 +10,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from zsn.wireguard import uapi
+import pytest
+
+from tests.unit.links.conftest import captured_bytes
+from zsn.errors import NetlinkError
+from zsn.system import rtnetlink
+from zsn.system.netlink import Link
+from zsn.wireguard import live, uapi
 from zsn.wireguard.live import LiveCache
 
 WG = Path(__file__).parent.parent / "fixtures" / "wireguard"
@@ -60,3 +66,38 @@ def test_the_disabled_peers_and_the_configs_come_from_the_files(tmp_path: Path) 
     shutil.copyfile(pivpn, tmp_path / "etc/wireguard/wg0.conf")
     (tmp_path / f"etc/wireguard/wg0.conf{files.BACKUP_SUFFIX}").write_text("")  # not listed
     assert configured_interfaces(Host(tmp_path)) == ("wg0",)
+
+
+class _Watcher:
+    """A `LinkWatcher` whose netlink events the test sends."""
+
+    def __init__(self) -> None:
+        self.events = [True]  # a real watcher says True when it starts listening
+
+    def changed(self) -> bool:
+        return self.events.pop(0) if self.events else False
+
+
+def test_the_link_table_is_read_again_only_when_the_kernel_tells_of_a_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    records = rtnetlink.decode_links(captured_bytes("rtm-getlink.bin"))
+    dumps: list[str] = []
+
+    def dump() -> dict[str, Link]:
+        dumps.append("links")
+        if len(dumps) == 3:
+            raise NetlinkError("cannot dump links: no buffer space")
+        return {r.name: Link(r.index, r.name, r.kind, r.operstate, r.mtu, r.mac, ())
+                for r in records}
+
+    monkeypatch.setattr(live, "list_links", dump)
+    watcher = _Watcher()
+    cache = LiveCache(link_watcher=watcher)  # type: ignore[arg-type]
+    first = cache.links()
+    assert cache.links() is first and cache.links() is first and dumps == ["links"]
+    watcher.events.append(True)  # a link or an address changed
+    assert cache.links() == first and dumps == ["links"] * 2
+    watcher.events.append(True)
+    with pytest.raises(NetlinkError):
+        cache.links()
+    assert cache.links() == first and dumps == ["links"] * 4  # the failed dump, again

@@ -26,6 +26,7 @@ from zsn.errors import (
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.netlink import Link, list_links
+from zsn.system.rtnetlink import LinkWatcher
 from zsn.wireguard import config, expiry, kernel, policy, uapi
 from zsn.wireguard.config import config_path
 from zsn.wireguard.keys import public_key_from_private
@@ -52,16 +53,29 @@ class _ConfigPeers(NamedTuple):
 
 class LiveCache:
     """What a poller keeps between reads, so a big server costs little per refresh:
-    peer names and order per config (re-read only when the file changes) and each
-    userspace device's unchanged peers."""
+    peer names and order per config (re-read only when the file changes), each
+    userspace device's unchanged peers, and the link table (read again when the kernel
+    tells of a change)."""
 
-    def __init__(self) -> None:
+    def __init__(self, link_watcher: LinkWatcher | None = None) -> None:
         self._cache: dict[Path, tuple[tuple[int, int], _ConfigPeers]] = {}
         self._peers: dict[str, uapi.PeerCache] = {}
         self._orders: dict[str, tuple[list[str], dict[str, int], frozenset[str]]] = {}
         self._groups: dict[Path, tuple[tuple[int, int], dict[str, str],
                                        dict[str, tuple[str, ...]]]] = {}
+        self._links: dict[str, Link] | None = None
+        self._link_watcher = link_watcher or LinkWatcher()
         self.errors: list[str] = []
+
+    def links(self) -> dict[str, Link]:
+        """The links and their addresses (`list_links`), dumped again only when the
+        kernel told of a change to a link or an address since (netlink multicast): a
+        poll asks the devices alone."""
+        told = self._link_watcher.changed()  # True the first time (it starts listening)
+        if told or self._links is None:
+            self._links = None  # a dump that fails is tried again at the next poll
+            self._links = list_links()
+        return self._links
 
     def peers_of(self, interface: str) -> uapi.PeerCache:
         return self._peers.setdefault(interface, uapi.PeerCache())
@@ -196,7 +210,7 @@ def read_wireguard(host: Host, cache: LiveCache | None = None) -> WireGuardSnaps
         links: dict[str, Link] = {}
         if host.is_live:
             try:
-                links = list_links()
+                links = cache.links()
             except NetlinkError as exc:
                 errors.append(str(exc))
         errors.extend(socket_errors)

@@ -8,6 +8,7 @@ without a terminal. ``Row.data`` is the `InterfaceState` for an interface row, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from zsn.format import coarse_duration, human_bytes, human_rate, short_key
@@ -107,20 +108,27 @@ def handshake_cell(peer: PeerState, clock: float) -> Cell:
     state = handshake_state(peer.latest_handshake, clock)
     if state == "never":
         return NEVER
-    age = coarse_duration(clock - (peer.latest_handshake or 0))
-    if state == "stale":
-        return Cell(f"{age} stale", "bad", short=age)
-    return Cell(age, "good")
+    return _age_cell(int(clock - peer.latest_handshake), "{}", state == "stale")
 
 
 def session_cell(session: PeerSession | None, clock: float) -> CellValue:
     if session is None:
         return "-"
     if session.connected and session.since:
-        return Cell(f"up {coarse_duration(clock - session.since)}", "good")
+        return _age_cell(int(clock - session.since), "up {}")
     if session.last_seen:
-        return Cell(f"{coarse_duration(clock - session.last_seen)} ago", "muted")
+        return _age_cell(int(clock - session.last_seen), "{} ago")
     return "-"
+
+
+@lru_cache(maxsize=4096)
+def _age_cell(seconds: int, form: str, stale: bool = False) -> Cell:
+    """An age's cell, one object per shown age: every peer that handshook a moment
+    apart shares it (a poll of a big server builds few, and compares them by identity)."""
+    age = coarse_duration(seconds)
+    if stale:
+        return Cell(f"{age} stale", "bad", short=age)
+    return Cell(form.format(age), "muted" if form.endswith("ago") else "good")
 
 
 def expiry_cell(at: int | None, clock: float) -> CellValue:
