@@ -83,8 +83,11 @@ def from_json(data: str | bytes, kind: type[T], source: str, *,
     return _msgspec(lambda: msgspec.json.decode(raw, type=kind, strict=True), source)
 
 
-def from_yaml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYTES) -> T:
-    """The YAML document `text` (safe tags only: no objects) as a `kind`."""
+def from_yaml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYTES,
+              known_keys: bool = False) -> T:
+    """The YAML document `text` (safe tags only: no objects) as a `kind`; a mapping
+    that gives a key twice is refused (YAML forbids it; PyYAML would keep the last).
+    `known_keys`: a key no dataclass of `kind` declares is refused too (see `convert`)."""
     import yaml
 
     raw = text.encode("utf-8", "surrogatepass")
@@ -107,7 +110,7 @@ def from_yaml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYT
         raise DecodeError(source, None, f"nested more than {MAX_DEPTH} levels deep") from None
     finally:
         loader.dispose()
-    return convert(value, kind, source)
+    return convert(value, kind, source, known_keys=known_keys)
 
 
 def from_toml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYTES) -> T:
@@ -126,13 +129,75 @@ def from_toml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYT
     return convert(value, kind, source)
 
 
-def convert(value: object, kind: type[T], source: str, field: str | None = None) -> T:
+def convert(value: object, kind: type[T], source: str, field: str | None = None, *,
+            known_keys: bool = False) -> T:
     """`value` (what another parser produced: an SQLite row, a YAML mapping) as a
     `kind`, checked as strictly as a decoded document; `field` prefixes the names
-    of the fields in an error (a table's name for its rows)."""
+    of the fields in an error (a table's name for its rows). With `known_keys` a key
+    that no field of a dataclass in `kind` declares is refused, naming the nearest
+    field: for files people write (a misspelt key would otherwise be passed over)."""
     import msgspec
 
+    if known_keys:
+        unknown = _unknown_key(value, kind, field or "")
+        if unknown is not None:
+            where, key, declared = unknown
+            from zsn.errors import did_you_mean
+
+            raise DecodeError(source, where or None, f"unknown key {key[:60]!r}"
+                              f"{did_you_mean(key, declared)} (known: "
+                              f"{', '.join(declared)})")
     return _msgspec(lambda: msgspec.convert(value, kind, strict=True), source, field)
+
+
+def _unknown_key(value: object, kind: object, where: str
+                 ) -> tuple[str, str, list[str]] | None:
+    """(where, the key, the declared fields) of the first mapping key in `value` that no
+    dataclass of `kind` declares; None when there is none. Values of another shape than
+    their type are left to msgspec, which names them."""
+    import dataclasses
+    import types
+    import typing
+
+    origin = typing.get_origin(kind)
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            return None
+        hints = typing.get_type_hints(kind)
+        declared = [each.name for each in dataclasses.fields(kind)]
+        for key, item in value.items():
+            if key not in hints or key not in declared:
+                return where, str(key), declared
+            found = _unknown_key(item, hints[key], f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+        return None
+    arguments = typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        shaped = [each for each in arguments if _same_shape(value, each)]
+        return _unknown_key(value, shaped[0], where) if shaped else None
+    if origin in (list, tuple, set, frozenset) and isinstance(value, list) and arguments:
+        for index, item in enumerate(value):
+            found = _unknown_key(item, arguments[0], f"{where}[{index}]")
+            if found is not None:
+                return found
+    if origin is dict and isinstance(value, dict) and len(arguments) == 2:
+        for key, item in value.items():
+            found = _unknown_key(item, arguments[1], f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    return None
+
+
+def _same_shape(value: object, kind: object) -> bool:
+    """Whether `value` is a mapping for a dataclass or dict `kind`, a list for a list."""
+    import dataclasses
+    import typing
+
+    origin = typing.get_origin(kind) or kind
+    if isinstance(value, dict):
+        return origin is dict or (isinstance(kind, type) and dataclasses.is_dataclass(kind))
+    return isinstance(value, list) and origin in (list, tuple, set, frozenset)
 
 
 def timestamp(text: str, source: str, field: str | None = None) -> int:
@@ -247,7 +312,14 @@ def _check_yaml_node(root: _yaml_module.Node, source: str) -> None:
         if isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
         elif isinstance(node, yaml.MappingNode):
+            seen: set[tuple[str, str]] = set()
             for key, child in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if (key.tag, key.value) in seen:
+                        raise DecodeError(source, None, f"line {key.start_mark.line + 1}: "
+                                          f"key {key.value[:60]!r} given twice in one "
+                                          "mapping")
+                    seen.add((key.tag, key.value))
                 stack.extend(((key, depth + 1), (child, depth + 1)))
 
 

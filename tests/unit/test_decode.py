@@ -98,3 +98,20 @@ def test_a_web_config_nested_100000_deep_is_refused_in_one_line(tmp_path: Path) 
                             timeout=60, check=False, cwd=REPO)
     assert result.returncode == 2, result.stderr
     assert result.stderr == f"zsn serve: {tmp_path}/web.yml: nested more than 64 levels deep\n"
+
+
+def test_a_yaml_key_given_twice_is_refused_naming_its_line() -> None:
+    with pytest.raises(decode.DecodeError) as caught:
+        decode.from_yaml("a: 1\nb:\n  c: 2\n  c: 3\n", dict[str, Any], "x.yaml")
+    assert str(caught.value) == "x.yaml: line 4: key 'c' given twice in one mapping"
+    assert decode.from_yaml("a: {c: 1}\nb: {c: 1}\n", dict[str, Any], "x.yaml") == {
+        "a": {"c": 1}, "b": {"c": 1}}  # the same key in two mappings: fine
+
+
+def test_known_keys_refuses_a_key_no_dataclass_declares() -> None:
+    text = "clients:\n  a: {name: alice, address: 10.0.0.2, port: [1]}\n"
+    assert decode.from_yaml(text, Document, "c.yaml").clients["a"].ports == []
+    with pytest.raises(decode.DecodeError) as caught:
+        decode.from_yaml(text, Document, "c.yaml", known_keys=True)
+    assert str(caught.value) == ("c.yaml: clients.a: unknown key 'port' (did you mean "
+                                 "'ports'?) (known: name, address, ports)")
