@@ -244,6 +244,8 @@ class Plan:
     """Restores of the whole live change, carried out before the steps' own."""
     checks: list[Check] = field(default_factory=list)
     """Verify after apply: what the live state must be once the plan is applied."""
+    parts: list[str] = field(default_factory=list)
+    """The titles of the plans a `combined` plan is made of, shown before its steps."""
 
     def describe(self, diffs: bool = True,
                  word: Callable[[str], str] | None = None) -> str:
@@ -251,6 +253,7 @@ class Plan:
         (`word` words its warnings and notes the TUI's way: `zsn.wording`)."""
         said = word or str
         out = [f"Plan: {self.title}"]
+        out.extend(f"  - {part}" for part in self.parts)
         for number, step in enumerate(self.steps, start=1):
             out.append(f"  {number}. {step.description}")
         if not self.steps:
@@ -303,3 +306,56 @@ class Planned(NamedTuple):
     """How to plan again, with the session's link named."""
     outcome: Plan | SessionLinkError
     """The plan, or the question to ask once the form is closed."""
+
+
+def combined(title: str, plans: list[Plan]) -> Plan:
+    """One plan that does what `plans` do, in order, each built on the files the ones
+    before it leave (`zsn.system.files.staged`): a file several of them edit is one
+    edit, from what the first one read (so a file changed on disk meanwhile is still
+    refused) to what the last one wrote, made where the first one was. An edit that
+    ends where it began (created and removed, or back to the same text) is left out.
+    Warnings, notes, checks, what they touch and reroute, and checkpoints add up."""
+    from dataclasses import replace
+
+    steps: list[Step] = []
+    edits: dict[Path, int] = {}
+    for plan in plans:
+        for step in plan.steps:
+            if not isinstance(step, FileEdit):
+                steps.append(step)
+                continue
+            index = edits.get(step.path)
+            if index is None:
+                edits[step.path] = len(steps)
+                steps.append(replace(step))
+                continue
+            first = steps[index]
+            assert isinstance(first, FileEdit)
+            steps[index] = replace(
+                first, new_text=step.new_text, remove=step.remove,
+                mode=step.mode if step.mode is not None else first.mode,
+                private_dir=first.private_dir or step.private_dir,
+                new_dir=first.new_dir or step.new_dir,
+                shown_in_full=first.shown_in_full and step.shown_in_full,
+                persistent=first.persistent and step.persistent)
+    kept = [step for step in steps if not _unchanged(step)]
+    result = Plan(title, kept, parts=[plan.title for plan in plans])
+    for plan in plans:
+        result.warnings.extend(w for w in plan.warnings if w not in result.warnings)
+        result.notes.extend(n for n in plan.notes if n not in result.notes)
+        result.checks.extend(plan.checks)
+        result.checkpoint.extend(plan.checkpoint)
+        result.touches |= plan.touches
+        result.reroutes += tuple(r for r in plan.reroutes if r not in result.reroutes)
+    return result
+
+
+def _unchanged(step: Step) -> bool:
+    """A combined file edit that changes nothing: created then removed, or the text
+    (and mode) it read."""
+    if not isinstance(step, FileEdit):
+        return False
+    if step.previous is None:
+        return step.remove
+    return (not step.remove and step.new_text == step.previous.text
+            and step.mode in (None, step.previous.mode))

@@ -13,6 +13,10 @@ Every function here takes paths as `Host.path` names them and resolves them with
 or removes anything outside the root, whatever links the tree holds. Below the
 places zsn keeps its own state (`zsn.system.own_state.PLACES`), each read, listing,
 write and removal passes the state rule (`own_state.check`) first.
+
+Plans built one on top of another (`zsn apply`: a peer added to an interface the same
+plan creates) read files through `staged`: inside it, the readers here see the texts
+the earlier plans will write as if they were on disk, while nothing is written.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import shutil
 import socket
 import stat
 import time
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import NamedTuple
 
@@ -66,6 +72,41 @@ class FileSnapshot(NamedTuple):
         return (st.st_mtime_ns, st.st_size, st.st_ino) == (self.mtime_ns, self.size, self.inode)
 
 
+_STAGED: ContextVar[Mapping[Path, str | None] | None] = ContextVar("zsn_staged_files",
+                                                                   default=None)
+"""The texts earlier plans will write (None: remove), by path as `Host.path` spells it."""
+STAGED_IDENTITY = -1
+"""The mtime, size and inode of a staged text's snapshot: no file on disk has them, so
+an edit based on one is never written as it is (`zsn.plan.combined` bases it on what
+the first edit of the file read)."""
+
+
+@contextlib.contextmanager
+def staged(texts: Mapping[Path, str | None]) -> Iterator[None]:
+    """Within the block the readers here see `texts` (path -> text; None: removed) in
+    place of what the disk holds; the mapping may grow as plans are staged."""
+    token = _STAGED.set(texts)
+    try:
+        yield
+    finally:
+        _STAGED.reset(token)
+
+
+def _staged_file(path: Path) -> tuple[bool, str | None]:
+    """(whether `path` is staged, its staged text or None when staged as removed)."""
+    texts = _STAGED.get()
+    if texts is None or path not in texts:
+        return False, None
+    return True, texts[path]
+
+
+def _staged_dir(directory: Path) -> bool:
+    """Whether a staged text lies below `directory` (its folders come with it)."""
+    texts = _STAGED.get()
+    return texts is not None and any(text is not None and directory in path.parents
+                                     for path, text in texts.items())
+
+
 def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
     """Read `path` as text, remembering its identity so a later write can check it.
 
@@ -73,6 +114,12 @@ def read_tracked(path: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSnapshot:
     place (a hostile or broken tree) is refused at once instead of blocking or
     streaming forever. The same goes for sysfs and procfs files (regular files there).
     """
+    found, staged_text = _staged_file(path)
+    if found:
+        if staged_text is None:
+            raise ZsnError(f"{path}: no such file")
+        return FileSnapshot(path, staged_text, STAGED_IDENTITY, STAGED_IDENTITY,
+                            STAGED_IDENTITY, PRIVATE_FILE_MODE)
     data, st = _read_regular(path, max_bytes)
     try:
         text = data.decode("utf-8")
@@ -165,11 +212,18 @@ def list_files(directory: Path, pattern: str = "*") -> list[Path]:
             names = sorted(entry.name for entry in entries if fnmatch.fnmatchcase(entry.name,
                                                                                  pattern))
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        names = []
     except PermissionError as exc:
         raise AccessDeniedError(f"{directory}: permission denied (root needed?)") from exc
     except OSError as exc:
         raise ZsnError(f"{directory}: cannot be listed ({exc.strerror or exc})") from exc
+    texts = _STAGED.get()
+    if texts:
+        listed = {directory / name for name in names}
+        for path, text in texts.items():
+            if path.parent == directory and fnmatch.fnmatchcase(path.name, pattern):
+                (listed.add if text is not None else listed.discard)(path)
+        return sorted(listed)
     return [directory / name for name in names]
 
 
@@ -187,6 +241,11 @@ def walk(directory: Path) -> list[Path]:
 
 def exists(path: Path) -> bool:
     """Whether `path` exists; a ZsnError naming it when zsn may not even look."""
+    found, staged_text = _staged_file(path)
+    if found:
+        return staged_text is not None
+    if _staged_dir(path):
+        return True
     try:
         os.stat(confine(path))
     except (FileNotFoundError, NotADirectoryError):
@@ -206,6 +265,8 @@ def describe_os_error(exc: OSError) -> str:
 
 def is_dir(path: Path) -> bool:
     """Whether `path` is a folder (a link to one counts; under a root, inside it)."""
+    if _staged_dir(path):
+        return True
     try:
         return stat.S_ISDIR(os.stat(confine(path)).st_mode)
     except (FileNotFoundError, NotADirectoryError):
@@ -216,6 +277,9 @@ def is_dir(path: Path) -> bool:
 
 def lexists(path: Path) -> bool:
     """Whether `path` exists or is a link, even one that leads nowhere."""
+    found, staged_text = _staged_file(path)
+    if found:
+        return staged_text is not None
     return os.path.lexists(confine(path.parent) / path.name)
 
 
@@ -241,6 +305,9 @@ def _no_new_link(real: Path, path: Path) -> int:
 
 def is_file(path: Path) -> bool:
     """Whether `path` is a regular file (a link to one counts; under a root, inside it)."""
+    found, staged_text = _staged_file(path)
+    if found:
+        return staged_text is not None
     try:
         return stat.S_ISREG(os.stat(confine(path)).st_mode)
     except (FileNotFoundError, NotADirectoryError):
