@@ -38,3 +38,51 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
     return [leaf for sub in error.context if "unavailable_section" not in str(
         list(sub.schema_path) + list(sub.relative_schema_path)) for leaf in _leaves(sub)] \
         or [error]
+
+
+STATE_SCHEMA_PATH = SCHEMA_PATH.parent / "state.schema.json"
+
+
+def state_schema() -> dict[str, Any]:
+    """The desired-state file's JSON Schema, made from the sections' declared types
+    (docs/state.schema.json is this; `python -m tests.schema` writes it again)."""
+    import msgspec
+
+    from zsn.desired.document import VERSION, document_type
+
+    made = msgspec.json.schema(document_type())
+    definitions = made["$defs"]
+    for definition in definitions.values():
+        if "properties" in definition:
+            definition["additionalProperties"] = False
+            definition.pop("title", None)
+    root = definitions.pop("DesiredState")
+    root["properties"]["version"] = {"const": VERSION}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"urn:zsn:state:schema:{VERSION}",
+            "title": f"zsn desired state, schema {VERSION}",
+            "description": "The file `zsn apply` reads and `zsn state export` writes "
+                           "(docs/state.md). A key not named here is refused; what the "
+                           "file does not name is left as it is.",
+            **root, "$defs": definitions}
+
+
+@cache
+def state_validator() -> Draft202012Validator:
+    schema = json.loads(STATE_SCHEMA_PATH.read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def check_state(document: dict[str, Any]) -> None:
+    """Fail with every place the state document departs from docs/state.schema.json."""
+    errors = sorted(state_validator().iter_errors(document),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        raise AssertionError("state does not match docs/state.schema.json:\n" + "\n".join(
+            f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:200]}"
+            for e in errors[:10]))
+
+
+if __name__ == "__main__":
+    STATE_SCHEMA_PATH.write_text(json.dumps(state_schema(), indent=2) + "\n")

@@ -25,6 +25,14 @@ The faces, each a module path:
 - ``live`` (optional): ``"module:function"``, ``function(host)`` returning the snapshot
   the pane shows, without Textual. For the first pane, `zsn.tui.startup` runs it
   while Textual loads, so the first frame already has the rows.
+- ``desired`` (optional): a module, the domain's section of the desired-state file
+  (`zsn.desired`, ``zsn apply``): ``SECTION`` (the dataclass the section decodes into,
+  its checks in ``__post_init__``), ``ORDER`` (sections are planned by it, lowest
+  first: links before what runs over them), ``describe(host) -> (dict, errors)`` (the
+  section as the machine has it now: what ``zsn state export`` writes, and what, applied,
+  plans nothing) and ``plans(host, section) -> Iterator[Plan]`` (the domain's own plans
+  that make the machine so; each one is built on the files the ones before it write,
+  and none is yielded that changes nothing).
 - ``on_poll`` (optional): ``"module:function"``, ``function(host, snapshot)``, what a
   long-running zsn process does with each live reading besides showing or exporting
   it (e.g. keep a history). `snapshot` is what the export ``Poller.poll()`` returns (a
@@ -38,13 +46,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 if TYPE_CHECKING:
     from zsn.exporter.prometheus import MetricFamily
     from zsn.lint import Finding
+    from zsn.plan import Plan
     from zsn.system.host import Host
 
 REGISTRY: tuple[str, ...] = (
@@ -85,6 +94,7 @@ class Domain(NamedTuple):
     lint: str
     live: str = ""
     on_poll: str = ""
+    desired: str = ""
 
 
 class HeadlessGroup(NamedTuple):
@@ -126,6 +136,24 @@ class LintFace(Protocol):
     def lint(self, host: Host) -> list[Finding]: ...
 
 
+class DesiredFace(Protocol):
+    """A domain's section of the desired-state file (see the module docstring)."""
+
+    @property
+    def SECTION(self) -> type[Any]:
+        """The dataclass the section decodes into."""
+
+    @property
+    def ORDER(self) -> int:
+        """Sections are planned lowest first."""
+
+    def describe(self, host: Host) -> tuple[dict[str, Any], list[str]]:
+        """The section as the machine has it now, and what could not be read."""
+
+    def plans(self, host: Host, section: Any) -> Iterator[Plan]:
+        """The plans that make the machine as `section` says, in order."""
+
+
 LiveReader = Callable[["Host"], object]
 """A domain's ``live`` face: the pane's snapshot, read without Textual."""
 
@@ -149,6 +177,10 @@ def command_face(group: CommandGroup) -> CommandFace:
 
 def lint_face(domain: Domain) -> LintFace:
     return cast(LintFace, load(domain.lint))
+
+
+def desired_face(domain: Domain) -> DesiredFace | None:
+    return cast(DesiredFace, load(domain.desired)) if domain.desired else None
 
 
 def live_reader(domain: Domain) -> LiveReader | None:
@@ -187,9 +219,19 @@ CHANGE_GROUPS: tuple[CommandGroup, ...] = (
 """Every domain's live changes can be tried: these groups are no domain's."""
 
 
+DESIRED_GROUPS: tuple[CommandGroup, ...] = (
+    CommandGroup("apply", "make this machine as a desired-state file says (one plan; "
+                 "--dry-run, --diff, --try)", "zsn.desired.cli:apply",
+                 "apply FILE|- [--dry-run] [--diff] [--try SECONDS] [--json]"),
+    CommandGroup("state", "write the desired-state file that describes this machine now",
+                 "zsn.desired.cli:state", "state export [SECTION ...] [--json]"),
+)
+"""The desired state spans the domains (each one's ``desired`` face): no domain's."""
+
+
 def command_groups() -> dict[str, CommandGroup]:
     """Every headless command group by its first word: the domains' in registry order,
-    then those of tried changes."""
+    then those of tried changes and of the desired state."""
     groups = {group.name: group for each in domains() for group in each.commands}
-    groups.update((group.name, group) for group in CHANGE_GROUPS)
+    groups.update((group.name, group) for group in (*CHANGE_GROUPS, *DESIRED_GROUPS))
     return groups

@@ -52,6 +52,8 @@ def dry_run_actions() -> set[str]:
 
 def action_of(argv: list[str]) -> str:
     words = [word for word in argv[2:] if not word.startswith("-")]
+    if words[0] == "apply":  # apply FILE: a group with no actions
+        return "apply"
     if words[:2] == ["wg", "acl"]:  # wg acl group add, wg acl default ...
         return " ".join(words[:4] if words[2] in ("group", "rule") else words[:3])
     return " ".join(words[:3] if words[:2] == ["link", "create"] else words[:2])

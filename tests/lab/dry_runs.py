@@ -38,6 +38,26 @@ ACCESS_RULES = ("Default = allow\nGroup = kids: alice-laptop\n"
                 "Rule = deny kids -> bob-site 445/tcp\nRule = allow kids -> 10.77.0.0/24 53\n"
                 "Test = kids -> bob-site:445/tcp deny\n")
 """The access rules of wg0 (as `zsn wg acl` writes them, comments aside)."""
+DESIRED_STATE = """\
+version: 1
+wireguard:
+  exclusive: true
+  interfaces:
+    - name: wg0
+      gateway: {egress: lo}
+      client_to_client: true
+      linked: [wg9]
+      peers:
+        - {name: carol, public_key: "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+           allowed_ips: [10.77.0.4/32], endpoint: "vpn.example.org:51820", keepalive: 25}
+        - {public_key: "U8rvHcQ8SouCvbNH+EItFBTisPYHSV/+f+0VROrzuQY=", disabled: true}
+    - name: wg9
+      addresses: [10.9.0.1/24]
+      listen_port: 51999
+      up: true
+"""
+"""What `zsn apply` plans on the tree: a new interface brought up and linked, peers
+added, changed and removed (wg1 too: exclusive), the gateway and client-to-client."""
 OPENVPN_CLIENT = "client\ndev tun\nproto udp\nremote vpn.example.org 1194\nnobind\n"
 NETCTL_PROFILE = ("Description='home'\nInterface=wlan0\nConnection=wireless\n"
                   "Security=wpa\nESSID=home-wpa2\nIP=dhcp\n"
@@ -185,6 +205,9 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                   "--server-domain", "radius.example.org"]],
     }
     _write(base / "import/home.ovpn", OPENVPN_CLIENT)
+    _write(base / "state.yaml", DESIRED_STATE)
+    groups["apply"] = [[str(base / "state.yaml"), "--diff"],
+                       [str(base / "state.yaml"), "--json", "--try", "30"]]
     return [["--root", str(root), group, *argv, "--dry-run"]
             for group, lines in groups.items() for argv in lines]
 

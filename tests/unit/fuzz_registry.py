@@ -1576,3 +1576,76 @@ def try_records() -> Fuzz:
             assert Change.from_dict(json.loads(json.dumps(change.as_dict()))) == change
 
     return text, check
+# -- desired-state files ------------------------------------------------------------
+
+_STATE_DOCS = Path(__file__).parents[2] / "docs" / "state.md"
+
+
+def _state_examples() -> list[str]:
+    import re
+
+    return [block for block in re.findall(r"```yaml\n(.*?)```", _STATE_DOCS.read_text(),
+                                          re.DOTALL) if block.startswith("version:")]
+
+
+_state_fragments = st.sampled_from([
+    "version: 1", "version: 2", "version: '1'", "wireguard:", "  exclusive: true",
+    "  interfaces:", "    - name: wg0", "    - name: ../x", "      listen_port: 70000",
+    "      addresses: [10.0.0.1/24]", "      addresses: [10.0.0.0/24]", "      up: yes",
+    "      peers:", "        - public_key: \"U8rvHcQ8SouCvbNH+EItFBTisPYHSV/+f+0VROrzuQY=\"",
+    "          allowed_ips: [10.0.0.2/32, ::/0, 10.0.0.2/33]", "          keepalive: 0",
+    "          endpoint: \"[fd00::1]:51820\"", "          endpoint: host", "          name: a/b",
+    "      access: {default: maybe}", "      access: {rules: ['allow a -> b 99999']}",
+    "      gateway: {egress: eth0}", "      private_key: x", "links:", "  bonds:",
+    "    - {name: bond0, mode: 802.3ad, members: []}", "  mtu: {eth0: 9000, lo: 1}",
+    "  vlans: [{name: v, parent: p, id: 4095}]", "zfs: {}", "wireguard: {}", "links: []",
+])
+
+
+def _state_as_written(value: object) -> object:
+    """A decoded document as the file that says the same (None fields left out)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _state_as_written(getattr(value, field.name))
+                for field in dataclasses.fields(value)
+                if getattr(value, field.name) is not None}
+    if isinstance(value, list):
+        return [_state_as_written(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _state_as_written(item) for key, item in value.items()}
+    return value
+
+
+@entry("desired-state files", 1000, ["zsn.desired.document:parse"])
+def desired_state_files() -> Fuzz:
+    from zsn.desired.document import parse, render
+
+    examples = _state_examples()
+    changed = st.tuples(st.sampled_from(examples), st.lists(st.tuples(
+        st.integers(0, 3000), st.one_of(_noise, st.sampled_from(
+            [":", "-", "[", "]", "{", "}", "'", '"', "\n", "  ", "#", "&a", "*a", "!!str",
+             "10.66.0.300/24", "=", "true"]))), max_size=3)).map(_spliced)
+    texts = st.one_of(
+        st.sampled_from(examples), changed, _hostile_yaml, _hostile_json, _noise,
+        _json_value.map(json.dumps),
+        st.lists(st.one_of(_state_fragments, _noise), max_size=14).map("\n".join))
+
+    def check(text: str) -> None:
+        document = only_typed_errors(lambda: parse(text, "state.yaml"))
+        if document is not None:
+            written = _state_as_written(document)
+            assert isinstance(written, dict)
+            for as_json in (False, True):
+                again = parse(render(written, as_json=as_json), "again")
+                assert again == document
+
+    return texts, check
+
+
+def _spliced(value: tuple[str, list[tuple[int, str]]]) -> str:
+    text, edits = value
+    for where, piece in edits:
+        where %= max(len(text), 1)
+        text = text[:where] + piece + text[where + len(piece):]
+    return text

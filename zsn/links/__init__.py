@@ -14,4 +14,5 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.links:LinksPane",
     lint="zsn.links.lint",
+    desired="zsn.links.desired",
 )

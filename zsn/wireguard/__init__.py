@@ -18,4 +18,5 @@ DOMAIN = Domain(
     lint="zsn.wireguard.lint",
     live="zsn.wireguard.live:read_wireguard",
     on_poll="zsn.wireguard.recorder:on_poll",
+    desired="zsn.wireguard.desired",
 )

@@ -267,7 +267,8 @@ def _access_rules(host: Host, server: ServerConfig, config: WgConfig,
     return acl.policy_steps(host, server, stored, wanted, config)
 
 
-def _between(source: str, destination: str) -> policy.Rule:
+def between(source: str, destination: str) -> policy.Rule:
+    """The access rule that lets `source` reach `destination` (client-to-client, links)."""
     return policy.Rule("allow", policy.Selector("name", source),
                        policy.Selector("name", destination))
 
@@ -280,7 +281,7 @@ def plan_client_to_client(host: Host, interface: str) -> Plan:
     versions = _versions(server)
     plan = Plan(f"let clients of {interface} reach each other")
     config = server.edited()
-    access = _access_rules(host, server, config, [_between(server.name, server.name)])
+    access = _access_rules(host, server, config, [between(server.name, server.name)])
     rules = [Rule(f"{tool} -A FORWARD -i %i -o %i -j ACCEPT") for tool in _tools(versions)]
     steps, notes = rule_steps(server, rules, config)
     subnets = [str(a.network) for a in addressing.interface_addresses(server.config)]
@@ -302,8 +303,8 @@ def plan_link_interfaces(host: Host, first: str, second: str) -> Plan:
     all_steps: list[FileEdit | LiveStep] = list(forwarding)
     for server, other in ((one, two), (two, one)):
         config = server.edited()
-        access = _access_rules(host, server, config, [_between(server.name, other.name),
-                                                      _between(other.name, server.name)])
+        access = _access_rules(host, server, config, [between(server.name, other.name),
+                                                      between(other.name, server.name)])
         rules = [Rule(f"{tool} -A FORWARD -i %i -o {other.name} -j ACCEPT")
                  for tool in _tools(versions)]
         steps, notes = rule_steps(server, rules, config)

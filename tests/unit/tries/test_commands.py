@@ -18,11 +18,13 @@ LIVE_CHANGES = {
     "vpn start", "vpn stop", "vpn restart",
     "wg acl group add", "wg acl group remove", "wg acl rule add", "wg acl rule remove",
     "wg acl rule move", "wg acl default", "wg acl load", "wg acl test",
+    "apply",
 }
 """What issue 19 lists: links, WireGuard (addresses, routes, firewall state, peers'
 allowed IPs), Wi-Fi associations and OpenVPN units; the WireGuard access rules
 (issue 35: the kernel's nftables table; ``wg acl test`` adds and removes tests too); and
-a wired port's 802.1X (issue 36), which can take the port off the network."""
+a wired port's 802.1X (issue 36), which can take the port off the network; ``zsn apply``
+(issue 39), a whole desired-state file as one plan."""
 
 
 def _commands(parser: argparse.ArgumentParser,
