@@ -277,3 +277,59 @@ def test_pane_shows_the_tree_live_and_deletes_with_a_plan(segment: Segment) -> N
     assert f"remove port {p1} from {bridge}" in seen["plan"]
     assert bridge not in seen["after"]
     assert bridge not in links(ns)
+
+
+def test_apply_makes_the_links_a_file_names_then_plans_nothing(
+        segment: Segment, tmp_path: Path) -> None:
+    """`zsn apply` of a links section (a bridge over the two ports, their MTU) in the
+    namespace: the dry run changes nothing, the apply passes traffic, the same file and
+    the machine's own export plan nothing, a tried change is rolled back, bad input is
+    one line (exit 2) and changes nothing."""
+    ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
+    wanted = tmp_path / "state.yaml"
+    wanted.write_text(f"version: 1\nlinks:\n  bridges:\n    - {{name: {bridge}, ports: "
+                      f"[{p1}, {p2}], stp: false}}\n  mtu: {{{p1}: 1400, {p2}: 1400}}\n")
+    dry = zsn(ns, "apply", str(wanted), "--dry-run", "--diff").stdout
+    assert f"  - create bridge {bridge} ({p1}, {p2})\n  - set {p1} MTU to 1400\n" in dry
+    assert f"  6. lower {p2} MTU 1500 -> 1400\n" in dry
+    assert bridge not in links(ns) and links(ns)[p1]["mtu"] == 1500
+    zsn(ns, "apply", str(wanted))
+    now = links(ns)
+    assert now[p1]["master"] == bridge and now[p2]["master"] == bridge
+    assert (now[p1]["mtu"], now[p2]["mtu"], now[bridge]["mtu"]) == (1400, 1400, 1400)
+    wait_for(lambda: pings(segment.hosts[0], segment.addresses[1]), 10, "ping across")
+    again = zsn(ns, "apply", str(wanted)).stdout
+    assert again.endswith("(nothing to change)\n"), again
+
+    exported = zsn(ns, "state", "export", "links").stdout
+    (tmp_path / "export.yaml").write_text(exported)
+    assert f"name: {bridge}" in exported
+    as_is = json.loads(zsn(ns, "apply", str(tmp_path / "export.yaml"), "--json").stdout)
+    assert (as_is["changed"], as_is["applied"], as_is["steps"]) == (False, False, [])
+
+    # one port out, tried: the guardian's record puts it back on rollback
+    wanted.write_text(wanted.read_text().replace(f"[{p1}, {p2}]", f"[{p1}]"))
+    tried = json.loads(zsn(ns, "apply", str(wanted), "--json", "--try", "300").stdout)
+    assert tried["applied"] and tried["parts"] == [f"remove {p2} from bridge {bridge}"]
+    assert tried["verify"] == [] and tried["try"]["seconds"] == 300
+    assert "master" not in links(ns)[p2]
+    zsn(ns, "rollback", tried["try"]["id"])
+    assert links(ns)[p2]["master"] == bridge
+    wait_for(lambda: pings(segment.hosts[0], segment.addresses[1]), 10, "ping again")
+
+    wanted.write_text(f"version: 1\nlinks:\n  bridges: [{{name: {bridge}, ports: [nosuch0]}}]\n")
+    refused = zsn(ns, "apply", str(wanted), expect=2)
+    assert refused.stderr.startswith("zsn apply: invalid: links: ") and \
+        refused.stderr.count("\n") == 1 and "nosuch0" in refused.stderr, refused.stderr
+    assert refused.stdout == "" and links(ns)[p2]["master"] == bridge
+
+    # a step the kernel refuses (a bridge in a bridge: ELOOP): exit 1, the step named
+    other = segment.lab.name("b2")
+    run(["ip", "-n", ns, "link", "add", other, "type", "bridge"])
+    wanted.write_text(f"version: 1\nlinks:\n  bridges:\n    - {{name: {bridge}, ports: "
+                      f"[{p1}, {p2}, {other}]}}\n")
+    failed = zsn(ns, "apply", str(wanted), expect=1)
+    assert failed.stderr.startswith(f"zsn apply: error: apply {wanted}: failed at 'add port "
+                                    f"{other} to {bridge}'") and \
+        failed.stderr.count("\n") == 1, failed.stderr
+    assert "master" not in links(ns)[other]

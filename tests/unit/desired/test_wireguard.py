@@ -4,8 +4,11 @@ byte-exact edits of a real config, refusals that change nothing."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -185,3 +188,49 @@ def test_json_outcome_of_a_dry_run(root: Path, capsys: pytest.CaptureFixture[str
     assert f"+PublicKey = {CAROL}" in outcome["diffs"][0]["diff"]
     assert "PresharedKey = (hidden)" not in outcome["diffs"][0]["diff"]  # not in the hunk
     assert outcome["try"] is None and outcome["parts"] == ["peers of wg0: add xTIBA5rb…"]
+
+
+def _peers_file(*keys: str) -> str:
+    peers = "".join(f"        - {{public_key: \"{key}\", allowed_ips: [10.77.0.{9 + n}/32]}}\n"
+                    for n, key in enumerate(keys))
+    return f"version: 1\nwireguard:\n  interfaces:\n    - name: wg0\n      peers:\n{peers}"
+
+
+def _wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"not {what} after {seconds} s"
+        time.sleep(0.05)
+
+
+def test_a_tried_apply_is_confirmed_or_rolled_back_by_its_guardian(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from zsn.system.host import Host
+    from zsn.tries import lifecycle
+    from zsn.tries.store import ROLLED_BACK, Store
+
+    conf = root / "etc/wireguard/wg0.conf"
+    original = conf.read_text()
+    try:
+        status, out, _ = apply(root, _peers_file(CAROL), "--try", "60", capsys=capsys)
+        assert status == 0 and CAROL in conf.read_text()
+        kept = out.splitlines()[-1]
+        assert kept.startswith("zsn confirm ")
+        assert main(["--root", str(root), *kept.split()[1:]]) == 0
+        capsys.readouterr()
+        assert CAROL in conf.read_text() and not Store(Host(root)).waiting()
+        changed = conf.read_text()
+
+        # a window of one second that nobody confirms: the guardian puts the file back
+        status, out, _ = apply(root, _peers_file(CAROL, BOB.replace("U8", "V8")), "--json",
+                               "--try", "1", capsys=capsys)
+        outcome = json.loads(out)
+        assert status == 0 and outcome["applied"] and outcome["try"]["seconds"] == 1
+        assert outcome["parts"] == ["peers of wg0: add V8rvHcQ8…"]
+        _wait_until(lambda: conf.read_text() == changed, 30, "rolled back")
+        _wait_until(lambda: not Store(Host(root)).waiting(), 30, "settled")
+        assert Store(Host(root)).load(outcome["try"]["id"]).state == ROLLED_BACK
+    finally:
+        for change in Store(Host(root)).waiting():  # no guardian outlives its test
+            lifecycle.roll_back(Host(root), change.id)
+    assert original != changed
