@@ -14,8 +14,8 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "export.schema.j
 
 
 @cache
-def validator() -> Draft202012Validator:
-    schema = json.loads(SCHEMA_PATH.read_text())
+def validator(path: Path = SCHEMA_PATH) -> Draft202012Validator:
+    schema = json.loads(path.read_text())
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
@@ -67,16 +67,9 @@ def state_schema() -> dict[str, Any]:
             **root, "$defs": definitions}
 
 
-@cache
-def state_validator() -> Draft202012Validator:
-    schema = json.loads(STATE_SCHEMA_PATH.read_text())
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
 def check_state(document: dict[str, Any]) -> None:
     """Fail with every place the state document departs from docs/state.schema.json."""
-    errors = sorted(state_validator().iter_errors(document),
+    errors = sorted(validator(STATE_SCHEMA_PATH).iter_errors(document),
                     key=lambda e: list(e.absolute_path))
     if errors:
         raise AssertionError("state does not match docs/state.schema.json:\n" + "\n".join(

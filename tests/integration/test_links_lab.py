@@ -292,6 +292,8 @@ def test_apply_makes_the_links_a_file_names_then_plans_nothing(
     dry = zsn(ns, "apply", str(wanted), "--dry-run", "--diff").stdout
     assert f"  - create bridge {bridge} ({p1}, {p2})\n  - set {p1} MTU to 1400\n" in dry
     assert f"  6. lower {p2} MTU 1500 -> 1400\n" in dry
+    assert "note: live only: the change is gone after a reboot (persist: true in the " \
+        "section)" in dry
     assert bridge not in links(ns) and links(ns)[p1]["mtu"] == 1500
     zsn(ns, "apply", str(wanted))
     now = links(ns)

@@ -23,6 +23,7 @@ from zsn.links.model import KINDS_ZSN_MANAGES, Interface, LinksSnapshot
 from zsn.links.persist import config_of
 from zsn.plan import Plan
 from zsn.system.host import Host
+from zsn.wording import Phrase
 
 ORDER = 10
 """First: tunnels and the rest run over links."""
@@ -122,7 +123,6 @@ class LinksSection:
             if name in names:
                 raise ValueError(f"{name}'s MTU goes with its own entry (mtu: {mtu})")
 
-
     def names(self) -> list[str]:
         """The bonds', VLANs' and bridges' names, in the section's order."""
         return [*(b.name for b in self.bonds), *(v.name for v in self.vlans),
@@ -185,12 +185,21 @@ class _Links:
              change: Callable[[dict[str, Interface]], None]) -> Plan:
         """`request` planned against the links now, then `change` made to this view."""
         plan = actions.plan(self.context, request, self.options)
+        plan.notes = [_in_file_words(note) for note in plan.notes]
         links = dict(self.context.links)
         change(links)
         old = self.context.snapshot
         self.context = replace(self.context, snapshot=LinksSnapshot(
             tuple(links.values()), old.taken_at, old.errors, live=old.live))
         return plan
+
+
+def _in_file_words(note: str) -> str:
+    """A command's note as the file says it: ``persist: true``, not ``--persist``."""
+    if not isinstance(note, Phrase):
+        return note
+    return note.worded(lambda action: "persist: true in the section"
+                       if action.name == actions.PERSIST_KEY else action.command)
 
 
 def _new_link(name: str, kind: str, mtu: int | None) -> Interface:
