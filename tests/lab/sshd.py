@@ -286,6 +286,9 @@ class Session:
 class Watch:
     process: subprocess.Popen[str]
     events: list[tuple[str, float]] = field(default_factory=list)
+    unread: bytes = b""
+    """What the prober wrote past the last whole line (read from its pipe's descriptor:
+    a text stream's own buffer would hide lines already read from `select`)."""
 
     def first_up_after(self, moment: float, timeout: float) -> float | None:
         """time.time() of the first successful connect after `moment` (None: none in
@@ -296,11 +299,29 @@ class Watch:
             for state, when in self.events:
                 if state == "up" and when >= moment:
                     return when
-            line = _readline(self.process.stdout, deadline - time.monotonic())
+            line = self._readline(deadline - time.monotonic())
             if line is None:
                 return None
             self.events.extend(_event(line))
         return None
+
+    def _readline(self, timeout: float) -> str | None:
+        """The prober's next line; None when none comes within `timeout` s (or it ended)."""
+        import select
+
+        assert self.process.stdout is not None
+        descriptor = self.process.stdout.fileno()
+        stop = time.monotonic() + timeout
+        while b"\n" not in self.unread:
+            ready, _, _ = select.select([descriptor], [], [], max(0.0, stop - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(descriptor, 4096)
+            if not chunk:
+                return None
+            self.unread += chunk
+        line, _, self.unread = self.unread.partition(b"\n")
+        return line.decode()
 
 
 def _event(line: str) -> list[tuple[str, float]]:
@@ -314,17 +335,6 @@ def _event(line: str) -> list[tuple[str, float]]:
         when, _, rest = line[1:].partition("]")
         return [("up" if "bytes from" in rest else "down", float(when))]
     return []
-
-
-def _readline(stream: object, timeout: float) -> str | None:
-    import select
-
-    assert hasattr(stream, "readline") and hasattr(stream, "fileno")
-    ready, _, _ = select.select([stream], [], [], max(0.0, timeout))
-    if not ready:
-        return None
-    line: str = stream.readline()
-    return line or None
 
 
 def _listener_pid(sshd_wrapper: int) -> int | None:
