@@ -37,6 +37,7 @@ importtime``, this machine). It is imported on first use, here only.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -155,38 +156,51 @@ def _unknown_key(value: object, kind: object, where: str
     """(where, the key, the declared fields) of the first mapping key in `value` that no
     dataclass of `kind` declares; None when there is none. Values of another shape than
     their type are left to msgspec, which names them."""
+    shape, parts = _shape(kind)
+    if shape == "dataclass" and isinstance(value, dict):
+        hints, declared = parts
+        for key, item in value.items():
+            if key not in hints or key not in declared:
+                return where, str(key), list(declared)
+            found = _unknown_key(item, hints[key], f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif shape == "union":
+        shaped = [each for each in parts if _same_shape(value, each)]
+        return _unknown_key(value, shaped[0], where) if shaped else None
+    elif shape == "list" and isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unknown_key(item, parts, f"{where}[{index}]")
+            if found is not None:
+                return found
+    elif shape == "dict" and isinstance(value, dict):
+        for key, item in value.items():
+            found = _unknown_key(item, parts, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    return None
+
+
+@functools.cache
+def _shape(kind: object) -> tuple[str, Any]:
+    """What `_unknown_key` looks into for `kind`, worked out once per type (a file of
+    1,000 peers has 1,000 mappings of one type): a dataclass's fields' types and names,
+    a union's members, a list's or a dict's items' type; ``leaf`` for the rest."""
     import dataclasses
     import types
     import typing
 
-    origin = typing.get_origin(kind)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        if not isinstance(value, dict):
-            return None
-        hints = typing.get_type_hints(kind)
-        declared = [each.name for each in dataclasses.fields(kind)]
-        for key, item in value.items():
-            if key not in hints or key not in declared:
-                return where, str(key), declared
-            found = _unknown_key(item, hints[key], f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
-        return None
-    arguments = typing.get_args(kind)
+        declared = tuple(each.name for each in dataclasses.fields(kind))
+        return "dataclass", (typing.get_type_hints(kind), declared)
+    origin, arguments = typing.get_origin(kind), typing.get_args(kind)
     if origin in (typing.Union, types.UnionType):
-        shaped = [each for each in arguments if _same_shape(value, each)]
-        return _unknown_key(value, shaped[0], where) if shaped else None
-    if origin in (list, tuple, set, frozenset) and isinstance(value, list) and arguments:
-        for index, item in enumerate(value):
-            found = _unknown_key(item, arguments[0], f"{where}[{index}]")
-            if found is not None:
-                return found
-    if origin is dict and isinstance(value, dict) and len(arguments) == 2:
-        for key, item in value.items():
-            found = _unknown_key(item, arguments[1], f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
-    return None
+        return "union", arguments
+    if origin in (list, tuple, set, frozenset) and arguments:
+        return "list", arguments[0]
+    if origin is dict and len(arguments) == 2:
+        return "dict", arguments[1]
+    return "leaf", None
 
 
 def _same_shape(value: object, kind: object) -> bool:

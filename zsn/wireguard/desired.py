@@ -20,31 +20,21 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
+import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
+from zsn.desired.spec import checked, repeated
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
-from zsn.wireguard import acl, addressing, interfaces, routing, settings
-from zsn.wireguard.acl_view import PolicyFile
-from zsn.wireguard.actions import (
-    down_note,
-    live_peer_check,
-    live_step_add,
-    live_step_remove,
-    outside_subnet,
-    route_steps,
-    settings_of,
-    with_rules,
-)
+from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import WIREGUARD_DIR, Section, WgConfig, check_peer_name
 from zsn.wireguard.device import LiveDevice, find_device
-from zsn.wireguard.expiry import check_not_expired
 from zsn.wireguard.keys import check_key
 from zsn.wireguard.policy import (
     Group,
@@ -54,28 +44,38 @@ from zsn.wireguard.policy import (
     parse_rule_text,
     parse_test_text,
 )
-from zsn.wireguard.restore import peer_undo
 from zsn.wireguard.server import ServerConfig, client_file
+
+# What only a change needs (the access rules, wg-quick, routing, the live peer steps) is
+# imported where a change is planned: a file the machine matches already costs about one
+# read (bench/apply.py).
 
 ORDER = 20
 """After links (a tunnel's endpoint may be on a VLAN the file makes)."""
 
-T = TypeVar("T")
 
 
-def _checked(check: Callable[..., T], *args: Any) -> T:
-    """A check of the domain, its refusal as the ValueError a decoded field raises (the
-    decoder names the field)."""
-    try:
-        return check(*args)
-    except ValidationError as exc:
-        raise ValueError(str(exc)) from None
 
 
 def _network(text: str) -> str:
     """An allowed IP as wg reads it: an address (a host) or a network, canonical."""
     if "%" in text or "/" in text and not text.rsplit("/", 1)[1].isdigit():
         raise ValueError(f"{text!r} is not an address or network")
+    address, slash, prefix = text.strip().partition("/")
+    try:  # dotted IPv4 (nearly every peer's) without ipaddress: ten times faster
+        packed = socket.inet_pton(socket.AF_INET, address)
+    except (OSError, ValueError):  # not dotted IPv4 (or a NUL in it): ipaddress says
+        packed = None
+    if packed is not None:
+        number = int.from_bytes(packed)
+        length = int(prefix) if slash else 32
+        if length > 32:
+            raise ValueError(f"{text!r} is not an address or network")
+        first = number >> (32 - length) << (32 - length)
+        canonical = f"{socket.inet_ntop(socket.AF_INET, first.to_bytes(4))}/{length}"
+        if first != number:
+            raise ValueError(f"{text!r} has host bits set; did you mean {canonical}?")
+        return canonical
     try:
         network = ipaddress.ip_network(text.strip(), strict=False)
     except ValueError:
@@ -90,8 +90,8 @@ def _endpoint(text: str) -> str:
     host, colon, port = text.strip().rpartition(":")
     if not colon or not host or host.count(":") and not host.startswith("["):
         raise ValueError(f"endpoint {text!r} is not HOST:PORT ([IPV6]:PORT)")
-    return addressing.format_endpoint(_checked(addressing.check_endpoint_host, host),
-                                      _checked(addressing.check_port, port, "endpoint port"))
+    return addressing.format_endpoint(checked(addressing.check_endpoint_host, host),
+                                      checked(addressing.check_port, port, "endpoint port"))
 
 
 @dataclass
@@ -113,9 +113,9 @@ class PeerSpec:
     """True: kept in the file, off the running interface; None: left as it is."""
 
     def __post_init__(self) -> None:
-        self.public_key = _checked(check_key, self.public_key, "public key")
+        self.public_key = checked(check_key, self.public_key, "public key")
         if self.name is not None:
-            self.name = _checked(check_peer_name, self.name)
+            self.name = checked(check_peer_name, self.name)
         if self.allowed_ips is not None:
             self.allowed_ips = [_network(item) for item in self.allowed_ips]
             if len(set(self.allowed_ips)) != len(self.allowed_ips):
@@ -132,9 +132,9 @@ class GroupSpec:
     members: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        _checked(check_group_name, self.name)
+        checked(check_group_name, self.name)
         for member in self.members:
-            _checked(check_peer_name, member)
+            checked(check_peer_name, member)
 
 
 @dataclass
@@ -149,11 +149,11 @@ class AccessSpec:
     """``SRC -> DST[:PORT/PROTO] allow|deny``: every change must pass them."""
 
     def __post_init__(self) -> None:
-        _checked(check_verdict, self.default)
+        checked(check_verdict, self.default)
         for rule in self.rules:
-            _checked(parse_rule_text, rule)
+            checked(parse_rule_text, rule)
         for test in self.tests:
-            _checked(parse_test_text, test)
+            checked(parse_test_text, test)
         names = [group.name for group in self.groups]
         if len(set(names)) != len(names):
             raise ValueError("a group given twice")
@@ -172,7 +172,7 @@ class GatewaySpec:
 
     def __post_init__(self) -> None:
         if self.egress is not None:
-            _checked(addressing.check_interface_name, self.egress)
+            checked(addressing.check_interface_name, self.egress)
 
 
 @dataclass
@@ -194,26 +194,26 @@ class InterfaceSpec:
     """Peers not named are removed (default: the section's ``exclusive``)."""
 
     def __post_init__(self) -> None:
-        _checked(addressing.check_interface_name, self.name)
+        checked(addressing.check_interface_name, self.name)
         if self.public_key is not None:
-            self.public_key = _checked(check_key, self.public_key, "public key")
+            self.public_key = checked(check_key, self.public_key, "public key")
         if self.addresses is not None:
-            parsed = [_checked(addressing.check_interface_address, a) for a in self.addresses]
+            parsed = [checked(addressing.check_interface_address, a) for a in self.addresses]
             self.addresses = [str(address) for address in parsed]
         if self.listen_port is not None:
-            _checked(addressing.check_port, self.listen_port)
+            checked(addressing.check_port, self.listen_port)
         if self.endpoint is not None:
-            self.endpoint = _checked(addressing.check_endpoint_host, self.endpoint)
+            self.endpoint = checked(addressing.check_endpoint_host, self.endpoint)
         for other in self.linked or []:
-            _checked(addressing.check_interface_name, other)
+            checked(addressing.check_interface_name, other)
             if other == self.name:
                 raise ValueError(f"{self.name} cannot be linked to itself")
         peers = self.peers or []
         for what, values in (("public key", [p.public_key for p in peers]),
                              ("name", [p.name for p in peers if p.name])):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"two peers with the {what} {repeated[0]!r}")
+            twice = repeated(values)
+            if twice:
+                raise ValueError(f"two peers with the {what} {twice[0]!r}")
 
 
 @dataclass
@@ -224,9 +224,9 @@ class WireguardSection:
 
     def __post_init__(self) -> None:
         names = [interface.name for interface in self.interfaces]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"interface {repeated[0]!r} given twice")
+        twice = repeated(names)
+        if twice:
+            raise ValueError(f"interface {twice[0]!r} given twice")
 
 
 SECTION = WireguardSection
@@ -303,6 +303,8 @@ def _interface(host: Host, server: ServerConfig, stored: settings.Settings) -> d
         data["gateway"] = {"egress": egress}
     data["client_to_client"] = _client_to_client(config)
     data["linked"] = sorted(set(own.links))
+    from zsn.wireguard.acl_view import PolicyFile
+
     stored_policy = PolicyFile.load(host, server)
     if stored_policy.exists:
         policy = stored_policy.policy
@@ -362,10 +364,10 @@ def _interface_plans(host: Host, spec: InterfaceSpec, exclusive: bool) -> Iterat
     if spec.peers is not None:
         yield plan_peers(host, spec.name, spec.peers, exclusive)
     yield from _routing(host, spec)
-    if spec.up is True and not running:
-        yield interfaces.plan_up(host, spec.name)
-    elif spec.up is False and running:
-        yield interfaces.plan_down(host, spec.name)
+    if spec.up is not None and spec.up != running:
+        from zsn.wireguard import interfaces
+
+        yield (interfaces.plan_up if spec.up else interfaces.plan_down)(host, spec.name)
 
 
 def _create(host: Host, spec: InterfaceSpec) -> Plan:
@@ -375,6 +377,8 @@ def _create(host: Host, spec: InterfaceSpec) -> Plan:
     if spec.public_key is not None:
         raise ValidationError(f"{spec.name} does not exist, and its key is made here when "
                               "it is created: leave public_key out")
+    from zsn.wireguard import interfaces
+
     return interfaces.plan_create_interface(host, spec.name, list(spec.addresses),
                                             spec.listen_port, spec.endpoint)
 
@@ -397,6 +401,8 @@ def _interface_settings(host: Host, spec: InterfaceSpec) -> Iterator[Plan]:
                                       "; ".join(differs))
     if spec.endpoint is not None and \
             settings.load(host).get(spec.name).endpoint_host != spec.endpoint:
+        from zsn.wireguard import interfaces
+
         yield interfaces.plan_set_endpoint(host, spec.name, spec.endpoint)
 
 
@@ -429,6 +435,8 @@ def plan_remove_interface(host: Host, name: str) -> Plan:
     server = ServerConfig.load(host, name)
     plan = Plan(f"remove WireGuard interface {name} (not in the desired state)")
     if server.live() is not None:
+        from zsn.wireguard import interfaces
+
         down = interfaces.plan_down(host, name)
         plan.steps.extend(down.steps)
         plan.checks.extend(down.checks)
@@ -439,6 +447,16 @@ def plan_remove_interface(host: Host, name: str) -> Plan:
 
 def _routing(host: Host, spec: InterfaceSpec) -> Iterator[Plan]:
     server = ServerConfig.load(host, spec.name)
+    if spec.client_to_client is False and _client_to_client(server.config):
+        raise ValidationError(f"{spec.name} lets its clients reach each other (its PostUp "
+                              "FORWARD rule): zsn does not take that back; remove the "
+                              "PostUp/PostDown pair by hand, or leave client_to_client out")
+    if spec.access is None and not spec.client_to_client and not spec.linked and \
+            spec.gateway is None:
+        return
+    from zsn.wireguard import acl, routing
+    from zsn.wireguard.acl_view import PolicyFile
+
     if spec.access is not None:
         wanted = spec.access.policy(spec.name)
         if spec.client_to_client:
@@ -449,12 +467,8 @@ def _routing(host: Host, spec: InterfaceSpec) -> Iterator[Plan]:
         stored = PolicyFile.load(host, server)
         if not stored.exists or stored.policy != wanted:
             yield acl.plan_policy(host, spec.name, wanted)
-    if spec.client_to_client is True:
+    if spec.client_to_client:
         yield routing.plan_client_to_client(host, spec.name)
-    elif spec.client_to_client is False and _client_to_client(server.config):
-        raise ValidationError(f"{spec.name} lets its clients reach each other (its PostUp "
-                              "FORWARD rule): zsn does not take that back; remove the "
-                              "PostUp/PostDown pair by hand, or leave client_to_client out")
     have = set(settings.load(host).get(spec.name).links)
     for other in spec.linked or []:
         if other not in have:
@@ -483,11 +497,22 @@ class _PeerPlan:
     touched: set[str] = field(default_factory=set)
     """Keys of the peers added or changed: their allowed IPs may not overlap another's."""
 
+    index: tuple[list[Section], dict[str | None, Section]] | None = None
+    """The peers by public key, and the sections they were found in (an edit makes
+    new ones: then they are looked up again)."""
+
     def peer(self, key: str) -> Section | None:
-        return next((peer for peer in self.edited.all_peers if peer.get("PublicKey") == key),
-                    None)
+        sections = self.edited.sections
+        if self.index is None or self.index[0] is not sections:
+            found: dict[str | None, Section] = {}
+            for peer in self.edited.all_peers:
+                found.setdefault(peer.get("PublicKey"), peer)
+            self.index = (sections, found)
+        return self.index[1].get(key)
 
     def routes(self, networks: tuple[str, ...] | list[str], add: bool) -> None:
+        from zsn.wireguard.actions import outside_subnet, route_steps
+
         if self.device is not None:
             self.live.extend(route_steps(self.device, outside_subnet(self.server,
                                                                      list(networks)), add))
@@ -516,6 +541,9 @@ def plan_peers(host: Host, interface: str, wanted: list[PeerSpec], exclusive: bo
             _change(host, work, found, spec)
     if work.edited.render() == server.config.render() and not work.live:
         return Plan(f"peers of {interface}")
+    from zsn.wireguard import acl
+    from zsn.wireguard.actions import down_note, with_rules
+
     _refuse_overlaps(work)
     said = work.said if len(work.said) <= SAID_IN_TITLE else _counted(work.said)
     plan = Plan(f"peers of {interface}: {'; '.join(said)}",
@@ -545,6 +573,8 @@ def _label(peer: Section | PeerSpec, key: str) -> str:
 
 
 def _remove(work: _PeerPlan, peer: Section) -> None:
+    from zsn.wireguard.actions import live_step_remove, settings_of
+
     key = peer.get("PublicKey") or ""
     label = _label(peer, key)
     if peer.name:
@@ -558,6 +588,9 @@ def _remove(work: _PeerPlan, peer: Section) -> None:
 
 
 def _add(host: Host, work: _PeerPlan, spec: PeerSpec) -> None:
+    from zsn.wireguard import acl
+    from zsn.wireguard.actions import live_peer_check, live_step_add, settings_of
+
     label = _label(spec, spec.public_key)
     if spec.allowed_ips is None:
         raise ValidationError(f"new peer {label} of {work.server.name}: give its allowed_ips")
@@ -586,14 +619,14 @@ def _add(host: Host, work: _PeerPlan, spec: PeerSpec) -> None:
 
 def _change(host: Host, work: _PeerPlan, peer: Section, spec: PeerSpec) -> None:
     key = spec.public_key
-    before, was_disabled = settings_of(peer), peer.disabled
+    original, was_disabled = peer, peer.disabled  # its entries stay as read: see `before`
     changed: list[str] = []
     edited = work.edited
     if spec.name is not None and peer.name != spec.name:
         changed.append(f"name (was {peer.name or 'none'})")
         _rename(host, work, peer, spec.name)
     peer = _found(work, key)
-    if spec.allowed_ips is not None and set(_allowed(peer)) != set(spec.allowed_ips):
+    if spec.allowed_ips is not None and not _same_networks(peer, spec.allowed_ips):
         doomed = [item for item in peer.get_all("AllowedIPs")
                   if _canonical(item) not in spec.allowed_ips]
         edited.remove_list_items(peer, "AllowedIPs", doomed)
@@ -611,6 +644,8 @@ def _change(host: Host, work: _PeerPlan, peer: Section, spec: PeerSpec) -> None:
         if spec.disabled:
             edited.disable_peer(_found(work, key))
         else:
+            from zsn.wireguard.expiry import check_not_expired
+
             check_not_expired(edited, _found(work, key), work.server.name, time.time())
             edited.enable_peer(_found(work, key))
         changed.append("disabled" if spec.disabled else "enabled")
@@ -622,7 +657,15 @@ def _change(host: Host, work: _PeerPlan, peer: Section, spec: PeerSpec) -> None:
     peer = _found(work, key)
     if work.device is None:
         return
-    after = settings_of(peer)
+    from zsn.wireguard.actions import (
+        live_peer_check,
+        live_step_add,
+        live_step_remove,
+        settings_of,
+    )
+    from zsn.wireguard.restore import peer_undo
+
+    before, after = settings_of(original), settings_of(peer)
     if peer.disabled and not was_disabled:
         work.live.append(live_step_remove(work.device, before, f"remove peer {label}"))
         work.routes(before.allowed_ips, add=False)
@@ -640,6 +683,13 @@ def _change(host: Host, work: _PeerPlan, peer: Section, spec: PeerSpec) -> None:
         work.checks.append(live_peer_check(work.device, after))
 
 
+def _same_networks(peer: Section, wanted: list[str]) -> bool:
+    """Whether the peer's AllowedIPs are `wanted` (canonical): as written, most often
+    (zsn writes them so), else once read as networks."""
+    written = {item.strip() for item in peer.get_all("AllowedIPs")}
+    return written == set(wanted) or set(_allowed(peer)) == set(wanted)
+
+
 def _found(work: _PeerPlan, key: str) -> Section:
     """The peer with `key` in the config as edited so far (every edit re-indexes it)."""
     peer = work.peer(key)
@@ -655,6 +705,8 @@ def _canonical(item: str) -> str:
 
 
 def _rename(host: Host, work: _PeerPlan, peer: Section, name: str) -> None:
+    from zsn.wireguard import acl
+
     other = work.edited.find_peer(name)
     if other is not None and other is not peer:
         raise ValidationError(f"{work.server.name} already has a peer named {name!r} "
