@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.needs import needs_tools
-from tests.schema import check_export
+from tests.schema import check_export, check_state
 from zsn.domains import domains, load
 from zsn.exporter import document as export
 
@@ -139,8 +139,8 @@ def run_fact(fact_dir: Path, path: str) -> dict[str, object]:
 
 
 def test_the_ansible_fact_is_run_by_ansible(tmp_path: Path) -> None:
-    """Ansible runs the executable fact and reads zsn's export as JSON (exit 3, a partial
-    export, is still facts)."""
+    """Ansible runs the executable facts and reads zsn's export and its state (`zsn state
+    export`) as JSON (exit 3, a partial export, is still facts)."""
     fact_dir = tmp_path / "facts.d"
     fact_dir.mkdir()
     shutil.copy(CONTRIB / "ansible" / "zsn.fact", fact_dir / "zsn.fact")
@@ -151,13 +151,17 @@ def test_the_ansible_fact_is_run_by_ansible(tmp_path: Path) -> None:
                                  f"{sys.executable} -m zsn \"$@\"\n")
     (bin_dir / "zsn").chmod(0o755)
     path = f"{bin_dir}:{os.environ['PATH']}"
-    facts = run_fact(fact_dir, path)["zsn"]
-    assert isinstance(facts, dict)
+    shutil.copy(CONTRIB / "ansible" / "zsn_state.fact", fact_dir / "zsn_state.fact")
+    both = run_fact(fact_dir, path)
+    facts, state = both["zsn"], both["zsn_state"]
+    assert isinstance(facts, dict) and isinstance(state, dict)
     check_export(facts)
     assert facts["zsn"]["schema"] == 1 and "links" in facts
+    check_state(state)  # the desired state as it is now (zsn state export)
+    assert state["version"] == 1
 
     # a partial export: zsn exits 3, the document is whole and is the fact
     partial = {"zsn": {"version": "0", "schema": 1}, "host": {"hostname": "h", "time": 0},
                "wireguard": {"errors": ["not root"]}}
     (bin_dir / "zsn").write_text(f"#!/bin/sh\necho '{json.dumps(partial)}'\nexit 3\n")
-    assert run_fact(fact_dir, path)["zsn"] == partial
+    assert run_fact(fact_dir, path)["zsn"] == partial == run_fact(fact_dir, path)["zsn_state"]
