@@ -6,8 +6,10 @@ registry, so a new domain is added to these tables."""
 from __future__ import annotations
 
 from zsn import domains
-from zsn.domains import CommandFace, ExportFace, LintFace, LiveReader
+from zsn.desired import cli as desired_cli
+from zsn.domains import CommandFace, DesiredFace, ExportFace, LintFace, LiveReader
 from zsn.links import cli as links_cli
+from zsn.links import desired as links_desired
 from zsn.links import export as links_export
 from zsn.links import lint as links_lint
 from zsn.openvpn import cli as openvpn_cli
@@ -15,6 +17,7 @@ from zsn.openvpn import export as openvpn_export
 from zsn.openvpn import lint as openvpn_lint
 from zsn.tries import cli as tries_cli
 from zsn.wireguard import cli as wireguard_cli
+from zsn.wireguard import desired as wireguard_desired
 from zsn.wireguard import export as wireguard_export
 from zsn.wireguard import lint as wireguard_lint
 from zsn.wireguard import live as wireguard_live
@@ -38,7 +41,10 @@ COMMANDS: dict[str, CommandFace] = {
     "zfs": zfs_cli, "wifi": wlan_cli, "link": links_cli,
     # No domain's: the changes made with --try (zsn.domains.CHANGE_GROUPS).
     "confirm": tries_cli.confirm, "pending": tries_cli.pending, "rollback": tries_cli.rollback,
+    # No domain's either: the desired state spans them (zsn.domains.DESIRED_GROUPS).
+    "apply": desired_cli.apply, "state": desired_cli.state,
 }
+DESIRED: dict[str, DesiredFace] = {"wireguard": wireguard_desired, "links": links_desired}
 LIVE: dict[str, LiveReader] = {"wireguard": wireguard_live.read_wireguard}
 
 
@@ -48,6 +54,7 @@ def test_the_tables_are_the_registry() -> None:
         assert domains.export_face(each) is EXPORTS[each.name]
         assert domains.lint_face(each) is LINTS[each.name]
         assert domains.live_reader(each) is LIVE.get(each.name)
+        assert domains.desired_face(each) is DESIRED.get(each.name)
     assert set(EXPORTS) == set(LINTS) == {each.name for each in registered}
     groups = domains.command_groups()
     assert set(COMMANDS) == set(groups)
