@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.lab.mounts import private_argv
 from tests.lab.netns import Lab, require_lab, run, wait_for
 
 pytestmark = pytest.mark.lab
@@ -286,6 +287,18 @@ def test_apply_makes_the_links_a_file_names_then_plans_nothing(
     the machine's own export plan nothing, a tried change is rolled back, bad input is
     one line (exit 2) and changes nothing."""
     ns, bridge, (p1, p2) = segment.ns, segment.bridge, segment.ports
+    store = tmp_path / "run-zsn"  # the try's record: the test's, never the host's
+    store.mkdir(mode=0o700)
+
+    def zsn(ns: str, *argv: str, expect: int | None = 0) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(private_argv({str(store): "/run/zsn"}, [
+            "ip", "netns", "exec", ns, sys.executable, "-m", "zsn", *argv]),
+            capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+            env={k: v for k, v in os.environ.items() if k != "SSH_CONNECTION"})
+        if expect is not None:
+            assert result.returncode == expect, result.stderr + result.stdout
+        return result
+
     wanted = tmp_path / "state.yaml"
     wanted.write_text(f"version: 1\nlinks:\n  bridges:\n    - {{name: {bridge}, ports: "
                       f"[{p1}, {p2}], stp: false}}\n  mtu: {{{p1}: 1400, {p2}: 1400}}\n")
@@ -315,6 +328,7 @@ def test_apply_makes_the_links_a_file_names_then_plans_nothing(
     assert tried["applied"] and tried["parts"] == [f"remove {p2} from bridge {bridge}"]
     assert tried["verify"] == [] and tried["try"]["seconds"] == 300
     assert "master" not in links(ns)[p2]
+    assert [path.name for path in (store / "changes").iterdir()] == [tried["try"]["id"]]
     zsn(ns, "rollback", tried["try"]["id"])
     assert links(ns)[p2]["master"] == bridge
     wait_for(lambda: pings(segment.hosts[0], segment.addresses[1]), 10, "ping again")
