@@ -177,6 +177,17 @@ def _state(fleet: Fleet, name: str, peers: int, *, cut: bool = False) -> dict[st
                   for index in range(peers)]}]}}
 
 
+def test_the_installed_modules_document_their_options(fleet: Fleet) -> None:
+    """ansible-doc reads each module's documentation, the shared options included."""
+    shown = subprocess.run(["ansible-doc", "--json", "zsn.fleet.zsn_apply",
+                            "zsn.fleet.zsn_confirm"], capture_output=True, text=True,
+                           env=fleet.environment, timeout=300, check=True)
+    docs = {name: entry["doc"] for name, entry in json.loads(shown.stdout).items()}
+    assert set(docs["zsn.fleet.zsn_apply"]["options"]) == {
+        "src", "state", "try_seconds", "confirm_ssh_link", "executable", "root"}
+    assert set(docs["zsn.fleet.zsn_confirm"]["options"]) == {"id", "executable", "root"}
+
+
 def test_a_play_checks_applies_then_changes_nothing(fleet: Fleet) -> None:
     states = {name: _state(fleet, name, 2) for name in fleet.hosts}
     status, said, recap = fleet.playbook(APPLY, "--check", "--diff", states=states)

@@ -44,17 +44,8 @@ options:
       - The interface this SSH session runs over, when the plan changes it and the
         change is not tried (zsn refuses such a plan otherwise).
     type: str
-  executable:
-    description:
-      - The zsn program on the target.
-    type: path
-    default: zsn
-  root:
-    description:
-      - Treat this folder as the system root (C(zsn --root)).
-    type: path
-requirements:
-  - zsn on the target
+extends_documentation_fragment:
+  - zsn.fleet.common
 notes:
   - Supports check mode and diff mode.
   - A refusal (bad input, a plan zsn will not make) fails the task with zsn's one line.

@@ -27,17 +27,8 @@ options:
       - The change's id (M(zsn.fleet.zsn_apply) returns it as C(try_id)).
     type: str
     required: true
-  executable:
-    description:
-      - The zsn program on the target.
-    type: path
-    default: zsn
-  root:
-    description:
-      - Treat this folder as the system root (C(zsn --root)).
-    type: path
-requirements:
-  - zsn on the target
+extends_documentation_fragment:
+  - zsn.fleet.common
 notes:
   - In check mode nothing is confirmed.
 """
