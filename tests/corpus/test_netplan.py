@@ -125,3 +125,21 @@ def test_netplan_file(tmp_path: Path, name: str) -> None:
                              "zsnp0": "ethernet"}
     assert zsn_reading(host) == (after_configs, after_devices)
     outcome.edited = True
+
+
+def test_files_netplan_does_not_read_are_not_read(tmp_path: Path) -> None:
+    """netplan reads ``*.yaml`` as glob(3) matches it: a hidden file (a copy set aside as
+    ``.bridge_vlan.yaml``, Emacs' lock ``.#bridge.yaml`` while the file is being edited, a
+    link to nowhere) is none of its files. zsn read both: the set-aside copy's br0 ports
+    joined the real one's, and the lock was an unreadable file."""
+    folder = tmp_path / "etc/netplan"
+    folder.mkdir(parents=True)
+    for name, example in (("bridge.yaml", "bridge.yaml"),
+                          (".bridge_vlan.yaml", "bridge_vlan.yaml")):
+        shutil.copyfile(CORPUS / "examples" / example, folder / name)
+        (folder / name).chmod(0o600)
+    (folder / ".#bridge.yaml").symlink_to("root@zsn-host.4242:1764633600")
+    host = Host(tmp_path)
+    assert zsn_reading(host) == netplan_reading(netplan_get(tmp_path))
+    assert NETPLAN.read(host).configs["br0"].members == ("enp3s0",)
+    assert generate(host, []) is None

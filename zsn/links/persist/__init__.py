@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol
 
 from zsn.errors import AccessDeniedError, ZsnError
 from zsn.links.bonding import DEFAULT_MIIMON, HASHED_MODES
 from zsn.links.model import Interface
 from zsn.plan import FileEdit
+from zsn.system import files
 from zsn.system.files import FileSnapshot, describe_os_error
 from zsn.system.host import Host
 
@@ -261,6 +263,14 @@ def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:
 
 NETPLAN_DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
 """In increasing precedence for files of the same name."""
+
+
+def netplan_yaml(host: Host, directory: str) -> list[Path]:
+    """The files netplan reads in `directory`: its ``*.yaml``, matched as glob(3) matches
+    (libnetplan's find_yaml_glob), so a hidden one (``.#01-netcfg.yaml``, Emacs' lock
+    while the file is being edited; a copy set aside) is none of them."""
+    return [path for path in files.list_files(host.path(directory), "*.yaml")
+            if not path.name.startswith(".")]
 NETWORKD_DIR = "/etc/systemd/network"
 NETWORKD_DIRS = (NETWORKD_DIR, "/run/systemd/network", "/usr/local/lib/systemd/network",
                  "/usr/lib/systemd/network", "/lib/systemd/network")

@@ -30,6 +30,7 @@ from zsn.links.persist import (
     Upsert,
     in_order,
     netplan_check,
+    netplan_yaml,
 )
 from zsn.links.persist.yamledit import YamlDocument
 from zsn.plan import FileEdit
@@ -62,7 +63,7 @@ def netplan_files(host: Host) -> list[NetplanFile]:
     """The files netplan reads, in its merge order (shadowed names left out)."""
     chosen: dict[str, str] = {}
     for directory in DIRS:
-        for path in files.list_files(host.path(directory), "*.yaml"):
+        for path in netplan_yaml(host, directory):
             chosen[path.name] = f"{directory}/{path.name}"
     found = []
     for name in sorted(chosen):

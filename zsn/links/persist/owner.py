@@ -19,6 +19,7 @@ from zsn.links.persist import (
     Owner,
     Persisted,
     PersistPlan,
+    netplan_yaml,
     nmcli,
 )
 from zsn.system import files
@@ -26,7 +27,7 @@ from zsn.system.host import Host
 
 
 def netplan_present(host: Host) -> bool:
-    return any(files.list_files(host.path(d), "*.yaml") for d in NETPLAN_DIRS)
+    return any(netplan_yaml(host, d) for d in NETPLAN_DIRS)
 
 
 NETWORKD_LOCAL_DIRS = NETWORKD_DIRS[:2]
