@@ -44,6 +44,7 @@ RULES = {
     "WLAN008": "WEP network remembered",
     "WLAN009": "netctl profile for an interface that does not exist or is not wireless",
     "WLAN010": "802.1X profile that does not check the server (no CA or no server name)",
+    "WLAN011": "NetworkManager keyfile it refuses to load (owner, permissions, file type)",
 }
 WPA_CONFIG_GLOBS = ("/etc/wpa_supplicant/*.conf", "/etc/wpa_supplicant.conf")
 
@@ -86,11 +87,26 @@ def lint_snapshot(host: Host, snapshot: WlanSnapshot) -> list[Finding]:
     _lint_profiles(host, snapshot, profiles, add)
     _lint_wpa_configs(host, snapshot, add)
     _lint_iwd_files(host, add)
+    _lint_keyfiles(host, add)
     for path, ssid, profile in nm.keyfile_profiles(host):
         _server_check(add, path, display(ssid) if ssid else "a wired connection", profile,
                       path, None, "set ca-cert= and domain-match= in [802-1x] (nmcli "
                       "connection modify ID 802-1x.ca-cert FILE 802-1x.domain-match NAME)")
     return findings
+
+
+def _lint_keyfiles(host: Host, add: _Add) -> None:
+    """WLAN011: a keyfile NetworkManager leaves out (it logs why, once, at load)."""
+    for keyfile in nm.keyfiles(host):
+        if keyfile.refused is None:
+            continue
+        permissions = keyfile.refused.startswith("its permissions")
+        add("WLAN011", "error", keyfile.path,
+            f"NetworkManager does not load {keyfile.path}: {keyfile.refused}",
+            f"chmod 600 {keyfile.path}, then nmcli connection reload" if permissions else
+            f"make {keyfile.path} a regular file owned by root, mode 600, then nmcli "
+            "connection reload",
+            keyfile.path, fix_plan=_chmod_plan(host, keyfile.path) if permissions else None)
 
 
 def _server_check(add: _Add, subject: str, name: str, profile: EapProfile | None,

@@ -9,8 +9,12 @@ and names the nmcli command to use instead.
 from __future__ import annotations
 
 import configparser
+import re
 import shlex
+import stat
 from dataclasses import dataclass
+from os import stat_result
+from typing import NamedTuple
 
 from zsn.eap.profile import TLS_METHODS, EapProfile
 from zsn.errors import ZsnError
@@ -111,21 +115,76 @@ def keyfile_profile(text: str) -> tuple[bytes | None, EapProfile | None]:
                             ca_cert=ca, server_domain=name)
 
 
-def keyfile_profiles(host: Host) -> list[tuple[str, bytes | None, EapProfile]]:
-    """(system path, SSID or None for a wired one, 802.1X settings) of every keyfile
-    with an ``[802-1x]`` section."""
+_MKSTEMP_SUFFIX = re.compile(r"[A-Za-z0-9]{6}")
+
+
+def keyfile_name_ignored(name: str) -> bool:
+    """Whether NetworkManager passes over a file of its ``/etc`` keyfile folder by its
+    name (libnm's nm_keyfile_utils_ignore_filename, which asks no ``.nmconnection``
+    there): a hidden file, a backup (``NAME~``), a temporary file of
+    g_file_set_contents (``NAME.XXXXXX``, six letters or digits: also its ``.nmmeta``
+    records), a certificate or key beside the profiles (``.pem``, ``.der``)."""
+    if not name or name.startswith(".") or name.endswith("~"):
+        return True
+    _stem, dot, suffix = name.rpartition(".")
+    if dot and _MKSTEMP_SUFFIX.fullmatch(suffix):
+        return True
+    lower = name.lower()
+    return any(lower.endswith(tag) and len(name) > len(tag) for tag in (".pem", ".der"))
+
+
+def keyfile_refusal(info: stat_result) -> str | None:
+    """Why NetworkManager refuses to load a keyfile it reads by name, from its status
+    (nms_keyfile_utils_check_file_permissions: a regular file, owned by root, that
+    neither group nor others may read or write); None when it loads it."""
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_uid != 0:
+        return f"its owner (uid {info.st_uid}) is not root"
+    if info.st_mode & 0o077:
+        return f"its permissions ({stat.S_IMODE(info.st_mode):04o}) let group or others at it"
+    return None
+
+
+class Keyfile(NamedTuple):
+    path: str
+    """As on the system, e.g. /etc/NetworkManager/system-connections/eduroam.nmconnection."""
+    refused: str | None
+    """Why NetworkManager does not load it (`keyfile_refusal`); None when it does."""
+
+
+def keyfiles(host: Host) -> list[Keyfile]:
+    """The files of NetworkManager's keyfile folder it takes for profiles (by name),
+    each with why it refuses to load it, if it does."""
     folder = host.path(KEYFILE_DIR)
     if not files.is_dir(folder):
         return []
     found = []
     for entry in files.list_files(folder):
+        if keyfile_name_ignored(entry.name):
+            continue
         try:
-            text = files.read_tracked(entry, max_bytes=1 << 20).text
+            refused = keyfile_refusal(files.status(entry))
+        except OSError as exc:
+            refused = f"it cannot be read ({exc.strerror or exc})"
+        found.append(Keyfile(f"{KEYFILE_DIR}/{entry.name}", refused))
+    return found
+
+
+def keyfile_profiles(host: Host) -> list[tuple[str, bytes | None, EapProfile]]:
+    """(system path, SSID or None for a wired one, 802.1X settings) of every keyfile
+    NetworkManager loads with an ``[802-1x]`` section."""
+    found = []
+    for keyfile in keyfiles(host):
+        if keyfile.refused is not None:
+            continue
+        try:
+            text = files.read_tracked(host.path(keyfile.path), max_bytes=1 << 20).text
         except ZsnError:
             continue
         ssid, profile = keyfile_profile(text)
         if profile is not None:
-            found.append((f"{KEYFILE_DIR}/{entry.name}", ssid, profile))
+            found.append((keyfile.path, ssid, profile))
     return found
 
 

@@ -94,6 +94,7 @@ def _root_with_upstream_profiles(tmp_path: Path) -> Path:
     keyfiles.mkdir(parents=True)
     (keyfiles / "Test_Wired_TLS_New").write_text(
         (CORPUS / "networkmanager" / "Test_Wired_TLS_New").read_text())
+    os.chmod(keyfiles / "Test_Wired_TLS_New", 0o600)  # else NetworkManager leaves it out
     (root / "etc/wpa_supplicant").mkdir(parents=True)
     for name in ("wpa2-eap-ccmp.conf", "ieee8021x.conf"):
         (root / "etc/wpa_supplicant" / name).write_text(
