@@ -14,13 +14,18 @@ the caller, which hands its output in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zsn.errors import ParseError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.limits import MiB
 from zsn.zfs import cachefile, kstat
+from zsn.zfs.disks import chain, kernel_name
 from zsn.zfs.model import Pool
+
+if TYPE_CHECKING:
+    from zsn.zfs.diskwatch import DiskReading
 from zsn.zfs.units import is_number
 
 PARAMETER_MODULES = ("zfs", "zcommon", "icp")
@@ -84,6 +89,8 @@ class Facts:
     arc_c_max: int | None = None
     now: float = 0.0
     notes: tuple[str, ...] = ()
+    disks: DiskReading | None = None
+    """The disks under the leaves and their SMART (`zsn.zfs.diskwatch`), when read."""
 
 
 FACT_CAP = 4 * MiB
@@ -97,37 +104,6 @@ def _read(host: Host, path: str) -> str | None:
         return None
 
 
-def _resolve(host: Host, path: str) -> str | None:
-    """The kernel name behind a /dev path (udev's symlinks followed inside the root)."""
-    if not path.startswith("/dev/"):
-        return None
-    try:
-        name = host.resolve(path).name
-        return name if files.exists(host.path(f"/sys/class/block/{name}")) else None
-    except (OSError, ZsnError):
-        return None
-
-
-def _disk_of(host: Host, name: str) -> str:
-    """The whole disk a partition is on (sda1 -> sda); a disk is its own."""
-    try:
-        if files.exists(host.path(f"/sys/block/{name}")):
-            return name
-        for disk in files.list_files(host.path("/sys/block")):
-            if files.is_dir(disk / name):
-                return disk.name
-    except (OSError, ZsnError):
-        pass
-    return name
-
-
-def _slaves(host: Host, name: str) -> list[str]:
-    try:
-        return [entry.name for entry in files.list_files(host.path(f"/sys/block/{name}/slaves"))]
-    except (OSError, ZsnError):
-        return []
-
-
 def active_scheduler(text: str) -> str | None:
     """``mq-deadline [none] bfq`` -> none; a lone word (some drivers) is that word."""
     chosen, names = kstat.parse_choice(text)
@@ -135,17 +111,12 @@ def active_scheduler(text: str) -> str | None:
 
 
 def device(host: Host, path: str, ciphers: dict[str, str]) -> Device | None:
-    name = _resolve(host, path)
+    name = kernel_name(host, path)
     if name is None:
         return None
     dm_name = (_read(host, f"/sys/block/{name}/dm/name") or "").strip() or None
     uuid = (_read(host, f"/sys/block/{name}/dm/uuid") or "").strip()
-    disks: list[str] = []
-    if dm_name is not None:
-        for slave in _slaves(host, name):
-            disks.extend(_disks_below(host, slave))
-    else:
-        disks.append(_disk_of(host, name))
+    disks = list(chain(host, path).disks)
     rotational: dict[str, bool] = {}
     block_size: dict[str, int] = {}
     scheduler: dict[str, str] = {}
@@ -163,13 +134,6 @@ def device(host: Host, path: str, ciphers: dict[str, str]) -> Device | None:
     cipher = ciphers.get(dm_name) if dm_name else None
     return Device(path, name, tuple(dict.fromkeys(disks)), rotational, block_size, scheduler,
                   dm_name, crypt=uuid.startswith("CRYPT-") or cipher is not None, cipher=cipher)
-
-
-def _disks_below(host: Host, name: str, depth: int = 0) -> list[str]:
-    slaves = _slaves(host, name) if depth < 8 else []
-    if not slaves:
-        return [_disk_of(host, name)]
-    return [disk for slave in slaves for disk in _disks_below(host, slave, depth + 1)]
 
 
 def parse_dmsetup_table(text: str) -> dict[str, str]:
