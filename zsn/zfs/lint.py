@@ -36,6 +36,14 @@ RULES = {
     "ZFS012": "no scrub for over 35 days",
     "ZFS013": "ARC size limit unset on a small-memory machine",
     "ZFS014": "a zpool status scan line zsn does not understand",
+    "ZFS015": "a disk under a pool is failing (SMART health FAILED, NVMe critical warning, "
+              "a pre-failure attribute at its threshold, wear or spare used up)",
+    "ZFS016": "a disk under a pool shows signs of failing (reallocated, pending or "
+              "uncorrectable sectors, media errors, CRC errors)",
+    "ZFS017": "a disk's reallocated, pending or error counts grew since the reading before",
+    "ZFS018": "a disk under a pool runs hot",
+    "ZFS019": "an NVMe disk near its rated endurance",
+    "ZFS020": "zpool status and the disks' SMART disagree about a vdev",
 }
 
 NOTE_FPU = "field note 000_9ccc6ac61298d936.txt (kernel FPU exports, zfs_fletcher_4_impl)"
@@ -83,6 +91,10 @@ def advise(snapshot: ZfsSnapshot, facts: Facts) -> list[Finding]:
     findings += _luks(snapshot.pools, facts)
     findings += _schedulers(snapshot.pools, facts)
     findings += _arc(facts)
+    if facts.disks is not None:
+        from zsn.zfs import disk_advice
+
+        findings += disk_advice.advise(snapshot, facts.disks, facts.now)
     return findings
 
 
@@ -385,7 +397,8 @@ def _arc(facts: Facts) -> Iterator[Finding]:
 
 def lint(host: Host) -> list[Finding]:
     """The advisor on the live system (runs zpool, zfs and, as root with dm-crypt, dmsetup)."""
+    from zsn.zfs.diskwatch import read_with_disks
     from zsn.zfs.live import read_everything
 
     snapshot, facts, _ = read_everything(host, now=time.time())
-    return advise(snapshot, facts)
+    return advise(snapshot, read_with_disks(host, snapshot, facts))
