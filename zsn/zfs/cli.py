@@ -75,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="of every descendant too, atomically")
     add_dry_run(taking)
     send_cli.add_arguments(verbs)
+    disks = verbs.add_parser("disks", help="the disks under each vdev: identity and SMART "
+                                           "(read at most every 10 minutes per disk)")
+    disks.add_argument("pool", metavar="POOL", nargs="?")
+    disks.add_argument("--json", action="store_true", help="print them as JSON")
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
     advise.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -107,12 +111,19 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "snapshots":
         return _snapshots(args.dataset, args.recursive, args.json)
     if args.action == "advise":
+        from zsn.zfs.diskwatch import read_with_disks
+
         snapshot, facts, _ = read_everything(host, now=time.time())
         _require(snapshot)
+        facts = read_with_disks(host, snapshot, facts)
         for note in (*snapshot.notes, *facts.notes):
             print(f"note: {note}", file=sys.stderr)
         return print_findings(lint.advise(snapshot, facts), as_json=args.json,
                               subject_key=lint.SUBJECT)
+    if args.action == "disks":
+        from zsn.zfs.disk_cli import show_disks
+
+        return show_disks(host, args.pool, args.json)
     if args.action == "iostat":
         return _iostat(host, validate_pool_name(args.pool), args.interval, args.count,
                        args.json)

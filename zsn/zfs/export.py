@@ -21,6 +21,7 @@ from zsn.system.host import Host
 from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everything
 
 if TYPE_CHECKING:
+    from zsn.zfs.diskwatch import DiskReading, DiskWatch
     from zsn.zfs.model import Dataset, IostatBlock, IostatRow, Pool, Vdev, ZfsSnapshot
     from zsn.zfs.monitor import IostatMonitor, PoolIostat
     from zsn.zfs.snapshots import Snapshot
@@ -131,6 +132,9 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     snapshot, facts, outputs = reading.finish()
     if snapshot.unavailable:
         return section(snapshot, {}, {}, [], ())
+    from zsn.zfs.diskwatch import read_with_disks
+
+    facts = read_with_disks(host, snapshot, facts)
     errors: list[str] = []
     names = [pool.name for pool in snapshot.pools]
     blocks = {}
@@ -146,8 +150,19 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
             except ZsnError as exc:
                 errors.append(f"zpool iostat output not understood: {exc}")
     findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
-    return section(snapshot, blocks, dataset_counters(host, names), findings,
+    data = section(snapshot, blocks, dataset_counters(host, names), findings,
                    tuple(facts.notes), errors, _transfers(host, errors))
+    return with_disks(data, snapshot, facts.disks)
+
+
+def with_disks(data: dict[str, Any], snapshot: ZfsSnapshot,
+               reading: DiskReading | None) -> dict[str, Any]:
+    """The section with its ``disks``: every leaf vdev's disks and their SMART."""
+    from zsn.zfs.disk_export import entries
+
+    if not snapshot.unavailable:
+        data["disks"] = entries(snapshot.pools, reading, time.time()) if reading else []
+    return data
 
 
 def _transfers(host: Host, errors: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -211,12 +226,14 @@ class Poller:
         self._reader = ZfsReader(host)
         self._monitor: IostatMonitor | None = None
         self._advice = Every(ADVISE_SECONDS)
+        self._disks: DiskWatch | None = None
 
     def poll(self) -> tuple[ZfsSnapshot, dict[str, PoolIostat]]:
         snapshot = self._reader.read()
         if not snapshot.pools:
             self._stop()
             return snapshot, {}
+        self._watch_disks(snapshot)
         monitor = self._monitor_for()
         if monitor is None:
             return snapshot, {}
@@ -235,14 +252,29 @@ class Poller:
         blocks = {pool: state.latest for pool, state in io.items() if state.latest is not None}
         errors = [f"zpool iostat {pool}: {state.error}" for pool, state in io.items()
                   if state.error]
-        return section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
+        disks = self._disks.latest() if self._disks is not None else None
+        data = section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
                        errors, _transfers(self.host, errors))
+        return with_disks(data, snapshot, disks)
+
+    def _watch_disks(self, snapshot: ZfsSnapshot) -> None:
+        """The disks under the pools, mapped and their SMART read in a thread of their
+        own (`zsn.zfs.diskwatch.DiskWatch`): a scrape never waits for a disk."""
+        from zsn.zfs.diskwatch import DiskWatch
+        from zsn.zfs.facts import leaf_paths
+
+        if self._disks is None:
+            self._disks = DiskWatch(self.host)
+        self._disks.want(leaf_paths(snapshot.pools))
 
     def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+        from zsn.zfs.diskwatch import with_disks
         from zsn.zfs.facts import gather
         from zsn.zfs.lint import SUBJECT, advise
 
         facts = gather(self.host, snapshot.pools, dmsetup_output=None, now=time.time())
+        if self._disks is not None:
+            facts = with_disks(facts, self._disks.latest())
         return [f.as_dict(SUBJECT) for f in advise(snapshot, facts)], tuple(facts.notes)
 
     def _monitor_for(self) -> IostatMonitor | None:
@@ -263,6 +295,8 @@ class Poller:
 
     def close(self) -> None:
         self._stop()
+        if self._disks is not None:
+            self._disks.stop()
 
 
 HEALTH_CODES = {"ONLINE": 0, "DEGRADED": 1, "FAULTED": 2, "OFFLINE": 3, "UNAVAIL": 4,
@@ -343,10 +377,13 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
                 family.add(dlabels, counters[key])
     for severity, count in count_by_severity(data.get("findings", ())).items():
         findings.add({"severity": severity}, count)
+    from zsn.zfs.disk_export import metrics as disk_metrics
+
     return [health, *sizes.values(), *ratios.values(), readonly, dedup, state, data_errors,
             vdev_state, vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings,
-            *transfer_metrics(data.get("transfers") or {})]
+            *transfer_metrics(data.get("transfers") or {}),
+            *disk_metrics(data.get("disks") or [])]
 
 
 def _add_space(pool: dict[str, Any], labels: dict[str, str], sizes: dict[str, MetricFamily],
