@@ -27,10 +27,13 @@ from zsn.plan import Plan
 from zsn.system.host import Host
 from zsn.tui.panes.base import GONE_NOTICE_SECONDS, GoneRows, LivePane, NotNow
 from zsn.tui.panes.zfs_replication import Background
+from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.zfs import actions, snapshots, view
+from zsn.zfs.diskwatch import EMPTY, DiskReading, DiskWatch
+from zsn.zfs.facts import leaf_paths
 from zsn.zfs.live import (
     ZfsReader,
     find_program,
@@ -75,6 +78,9 @@ class ZfsView:
     """Read while the transfers view is shown (`zsn.zfs.transfers`)."""
     snapshots: tuple[str, list[Snapshot]] | None = None
     """A dataset's snapshots, while the snapshots view shows them."""
+    disks: DiskReading = EMPTY
+    """The disks under the leaves and their SMART (read by `DiskWatch` in its own
+    thread: taken as they are, never waited for)."""
 
 
 class ZfsPane(LivePane[ZfsView]):
@@ -88,8 +94,12 @@ The lower table is the highlighted pool's vdev tree (`v`): mirrors, raidz and dr
 groups, then the dedup, special, logs, cache and spares groups, each row with its
 state, read/write/checksum error counts, bandwidth, the read and the write trend of
 the last intervals (a scrub shows as reads, a resilver as writes to the new device),
-operations per second and mean latency (total wait; disk wait apart). `*` after a
-state: the device is resilvering. Or its datasets (`d`): used, available,
+operations per second and mean latency (total wait; disk wait apart), and its disk's
+health from SMART (`ok 34°`, `warn`, `FAIL`, `asleep`: zsn never wakes a disk to read
+it; read at most every 10 minutes per disk, as root). The box under the tree shows the
+highlighted device's way down to its disks (partition, dm-crypt, multipath), the disk
+(model, serial, size, by-id name) and its SMART with the reading's age, and what is
+wrong with it. `*` after a state: the device is resilvering. Or its datasets (`d`): used, available,
 compression, record size, compression ratio, atime, xattr, mountpoint. A pool that
 disappears (exported, or its disks gone) stays greyed in the list until it is back.
 
@@ -155,6 +165,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         """The lower table shown (read by `fetch` in its thread)."""
         self._snapshots_of: str | None = None
         self._snapshots: tuple[str, float, list[Snapshot]] | None = None
+        self.disks = DiskWatch(host)
+        self._disk_text: list[str] | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -169,6 +181,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                             empty_text="No snapshots (N takes one).")
             yield LiveTable(view.TRANSFER_COLUMNS, id="zfs-transfers", title="Transfers",
                             empty_text="No transfers yet (S sends a dataset).")
+        yield DetailsBox("Disk", id="zfs-disk")
 
     # -- the iostat streams: only while shown --------------------------------------
     def _monitor_for(self) -> IostatMonitor | None:
@@ -203,6 +216,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def on_unmount(self) -> None:
         self._stop_streams()
+        self.disks.stop()
 
     def _stop_streams(self) -> None:
         with self._monitor_lock:
@@ -231,17 +245,21 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 
     def _fetch_pools(self) -> ZfsView:
         snapshot = self.reader.read()
+        disks = EMPTY
+        if snapshot.pools:
+            self.disks.want(leaf_paths(snapshot.pools))
+            disks = self.disks.latest()
         monitor = self._monitor_for() if snapshot.pools else None
         if monitor is None:
             self._stop_streams()
-            return ZfsView(snapshot)
+            return ZfsView(snapshot, disks=disks)
         if not self._is_shown():
-            return ZfsView(snapshot)
+            return ZfsView(snapshot, disks=disks)
         rows = {p.name: sum(1 for v in p.vdevs if v.kind != "group" and v.group != "spares")
                 for p in snapshot.pools}
         monitor.watch([p.name for p in snapshot.pools], rows)
         return ZfsView(snapshot, monitor.poll(), monitor.history.reads,
-                       monitor.history.writes)
+                       monitor.history.writes, disks=disks)
 
     def show(self, snapshot: ZfsView) -> None:
         if not self._is_shown():  # hidden while this read ran: no stream may outlive that
@@ -335,8 +353,25 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         reads, writes = self._view.reads, self._view.writes
         vdevs.update(view.vdev_rows(pool, self._pool_io(pool.name),
                                     lambda name: reads(pool.name, name),
-                                    lambda name: writes(pool.name, name)))
+                                    lambda name: writes(pool.name, name), self._view.disks))
         datasets.update(view.dataset_rows(self._view.snapshot.datasets_of(pool.name)))
+        self._update_disk()
+
+    def _update_disk(self) -> None:
+        """The box under the vdev tree: the highlighted device's disks, when it is one."""
+        lines: list[str] = []
+        pool = self.selected_pool()
+        key = self.query_one("#zfs-vdevs", LiveTable).cursor_key
+        if self._lower == "vdevs" and pool is not None and key is not None \
+                and self._view is not None:
+            vdev = pool.vdev(key.split("\0", 1)[1])
+            if vdev is not None and vdev.is_leaf:
+                lines = view.disk_lines(vdev, self._view.disks, now())
+        box = self.query_one("#zfs-disk", DetailsBox)
+        if lines != self._disk_text:
+            self._disk_text = lines
+            box.display = bool(lines)
+            box.show_lines(lines)
 
     def _refresh_io(self) -> None:
         with self.app.batch_update():
@@ -350,6 +385,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         if event.table.id == "zfs-pools" and self._view is not None:
             self._update_scan()
             self._update_lower()
+        elif event.table.id == "zfs-vdevs" and self._view is not None:
+            self._update_disk()
         self.state_changed()
 
     def on_live_table_selected(self, event: LiveTable.Selected) -> None:
@@ -460,6 +497,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                 table.clear()
         self._lower = which
         self.query_one("#zfs-lower", ContentSwitcher).current = f"zfs-{which}"
+        self._update_disk()
         self.query_one(f"#zfs-{which}", LiveTable).focus()
         self.state_changed()
         if which in ("snapshots", "transfers"):
