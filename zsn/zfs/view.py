@@ -22,6 +22,7 @@ from zsn.format import (
     sparkline,
 )
 from zsn.view import Cell, Column, Row, row_of
+from zsn.zfs.diskwatch import DiskReading, DiskReport, health
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 from zsn.zfs.snapshots import Snapshot
 
@@ -64,6 +65,10 @@ VDEV_COLUMNS = (
     Column("state", "State", 1, help="ONLINE, DEGRADED, FAULTED ...; `*`: resilvering"),
     Column("errors", "R/W/Ck err", 2, align="right",
            help="read, write and checksum error counts"),
+    Column("disk", "Disk", 2, min_width=6,
+           help="the disk's SMART: ok and its temperature, warn (signs of failing, heat, "
+                "wear, growing counts), FAIL, asleep (not woken to read it), ? "
+                "(unreadable); on a group: how many of its disks are not ok"),
     Column("read", "Read", 3, align="right", min_width=RATE_WIDTH,
            help="bytes read per second"),
     Column("write", "Write", 3, align="right", min_width=RATE_WIDTH,
@@ -194,9 +199,11 @@ def _pair(first: int | None, second: int | None) -> str:
 
 def vdev_cells(pool: Pool, io: Mapping[str, IostatRow] | None,
                reads: Callable[[str], list[int]],
-               writes: Callable[[str], list[int]]) -> dict[str, Cells]:
+               writes: Callable[[str], list[int]],
+               disks: DiskReading | None = None) -> dict[str, Cells]:
     """Each vdev's cells, keyed ``POOL\0NAME``, in tree order."""
     rows: dict[str, Cells] = {}
+    health = disk_column(pool, disks) if disks is not None else {}
     for vdev in pool.vdevs:
         key = f"{pool.name}\0{vdev.name}"
         if vdev.kind == "group":
@@ -212,6 +219,7 @@ def vdev_cells(pool: Pool, io: Mapping[str, IostatRow] | None,
             "state": Cell(state_text, _health_tone(vdev.state)),
             "errors": Cell(counts if vdev.read_errors is not None else "",
                            "bad" if errors else ""),
+            "disk": health.get(vdev.name, Cell("")),
             "read": Cell(human_rate(row.read_bytes) if row else "-"),
             "write": Cell(human_rate(row.write_bytes) if row else "-"),
             "read_trend": trend(reads(vdev.name)) if row else Cell(""),
@@ -335,12 +343,120 @@ def pool_rows(pools: Iterable[Pool], io_of: Callable[[str], Mapping[str, IostatR
 
 def vdev_rows(pool: Pool, io: Mapping[str, IostatRow] | None,
               reads: Callable[[str], list[int]],
-              writes: Callable[[str], list[int]]) -> list[Row]:
+              writes: Callable[[str], list[int]],
+              disks: DiskReading | None = None) -> list[Row]:
     """The vdev tree of `pool`: one row per vdev in tree order, indented by depth;
-    `reads`/`writes` give a vdev's recent bandwidth for its trend."""
+    `reads`/`writes` give a vdev's recent bandwidth for its trend, `disks` its disks'
+    health."""
     depth = {f"{pool.name}\0{vdev.name}": vdev.depth for vdev in pool.vdevs}
     return [row_of(key, VDEV_COLUMNS, cells, depth=depth.get(key, 0))
-            for key, cells in vdev_cells(pool, io, reads, writes).items()]
+            for key, cells in vdev_cells(pool, io, reads, writes, disks).items()]
+
+
+# -- disks -------------------------------------------------------------------------------
+LEVEL_ORDER = ("failing", "warning", "unreadable", "asleep", "unread", "ok", "none")
+"""From the worst: the level a leaf on several disks shows."""
+
+
+def leaf_health(reports: Sequence[DiskReport]) -> Cell:
+    """A leaf vdev's disk column: its worst disk's health in a word."""
+    judged = [health(report) for report in reports]
+    if not judged:
+        return Cell("")
+    worst = min(judged, key=lambda found: LEVEL_ORDER.index(found.level))
+    if worst.level == "failing":
+        return Cell("FAIL", "bad")
+    if worst.level == "warning":
+        return Cell("warn", "warn")
+    if worst.level == "unreadable":
+        return Cell("?", "warn")
+    if worst.level == "asleep":
+        return Cell("asleep", "muted")
+    if worst.level == "unread":
+        return Cell("-", "muted")
+    if worst.level == "none":
+        return Cell("")
+    temperatures = [r.smart.temperature for r in reports
+                    if r.smart is not None and r.smart.temperature is not None]
+    return Cell(f"ok {max(temperatures)}°" if temperatures else "ok", "good", "ok")
+
+
+def disk_column(pool: Pool, reading: DiskReading) -> dict[str, Cell]:
+    """The disk column of every vdev of `pool`: each leaf's health; on a group (the
+    pool, a mirror ...) how many disks under it are failing or warn."""
+    cells: dict[str, Cell] = {}
+    levels: dict[str, list[str]] = {}
+    for vdev in pool.vdevs:
+        if not vdev.is_leaf:
+            continue
+        reports = reading.of_leaf(vdev.name)
+        cells[vdev.name] = leaf_health(reports)
+        judged = [health(report).level for report in reports]
+        parent = vdev.parent
+        while parent is not None:
+            levels.setdefault(parent, []).extend(judged)
+            parent = next((v.parent for v in pool.vdevs if v.name == parent), None)
+    for name, under in levels.items():
+        failing, warning = under.count("failing"), under.count("warning")
+        if failing:
+            cells[name] = Cell(f"{failing} FAIL", "bad")
+        elif warning:
+            cells[name] = Cell(f"{warning} warn", "warn")
+    return cells
+
+
+def disk_lines(vdev: Vdev, reading: DiskReading, now: float) -> list[str]:
+    """The box under the vdev tree: the highlighted leaf's disks, most important first
+    (health, what is wrong, what the disk is, the way down to it, its counts), so a
+    small terminal shows the verdict and the rest scrolls (outside text: the box shows
+    it through `zsn.terminal.safe`)."""
+    chain = reading.chain(vdev.name)
+    if chain is None:
+        return [f"{short_name(vdev)}: not mapped yet"] if vdev.is_leaf else []
+    if not chain.disks:
+        return [f"{short_name(vdev)}: {chain.note or 'no disk found under it'}"]
+    lines: list[str] = []
+    for report in reading.of_leaf(vdev.name):
+        lines += _disk_lines(report, now)
+    way = " → ".join(layer.label for layer in chain.layers)
+    by_id = [r.disk.by_id.rsplit("/", 1)[-1] for r in reading.of_leaf(vdev.name)
+             if r.disk.by_id]
+    return [*lines, way + (f" · {', '.join(by_id)}" if by_id else "")]
+
+
+def _disk_lines(report: DiskReport, now: float) -> list[str]:
+    disk, smart = report.disk, report.smart
+    judged = health(report)
+    head = [disk.name, f"SMART {judged.level}"]
+    if smart is not None:
+        if smart.temperature is not None:
+            head.append(f"{smart.temperature} °C")
+        if smart.power_on_hours is not None:
+            head.append(f"{smart.power_on_hours} h on")
+    when = report.read_at
+    if when is not None:
+        head.append(f"read {human_duration(max(0.0, now - when))} ago")
+    lines = [" · ".join(head)]
+    lines += [f"  ! {reason}" for reason in judged.reasons]
+    model = (smart.model if smart else None) or disk.model or "?"
+    serial = (smart.serial if smart else None) or disk.serial
+    kind = "HDD" if disk.rotational else "SSD" if disk.rotational is False else ""
+    rpm = smart.rotation_rate if smart and smart.rotation_rate else None
+    identity = [model, f"serial {serial}" if serial else None,
+                human_bytes(disk.capacity) if disk.capacity else None,
+                " ".join(part for part in (disk.transport, kind,
+                                          f"{rpm} rpm" if rpm else None) if part)]
+    lines.append("  " + " · ".join(part for part in identity if part))
+    if smart is not None:
+        counts = [f"{label} {value}" for value, label in (
+            (smart.reallocated, "realloc"), (smart.pending, "pending"),
+            (smart.offline_uncorrectable, "uncorr"), (smart.crc_errors, "CRC"),
+            (smart.percentage_used, "wear %"), (smart.available_spare, "spare %"),
+            (smart.media_errors, "media err"), (smart.grown_defects, "defects"),
+            (smart.uncorrected_errors, "uncorrected")) if value is not None]
+        if counts:
+            lines.append("  " + " · ".join(counts))
+    return lines
 
 
 def dataset_rows(datasets: Iterable[Dataset]) -> list[Row]:
