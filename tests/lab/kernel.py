@@ -70,6 +70,33 @@ HOST_SHARE = "/run/zsn-host"
 IN_GUEST = os.environ.get("LAB") == "1"
 
 
+@dataclass(frozen=True)
+class GuestDisk:
+    """A disk QEMU emulates for a group's guest: NVMe (`nvme`) or SATA on an AHCI
+    controller (`sata`), both with SMART (QEMU hw/nvme/ctrl.c, hw/ide/core.c). Its
+    backing file is a sparse file in the boot's results folder. `options` are the
+    device's extra QEMU properties (``smart_critical_warning=4``: an NVMe disk whose
+    SMART says it is failing)."""
+
+    kind: str
+    serial: str
+    mib: int = 128
+    options: str = ""
+
+
+GROUP_DISKS: dict[str, tuple[GuestDisk, ...]] = {
+    "zfs": (
+        GuestDisk("nvme", "ZLABNVME0"),
+        GuestDisk("nvme", "ZLABNVME1", options="smart_critical_warning=4"),
+        GuestDisk("sata", "ZLABSATA0", 160),
+        GuestDisk("sata", "ZLABSATA1", 160),
+        GuestDisk("sata", "ZLABSATA2"),
+    ),
+}
+"""The emulated disks each group's guest boots with (the zfs group's, for the pools of
+tests/kernel/zfs_disks.py: partitions, dm-crypt, multipath, a disk put to sleep)."""
+
+
 def groups() -> list[str]:
     """The guest test groups: one per ``tests/kernel/test_GROUP.py``."""
     return sorted(path.stem.removeprefix("test_") for path in GUEST_TESTS.glob("test_*.py"))
@@ -220,8 +247,34 @@ def _mounts_script() -> str:
     return "\n".join(lines)
 
 
+def disk_options(disks: tuple[GuestDisk, ...], folder: Path) -> str:
+    """QEMU's options for `disks`, their sparse backing files made in `folder`."""
+    if not disks:
+        return ""
+    folder.mkdir(parents=True, exist_ok=True)
+    options = []
+    if any(disk.kind == "sata" for disk in disks):
+        options.append("-device ich9-ahci,id=zlabahci")
+    port = 0
+    for number, disk in enumerate(disks):
+        image = folder / f"{disk.serial}.img"
+        with open(image, "wb") as backing:
+            backing.truncate(disk.mib << 20)
+        drive = f"zlabdisk{number}"
+        options.append(f"-drive file={image},if=none,id={drive},format=raw,cache=unsafe")
+        extra = f",{disk.options}" if disk.options else ""
+        if disk.kind == "nvme":
+            options.append(f"-device nvme,serial={disk.serial},drive={drive}{extra}")
+        else:
+            options.append(f"-device ide-hd,drive={drive},bus=zlabahci.{port},"
+                           f"serial={disk.serial},rotation_rate=7200{extra}")
+            port += 1
+    return " " + " ".join(options)
+
+
 def boot(script: str, results: Path, label: str, timeout: float = BOOT_TIMEOUT,
-         lock_wait: float = LOCK_WAIT, cpus: int = GUEST_CPUS) -> GuestRun:
+         lock_wait: float = LOCK_WAIT, cpus: int = GUEST_CPUS,
+         disks: tuple[GuestDisk, ...] = ()) -> GuestRun:
     """Boot the lab kernel, run `script` (bash, as root, cwd the checkout) and power off.
 
     `results` is shared read-write with the guest (and exists on both sides at the same
@@ -254,7 +307,8 @@ def boot(script: str, results: Path, label: str, timeout: float = BOOT_TIMEOUT,
         # KVM cannot run inside software emulation: keep its modules from loading.
         "--append", "module_blacklist=kvm,kvm_amd,kvm_intel",
         f"--rwdir={results}",
-        "--qemu-opts=-virtfs local,path=/,mount_tag=hostro,security_model=none,readonly=on",
+        "--qemu-opts=-virtfs local,path=/,mount_tag=hostro,security_model=none,readonly=on"
+        + disk_options(disks, results / "disks"),
         "--exec", f"bash {shlex.quote(str(guest_script))}",
     ]
     env = {**os.environ, "PATH": f"{vng.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -308,7 +362,8 @@ def run_group(group: str, results: Path, timeout: float = BOOT_TIMEOUT) -> Group
         f"timeout -k 5 {int(timeout) - 60} {python} -m pytest -q -ra -p no:cacheprovider "
         f"--junitxml={shlex.quote(str(report))} {shlex.quote(str(path))}\n"
     )
-    run = boot(script, results, f"group {group}", timeout)
+    run = boot(script, results, f"group {group}", timeout,
+               disks=GROUP_DISKS.get(group, ()))
     failures, counts, seconds = _read_junit(report)
     summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n and what != "tests")
     run.boot.guest_tests, run.boot.counts = seconds, summary

@@ -1649,3 +1649,101 @@ def _spliced(value: tuple[str, list[tuple[int, str]]]) -> str:
         where %= max(len(text), 1)
         text = text[:where] + piece + text[where + len(piece):]
     return text
+
+
+# -- disks: smartctl's JSON, zsn's SMART records, SCSI serial VPD pages ---------------------
+
+@entry("smartctl JSON", 600, ["zsn.zfs.smart:parse", "zsn.zfs.smart:from_output"])
+def smartctl_json() -> Fuzz:
+    """Real outputs (tests/fixtures/smart) with one value anywhere replaced by any JSON
+    value, and any JSON: a `Smart` or one line; what is read reads back the same from
+    its own fields."""
+    from zsn.zfs import smart
+
+    folder = _FIXTURES / "smart"
+    documents = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+
+    def changed(case: tuple[int, list[str], Any]) -> str:
+        document = json.loads(json.dumps(documents[case[0] % len(documents)]))
+        node = document
+        for key in case[1]:
+            if isinstance(node, list) and node:
+                index = hash(key) % len(node)
+                if not isinstance(node[index], dict | list):
+                    node[index] = case[2]
+                    break
+                node = node[index]
+                continue
+            if not isinstance(node, dict) or not node:
+                break
+            name = sorted(node)[hash(key) % len(node)]
+            if not isinstance(node[name], dict | list):
+                node[name] = case[2]
+                break
+            node = node[name]
+        return json.dumps(document)
+
+    texts = st.one_of(_hostile_json, _noise, _json_value.map(json.dumps),
+                      st.tuples(st.integers(0, 20), st.lists(st.text(max_size=2), max_size=6),
+                                _json_value).map(changed))
+
+    def check(text: str) -> None:
+        found = only_typed_errors(lambda: smart.parse(text, "smartctl /dev/sda", read_at=1.0))
+        if found is None:
+            return
+        assert found.state in ("ok", "standby", "unreadable")
+        failing, warnings = smart.problems(found)
+        assert all("\n" not in line for line in (*failing, *warnings, found.message))
+        assert smart.Smart(*found) == found
+
+    return texts, check
+
+
+@entry("SMART records", 300, ["zsn.zfs.disk_state:parse"])
+def smart_records() -> Fuzz:
+    """zsn's record file: any JSON and records zsn wrote with values replaced: records or
+    one line; what is accepted renders and reads back the same."""
+    from zsn.zfs import disk_state, smart
+
+    reading = smart.parse((_FIXTURES / "smart" /
+                           "sata-hdd-failed-reallocated-now.hds721050dle630.scrutiny.json")
+                          .read_text(), "x", read_at=1000.0)
+    records = disk_state.SmartRecords()
+    disk_state.add_reading(records, "naa.5000cca37fca81a8", "sdc", reading)
+    disk_state.add_reading(records, "naa.5000cca37fca81a8", "sdc",
+                           reading._replace(read_at=2000.0, pending=9))
+    written = disk_state.render(records)
+
+    def changed(edits: list[tuple[int, str]]) -> str:
+        text = written
+        for where, piece in edits:
+            where %= len(text)
+            text = text[:where] + piece + text[where + len(piece):]
+        return text
+
+    texts = st.one_of(_hostile_json, _json_value.map(json.dumps), st.lists(st.tuples(
+        st.integers(0, 4000), st.sampled_from(["0", "9", '"', "[", "]", "{", "}", ",", "-1",
+                                               "null", "true", "1e999", '"ok"', "2"])),
+        min_size=1, max_size=3).map(changed))
+
+    def check(text: str) -> None:
+        found = only_typed_errors(lambda: disk_state.parse(text, "smart.json"))
+        if found is not None:
+            assert disk_state.parse(disk_state.render(found), "again") == found
+            for record in found.disks.values():
+                assert all(isinstance(g.describe(), str) for g in disk_state.growth(record))
+
+    return texts, check
+
+
+@entry("SCSI serial VPD page", 500, ["zsn.zfs.disks:parse_vpd_serial"])
+def vpd_serial() -> Fuzz:
+    from zsn.zfs import disks
+
+    def check(data: bytes) -> None:
+        serial = disks.parse_vpd_serial(data)
+        assert serial is None or (serial.isprintable() and serial == serial.strip())
+
+    pages = st.tuples(st.integers(0, 255), st.binary(max_size=40)).map(
+        lambda parts: bytes([0, 0x80, 0, parts[0]]) + parts[1])
+    return st.one_of(st.binary(max_size=64), pages), check
