@@ -32,7 +32,7 @@ BY_ID = "/dev/disk/by-id"
 MAX_BY_ID_LINKS = 4096
 """More links than this in /dev/disk/by-id are not read (a folder someone filled)."""
 BY_ID_PREFERENCE = ("ata-", "nvme-", "scsi-SATA_", "scsi-3", "scsi-", "usb-", "wwn-",
-                    "dm-uuid-mpath-", "nvme-eui.", "nvme-nvme.", "virtio-", "mmc-")
+                    "dm-uuid-mpath-", "nvme-eui.", "nvme-nvme.", "virtio-", "mmc-", "dm-name-")
 """The by-id name shown for a disk: the first kind it has (model and serial first, the
 way OpenZFS's docs ask pools to be made), the shortest of that kind."""
 _PCI_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
@@ -130,13 +130,31 @@ def _entries(host: Host, path: str) -> list[str]:
         return []
 
 
+MAX_LINKS = 16
+
+
+def follow_links(host: Host, path: str) -> str:
+    """`path` with the links it ends in followed, as the system spells it (udev's
+    ``/dev/disk/by-id/NAME`` -> ``/dev/sda1``, ``/sys/block/sda`` -> its place under
+    ``/sys/devices``): on the live system as under ``--root``, where `Host.resolve`
+    alone leaves a live path as it is."""
+    current = os.path.normpath(path)
+    for _ in range(MAX_LINKS):
+        place = host.path(current)
+        if not files.is_link(place):
+            return current
+        target = files.read_link(place)
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return current
+
+
 def kernel_name(host: Host, path: str) -> str | None:
     """The kernel name of the block device `path` names (udev's links followed inside
     the root), when sysfs has it."""
     if not path.startswith("/dev/"):
         return None
     try:
-        name = host.resolve(path).name
+        name = os.path.basename(follow_links(host, path))
         return name if files.exists(host.path(f"/sys/class/block/{name}")) else None
     except (OSError, ZsnError):
         return None
@@ -234,8 +252,10 @@ def by_id_names(host: Host) -> dict[str, list[str]]:
 def preferred_by_id(names: Iterable[str]) -> str | None:
     """The by-id name to show (see `BY_ID_PREFERENCE`)."""
     def rank(name: str) -> tuple[int, int, str]:
-        kind = next((index for index, prefix in enumerate(BY_ID_PREFERENCE)
-                     if name.startswith(prefix)), len(BY_ID_PREFERENCE))
+        matching = [prefix for prefix in BY_ID_PREFERENCE if name.startswith(prefix)]
+        # the most specific prefix names the kind: nvme-eui.X is not an nvme-MODEL_SERIAL
+        kind = (BY_ID_PREFERENCE.index(max(matching, key=len)) if matching
+                else len(BY_ID_PREFERENCE))
         return kind, len(name), name
 
     chosen = min(names, key=rank, default=None)
@@ -264,11 +284,9 @@ def transport(host: Host, name: str, system_path: str) -> str | None:
 def _system_path(host: Host, path: str) -> str:
     """`path` with its links followed (inside the root), as the system spells it."""
     try:
-        real = os.fspath(host.resolve(path))
+        return follow_links(host, path)
     except (OSError, ZsnError):
         return path
-    root = os.fspath(host.root).rstrip("/")
-    return real[len(root):] if root and real.startswith(root + "/") else real
 
 
 def controller(system_path: str) -> str | None:
