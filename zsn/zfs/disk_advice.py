@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from zsn.format import human_duration
 from zsn.lint import Finding, Severity
-from zsn.zfs.diskwatch import DiskReading, DiskReport
+from zsn.zfs.disk_health import DiskReading, DiskReport
 from zsn.zfs.model import Pool, Vdev, ZfsSnapshot
 from zsn.zfs.smart import problems, temperature_problem, wear_problem
 

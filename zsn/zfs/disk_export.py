@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zsn.exporter.prometheus import MetricFamily
-from zsn.zfs.diskwatch import DiskReading, DiskReport, health
+from zsn.zfs.disk_health import DiskReading, DiskReport, health
 from zsn.zfs.model import Pool
 from zsn.zfs.smart import Smart
 

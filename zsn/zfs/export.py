@@ -21,7 +21,8 @@ from zsn.system.host import Host
 from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everything
 
 if TYPE_CHECKING:
-    from zsn.zfs.diskwatch import DiskReading, DiskWatch
+    from zsn.zfs.disk_health import DiskReading
+    from zsn.zfs.diskwatch import DiskWatch
     from zsn.zfs.model import Dataset, IostatBlock, IostatRow, Pool, Vdev, ZfsSnapshot
     from zsn.zfs.monitor import IostatMonitor, PoolIostat
     from zsn.zfs.snapshots import Snapshot

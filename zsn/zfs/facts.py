@@ -14,18 +14,15 @@ the caller, which hands its output in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from zsn.errors import ParseError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.limits import MiB
 from zsn.zfs import cachefile, kstat
+from zsn.zfs.disk_health import DiskReading
 from zsn.zfs.disks import chain, kernel_name
 from zsn.zfs.model import Pool
-
-if TYPE_CHECKING:
-    from zsn.zfs.diskwatch import DiskReading
 from zsn.zfs.units import is_number
 
 PARAMETER_MODULES = ("zfs", "zcommon", "icp")

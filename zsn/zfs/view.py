@@ -22,7 +22,7 @@ from zsn.format import (
     sparkline,
 )
 from zsn.view import Cell, Column, Row, row_of
-from zsn.zfs.diskwatch import DiskReading, DiskReport, health
+from zsn.zfs.disk_health import DiskReading, DiskReport, health
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 from zsn.zfs.snapshots import Snapshot
 

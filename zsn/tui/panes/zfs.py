@@ -32,7 +32,8 @@ from zsn.tui.widgets.safe import SafeStatic
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.zfs import actions, snapshots, view
-from zsn.zfs.diskwatch import EMPTY, DiskReading, DiskWatch
+from zsn.zfs.disk_health import EMPTY, DiskReading
+from zsn.zfs.diskwatch import DiskWatch
 from zsn.zfs.facts import leaf_paths
 from zsn.zfs.live import (
     ZfsReader,
