@@ -64,6 +64,10 @@ What the entries check beyond the rule:
   the config formats zsn edits keep every byte they do not change: netplan YAML
   (a definition set into any document reads back as set), systemd unit files,
   ifupdown stanzas and netctl profiles (read, then written back unchanged).
+- Disks (`zsn.zfs.smart`, `zsn.zfs.disk_state`, `zsn.zfs.disks`): ``smartctl --json``
+  (real outputs with one value replaced by any JSON value, and any JSON): a reading or
+  one line; zsn's SMART records (written ones changed): what is accepted renders and
+  reads back the same; SCSI serial VPD pages: a printable serial or None.
 """
 
 from __future__ import annotations
@@ -1738,11 +1742,15 @@ def smart_records() -> Fuzz:
 
 @entry("SCSI serial VPD page", 500, ["zsn.zfs.disks:parse_vpd_serial"])
 def vpd_serial() -> Fuzz:
+    """Any bytes and pages with the serial page's header: a serial or None, never an
+    exception; a serial is printable text without its padding."""
     from zsn.zfs import disks
 
     def check(data: bytes) -> None:
         serial = disks.parse_vpd_serial(data)
-        assert serial is None or (serial.isprintable() and serial == serial.strip())
+        if serial is not None:  # a serial read: printable, no padding
+            assert serial.isprintable() and serial == serial.strip(" \x00")
+            _accepted[0] += 1
 
     pages = st.tuples(st.integers(0, 255), st.binary(max_size=40)).map(
         lambda parts: bytes([0, 0x80, 0, parts[0]]) + parts[1])

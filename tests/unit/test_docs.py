@@ -385,7 +385,7 @@ def test_the_metrics_table_is_every_metric_zsn_writes() -> None:
                for family in load(domain.export).prometheus({})}
     text = export.to_prometheus(export.ExportResult({d.name: {} for d in domains()}, []))
     written |= dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    rows = re.findall(r"^\| `((?:zsn|wireguard|zfs)_\w+)` \| (\w+) \|",
+    rows = re.findall(r"^\| `((?:zsn|wireguard|zfs|smartctl)_\w+)` \| (\w+) \|",
                       _text(DOCS / "metrics.md"), re.MULTILINE)
     documented = dict(rows)
     assert len(rows) == len(documented), "a metric listed twice"

@@ -9,8 +9,9 @@ DOMAIN = Domain(
     export="zsn.zfs.export",
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
-                     "snapshots, replication, advisor", "zsn.zfs.cli",
-                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|advise ..."),
+                     "snapshots, replication, advisor, disks", "zsn.zfs.cli",
+                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|advise|"
+                     "disks ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",

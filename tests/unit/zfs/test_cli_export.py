@@ -13,6 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.schema import check_export
 from tests.unit.zfs.conftest import FIXTURES, LAB, POOL_LIST, POOL_LIST_OUTPUT, VM, FakeZfs, read
+from tests.unit.zfs.test_disk_health import STATUS
+from tests.unit.zfs.test_disks import machine
 
 DATASETS = ("zfs list -Hp -t filesystem,volume -o name,type,used,available,referenced,"
             "compressratio,recordsize,compression,atime,relatime,xattr,mountpoint,creation,"
@@ -335,3 +337,28 @@ def test_an_export_with_a_scan_matches_the_schema(fake_zfs: FakeZfs, fixture: st
     document = json.loads(result.stdout)
     assert document["zfs"]["pools"][0]["scan"] is not None
     check_export(document)
+
+
+def test_disks_under_a_root_map_each_leaf_without_asking_smart(fake_zfs: FakeZfs) -> None:
+    """`zsn zfs disks` on the sysfs tree of test_disks: each leaf's layers and disk; SMART
+    is never read under --root (its devices are the live system's), and that is said."""
+    machine(fake_zfs.root)
+    fake_zfs.answer(POOL_LIST, read(POOL_LIST_OUTPUT).replace("full\t", "tank\t")
+                    .split("\n")[0] + "\n")
+    fake_zfs.answer("zpool status -p -P", STATUS.format(cksum=0))
+    found = zsn(fake_zfs, "zfs", "disks", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "SMART is read on the live system only, not under --root" in found.stderr
+    entries = json.loads(found.stdout)
+    assert [(e["vdev"], e["disk"], [layer["kind"] for layer in e["layers"]], e["state"])
+            for e in entries] == [
+        ("/dev/mapper/luks-tank0", "sda", ["crypt", "partition", "disk"], "never"),
+        ("/dev/nvme0n1p1", "nvme0n1", ["partition", "disk"], "never")]
+    text = zsn(fake_zfs, "zfs", "disks", "tank")
+    assert "WD-WCC4M0001" in text.stdout and "luks-tank0 (dm-crypt LUKS2) → sda1 → sda" in \
+        text.stdout
+    missing = zsn(fake_zfs, "zfs", "disks", "nosuch")
+    assert missing.returncode == 2 and "no pool named 'nosuch'" in missing.stderr
+    exported = json.loads(zsn(fake_zfs, "--export", "zfs").stdout)
+    check_export(exported)
+    assert [e["disk"] for e in exported["zfs"]["disks"]] == ["sda", "nvme0n1"]
