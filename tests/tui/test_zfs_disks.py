@@ -16,7 +16,7 @@ from zsn.tui.app import ZsnApp
 from zsn.tui.widgets.details import DetailsBox
 from zsn.tui.widgets.table import LiveTable
 from zsn.zfs import disk_state, smart
-from zsn.zfs.diskwatch import DiskReading, DiskReport
+from zsn.zfs.disk_health import DiskReading, DiskReport
 from zsn.zfs.disks import Disk, DiskMap, Layer, LeafChain
 
 SMART = Path(__file__).parents[1] / "fixtures" / "smart"
@@ -104,5 +104,31 @@ async def on_leaf(pilot: Pilot[int], name: str = "disk-b") -> None:
 async def test_the_disk_column_and_box(disks_app: ZsnApp) -> None:
     async with disks_app.run_test(size=(80, 24)) as pilot:
         await on_leaf(pilot)
-        shown = {row[0].strip(): row for row in rows(disks_app, "#zfs-vdevs")}
-        print("\n".join(screen_text(disks_app)))
+        table = disks_app.query_one("#zfs-vdevs", LiveTable)
+        column = [c.key for c in table.columns if c not in table.hidden_columns].index("disk")
+        shown = {row[0].strip(): row[column] for row in rows(disks_app, "#zfs-vdevs")}
+        assert shown == {"tank": "1 FAIL", "mirror-0": "1 warn", "disk-a": "ok 34°",
+                         "disk-b": "warn", "mirror-1": "1 FAIL", "disk-c": "FAIL",
+                         "disk-d": "asleep"}
+        box = disks_app.query_one("#zfs-disk", DetailsBox)
+        await wait_until(pilot, lambda: box.display, "the disk box")
+        text = "\n".join(screen_text(disks_app))
+        assert "sdb · SMART warning · 33 °C · 44668 h on · read 2m 00s ago" in text
+        assert "! 304 reallocated sectors" in text
+        assert "! reallocated sectors 1 → 304 since the reading before" in text
+        vdevs = disks_app.query_one("#zfs-vdevs", LiveTable)
+        vdevs.move_cursor("tank\0disk-d")
+        await wait_until(pilot, lambda: "the disk is in STANDBY mode" in
+                         "\n".join(screen_text(disks_app)), "the sleeping disk")
+        vdevs.move_cursor("tank\0mirror-0")
+        await wait_until(pilot, lambda: not box.display, "no box on a mirror")
+
+
+async def open_failing_leaf(pilot: Pilot[int]) -> None:
+    await on_leaf(pilot, "disk-c")
+    await wait_until(pilot, lambda: pilot.app.query_one("#zfs-disk", DetailsBox).display,
+                     "the disk box")
+
+
+def test_snapshot_failing_disk_80x24(snap_compare: SnapCompare, disks_app: ZsnApp) -> None:
+    assert snap_compare(disks_app, terminal_size=(80, 24), run_before=open_failing_leaf)

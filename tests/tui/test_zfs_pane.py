@@ -467,7 +467,7 @@ async def test_the_running_scan_shows_issued_of_total_rate_eta_and_start_at_80_c
 
 async def test_long_device_names_are_cut_not_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """by-id names (what the advisor recommends) are long: at 80 columns the name is
-    shortened with an ellipsis and the state, errors and rates stay."""
+    shortened with an ellipsis and the state, errors, disk health and rates stay."""
     from tests.unit.zfs.conftest import OTHERS
 
     degraded = status.parse_text(read(
@@ -477,7 +477,7 @@ async def test_long_device_names_are_cut_not_the_columns(monkeypatch: pytest.Mon
         await open_tab(pilot)
         table = app.query_one("#zfs-vdevs", LiveTable)
         shown = [c.label for c in table.columns if c not in table.hidden_columns]
-        assert shown[:5] == ["Vdev", "State", "R/W/Ck err", "Read", "Write"]
+        assert shown[:6] == ["Vdev", "State", "R/W/Ck err", "Disk", "Read", "Write"]
         text = "\n".join(screen_text(app))
         assert "UNAVAIL" in text and "0/0/100980" in text
         assert "ata-ST8000VN004-xxxxxx_redacted-part1" not in text and "…" in text
