@@ -46,6 +46,7 @@ LAB_PACKAGES=(
     ethtool dbus iproute2 iputils-ping            # links, namespaces, ping
     wireguard-tools                               # group wireguard: wg
     dmsetup util-linux                            # group zfs: dm delay disks over loop devices
+    smartmontools                                 # group zfs: smartctl on QEMU's SMART disks
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
     openssh-server openssh-client                 # groups tryback, zfs_send: sshd, ssh

@@ -5,7 +5,9 @@ A mirror of two device-mapper ``delay`` disks over loop devices over files in a 
 disk for a replace, and two small pools for the advisor: one made with ashift=9 and
 2.1's defaults on a loop device that says it is solid-state, one made the notes' way.
 zsn runs as a process (`zsn zfs ...`, `zsn --export zfs`) and, for the pane, in a
-Pilot test with its real `zpool iostat` streams.
+Pilot test with its real `zpool iostat` streams. Pools on QEMU's emulated NVMe and SATA
+disks (one behind dm-crypt, one whose SMART says FAILED, one the kernel puts to sleep)
+show each leaf's disk and its SMART in `zsn zfs disks`, the advisor and the metrics.
 """
 
 from __future__ import annotations
@@ -165,7 +167,9 @@ def test_a_dd_load_shows_per_vdev_write_rates(disks: Disks, write_load: None) ->
 def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) -> None:
     (BASE / TANK / "load").unlink(missing_ok=True)
     sh("dd", "if=/dev/urandom", f"of={BASE}/{TANK}/data", "bs=1M", "count=40", "conv=fsync")
-    disks.delay(100, "a", "b")
+    # 300 ms per I/O: the scrub outlasts the zsn runs that watch and pause it on a
+    # loaded machine (at 100 ms it ended between the read that saw it and the pause)
+    disks.delay(300, "a", "b")
     try:
         plan = zsn("zfs", "scrub", TANK, "--dry-run")
         assert f"Plan: start scrub on {TANK}" in plan.stdout
@@ -350,3 +354,149 @@ def test_the_advisor_is_quiet_on_a_pool_made_by_the_notes_advice(disks: Disks) -
     zsn("zfs", "set", f"{GOOD}/media", "compression=zstd")
     assert sh("zfs", "get", "-Hp", "-o", "value", "compression",
               f"{GOOD}/media").stdout.strip() == "zstd"
+
+
+# -- the disks under the pools: QEMU's NVMe and SATA disks, their SMART --------------------
+# The guest boots with them (tests/lab/kernel.py GROUP_DISKS["zfs"]): ZLABNVME0 and ZLABSATA0
+# carry zlabsmart (the SATA disk behind dm-crypt), ZLABNVME1 (critical warning 4: SMART
+# FAILED) and ZLABSATA1 carry zlabfail, by their by-id names; ZLABSATA2 carries zlabsleep
+# and is put to sleep by the kernel's runtime power management.
+SMART_POOL, FAIL_POOL, SLEEP_POOL = "zlabsmart", "zlabfail", "zlabsleep"
+RECORDS = Path("/var/lib/zsn/zfs/smart.json")
+
+
+def by_id(serial: str) -> str:
+    kind = "nvme-QEMU_NVMe_Ctrl_" if serial.startswith("ZLABNVME") else "ata-QEMU_HARDDISK_"
+    return f"/dev/disk/by-id/{kind}{serial}"
+
+
+def kernel_name(serial: str) -> str:
+    return Path(by_id(serial)).resolve().name
+
+
+@dataclass
+class QemuDisks:
+    names: dict[str, str]
+    """Serial -> kernel name."""
+    crypt: str = "/dev/mapper/zlabcrypt"
+
+    def entries(self, *pool: str) -> dict[tuple[str, str], dict[str, Any]]:
+        """`zsn zfs disks --json`, by pool and disk."""
+        found = json.loads(zsn("zfs", "disks", *pool, "--json").stdout)
+        return {(entry["pool"], entry["disk"]): entry for entry in found}
+
+
+@pytest.fixture(scope="module")
+def qemu_disks() -> Iterator[QemuDisks]:
+    needs_tools("zpool", "dmsetup", "smartctl", "udevadm")
+    for module in ("zfs", "dm-crypt"):
+        modprobe(module)
+    sh("udevadm", "settle", check=False)
+    serials = ("ZLABNVME0", "ZLABNVME1", "ZLABSATA0", "ZLABSATA1", "ZLABSATA2")
+    wait_for("udev's by-id names of the QEMU disks",
+             lambda: all(Path(by_id(serial)).exists() for serial in serials), 60)
+    disks = QemuDisks({serial: kernel_name(serial) for serial in serials})
+    sata0 = disks.names["ZLABSATA0"]
+    sectors = int(Path(f"/sys/block/{sata0}/size").read_text())
+    RECORDS.unlink(missing_ok=True)
+    try:
+        # plain dm-crypt as cryptsetup makes it (its uuid says CRYPT-PLAIN-NAME)
+        sh("dmsetup", "create", "zlabcrypt", "--uuid", "CRYPT-PLAIN-zlabcrypt", "--table",
+           f"0 {sectors} crypt aes-xts-plain64 {'0' * 64} 0 /dev/{sata0} 0")
+        sh("udevadm", "settle", check=False)
+        sh("zpool", "create", "-f", "-m", "none", SMART_POOL, "mirror",
+           f"/dev/{disks.names['ZLABNVME0']}", disks.crypt)
+        sh("zpool", "create", "-f", "-m", "none", FAIL_POOL, "mirror", by_id("ZLABNVME1"),
+           by_id("ZLABSATA1"))
+        sh("zpool", "create", "-f", "-m", "none", SLEEP_POOL, f"/dev/{disks.names['ZLABSATA2']}")
+        yield disks
+    finally:
+        for pool in (SMART_POOL, FAIL_POOL, SLEEP_POOL):
+            sh("zpool", "destroy", "-f", pool, check=False)
+        sh("dmsetup", "remove", "--retry", "zlabcrypt", check=False)
+        RECORDS.unlink(missing_ok=True)
+
+
+def test_every_leaf_maps_to_its_disk_and_its_smart(qemu_disks: QemuDisks) -> None:
+    names = qemu_disks.names
+    found = qemu_disks.entries()
+    nvme = found[(SMART_POOL, names["ZLABNVME0"])]
+    assert nvme["vdev"] == f"/dev/{names['ZLABNVME0']}p1"  # ZFS partitioned the whole disk
+    assert [layer["kind"] for layer in nvme["layers"]] == ["partition", "disk"]
+    assert (nvme["transport"], nvme["rotational"], nvme["serial"], nvme["model"]) == (
+        "nvme", False, "ZLABNVME0", "QEMU NVMe Ctrl")
+    assert nvme["by_id"] == by_id("ZLABNVME0") and nvme["capacity"] == 128 * MIB
+    assert (nvme["smart_device"], nvme["smart_type"]) == (
+        f"/dev/{names['ZLABNVME0'][:-2]}", "nvme")
+    assert (nvme["state"], nvme["health"]) == ("ok", "ok")
+    assert nvme["smart"]["temperature"] == 50 and nvme["smart"]["critical_warning"] == 0
+    assert nvme["smart"]["power_on_hours"] is not None
+    sata = found[(SMART_POOL, names["ZLABSATA0"])]
+    assert sata["vdev"] == qemu_disks.crypt
+    assert [(layer["kind"], layer["label"]) for layer in sata["layers"]][0] == (
+        "crypt", "zlabcrypt (dm-crypt PLAIN)")
+    assert [layer["kind"] for layer in sata["layers"]] == ["crypt", "disk"]
+    assert (sata["transport"], sata["rotational"], sata["serial"], sata["smart_type"]) == (
+        "sata", True, "ZLABSATA0", "sat")
+    assert (sata["smart"]["model"], sata["smart"]["temperature"], sata["health"]) == (
+        "QEMU HARDDISK", 31, "ok")
+    assert sata["smart"]["rotation_rate"] == 7200 and sata["smart"]["reallocated"] == 0
+    failing = found[(FAIL_POOL, names["ZLABNVME1"])]
+    assert failing["vdev"] == by_id("ZLABNVME1") + "-part1"
+    assert failing["health"] == "failing" and failing["smart"]["passed"] is False
+    assert "NVMe critical warning 0x04 (reliability degraded)" in failing["reasons"]
+    assert found[(FAIL_POOL, names["ZLABSATA1"])]["health"] == "ok"
+    text = zsn("zfs", "disks", FAIL_POOL).stdout
+    line = next(line for line in text.splitlines() if f" {names['ZLABNVME1']} " in line)
+    assert "ZLABNVME1" in line and "failing" in line and "50°C" in line
+
+
+def test_the_advisor_and_the_metrics_read_smart(qemu_disks: QemuDisks) -> None:
+    names = qemu_disks.names
+    advice = zsn("zfs", "advise", "--json", check=False)
+    assert advice.returncode == 1, advice.stderr  # an error finding
+    findings = json.loads(advice.stdout)
+    failing = [f for f in findings if f["id"] == "ZFS015"]
+    assert [f["subject"] for f in failing] == [FAIL_POOL]
+    assert f"/dev/{names['ZLABNVME1']} (QEMU NVMe Ctrl, serial ZLABNVME1)" in \
+        failing[0]["message"]
+    assert "reliability degraded" in failing[0]["message"]
+    assert failing[0]["fix"].startswith(f"zpool replace {FAIL_POOL} {by_id('ZLABNVME1')}")
+    metrics = zsn("--export", "zfs", "--format", "prometheus").stdout
+    nvme1 = names["ZLABNVME1"][:-2]
+    labels = f'device="{nvme1}",pool="{FAIL_POOL}",vdev="{by_id("ZLABNVME1")}-part1"'
+    assert f"smartctl_device_smart_status{{{labels}}} 0" in metrics
+    assert f"smartctl_device_critical_warning{{{labels}}} 4" in metrics
+    assert f'smartctl_device_temperature{{{labels},temperature_type="current"}} 50' in metrics
+    sata0 = names["ZLABSATA0"]
+    assert (f'smartctl_device_smart_status{{device="{sata0}",pool="{SMART_POOL}",'
+            f'vdev="{qemu_disks.crypt}"}} 1') in metrics
+    exported = _pool_export()["disks"]
+    assert {(e["pool"], e["disk"]) for e in exported} >= {
+        (SMART_POOL, names["ZLABNVME0"]), (SMART_POOL, sata0), (FAIL_POOL, names["ZLABNVME1"])}
+
+
+def test_smart_is_read_at_most_every_ten_minutes(qemu_disks: QemuDisks) -> None:
+    first = qemu_disks.entries(SMART_POOL)
+    read_at = {key: entry["smart"]["read_at"] for key, entry in first.items()}
+    again = qemu_disks.entries(SMART_POOL)
+    assert {key: entry["smart"]["read_at"] for key, entry in again.items()} == read_at
+    assert all(entry["smart"]["age_seconds"] > 0 for entry in again.values())
+
+
+def test_a_disk_the_kernel_put_to_sleep_is_not_woken(qemu_disks: QemuDisks) -> None:
+    name = qemu_disks.names["ZLABSATA2"]
+    power = Path(f"/sys/block/{name}/device/power")
+    (power / "autosuspend_delay_ms").write_text("100\n")
+    (power / "control").write_text("auto\n")
+    try:
+        wait_for("the disk runtime-suspended", lambda: (
+            power / "runtime_status").read_text().strip() == "suspended", 60)
+        RECORDS.unlink(missing_ok=True)  # due now
+        [entry] = qemu_disks.entries(SLEEP_POOL).values()
+        assert (entry["disk"], entry["state"], entry["health"]) == (name, "standby", "asleep")
+        assert entry["asleep_by_kernel"] and entry["smart"] is None
+        assert "runtime power management" in entry["attempt"]["message"]
+        assert (power / "runtime_status").read_text().strip() == "suspended"
+    finally:
+        (power / "control").write_text("on\n")
