@@ -648,12 +648,14 @@ def iwd_8021x_files() -> Fuzz:
 
 @entry("802.1X settings and events", 1000,
        ["zsn.eap.supplicant:profile_of_values", "zsn.eap.events:EapAttempt.feed",
-        "zsn.wlan.nm:keyfile_profile", "zsn.links.dot1x:parse_status"])
+        "zsn.eap.events:iwd_reason", "zsn.wlan.nm:keyfile_profile",
+        "zsn.links.dot1x:parse_status"])
 def eap_settings_and_events() -> Fuzz:
     """Network blocks' values (a config file's, GET_NETWORK's), the supplicant's EAP
-    events (the lab's capture of a failed attempt, changed), NetworkManager keyfiles
-    (its own test suite's, changed) and STATUS replies: typed values only."""
-    from zsn.eap.events import EapAttempt
+    events and iwd's log lines (the lab's captures of failed attempts, changed),
+    NetworkManager keyfiles (its own test suite's, changed) and STATUS replies: typed
+    values only."""
+    from zsn.eap.events import EapAttempt, iwd_reason
     from zsn.eap.supplicant import profile_of_values
     from zsn.links.dot1x import parse_status
     from zsn.system.wpa_ctrl import parse_event
@@ -664,7 +666,8 @@ def eap_settings_and_events() -> Fuzz:
     values = st.one_of(st.sampled_from(['"x"', "WPA-EAP", "IEEE8021X", "PEAP TTLS", '""',
                                         '"auth=MSCHAPV2"', "hash://server/sha256/ab", '"']),
                        _noise)
-    events = _lines_of("wlan/wpa_ctrl-events.wrong-key.txt", "wlan/wpa_cli-status.eap-tls.txt")
+    events = _lines_of("wlan/wpa_ctrl-events.wrong-key.txt", "wlan/wpa_cli-status.eap-tls.txt",
+                       "wlan/iwd-log.eap-wrong-password.txt", "wlan/iwd-log.eap-wrong-ca.txt")
     keyfiles = _lines_of("corpus/eap/networkmanager/Test_Wired_TLS_New")
 
     def check(value: tuple[dict[str, str], str, str]) -> None:
@@ -676,6 +679,8 @@ def eap_settings_and_events() -> Fuzz:
             if event is not None:
                 attempt.feed(event)
         assert isinstance(attempt.reason, str)
+        said = iwd_reason(datagrams.splitlines())
+        assert said is None or isinstance(said, str)
         state = only_typed_errors(lambda: parse_status("eth0", datagrams))
         assert state is None or isinstance(state.authenticated, bool)
         only_typed_errors(lambda: keyfile_profile(keyfile))

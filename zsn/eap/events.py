@@ -8,6 +8,12 @@ status='remote certificate verification'``, then ``-EAP-SUCCESS`` or
 6 altsubject, 9 domain suffix, 10 domain mismatch, 12 DN ...). `EapAttempt` keeps what
 it saw and says why the attempt failed, from those events only: a failure after the
 server's certificate was verified is the server refusing the credentials.
+
+iwd answers a failed connect with ``net.connman.iwd.Failed`` whatever the cause; its
+log (the journal's ``iwd.service`` lines) says a little more (src/eap-tls-common.c,
+src/eapol.c): ``TTLS: Tunnel has disconnected with alert: bad_certificate`` when
+its TLS refused a certificate (the same alert for a wrong CA and a name mismatch), and
+``EAP completed with eapFail`` (or ``eapTimeout``). `iwd_reason` says that much.
 """
 
 from __future__ import annotations
@@ -96,3 +102,34 @@ class EapAttempt:
         if self.failed:
             return "authentication failed (wpa_supplicant gave no reason)"
         return "authentication did not finish"
+
+
+_IWD_ALERT = re.compile(r"\b([A-Z][A-Z0-9-]*): Tunnel has disconnected with alert: ([a-z_]+)")
+CERTIFICATE_ALERTS = frozenset({"bad_certificate", "unsupported_certificate",
+                                "certificate_revoked", "certificate_expired",
+                                "certificate_unknown", "unknown_ca"})
+
+
+def iwd_reason(messages: list[str]) -> str | None:
+    """Why an 802.1X attempt failed, from iwd's log lines since it began (oldest first);
+    None when they do not tell (no EAP outcome among them)."""
+    alert: str | None = None
+    outcome: str | None = None
+    for message in messages:
+        found = _IWD_ALERT.search(message)
+        if found is not None and alert is None:
+            alert = found.group(2)
+        if "EAP completed with eapFail" in message:
+            outcome = "fail"
+        elif "EAP completed with eapTimeout" in message:
+            outcome = "timeout"
+    if alert in CERTIFICATE_ALERTS:
+        return (f"a certificate was refused in the TLS handshake (iwd: {alert}): the "
+                "server's certificate is not signed by the CA given (--ca-cert) or not "
+                "for the name given (--server-domain), or the server refused the client "
+                "certificate; iwd does not say which")
+    if outcome == "timeout":
+        return "the authentication server stopped answering"
+    if outcome == "fail" and alert in (None, "close_notify"):
+        return WRONG_CREDENTIALS
+    return None

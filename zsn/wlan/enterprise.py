@@ -17,15 +17,17 @@ left behind that does not work.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from zsn.bash import quote
 from zsn.eap import certs
 from zsn.eap import iwd as eap_iwd
+from zsn.eap.events import iwd_reason
 from zsn.eap.request import EapRequest
 from zsn.eap.supplicant import network_values, profile_of_values
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan, Step
-from zsn.system import files
+from zsn.system import files, journal
 from zsn.system.dbus import SystemBus, run_sync
 from zsn.system.files import PRIVATE_FILE_MODE, read_tracked
 from zsn.system.host import Host
@@ -74,6 +76,17 @@ async def _joined_by_itself(bus: SystemBus, station: str, ssid: bytes,
     return False
 
 
+def iwd_logged_reason(host: Host, since: float) -> str | None:
+    """What iwd's journal says of the attempt that began at `since` (wall-clock
+    seconds); None when the journal cannot be read or does not say."""
+    try:
+        lines = journal.unit_lines(host, "iwd.service", lines=200)
+    except ZsnError:
+        return None
+    first = int((since - 1.0) * 1_000_000)
+    return iwd_reason([line.message for line in lines if line.timestamp_us >= first])
+
+
 def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
              request: EapRequest, title: str) -> Plan:
     from zsn.system import iwd as bus_iwd
@@ -109,9 +122,12 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
                     raise ZsnError(f"{name}: iwd refused the profile (a certificate or key "
                                    "it cannot load; 'journalctl -u iwd' names it)") from None
                 if (exc.name or "").endswith(".Failed"):
-                    raise ZsnError(f"{name}: {IWD_FAILED}; 'journalctl -u iwd' has its "
+                    reason = iwd_logged_reason(host, started)
+                    raise ZsnError(f"{name}: 802.1X failed: {reason}" if reason else
+                                   f"{name}: {IWD_FAILED}; 'journalctl -u iwd' has its "
                                    "reason") from None
                 raise ZsnError(f"{name}: {exc}") from None
+        started = time.time()
         run_sync(host, act, timeout=10.0, deadline=bus_iwd.CONNECT_TIMEOUT + 20.0)
 
     steps.append(LiveStep(f"iwd on {interface.name}: connect to {name} ({_what(request)}), "

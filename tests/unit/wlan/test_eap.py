@@ -14,13 +14,17 @@ import pytest
 from tests.lab.pki import make_pki
 from tests.unit.wlan.conftest import make_root, tree
 from zsn.eap import iwd as eap_iwd
+from zsn.eap.events import WRONG_CREDENTIALS, iwd_reason
 from zsn.eap.iwd import Files
 from zsn.eap.profile import EapProfile
 from zsn.eap.request import EapSecret, make_request
 from zsn.eap.supplicant import network_values, profile_of_values, wired_config
-from zsn.errors import ParseError, ValidationError
+from zsn.errors import ParseError, ValidationError, ZsnError
+from zsn.system import journal
 from zsn.system.host import Host
+from zsn.system.journal import JournalLine
 from zsn.system.wpa_config import parse_wpa_config
+from zsn.wlan import enterprise
 from zsn.wlan.enterprise import netctl_profile
 from zsn.wlan.lint import lint_snapshot
 from zsn.wlan.live import read_wlan
@@ -234,3 +238,39 @@ def test_cli_plans_hide_the_password_and_copy_the_certificates(
     err = capsys.readouterr().err
     assert "--ca-cert: no server check" in err and len(err.strip().splitlines()) == 1
     assert tree(root) == before  # nothing written by any of it
+
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "wlan"
+
+
+def _iwd_log(name: str) -> list[str]:
+    return (FIXTURES / f"iwd-log.eap-{name}.txt").read_text().splitlines()
+
+
+def test_iwd_log_tells_a_refused_certificate_from_refused_credentials() -> None:
+    """iwd's own lines from the kernel lab (SOURCES.md): one bad_certificate alert for a
+    wrong CA and a name mismatch, which zsn does not tell apart; a close_notify, then
+    eapFail, when the server refused the password."""
+    assert iwd_reason(_iwd_log("wrong-password")) == WRONG_CREDENTIALS
+    refused = iwd_reason(_iwd_log("wrong-ca"))
+    assert refused is not None and "(iwd: bad_certificate)" in refused
+    assert "iwd does not say which" in refused
+    assert iwd_reason(_iwd_log("server-name-mismatch")) == refused
+    assert iwd_reason([]) is None
+    assert iwd_reason(["Error loading /var/lib/iwd//corp-tls.8021x"]) is None
+
+
+def test_iwd_failure_reads_only_the_attempts_journal_lines(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _iwd_log("wrong-ca")
+    entries = [JournalLine(1_000_000 * 100, 6, "iwd", line) for line in lines]
+    later = [JournalLine(1_000_000 * 200, 6, "iwd", line)
+             for line in _iwd_log("wrong-password")]
+    monkeypatch.setattr(journal, "unit_lines", lambda host, unit, lines: entries + later)
+    assert enterprise.iwd_logged_reason(Host(), 150.0) == WRONG_CREDENTIALS
+    assert "bad_certificate" in (enterprise.iwd_logged_reason(Host(), 90.0) or "")
+
+    def unreadable(host: Host, unit: str, lines: int) -> list[JournalLine]:
+        raise ZsnError("journalctl: no journal")
+    monkeypatch.setattr(journal, "unit_lines", unreadable)
+    assert enterprise.iwd_logged_reason(Host(), 90.0) is None
