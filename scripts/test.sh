@@ -51,6 +51,8 @@ LAB_PACKAGES=(
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
     openssh-server openssh-client                 # groups tryback, zfs_send: sshd, ssh
     netcat-openbsd                                # bench/zfs_send.py: nc against --via tcp
+    sanoid                                        # group zfs_send: sanoid's own snapshots and
+                                                  # its sample config; bench/zfs_prune.py
     openvpn                                       # group serve: a client and its server
 )
 # The config corpus (tests/corpus) compares zsn's reading of interfaces files with each

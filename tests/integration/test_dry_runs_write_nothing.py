@@ -56,7 +56,8 @@ def action_of(argv: list[str]) -> str:
         return "apply"
     if words[:2] == ["wg", "acl"]:  # wg acl group add, wg acl default ...
         return " ".join(words[:4] if words[2] in ("group", "rule") else words[:3])
-    return " ".join(words[:3] if words[:2] == ["link", "create"] else words[:2])
+    three = words[:2] in (["link", "create"], ["zfs", "policy"], ["zfs", "replicate"])
+    return " ".join(words[:3] if three else words[:2])
 
 
 def written_paths(call: str, arguments: str) -> list[str]:

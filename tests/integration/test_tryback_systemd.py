@@ -138,3 +138,36 @@ def test_confirmed_from_outside_the_guardian_unit_is_stopped(sdlab: SystemdLab) 
         assert sdlab.unit(unit).active_state == "active"
     finally:
         sdlab.container.run_inside(["systemctl", "stop", unit])
+
+
+def test_zfs_timers_are_installed_enabled_and_run_zsn(sdlab: SystemdLab) -> None:
+    """``zsn zfs policy install-timer`` from outside (``--root``, the container's bus):
+    the units are written, enabled and started; the service runs this zsn inside (no
+    policy yet: a run with nothing to do succeeds)."""
+    import subprocess
+
+    root = sdlab.container.root
+    installed = subprocess.run([sys.executable, "-m", "zsn", "--root", str(root), "zfs",
+                                "policy", "install-timer", "--every", "5m"],
+                               capture_output=True, text=True, cwd=REPO, timeout=120,
+                               check=False)
+    assert installed.returncode == 0, installed.stderr
+    assert "reload, enable and start zsn-zfs-snapshots.timer" in installed.stderr
+    for name in ("snapshots", "replicate"):
+        timer = sdlab.unit(f"zsn-zfs-{name}.timer")
+        assert (timer.active_state, timer.unit_file_state) == ("active", "enabled")
+        assert (root / f"etc/systemd/system/timers.target.wants/zsn-zfs-{name}.timer"
+                ).is_symlink()
+        text = (root / f"etc/systemd/system/zsn-zfs-{name}.timer").read_text()
+        assert "OnCalendar=*-*-* *:00/5:00\n" in text and "Persistent=true\n" in text
+        ran = sdlab.container.run_inside(["systemctl", "start", f"zsn-zfs-{name}.service"],
+                                         timeout=180)
+        assert ran.returncode == 0, ran.stderr
+        assert sdlab.unit(f"zsn-zfs-{name}.service").result == "success"
+    listed = sdlab.container.run_inside(["systemctl", "list-timers", "--all", "--no-pager"])
+    assert "zsn-zfs-snapshots.timer" in listed.stdout
+    again = subprocess.run([sys.executable, "-m", "zsn", "--root", str(root), "zfs", "policy",
+                            "install-timer", "--every", "5m", "--dry-run"],
+                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert again.returncode == 0 and "create " not in again.stdout and "edit " not in \
+        again.stdout

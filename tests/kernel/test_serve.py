@@ -4,7 +4,8 @@ VLAN on it, kernel WireGuard with a handshake, a hwsim Wi-Fi station associated 
 hostapd access point, and an OpenVPN client connected to its server (management socket).
 
 What it proves: the Grafana dashboard's and the alert rules' every metric is in a live
-scrape, with samples, and so are zfs_exporter's default pool properties, with zpool's
+scrape, with samples (a snapshot policy and a replication job have run once, so their
+proof is in it), and so are zfs_exporter's default pool properties, with zpool's
 values; zsn serve with CAP_NET_ADMIN as its only capability (what
 contrib/systemd/zsn-serve.service leaves it) reads every section completely; without
 any capability the kernel refuses the WireGuard dump and only that section says so.
@@ -108,6 +109,12 @@ def _zfs(lab: Lab) -> None:
     sh("zpool", "scrub", "-w", SCRUBBED)
     Path("/sys/module/zfs/parameters/zfs_scan_suspend_progress").write_text("1")
     sh("zpool", "scrub", POOL)
+    # a snapshot policy and a replication job, each run once: their proof is scraped
+    zsn = [sys.executable, "-m", "zsn", "zfs"]
+    sh(*zsn, "policy", "set", POOL, "--keep", "hourly=2,daily=1")
+    sh(*zsn, "snapshots", "run")
+    sh(*zsn, "replicate", "add", "servejob", POOL, f"{SCRUBBED}/copy", "--every", "1h")
+    sh(*zsn, "replicate", "run", timeout=300)
 
 
 def _bond_and_vlan(lab: Lab) -> None:

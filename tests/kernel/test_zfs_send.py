@@ -387,3 +387,24 @@ def test_the_probe_measures_each_stage_and_names_the_limit(target: SshServer, bi
     # the write test's dataset is gone, and nothing was received
     listed = sh("zfs", "list", "-H", "-o", "name", "-r", DST).stdout
     assert "zsn-probe-" not in listed and f"{DST}/probed" not in listed
+
+
+# Snapshot policies and replication jobs join this boot (its pools, its sshd target),
+# after the tests above (they move the guest's clock forward), in this order (pytest
+# runs a module's tests in the order its names were bound).
+from tests.kernel import zfs_protection as protection  # noqa: E402
+
+tree = protection.tree
+test_a_recursive_policy_run_takes_the_tree_at_one_instant = \
+    protection.test_a_recursive_policy_run_takes_the_tree_at_one_instant
+test_prune_spares_holds_other_snapshots_and_a_jobs_base = \
+    protection.test_prune_spares_holds_other_snapshots_and_a_jobs_base
+test_a_job_replicates_incrementally_when_due = \
+    protection.test_a_job_replicates_incrementally_when_due
+test_policy_import_sanoid_on_sanoids_own_example = \
+    protection.test_policy_import_sanoid_on_sanoids_own_example
+test_an_encrypted_source_goes_raw = protection.test_an_encrypted_source_goes_raw
+test_a_job_whose_target_is_cut_resumes_on_the_next_run = \
+    protection.test_a_job_whose_target_is_cut_resumes_on_the_next_run
+test_a_stalled_transfer_sets_the_stall_metric = \
+    protection.test_a_stalled_transfer_sets_the_stall_metric

@@ -94,6 +94,8 @@ def build_tree(base: Path) -> tuple[Path, Path]:
         _write(root / "sys/class/rfkill/rfkill0" / key, value + "\n")
     _write(root / "etc/netctl/wlan0-home-wpa2", NETCTL_PROFILE, 0o600)
     (root / "etc/systemd/system").mkdir(parents=True)
+    _write(root / "etc/zsn/zfs.json", json.dumps(POLICY_FILE))
+    _write(root / "srv/sanoid/sanoid.conf", SANOID_CONF)
     _write(root / "sys/module/zfs/version", "2.1.11-1+deb12u1\n")
     (root / "proc/spl/kstat/zfs").mkdir(parents=True)
     passphrase = _write(base / "passphrase", "correct horse battery\n", 0o600)
@@ -125,8 +127,44 @@ def _fake_zfs(base: Path) -> Path:
         "-s createtxg full": {"stdout": ""},
     }
     answers.update(_send_reads())
+    answers.update(_protection_reads())
     (base / "answers.json").write_text(json.dumps(answers))
     return programs
+
+
+POLICY_FILE = {
+    "version": 1,
+    "policies": {"tank/home": {"keep": {"hourly": 24, "daily": 7}, "recursive": True},
+                 "tank/vol": {"keep": {"daily": 7}}},
+    "jobs": {"offsite": {"source": "src/data", "target": "dst/data", "every": 3600,
+                         "added": 1795300000}},
+}
+SANOID_CONF = "[tank/home]\n\tuse_template = production\n\n[template_production]\n" \
+              "\thourly = 36\n\tdaily = 30\n\tmonthly = 3\n"
+
+
+def _protection_reads() -> dict[str, dict[str, str | int]]:
+    """What snapshot runs, policy and job changes read (tests/fixtures/zfs-policy-lab)."""
+    from tests.unit.zfs.conftest import FIXTURES
+
+    lab = FIXTURES / "zfs-policy-lab"
+
+    def answer(name: str) -> dict[str, str | int]:
+        def part(suffix: str) -> str:
+            path = lab / f"{name}.{suffix}"
+            return path.read_text() if path.exists() else ""
+
+        return {"stdout": part("out"), "stderr": part("err"), "rc": int(part("rc") or 0)}
+
+    snapshots = ("zfs list -Hp -t snapshot -o name,guid,createtxg,creation,used,referenced,"
+                 "userrefs -s createtxg -d 1")
+    return {
+        "zfs list -Hp -o name -t filesystem,volume": answer("datasets"),
+        f"{snapshots} tank/home tank/home/alice tank/home/bob tank/vol":
+            answer("snapshots-policy"),
+        "zfs list -H -o name tank/home": answer("dataset-exists"),
+        "zfs get -Hp -o value encryption src/data": answer("encryption-plain"),
+    }
 
 
 def _send_reads() -> dict[str, dict[str, str | int]]:
@@ -185,7 +223,13 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                 ["import", str(base / "import/home.ovpn")], ["management", "office"]],
         "zfs": [["scrub", "full"], ["set", "full", "compression=lz4"],
                 ["clear", "full", "/run/vdev/a"], ["snapshot", "full@before"],
-                ["send", "src/data", "dst/data"]],
+                ["send", "src/data", "dst/data"], ["snapshots", "run"],
+                ["policy", "set", "tank/home", "--keep", "hourly=48"],
+                ["policy", "remove", "tank/vol"],
+                ["policy", "import", "sanoid", f"{root}/srv/sanoid/sanoid.conf"],
+                ["policy", "install-timer"],
+                ["replicate", "add", "copy", "src/data", "dst/copy"],
+                ["replicate", "remove", "offsite"], ["replicate", "run"]],
         "wifi": [["connect", "home-wpa2", "--passphrase-file", passphrase, "--hidden"],
                  ["connect", "corp", "--eap", "peap", "--identity", "alice@example.org",
                   "--password-file", passphrase, "--ca-cert", str(base / "eap-ca.pem"),

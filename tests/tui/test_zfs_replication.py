@@ -22,6 +22,7 @@ from zsn.tui.screens.plan import PlanScreen
 from zsn.zfs import snapshots, transfers
 from zsn.zfs.probe import Stage
 from zsn.zfs.send import SendRequest, Tree, decide, parse_properties
+from zsn.zfs.view import TRANSFER_COLUMNS
 
 SEND = FIXTURES / "zfs-send-lab"
 
@@ -30,6 +31,11 @@ def tank_snapshots() -> list[snapshots.Snapshot]:
     """The lab's src/data snapshots, as tank/db's (the pane's fixture pool)."""
     text = read(SEND / "zfs-list-snapshots-dataset.out").replace("src/data", "tank/db")
     return snapshots.parse(text)
+
+
+def by_column(row: list[str]) -> dict[str, str]:
+    """A transfers row's cells by column key."""
+    return dict(zip((column.key for column in TRANSFER_COLUMNS), row, strict=True))
 
 
 def running_record(pid: int) -> dict[str, Any]:
@@ -128,13 +134,16 @@ async def test_transfers_running_and_last_and_stopping_one(
             await pilot.press("t")
             await wait_until(pilot, lambda: len(rows(app_with_records, "#zfs-transfers")) == 2,
                              "two transfers")
-            running, done = sorted(rows(app_with_records, "#zfs-transfers"),
-                                   key=lambda r: r[1] != "running")
-            assert running[:2] == ["tank/db → root@nas:backup/db", "running"]
-            assert "40% 412.0 MiB" in running[2] and running[3] == "92.1 MiB/s"
-            assert running[4] == "6s" and running[-1] == "yes"
-            assert done[:2] == ["tank/media → tank2/media", "ok"]
-            assert done[2] == "3.0 GiB" and done[4] == "1m 01s" and done[6] == "1h 00m ago"
+            running, done = sorted((by_column(row) for row in rows(app_with_records,
+                                                                   "#zfs-transfers")),
+                                   key=lambda r: r["state"] != "running")
+            assert (running["pair"], running["state"]) == ("tank/db → root@nas:backup/db",
+                                                           "running")
+            assert "40% 412.0 MiB" in running["progress"] and running["rate"] == "92.1 MiB/s"
+            assert running["eta"] == "6s" and running["resumed"] == "yes"
+            assert (done["pair"], done["state"]) == ("tank/media → tank2/media", "ok")
+            assert (done["progress"], done["eta"], done["when"]) == ("3.0 GiB", "1m 01s",
+                                                                     "1h 00m ago")
             table = app_with_records.query_one("#zfs-transfers")
             table.move_cursor("tank/db\0root@nas:backup/db")  # type: ignore[attr-defined]
             await pilot.pause()

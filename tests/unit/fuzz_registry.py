@@ -1760,3 +1760,157 @@ def vpd_serial() -> Fuzz:
     pages = st.tuples(st.integers(0, 255), st.binary(max_size=40)).map(
         lambda parts: bytes([0, 0x80, 0, parts[0]]) + parts[1])
     return st.one_of(st.binary(max_size=64), pages), check
+
+
+
+
+# -- ZFS protection ---------------------------------------------------------------------
+
+_snapshot_class = st.sampled_from(["frequently", "hourly", "daily", "weekly", "monthly",
+                                   "yearly", "minutely", ""])
+_policy_value = st.fixed_dictionaries({}, optional={
+    "keep": st.dictionaries(_snapshot_class, st.one_of(
+        st.integers(-2, 200_000), st.booleans(), st.text(max_size=3)), max_size=4),
+    "frequent_period": st.one_of(st.sampled_from([60, 300, 900, 420, 0]),
+                                 st.text(max_size=3)),
+    "recursive": st.one_of(st.booleans(), st.integers(0, 1)),
+    "prefix": st.sampled_from(["zsn", "autosnap", "syncoid", ""]),
+    "pre_hook": st.one_of(st.lists(st.sampled_from(["/bin/true", "x", "/a b", "a\nb", ""]),
+                                   max_size=3), st.text(max_size=8)),
+    "schedule": st.dictionaries(st.sampled_from(["daily_hour", "weekly_wday", "yearly_mon",
+                                                 "nope"]), st.integers(-1, 40), max_size=2),
+    "hook_timeout": st.one_of(st.floats(allow_nan=False), st.integers(-5, 5000)),
+    "take": st.booleans(), "extra": _json_value})
+_job_value = st.fixed_dictionaries({
+    "source": st.sampled_from(["tank/a", "tank", "-x", "tank@s", ""]),
+    "target": st.sampled_from(["b/c", "root@h:b/c", "[fd00::1]:b/c", "-oX:b", "h:/b", ""])},
+    optional={"every": st.integers(-1, 10**9), "via": st.sampled_from(["ssh", "tcp", "nc"]),
+              "limit": st.one_of(st.none(), st.floats(allow_nan=False), st.integers()),
+              "raw": st.one_of(st.booleans(), st.none()), "added": st.floats(allow_nan=False)})
+
+
+@entry("ZFS policy file", 1500, ["zsn.zfs.policy:decode", "zsn.zfs.policy:_unknown_field"])
+def zfs_policy_file() -> Fuzz:
+    from zsn.zfs.policy import decode, encode
+
+    def check(text: str) -> None:
+        found = only_typed_errors(lambda: decode(text, "/etc/zsn/zfs.json"))
+        if found is not None:  # what is accepted is written and read back the same
+            assert decode(encode(*found)) == found
+
+    return st.one_of(
+        _noise, _json_value.map(json.dumps),
+        st.fixed_dictionaries({}, optional={
+            "version": st.sampled_from([1, 2, "1"]),
+            "policies": st.dictionaries(st.sampled_from(["tank/a", "tank", "tank//b", "@x",
+                                                         "a" * 300]), _policy_value,
+                                        max_size=3),
+            "jobs": st.dictionaries(st.sampled_from(["offsite", "a.b-c", "-x", "x" * 70]),
+                                    _job_value, max_size=2)}).map(json.dumps)), check
+
+
+@entry("ZFS policy options", 1000,
+       ["zsn.zfs.policy:parse_duration", "zsn.zfs.policy:parse_hook",
+        "zsn.zfs.policy:parse_keep"])
+def zfs_policy_options() -> Fuzz:
+    from zsn.zfs import policy
+
+    def check(text: str) -> None:
+        seconds = only_typed_errors(lambda: policy.parse_duration(text, "--every"))
+        assert seconds is None or (isinstance(seconds, int) and seconds >= 0)
+        hook = only_typed_errors(lambda: policy.parse_hook(text))
+        if hook:  # an accepted hook is an argv list the file takes back
+            assert policy.check_hook(hook) == hook
+        keep = only_typed_errors(lambda: policy.parse_keep(text))
+        if keep is not None:
+            assert policy.parse_keep(",".join(f"{c}={n}" for c, n in keep.items())) == keep
+
+    return st.one_of(_noise, st.sampled_from([
+        "15m", "1h", " 2d ", "90s", "1w", "0", "1y", "-1h", "9" * 40, "hourly=24,daily=7",
+        "frequent=4", "hourly=0", "hourly=1,hourly=2", "weekly=x", "yearly=100001",
+        "/usr/bin/logger -t zsn 'a b'", "/bin/sh -c 'x | y'", "a | b", "/x > y", "'open",
+        "/bin/echo \x01", "", "/bin/true;", "hourly = 3 , daily=1"])), check
+
+
+_sanoid_lines = st.sampled_from([
+    "[tank/a]", "[tank/a/b]", "[template_x]", "[template_default]", "[version]", "[/abs]",
+    "[ tank/c ]", "\tuse_template = x", "use_template = x, nope", "hourly = 3",
+    "daily = 0", "frequently = 2", "frequent_period = 5", "frequent_period = 7",
+    "recursive = yes", "recursive = zfs", "recursive = maybe", "process_children_only = 1",
+    "skip_children = yes", "autosnap = no", "autoprune = off", "Hourly = 1",
+    "pre_snapshot_script = /bin/true", "post_snapshot_script = /bin/x | y",
+    "script_timeout = -1", "daily_hour = 25", "monthly_mday = 31", "path = tank/z",
+    "hourly_warn = 90m", "hourly = 3 # c", "# comment", "; c", "", "= x", "key"])
+
+
+@entry("sanoid.conf import", 1500,
+       ["zsn.zfs.sanoid:parse_ini", "zsn.zfs.sanoid:import_sections"])
+def sanoid_conf_import() -> Fuzz:
+    from zsn.zfs import sanoid
+    from zsn.zfs.policy import decode, encode
+
+    def check(lines: list[str]) -> None:
+        sections = only_typed_errors(lambda: sanoid.parse_ini("\n".join(lines), "sanoid.conf"))
+        if sections is None:
+            return
+        for keep in (False, True):
+            found = only_typed_errors(partial(sanoid.import_sections, sections,
+                                              keep_commands=keep))
+            if found is not None:  # every policy it makes is one zsn's file takes back
+                assert decode(encode(found.policies, {}))[0] == found.policies
+
+    return st.lists(st.one_of(_sanoid_lines, _noise), max_size=14), check
+
+
+@entry("ZFS protection records", 1000,
+       ["zsn.zfs.state:read_record", "zsn.zfs.state:typed", "zsn.zfs.jobs:read_record",
+        "zsn.zfs.autosnap:last_run"])
+def zfs_protection_records() -> Fuzz:
+    from zsn.system.host import Host
+    from zsn.zfs import autosnap, jobs, state
+
+    host = Host(Path(tempfile.mkdtemp(prefix="zsn-fuzz-")))
+    job_path = jobs.record_path(host, "fuzz")
+    run_path = state.record_path(host, autosnap.RUN_RECORD)
+    job_path.parent.mkdir(parents=True)
+
+    def check(text: str) -> None:
+        job_path.write_text(text)
+        run_path.write_text(text)
+        record = only_typed_errors(lambda: jobs.read_record(host, "fuzz"))
+        for key, value in (record or {}).items():
+            assert isinstance(value, jobs._RECORD_KINDS[key])
+        last = only_typed_errors(lambda: autosnap.last_run(host))
+        assert last is None or all(isinstance(e, str) for e in last.get("errors", []))
+
+    fields = st.fixed_dictionaries({}, optional={
+        key: _json_value for key in ("base", "last_success", "state", "raw", "runs",
+                                     "errors", "ok", "started")})
+    return st.one_of(_noise, _json_value.map(json.dumps), fields.map(json.dumps)), check
+
+
+@entry("zsn timer units", 500, ["zsn.zfs.timers:parse_unit"])
+def zsn_timer_units() -> Fuzz:
+    from zsn.zfs import timers
+
+    lines = st.sampled_from(["[Unit]", "[Timer]", "Description=x", "OnCalendar=daily",
+                             "ExecStart=/bin/true", "# c", "", "a\\", "noequals", "=v"])
+
+    def check(parts: list[str]) -> None:
+        found = only_typed_errors(lambda: timers.parse_unit("\n".join(parts), "x.timer"))
+        for section, _key, value in found or ():
+            assert f"[{section}]" in parts and "\n" not in value
+
+    return st.lists(st.one_of(lines, _noise), max_size=10), check
+
+
+@entry("zfs dataset names list", 500, ["zsn.zfs.autosnap:parse_datasets"])
+def zfs_dataset_names_list() -> Fuzz:
+    from zsn.zfs.autosnap import parse_datasets
+
+    def check(parts: list[str]) -> None:
+        found = only_typed_errors(lambda: parse_datasets("\n".join(parts)))
+        assert found is None or all("\t" not in name and "\n" not in name for name in found)
+
+    return st.lists(st.one_of(st.sampled_from(["tank", "tank/a b", "tank\tx", "\tvdev"]),
+                              _noise), max_size=6), check

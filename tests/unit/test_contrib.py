@@ -23,6 +23,8 @@ from zsn.exporter import document as export
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib"
 METRIC_RE = re.compile(r"\b(?:zsn|wireguard|zfs)_[a-z0-9_]+")
 """A metric zsn writes, in a PromQL expression (every one has one of these prefixes)."""
+ALERT_TESTS = ("zsn-alerts.test.yml", "zsn-alerts-scrub.test.yml",
+               "zsn-alerts-protection.test.yml")
 MAX_EXPOSURE = 3.0
 """`systemd-analyze security` rates 0-10; below 4 is "OK" (a root daemon that reads
 network state cannot go much lower: it keeps AF_NETLINK and CAP_NET_ADMIN)."""
@@ -61,15 +63,14 @@ def test_the_alert_rules_pass_promtool() -> None:
     checked = subprocess.run(["promtool", "check", "rules", "zsn-alerts.yml"], cwd=directory,
                              capture_output=True, text=True, timeout=120, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = subprocess.run(["promtool", "test", "rules", "zsn-alerts.test.yml",
-                             "zsn-alerts-scrub.test.yml"], cwd=directory,
+    tested = subprocess.run(["promtool", "test", "rules", *ALERT_TESTS], cwd=directory,
                             capture_output=True, text=True, timeout=300, check=False)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
 def test_every_alert_is_unit_tested_firing() -> None:
     tested = set()
-    for name in ("zsn-alerts.test.yml", "zsn-alerts-scrub.test.yml"):
+    for name in ALERT_TESTS:
         spec = yaml.safe_load((CONTRIB / "prometheus" / name).read_text())
         tested |= {case["alertname"] for test in spec["tests"]
                    for case in test.get("alert_rule_test", ()) if case["exp_alerts"]}
@@ -165,3 +166,50 @@ def test_the_ansible_fact_is_run_by_ansible(tmp_path: Path) -> None:
                "wireguard": {"errors": ["not root"]}}
     (bin_dir / "zsn").write_text(f"#!/bin/sh\necho '{json.dumps(partial)}'\nexit 3\n")
     assert run_fact(fact_dir, path)["zsn"] == partial == run_fact(fact_dir, path)["zsn_state"]
+
+
+TIMER_UNITS = ("zsn-zfs-snapshots.service", "zsn-zfs-snapshots.timer",
+               "zsn-zfs-replicate.service", "zsn-zfs-replicate.timer")
+
+
+def test_the_zfs_timer_units_are_what_install_timer_writes() -> None:
+    from zsn.zfs.timers import unit_texts
+
+    written = unit_texts(900, "/usr/local/bin/zsn")
+    assert set(written) == set(TIMER_UNITS)
+    for name in TIMER_UNITS:
+        shipped = (CONTRIB / "systemd" / name).read_text()
+        assert shipped.endswith(written[name]), name
+        assert all(line.startswith("#") for line in shipped[:-len(written[name])].splitlines())
+
+
+def test_the_zfs_timer_units_pass_systemd_analyze(tmp_path: Path) -> None:
+    needs_tools("systemd-analyze")
+    for name in TIMER_UNITS:  # systemd checks that ExecStart's program exists
+        text = (CONTRIB / "systemd" / name).read_text().replace("/usr/local/bin/zsn",
+                                                                 "/bin/true")
+        (tmp_path / name).write_text(text)
+    verified = subprocess.run(["systemd-analyze", "verify",
+                               *(str(tmp_path / name) for name in TIMER_UNITS)],
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert verified.returncode == 0 and not verified.stderr.strip(), verified.stderr
+
+
+@pytest.mark.parametrize("every", [60, 300, 900, 1800, 3600, 6 * 3600])
+def test_a_timer_interval_is_a_calendar_systemd_spaces_so(every: int) -> None:
+    from datetime import datetime
+
+    from zsn.zfs.timers import calendar_every
+
+    needs_tools("systemd-analyze")
+    expression = calendar_every(every)
+    shown = subprocess.run(["systemd-analyze", "calendar", "--iterations", "4", expression],
+                           capture_output=True, text=True, timeout=60, check=False,
+                           env={**os.environ, "TZ": "UTC", "LC_ALL": "C"})
+    assert shown.returncode == 0, shown.stderr
+    assert f"Normalized form: {expression}" in shown.stdout
+    times = [datetime.strptime(line.split(": ", 1)[1].strip(), "%a %Y-%m-%d %H:%M:%S %Z")
+             for line in shown.stdout.splitlines()
+             if line.strip().startswith(("Next elapse:", "Iter. #"))]
+    assert len(times) == 4
+    assert {(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)} == {every}

@@ -9,9 +9,9 @@ DOMAIN = Domain(
     export="zsn.zfs.export",
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
-                     "snapshots, replication, advisor, disks", "zsn.zfs.cli",
-                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|advise|"
-                     "disks ..."),
+                     "snapshots, snapshot policies, replication, advisor, disks", "zsn.zfs.cli",
+                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|policy|"
+                     "replicate|advise|disks ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",

@@ -20,7 +20,7 @@ from zsn.lint import print_findings
 from zsn.system.host import Host
 from zsn.system.streams import LineStream
 from zsn.terminal import safe, safe_lines
-from zsn.zfs import actions, lint, send_cli, snapshots
+from zsn.zfs import actions, lint, policy_cli, send_cli, snapshots
 from zsn.zfs.export import dataset_to_dict, pool_to_dict, snapshot_to_dict
 from zsn.zfs.iostat import BlockAssembler, iostat_argv, looks_like_row
 from zsn.zfs.live import ENV, read_everything, read_zfs, require_program, run_zfs_command
@@ -63,12 +63,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     clear.add_argument("pool", metavar="POOL")
     clear.add_argument("device", metavar="DEVICE", nargs="?")
     add_dry_run(clear)
-    listed = verbs.add_parser("snapshots", help="snapshots (of a dataset, or all): creation, "
-                                                 "used, referenced, holds")
-    listed.add_argument("dataset", metavar="DATASET", nargs="?")
+    listed = verbs.add_parser(
+        "snapshots", help="snapshots (of a dataset, or all): creation, used, referenced, "
+                          "holds; 'snapshots run' takes and prunes per policy",
+        description="zsn zfs snapshots [DATASET] lists snapshots; zsn zfs snapshots run "
+                    "takes the snapshots the policies say are due and prunes the rest "
+                    "(--dry-run: what it would take and destroy, and why).")
+    listed.add_argument("dataset", metavar="DATASET|run", nargs="?")
     listed.add_argument("-r", "--recursive", action="store_true",
                         help="the dataset's descendants' snapshots too")
     listed.add_argument("--json", action="store_true", help="print them as JSON")
+    listed.add_argument("--dry-run", action="store_true",
+                        help="with run: print what would be taken and destroyed, and why")
+    listed.add_argument("--verbose", action="store_true",
+                        help="with run --dry-run: every policy snapshot's verdict")
     taking = verbs.add_parser("snapshot", help="take a snapshot (DATASET@NAME)")
     taking.add_argument("snapshot", metavar="DATASET@NAME")
     taking.add_argument("-r", "--recursive", action="store_true",
@@ -79,6 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "(read at most every 10 minutes per disk)")
     disks.add_argument("pool", metavar="POOL", nargs="?")
     disks.add_argument("--json", action="store_true", help="print them as JSON")
+    policy_cli.add_arguments(verbs)
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
     advise.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -108,8 +117,8 @@ def run(args: argparse.Namespace, host: Host) -> int:
                              args.dry_run)
     if args.action == "send":
         return send_cli.run(args, host)
-    if args.action == "snapshots":
-        return _snapshots(args.dataset, args.recursive, args.json)
+    if args.action in ("snapshots", "policy", "replicate"):
+        return _protection(args, host)
     if args.action == "advise":
         from zsn.zfs.diskwatch import read_with_disks
 
@@ -135,6 +144,21 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.action == "list":
         return _list(snapshot, args.json)
     return _status(snapshot, pool, args.json)
+
+
+def _protection(args: argparse.Namespace, host: Host) -> int:
+    """Snapshots (listed, or a policy run), policies and replication jobs."""
+    if args.action == "policy":
+        return policy_cli.run_policy(args, host)
+    if args.action == "replicate":
+        return policy_cli.run_replicate(args, host)
+    if args.dataset == "run":
+        if args.recursive or args.json:
+            raise ValidationError("snapshots run takes --dry-run and --verbose only")
+        return policy_cli.run_snapshots(args, host)
+    if args.dry_run or args.verbose:
+        raise ValidationError("--dry-run and --verbose are for zsn zfs snapshots run")
+    return _snapshots(args.dataset, args.recursive, args.json)
 
 
 def _require(snapshot: ZfsSnapshot) -> None:

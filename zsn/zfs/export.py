@@ -151,8 +151,10 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
             except ZsnError as exc:
                 errors.append(f"zpool iostat output not understood: {exc}")
     findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
+    from zsn.zfs.protection import collect as protection
+
     data = section(snapshot, blocks, dataset_counters(host, names), findings,
-                   tuple(facts.notes), errors, _transfers(host, errors))
+                   tuple(facts.notes), errors, _transfers(host, errors), protection(host))
     return with_disks(data, snapshot, facts.disks)
 
 
@@ -181,13 +183,17 @@ def _transfers(host: Host, errors: list[str]) -> dict[str, list[dict[str, Any]]]
 def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
             counters: dict[str, dict[str, int]], findings: list[dict[str, Any]],
             notes: tuple[str, ...], errors: list[str] | None = None,
-            transfers: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+            transfers: dict[str, list[dict[str, Any]]] | None = None,
+            protection: dict[str, Any] | None = None) -> dict[str, Any]:
     """The section from one reading: pools with their I/O blocks, datasets with their
-    kstat counters, the advisor's findings and notes, the transfers (`zsn.zfs.transfers`)."""
+    kstat counters, the advisor's findings and notes, the transfers (`zsn.zfs.transfers`),
+    the snapshot policies' and replication jobs' proof (`zsn.zfs.protection`)."""
+    from zsn.zfs.protection import empty
+
     if snapshot.unavailable:
         return {"available": False, "reason": snapshot.unavailable, "version": None,
                 "pools": [], "datasets": [], "findings": [],
-                "transfers": {"running": [], "last": []}}
+                "transfers": {"running": [], "last": []}, "protection": empty()}
     data: dict[str, Any] = {
         "available": True,
         "version": snapshot.version,
@@ -197,6 +203,7 @@ def section(snapshot: ZfsSnapshot, blocks: dict[str, IostatBlock],
         "datasets": [dataset_to_dict(d, counters.get(d.name)) for d in snapshot.datasets],
         "findings": findings,
         "transfers": transfers or {"running": [], "last": []},
+        "protection": protection or empty(),
     }
     all_notes = list(snapshot.notes) + list(notes)
     if all_notes:
@@ -213,6 +220,9 @@ averages over the last one."""
 ADVISE_SECONDS = 60.0
 """How often `zsn serve` gathers the advisor's facts (device sysfs, the pool cache
 file) again when the pools stay the same."""
+PROTECTION_SECONDS = 30.0
+"""How often `zsn serve` lists the policies' snapshots and estimates the jobs' bytes
+behind again (the ages are worked out afresh each scrape)."""
 
 
 class Poller:
@@ -228,6 +238,7 @@ class Poller:
         self._monitor: IostatMonitor | None = None
         self._advice = Every(ADVISE_SECONDS)
         self._disks: DiskWatch | None = None
+        self._protection = Every(PROTECTION_SECONDS, background=True)
 
     def poll(self) -> tuple[ZfsSnapshot, dict[str, PoolIostat]]:
         snapshot = self._reader.read()
@@ -253,9 +264,14 @@ class Poller:
         blocks = {pool: state.latest for pool, state in io.items() if state.latest is not None}
         errors = [f"zpool iostat {pool}: {state.error}" for pool, state in io.items()
                   if state.error]
+        from zsn.zfs.protection import collect, refreshed
+
         disks = self._disks.latest() if self._disks is not None else None
+        running = _transfers(self.host, errors)
+        protection = refreshed(self._protection.get("protection", lambda: collect(self.host)),
+                               running, time.time())
         data = section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
-                       errors, _transfers(self.host, errors))
+                       errors, running, protection)
         return with_disks(data, snapshot, disks)
 
     def _watch_disks(self, snapshot: ZfsSnapshot) -> None:
@@ -307,6 +323,7 @@ HEALTH_CODES = {"ONLINE": 0, "DEGRADED": 1, "FAULTED": 2, "OFFLINE": 3, "UNAVAIL
 
 def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     from zsn.lint import count_by_severity
+    from zsn.zfs.protection import metrics as protection_metrics
 
     # The zfs_pool_* families are zfs_exporter's (pool collector), names and label
     # alike, so its dashboards keep working; the state one-hot has node_exporter's
@@ -384,7 +401,8 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             vdev_state, vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings,
             *transfer_metrics(data.get("transfers") or {}),
-            *disk_metrics(data.get("disks") or [])]
+            *disk_metrics(data.get("disks") or []),
+            *protection_metrics(data.get("protection") or {})]
 
 
 def _add_space(pool: dict[str, Any], labels: dict[str, str], sizes: dict[str, MetricFamily],

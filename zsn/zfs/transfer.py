@@ -405,6 +405,8 @@ class Transfer:
         self._recorder: Recorder | None = None
         self._moved = 0
         self._setup = 0.0
+        self._last_count = -1
+        self._moved_at = time.time()
 
     def run(self) -> dict[str, Any]:
         """The result record; `TransferFailed` when a stream did not go through."""
@@ -418,7 +420,8 @@ class Transfer:
             "source": plan.source, "target": str(plan.target), "via": plan.transport,
             "raw": self.request.raw, "recursive": self.request.recursive,
             "limit": self.request.limit, "snapshot": f"{plan.source}@{decision.snapshot}",
-            "started": time.time(), "bytes": 0, "estimate": decision.estimate,
+            "started": time.time(), "moved_at": time.time(), "bytes": 0,
+            "estimate": decision.estimate,
             "resumed": False, "streams": len(decision.streams)})
         self._recorder = recorder
         started, cpu_before = self._clock(), cpu_seconds()
@@ -491,11 +494,13 @@ class Transfer:
     def _tick(self, recorder: Recorder, moved: int, estimate: int | None, number: int,
               stream: Stream) -> None:
         rate = self._rate.add(moved)
+        if moved != self._last_count:  # the proof's stall flag: when a byte last moved
+            self._last_count, self._moved_at = moved, time.time()
         percent = min(99.9, 100.0 * moved / estimate) if estimate else None
         eta = max(0.0, (estimate - moved) / rate) if estimate and rate else None
         progress: Progress = {
             "bytes": moved, "estimate": estimate, "rate": rate, "eta_seconds": eta,
-            "percent": percent, "stream": number,
+            "percent": percent, "stream": number, "moved_at": self._moved_at,
             "sending": stream.delivers[-1] if stream.delivers else None}
         recorder.update(**progress)
         if self.on_progress is not None:

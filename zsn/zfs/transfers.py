@@ -132,7 +132,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "limit": (int, float), "started": (int, float), "updated": (int, float),
     "finished": (int, float), "seconds": (int, float), "rate": (int, float),
     "eta_seconds": (int, float), "percent": (int, float), "cpu_seconds": (int, float),
-    "setup_seconds": (int, float),
+    "setup_seconds": (int, float), "moved_at": (int, float),
 }
 """What a record may hold, and of which types (docs/export.schema.json): a file someone
 else wrote or edited gives only these (a value of another type reads as null)."""

@@ -494,18 +494,26 @@ def snapshot_row(snapshot: Snapshot, shown_dataset: str | None = None) -> Cells:
 
 # -- transfers ---------------------------------------------------------------------------
 TRANSFER_COLUMNS = (
-    Column("pair", "Source → Target", 0, help="what is sent where", truncate=True,
+    Column("pair", "Source → Target", 0, help="what is sent where; a replication job's "
+                                              "rows start with its name", truncate=True,
            min_width=30),
     Column("state", "State", 1, help="running, ok, failed, interrupted (run it again: "
-                                     "it resumes)"),
-    Column("progress", "Progress", 2, help="bytes moved of zfs send's estimate"),
-    Column("rate", "Rate", 2, align="right",
+                                     "it resumes); a job: stalled (nothing moved for 5 "
+                                     "minutes), late (no success for two periods)"),
+    Column("progress", "Progress", 2, help="bytes moved of zfs send's estimate; a job "
+                                           "not running: what its next run sends (zfs "
+                                           "send -nvP from its base)"),
+    Column("last_ok", "Last ok", 2, align="right",
+           help="how long ago the last successful run (a job's) or send ended"),
+    Column("lag", "Lag", 4, align="right",
+           help="a job: how old the newest snapshot on the target is"),
+    Column("rate", "Rate", 3, align="right",
            help="over the last seconds while running; the average once done"),
-    Column("eta", "ETA/took", 3, align="right", help="time left while running, else how "
+    Column("eta", "ETA/took", 5, align="right", help="time left while running, else how "
                                                      "long it took"),
-    Column("via", "Via", 4, help="local (a pipe), ssh or tcp"),
-    Column("when", "When", 5, align="right", help="started (running) or ended, how long ago"),
-    Column("resumed", "Resumed", 6, help="it went on from an interrupted one"),
+    Column("via", "Via", 6, help="local (a pipe), ssh or tcp"),
+    Column("when", "When", 7, align="right", help="started (running) or ended, how long ago"),
+    Column("resumed", "Resumed", 8, help="it went on from an interrupted one"),
 )
 BAR_WIDTH = 10
 
@@ -542,6 +550,7 @@ def transfer_row(record: Mapping[str, Any], now: float) -> Cells:
         "pair": Cell(f"{record['source']} → {record['target']}"),
         "state": Cell(state, tone.get(state, "")),
         "progress": progress,
+        "last_ok": Cell(_ago(when_at, now) if state == "ok" else "-"), "lag": Cell("-"),
         "rate": Cell(human_rate(rate) if isinstance(rate, int | float) else "-"),
         "eta": Cell(timing),
         "via": Cell(str(record.get("via") or "-")),
@@ -551,16 +560,160 @@ def transfer_row(record: Mapping[str, Any], now: float) -> Cells:
     }
 
 
-def transfer_rows(transfers: Mapping[str, Any], now: float) -> list[Row]:
-    """One row per source and target pair: running transfers first, then the other
-    pairs' last results, the latest first."""
+def _ago(when: object, now: float) -> str:
+    return f"{human_duration(max(0.0, now - when))} ago" if isinstance(when, int | float) \
+        else "never"
+
+
+def job_state(job: Mapping[str, Any], now: float) -> Cell:
+    """A job's state: stalled, running, late (no success for two periods), its last
+    run's outcome, or never run."""
+    if job.get("stalled"):
+        return Cell("stalled", "bad")
+    if job.get("running"):
+        return Cell("running", "accent")
+    since = job.get("last_success") or job.get("added") or 0
+    late = now - since > 2 * job["every_seconds"]
+    state = job.get("state")
+    if state not in (None, "ok"):
+        return Cell(str(state), "bad" if state == "failed" else "warn")
+    if late:
+        return Cell("late", "warn")
+    return Cell("ok", "good") if state == "ok" else Cell("never run", "muted")
+
+
+def job_cells(job: Mapping[str, Any], running: Mapping[str, Any] | None,
+              now: float) -> Cells:
+    """A replication job's row: its running transfer's progress, else its proof."""
+    behind = job.get("bytes_behind")
+    cells = transfer_row(running, now) if running is not None else {
+        "progress": Cell("up to date" if behind == 0 else f"{human_bytes(behind)} behind"
+                         if isinstance(behind, int) else "-"),
+        "rate": Cell("-"), "eta": Cell("-"),
+        "via": Cell(str(job.get("via") or "-")),
+        "when": Cell(_ago(job.get("last_attempt_end") or job.get("last_attempt"), now)
+                     if job.get("last_attempt") else "-"),
+        "resumed": Cell("")}
+    lag = job.get("lag_seconds")
+    return {**cells,
+            "pair": Cell(f"{job['name']}: {job['source']} → {job['target']}"),
+            "state": job_state(job, now),
+            "last_ok": Cell(_ago(job.get("last_success"), now),
+                            "" if job.get("last_success") else "warn"),
+            "lag": Cell(human_duration(lag) if isinstance(lag, int | float) else "-")}
+
+
+def transfer_rows(transfers: Mapping[str, Any], now: float,
+                  jobs: Sequence[Mapping[str, Any]] = ()) -> list[Row]:
+    """The replication jobs first (each with its running transfer, if any), then one
+    row per other source and target pair: running transfers, then the other pairs'
+    last results, the latest first."""
     rows: dict[str, Cells] = {}
+    running = {f"{r['source']}\0{r['target']}": r for r in transfers.get("running", ())}
+    taken = set()
+    for job in jobs:
+        pair = f"{job['source']}\0{job['target']}"
+        taken.add(pair)
+        rows[f"job\0{job['name']}"] = job_cells(job, running.get(pair), now)
     last = sorted(transfers.get("last", ()), key=lambda r: -(r.get("updated") or 0))
     for record in [*transfers.get("running", ()), *last]:
         key = f"{record['source']}\0{record['target']}"
-        if key not in rows:
+        if key not in rows and key not in taken:
             rows[key] = transfer_row(record, now)
     return [row_of(key, TRANSFER_COLUMNS, cells) for key, cells in rows.items()]
+
+
+def jobs_title(jobs: Sequence[Mapping[str, Any]], now: float) -> str:
+    """The transfers table's title: the jobs' last errors, when there are any."""
+    failed = [job for job in jobs if job.get("error") and job.get("state") != "running"]
+    if not failed:
+        return "Transfers"
+    first = failed[0]
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    return (f"Transfers: job {first['name']} {first.get('state') or 'failed'} "
+            f"{_ago(first.get('last_attempt_end') or first.get('last_attempt'), now)}: "
+            f"{first['error']}{more}")
+
+
+# -- policies ----------------------------------------------------------------------------
+POLICY_COLUMNS = (
+    Column("name", "Dataset / class", 0, help="each dataset a policy covers, under it its "
+                                              "classes", truncate=True),
+    Column("state", "State", 1, help="ok; late: the newest is older than two periods; "
+                                     "none: no snapshot of the class yet"),
+    Column("newest", "Newest", 1, align="right", help="how old the newest policy "
+                                                       "snapshot of the class is"),
+    Column("kept", "Kept", 2, align="right", help="policy snapshots of the class, of how "
+                                                  "many the policy keeps"),
+    Column("period", "Every", 3, align="right", help="the class's period"),
+    Column("policy", "Policy", 4, help="the dataset whose policy covers it, and how",
+           truncate=True),
+)
+
+
+def class_state(row: Mapping[str, Any]) -> Cell:
+    age = row.get("newest_age_seconds")
+    if age is None:
+        return Cell("none", "warn")
+    if age > 2 * row["period_seconds"]:
+        return Cell("late", "bad")
+    return Cell("ok", "good")
+
+
+def policy_rows(protection: Mapping[str, Any]) -> list[Row]:
+    """Per covered dataset (the worst of its classes), its classes under it."""
+    by_dataset: dict[str, list[Mapping[str, Any]]] = {}
+    for row in protection.get("classes", ()):
+        by_dataset.setdefault(row["dataset"], []).append(row)
+    policies = {p["dataset"]: p for p in protection.get("policies", ())}
+    rows = []
+    order = {"bad": 0, "warn": 1, "good": 2}
+    for dataset, classes in by_dataset.items():
+        states = [class_state(c) for c in classes]
+        worst = min(states, key=lambda c: order.get(c.tone, 3))
+        owner = classes[0]["policy"]
+        policy = policies.get(owner, {})
+        how = ", ".join(part for part in (
+            "recursive" if policy.get("recursive") and owner != dataset else "",
+            "prune only" if policy.get("take") is False else "",
+            f"{policy.get('prefix')}_*" if policy.get("prefix") not in (None, "zsn") else "")
+            if part)
+        newest = [c["newest_age_seconds"] for c in classes
+                  if c["newest_age_seconds"] is not None]
+        rows.append(row_of(dataset, POLICY_COLUMNS, {
+            "name": Cell(dataset, "bold"), "state": worst,
+            "newest": Cell(human_duration(min(newest)) if newest else "-"),
+            "kept": Cell(str(sum(c["count"] for c in classes))),
+            "period": Cell(""),
+            "policy": Cell(owner + (f" ({how})" if how else ""))}))
+        for cls, state in zip(classes, states, strict=True):
+            age = cls["newest_age_seconds"]
+            rows.append(row_of(f"{dataset}\0{cls['class']}", POLICY_COLUMNS, {
+                "name": Cell(cls["class"]), "state": state,
+                "newest": Cell(human_duration(age) if age is not None else "-"),
+                "kept": Cell(f"{cls['count']} of {cls['keep']}",
+                             "warn" if cls["count"] > cls["keep"] else ""),
+                "period": Cell(human_duration(cls["period_seconds"])),
+                "policy": Cell("")}, depth=1))
+    return rows
+
+
+def last_run_line(protection: Mapping[str, Any], now: float) -> tuple[str, str]:
+    """The line over the policies: the last run, and its tone."""
+    last = protection.get("last_run")
+    if not protection.get("policies"):
+        return ("No snapshot policies: zsn zfs policy set DATASET --keep hourly=24,daily=7, "
+                "then zsn zfs policy install-timer.", "info")
+    if not last:
+        return ("No snapshot run yet: zsn zfs policy install-timer runs them (or zsn zfs "
+                "snapshots run).", "warning")
+    text = (f"Last run {_ago(last.get('finished'), now)}: took {last.get('taken', 0)}, "
+            f"destroyed {last.get('destroyed', 0)}")
+    errors = last.get("errors") or []
+    if errors:
+        return (f"{text}; {len(errors)} error{'s' if len(errors) != 1 else ''}: {errors[0]}",
+                "error")
+    return text + ".", "info"
 
 
 def snapshot_rows(dataset: str, snapshots: Sequence[Snapshot]) -> list[Row]:

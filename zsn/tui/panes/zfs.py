@@ -22,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import ContentSwitcher
 
+from zsn.every import Every
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host
@@ -43,6 +44,8 @@ from zsn.zfs.live import (
 )
 from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
+from zsn.zfs.protection import collect as collect_protection
+from zsn.zfs.protection import refreshed
 from zsn.zfs.send import SendRequest
 from zsn.zfs.snapshots import Snapshot, read_dataset
 from zsn.zfs.transfers import read_transfers
@@ -55,6 +58,9 @@ def now() -> float:
 
 SNAPSHOTS_EVERY = 10.0
 """Seconds between two reads of the shown dataset's snapshots."""
+PROTECTION_EVERY = 10.0
+"""Seconds between two readings of the policies' snapshots and the jobs' bytes behind
+(the ages and a running transfer's progress follow every refresh)."""
 
 VALUES = {
     "compression": ("lz4", "zstd", "gzip", "zle", "off"),
@@ -82,6 +88,9 @@ class ZfsView:
     disks: DiskReading = EMPTY
     """The disks under the leaves and their SMART (read by `DiskWatch` in its own
     thread: taken as they are, never waited for)."""
+    protection: dict[str, Any] | None = None
+    """The policies' and jobs' proof, while the policies or transfers view is shown
+    (`zsn.zfs.protection`)."""
 
 
 class ZfsPane(LivePane[ZfsView]):
@@ -120,9 +129,15 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 #### Snapshots and replication
 - `n` the highlighted dataset's snapshots (`d` first to pick the dataset; the pool's
   own dataset otherwise): creation, used, referenced, holds. `N` takes one (a plan).
-- `t` the transfers: each source and target pair's running send (progress, rate, ETA)
-  or its last result (bytes, time, resumed or not), also those started from the
-  command line (`zsn zfs send`).
+- `a` the snapshot policies (`zsn zfs policy set`): each dataset a policy covers with,
+  per class, how old its newest snapshot is, how many there are of how many kept, and
+  `late` when the newest is older than two periods; the title says how the last run
+  went.
+- `t` the transfers: the replication jobs first (`zsn zfs replicate add`: last
+  success, lag, bytes behind, `stalled` when a transfer moved nothing for 5 minutes,
+  `late` without a success for two periods), then each source and target pair's
+  running send (progress, rate, ETA) or its last result (bytes, time, resumed or
+  not), also those started from the command line (`zsn zfs send`).
 - `S` sends the highlighted dataset (or the highlighted transfer's pair again, which
   resumes an interrupted one): a form, then the plan; it runs in the background and
   goes on if zsn quits. `K` stops a running send (the target keeps what arrived).
@@ -137,6 +152,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         Binding("d", "lower('datasets')", "Datasets"),
         Binding("v", "lower('vdevs')", "Vdevs"),
         Binding("n", "lower('snapshots')", "Snapshots"),
+        Binding("a", "lower('policies')", "Policies"),
         Binding("t", "lower('transfers')", "Transfers"),
         Binding("S", "send", "Send…", key_display="S"),
         Binding("e", "set_property", "Set prop"),
@@ -168,6 +184,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._snapshots: tuple[str, float, list[Snapshot]] | None = None
         self.disks = DiskWatch(host)
         self._disk_text: list[str] | None = None
+        self._protection = Every(PROTECTION_EVERY)
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -180,6 +197,9 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                             title="Datasets (v: vdevs)", empty_text="No datasets.")
             yield LiveTable(view.SNAPSHOT_COLUMNS, id="zfs-snapshots", title="Snapshots",
                             empty_text="No snapshots (N takes one).")
+            yield LiveTable(view.POLICY_COLUMNS, id="zfs-policies", title="Policies",
+                            empty_text="No snapshot policies (zsn zfs policy set DATASET "
+                                       "--keep hourly=24,daily=7).")
             yield LiveTable(view.TRANSFER_COLUMNS, id="zfs-transfers", title="Transfers",
                             empty_text="No transfers yet (S sends a dataset).")
         yield DetailsBox("Disk", id="zfs-disk")
@@ -228,8 +248,11 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     # -- data ------------------------------------------------------------------
     def fetch(self) -> ZfsView:
         shown = self._fetch_pools()
-        if self._lower == "transfers":
+        if self._lower in ("transfers", "policies"):
             shown.transfers = read_transfers(self.host)
+            shown.protection = refreshed(
+                self._protection.get("protection", lambda: collect_protection(self.host)),
+                shown.transfers, now())
         dataset = self._snapshots_of
         if self._lower == "snapshots" and dataset is not None:
             shown.snapshots = (dataset, self._read_snapshots(dataset))
@@ -501,7 +524,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._update_disk()
         self.query_one(f"#zfs-{which}", LiveTable).focus()
         self.state_changed()
-        if which in ("snapshots", "transfers"):
+        if which in ("snapshots", "transfers", "policies"):
             self.poll(force=True)
 
     # -- snapshots and transfers -----------------------------------------------------
@@ -514,9 +537,17 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         return pool.name if pool is not None else None
 
     def _update_replication(self, current: ZfsView) -> None:
+        protection = current.protection or {}
         if current.transfers is not None:
-            self.query_one("#zfs-transfers", LiveTable).update(
-                view.transfer_rows(current.transfers, now()))
+            table = self.query_one("#zfs-transfers", LiveTable)
+            table.set_title(view.jobs_title(protection.get("jobs", ()), now()))
+            table.update(view.transfer_rows(current.transfers, now(),
+                                            protection.get("jobs", ())))
+        if current.protection is not None:
+            table = self.query_one("#zfs-policies", LiveTable)
+            line, _ = view.last_run_line(protection, now())
+            table.set_title(f"Policies: {line}")
+            table.update(view.policy_rows(protection))
         if current.snapshots is not None and current.snapshots[0] == self._snapshots_of:
             dataset, found = current.snapshots
             self.query_one("#zfs-snapshots", LiveTable).update(
@@ -528,9 +559,19 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         key = self.query_one("#zfs-transfers", LiveTable).cursor_key
         if current is None or key is None or self._lower != "transfers":
             return None
+        job = None
+        if key.startswith("job\0"):  # a replication job's row: its pair's transfer
+            jobs = (self._view.protection or {}).get("jobs", ()) if self._view else ()
+            job = next((j for j in jobs if j["name"] == key[4:]), None)
+            if job is None:
+                return None
+            key = f"{job['source']}\0{job['target']}"
         for record in [*current.get("running", ()), *current.get("last", ())]:
             if f"{record['source']}\0{record['target']}" == key:
                 return dict(record)
+        if job is not None:
+            return {"source": job["source"], "target": job["target"], "via": job["via"],
+                    "raw": job["raw"], "recursive": job["recursive"], "state": job["state"]}
         return None
 
     def action_send(self) -> None:
@@ -610,6 +651,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         """A plan (applied or failed part-way) changed pools or datasets: read all again."""
         self.reader.invalidate(datasets=True)
         self._snapshots = None
+        self._protection = Every(PROTECTION_EVERY)
 
     def action_scrub(self, verb: str) -> None:
         pool = self._need_pool()

@@ -1,0 +1,282 @@
+"""zsn's systemd timers for ZFS: a oneshot service that runs one zsn command and the
+timer that starts it (persistent: a run missed while the box was off happens once at
+the next boot; a randomized delay spreads a fleet's runs).
+
+A unit is a `TimerSpec` of typed values: its name, a plain description, the argv
+(words of a safe set: systemd expands ``%`` and ``$`` and splits on quotes, so a word
+that would need any of that is refused rather than escaped), a calendar expression
+and durations. `render` writes the two files; before a plan uses them `read_back`
+parses them with zsn's own reader and checks they mean exactly the spec (no other
+section, key or word), so a value can never add a line. `timer_steps` makes the plan's
+steps for one spec (the files, then enabling and starting the timer), for any of
+zsn's timers: snapshots and replication here, scrubs and trims alike.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import FileEdit, LiveStep, Plan, Step
+from zsn.system import files
+from zsn.system.host import Host
+
+UNIT_DIR = "/etc/systemd/system"
+WANTS_DIR = "/etc/systemd/system/timers.target.wants"
+_NAME_RE = re.compile(r"zsn-[a-z0-9][a-z0-9-]{0,60}")
+_WORD_RE = re.compile(r"[A-Za-z0-9_./:@+=,-]+")
+_TEXT_RE = re.compile(r"[A-Za-z0-9 _./:@+=,()'-]+")
+_CALENDAR_RE = re.compile(r"[A-Za-z0-9*:/,.~ -]+")
+HEADER = "# Written by zsn ({command}); zsn writes it again when asked: edit with care.\n"
+
+
+@dataclass(frozen=True)
+class TimerSpec:
+    name: str
+    """The units' name without the suffix: ``zsn-zfs-snapshots``."""
+    description: str
+    argv: tuple[str, ...]
+    """ExecStart's words."""
+    on_calendar: str
+    """A systemd calendar expression: ``*-*-* *:00/15:00``."""
+    randomized_delay: int
+    """Seconds."""
+    command: str = "zsn zfs policy install-timer"
+    """What wrote it (the files' first line says so)."""
+
+    def checked(self) -> TimerSpec:
+        """The spec, every value checked as systemd would read it (`ValidationError`)."""
+        if not _NAME_RE.fullmatch(self.name):
+            raise ValidationError(f"unit name {self.name[:40]!r}: zsn-, then lowercase "
+                                  "letters, digits and '-'")
+        if not _TEXT_RE.fullmatch(self.description):
+            raise ValidationError(f"description {self.description[:40]!r}: plain words only")
+        if not self.argv or not self.argv[0].startswith("/"):
+            raise ValidationError("the command must start with an absolute path")
+        for word in self.argv:
+            if not _WORD_RE.fullmatch(word):
+                raise ValidationError(f"{word[:60]!r} cannot go into ExecStart unquoted "
+                                      "(systemd would expand or split it): install zsn where "
+                                      "its path has plain characters")
+        if not _CALENDAR_RE.fullmatch(self.on_calendar):
+            raise ValidationError(f"calendar {self.on_calendar[:40]!r}: not a systemd "
+                                  "calendar expression")
+        if not 0 <= self.randomized_delay <= 86400:
+            raise ValidationError("a randomized delay is from 0 to a day")
+        return self
+
+    @property
+    def service(self) -> str:
+        return f"{self.name}.service"
+
+    @property
+    def timer(self) -> str:
+        return f"{self.name}.timer"
+
+
+def meaning(spec: TimerSpec) -> dict[str, list[tuple[str, str, str]]]:
+    """What each file must say: (section, key, value), in order."""
+    return {
+        spec.service: [("Unit", "Description", spec.description),
+                       ("Unit", "After", "zfs.target network-online.target"),
+                       ("Unit", "Wants", "network-online.target"),
+                       ("Service", "Type", "oneshot"),
+                       ("Service", "ExecStart", " ".join(spec.argv)),
+                       ("Service", "Nice", "10"),
+                       ("Service", "IOSchedulingClass", "idle")],
+        spec.timer: [("Unit", "Description", spec.description),
+                     ("Timer", "OnCalendar", spec.on_calendar),
+                     ("Timer", "RandomizedDelaySec", str(spec.randomized_delay)),
+                     ("Timer", "Persistent", "true"),
+                     ("Timer", "AccuracySec", "1s"),
+                     ("Install", "WantedBy", "timers.target")],
+    }
+
+
+def render(spec: TimerSpec) -> dict[str, str]:
+    """The service's and the timer's text, by file name."""
+    spec.checked()
+    texts = {}
+    for name, items in meaning(spec).items():
+        lines = [HEADER.format(command=spec.command).rstrip("\n")]
+        section = None
+        for where, key, value in items:
+            if where != section:
+                lines += (["", f"[{where}]"] if section is not None else [f"[{where}]"])
+                section = where
+            lines.append(f"{key}={value}")
+        texts[name] = "\n".join(lines) + "\n"
+    return texts
+
+
+def parse_unit(text: str, source: str) -> list[tuple[str, str, str]]:
+    """(section, key, value) of a unit file as systemd reads one: comments and blank
+    lines skipped, no continuation lines (zsn writes none; one is refused)."""
+    found = []
+    section = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.endswith("\\"):
+            raise ZsnError(f"{source}:{number}: a continued line")
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        key, equals, value = line.partition("=")
+        if not equals or section is None:
+            raise ZsnError(f"{source}:{number}: not KEY=VALUE in a section: {line[:60]!r}")
+        found.append((section, key.strip(), value.strip()))
+    return found
+
+
+def _shown(item: tuple[str, str, str] | None) -> str:
+    return f"[{item[0]}] {item[1]}={item[2]}" if item is not None else "nothing"
+
+
+def read_back(spec: TimerSpec, texts: dict[str, str]) -> None:
+    """Refuse the files unless they mean exactly `spec` (the line that differs named)."""
+    for name, expected in meaning(spec).items():
+        got = parse_unit(texts[name], name)
+        if got == expected:
+            continue
+        index = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False))
+                      if a != b), min(len(got), len(expected)))
+        raise ZsnError(f"{name} would not mean what zsn meant: "
+                       f"{_shown(got[index] if index < len(got) else None)} where "
+                       f"{_shown(expected[index] if index < len(expected) else None)} was "
+                       "meant; not written")
+
+
+def zsn_argv(*words: str) -> tuple[str, ...]:
+    """This zsn, as the service runs it: the interpreter running now, ``-m zsn``."""
+    return (sys.executable, "-m", "zsn", *words)
+
+
+def _systemd_here(host: Host) -> bool:
+    from zsn.system.systemd import systemd_runs
+
+    return systemd_runs(host)
+
+
+def _enable_and_start(host: Host, timer: str) -> None:
+    from zsn.system.dbus import SystemBus, Systemd, run_sync
+
+    async def act(bus: SystemBus) -> None:
+        systemd = Systemd(bus)
+        await systemd.reload()
+        await systemd.enable(timer)
+        result = await systemd.start(timer)
+        if not result.ok:
+            raise ZsnError(result.describe())
+
+    run_sync(host, act, timeout=15.0, deadline=60.0)
+
+
+def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
+    """The steps that install `spec` (files whose text changes, then the timer enabled
+    and started over D-Bus, or only linked into timers.target.wants when no systemd
+    runs here) and notes."""
+    texts = render(spec)
+    read_back(spec, texts)
+    steps: list[Step] = []
+    for name, text in texts.items():
+        path = host.path(f"{UNIT_DIR}/{name}")
+        previous = files.read_tracked(path, 1 << 16) if files.exists(path) else None
+        if previous is None or previous.text != text:
+            steps.append(FileEdit(path, previous, text))
+    notes = []
+    if _systemd_here(host):
+        steps.append(LiveStep(f"systemd: reload, enable and start {spec.timer} (over D-Bus)",
+                              lambda: _enable_and_start(host, spec.timer)))
+    else:
+        link = host.path(f"{WANTS_DIR}/{spec.timer}")
+        if not files.lexists(link):
+            target = f"{UNIT_DIR}/{spec.timer}"
+            steps.append(LiveStep(f"link {WANTS_DIR}/{spec.timer} -> {target}",
+                                  lambda: _link(link, target),
+                                  lambda: files.remove_link(link)))
+        notes.append(f"no systemd runs here: {spec.timer} starts with the next boot")
+    return steps, notes
+
+
+def _link(link: Path, target: str) -> None:
+    files.make_dirs(link.parent)
+    files.make_link(target, link)
+
+
+def calendar_every(seconds: int) -> str:
+    """A calendar expression firing every `seconds` (minutes dividing the hour, or
+    hours dividing the day), aligned to the clock."""
+    if seconds % 60 == 0 and 60 <= seconds <= 3600 and 3600 % seconds == 0:
+        minutes = seconds // 60
+        return "*-*-* *:00:00" if minutes == 60 else f"*-*-* *:00/{minutes}:00"
+    if seconds % 3600 == 0 and 86400 % seconds == 0:
+        return f"*-*-* 00/{seconds // 3600}:00:00"
+    raise ValidationError(f"every {seconds} s: a timer fires every N minutes dividing the "
+                          "hour, or every N hours dividing the day")
+
+
+SNAPSHOTS = "zsn-zfs-snapshots"
+REPLICATE = "zsn-zfs-replicate"
+DEFAULT_EVERY = 900
+
+
+def specs(every: int, make: Callable[..., tuple[str, ...]] = zsn_argv) -> list[TimerSpec]:
+    """The snapshot timer and the replication timer, firing every `every` seconds."""
+    calendar = calendar_every(every)
+    return [
+        TimerSpec(SNAPSHOTS, "zsn ZFS snapshot policies: take what is due, prune",
+                  make("zfs", "snapshots", "run"), calendar, min(30, every // 10)),
+        TimerSpec(REPLICATE, "zsn ZFS replication jobs: run those due",
+                  make("zfs", "replicate", "run"), calendar, min(300, every // 5)),
+    ]
+
+
+def default_every(host: Host) -> int:
+    """15 minutes, or the shortest frequent period a policy uses."""
+    from zsn.zfs.policy import read_config
+
+    config = read_config(host)
+    periods = [p.frequent_period for p in config.policies.values()
+               if p.keep.get("frequently", 0) > 0]
+    return min([DEFAULT_EVERY, *periods])
+
+
+def plan_install_timers(host: Host, every: str | None) -> Plan:
+    """``zsn zfs policy install-timer``."""
+    from zsn.errors import about_input
+    from zsn.zfs.policy import parse_duration
+
+    if every is None:
+        seconds = default_every(host)
+    else:
+        with about_input("every"):
+            seconds = parse_duration(every, "every")
+    with about_input("every"):
+        chosen = specs(seconds)
+    plan = Plan(f"install zsn's ZFS timers (every {seconds // 60} min)",
+                warnings=[] if host.is_superuser else ["zsn is not root: systemd's unit "
+                                                       "folder is root's"])
+    for spec in chosen:
+        steps, notes = timer_steps(host, spec)
+        plan.steps += steps
+        plan.notes += notes
+    if not plan.steps:
+        plan.notes.append("the timers are installed as they would be written")
+    plan.notes.append("persistent: a run missed while the box was off happens once at the "
+                      "next boot")
+    return plan
+
+
+def unit_texts(every: int, program: str) -> dict[str, str]:
+    """The units as contrib/systemd ships them (`program` instead of this interpreter)."""
+    found: dict[str, str] = {}
+    for spec in specs(every, lambda *words: (program, *words)):
+        found.update(render(spec))
+    return found
+
