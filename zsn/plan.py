@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from zsn.errors import SessionLinkError, ZsnError
+from zsn.meaning import Intent, OwnFile
 from zsn.system import files
 
 if TYPE_CHECKING:  # a plan carries undos as data; the changes build on plans
@@ -77,7 +78,12 @@ class ApplyError(ZsnError):
 
 @dataclass
 class FileEdit:
-    """A file written atomically, with its backup, refused if it changed since read."""
+    """A file written atomically, with its backup, refused if it changed since read.
+
+    Its `intent` says what the new text means in the format of the program that reads
+    it (`zsn.meaning`): the edit is refused when it is made (so the plan is refused,
+    before anything is written) if the text read back means anything else.
+    """
 
     path: Path
     previous: files.FileSnapshot | None = field(repr=False)
@@ -99,8 +105,16 @@ class FileEdit:
     persistent: bool = False
     """The boot config of a live change (``--persist``): in a try it is written only
     when the change is confirmed, so a reboot before that boots the old config."""
+    intent: Intent | OwnFile | None = field(default=None, kw_only=True, repr=False)
+    """What the new text means (`zsn.meaning.Intent`, read back when the edit is made),
+    or `OwnFile` for a file no other program reads."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
     _created_dirs: list[Path] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.intent, Intent) and not self.remove:
+            self.intent.verify(self.previous.text if self.previous else "", self.new_text,
+                               str(self.path), quote=mask_secrets)
 
     @property
     def description(self) -> str:

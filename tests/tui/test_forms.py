@@ -324,7 +324,7 @@ async def test_client_to_client_plan_speaks_of_keys(app: ZsnApp, root: Path) -> 
         name="alice-laptop", interface="zcapwg1", private_key=None,
         addresses=["10.77.0.2/32"], dns=[], server_public_key=alice.get("PublicKey") or "",
         preshared_key=None, allowed_ips=["10.77.0.1/32"], endpoint="vpn.example.com:51901",
-        keepalive=25))
+        keepalive=25).render())
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         await pilot.press("C")

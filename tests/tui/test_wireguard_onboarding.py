@@ -130,7 +130,7 @@ def _fixed_client_config() -> str:
         private_key="0EERySwwME/UXHGdbYYo2lZbGszSZV83hLjwWXQQYEI=",
         addresses=["10.77.0.2/32"], dns=[], server_public_key=alice.get("PublicKey") or "",
         preshared_key=alice.get("PresharedKey"), allowed_ips=["10.77.0.0/24"],
-        endpoint="vpn.example.com:51901", keepalive=25)
+        endpoint="vpn.example.com:51901", keepalive=25).render()
 
 
 def test_snapshot_qr_screen_80x24(snap_compare: SnapCompare, app: ZsnApp) -> None:

@@ -369,7 +369,7 @@ def test_lint_savecfg_dns_overlap_duplicates_keepalive_permissions(host: Host) -
     config.set_value(config.require_peer("bob-site"), "AllowedIPs", "10.77.0.0/24")
     config.append_peer("twin", [("PublicKey", config.peers[0].get("PublicKey") or ""),
                                 ("AllowedIPs", "10.77.0.9/32")])
-    config.append_peer("far", [("PublicKey", "f" * 43 + "="), ("AllowedIPs", "10.99.9.9/32")])
+    config.append_peer("far", [("PublicKey", "f" * 42 + "c="), ("AllowedIPs", "10.99.9.9/32")])
     overlap.write_text(config.render())
     os.chmod(host.path("/etc/wireguard/wg3.conf"), 0o644)
     found = _lint_ids(host)

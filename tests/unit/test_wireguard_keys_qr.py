@@ -67,7 +67,7 @@ def _client_config(dns: list[str], allowed: list[str]) -> str:
         name="alice-phone", interface="wg0", private_key=pair.private_key,
         addresses=["10.66.0.2/32", "fd66::2/128"], dns=dns, server_public_key=server.public_key,
         preshared_key=generate_preshared_key(), allowed_ips=allowed,
-        endpoint="vpn.example.com:51820", keepalive=25)
+        endpoint="vpn.example.com:51820", keepalive=25).render()
 
 
 def test_qr_of_a_client_config_decodes_back_to_it(tmp_path: Path) -> None:

@@ -270,7 +270,8 @@ def plan_rename_peer(host: Host, interface: str, name: str, new_name: str) -> Pl
         if renamed != snapshot.text:
             # No .zsn-bak: it would stay behind under the old name; undo restores the text.
             plan.steps.append(FileEdit(old_client, snapshot, renamed,
-                                       mode=files.PRIVATE_FILE_MODE, backup=False))
+                                       mode=files.PRIVATE_FILE_MODE, backup=False,
+                                       intent=parse(snapshot.text, str(old_client)).intent))
         plan.steps.append(LiveStep(f"move {old_client} to {new_client.name}",
                                    partial(files.move, old_client, new_client),
                                    partial(files.move, new_client, old_client)))
@@ -313,7 +314,7 @@ def _adopt_moved_client(plan: Plan, server: ServerConfig, peer: Section, client:
     renamed = _client_comment_renamed(snapshot.text, server.name, new_name)
     if renamed != snapshot.text:
         plan.steps.append(FileEdit(client, snapshot, renamed, mode=files.PRIVATE_FILE_MODE,
-                                   backup=False))
+                                   backup=False, intent=parse(snapshot.text, str(client)).intent))
     plan.notes.append(f"{client} is this peer's client config, moved by a rename that was "
                       "interrupted: kept")
 

@@ -130,6 +130,10 @@ def add_wg_arguments(parser: argparse.ArgumentParser) -> None:
     imports.add_argument("--env", dest="env_file", metavar="FILE",
                          help="wg-easy v14: its container's environment (docker env file or "
                               ".env with WG_HOST, WG_PORT, WG_DEFAULT_DNS ...)")
+    imports.add_argument("--keep-commands", action="store_true",
+                         help="keep the commands the source has wg-quick run as root (PreUp, "
+                              "PostUp, PreDown, PostDown); left out by default, named either "
+                              "way")
     add_dry_run(imports)
     record = wgs.add_parser("record", help="read every interface once and record its peers' "
                             "history (what the zsn-history timer runs where neither the TUI "
@@ -199,7 +203,8 @@ def _wg_plan(host: Host, args: argparse.Namespace) -> Plan:
         from zsn.wireguard.imports import plan_import
 
         return plan_import(host, args.source, args.path, interface=args.interface,
-                           endpoint=args.endpoint, env_file=args.env_file)
+                           endpoint=args.endpoint, env_file=args.env_file,
+                           keep_commands=args.keep_commands)
     return routing.plan_gateway(host, args.interface, args.egress)
 
 

@@ -6,6 +6,12 @@ so rendering is ``"".join(lines)`` and an edit changes only the lines it touches
 
 A disabled peer stays in the file with every line of its block prefixed by
 ``#[disabled] `` (the marker PiVPN uses): wg-quick sees comments, zsn sees a peer.
+
+This module is the format's one renderer: every line zsn adds is made here, its
+value checked by `zsn.wireguard.schema.SCHEMA` (as wg and wg-quick check it, no ``#``,
+no line break). Every edit also records what it means in the config's `WgConfig.intent`
+(`zsn.meaning`), which the plan's `FileEdit` reads back against the written text
+(`WG_QUICK` is the reader it uses).
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from zsn.errors import ParseError, ValidationError
 from zsn.format import excerpt
+from zsn.meaning import Entry as MeantEntry
+from zsn.meaning import Format, Intent, Reading, entry_text, one_line
+from zsn.meaning import Section as MeantSection
+from zsn.wireguard.schema import EXPIRES_KEY, NAME_KEY, SCHEMA
 
 if TYPE_CHECKING:
     from zsn.system.host import Host
@@ -140,6 +150,16 @@ class WgConfig:
     lines: list[str]
     sections: list[Section]
     source: str | None = None
+    intent: Intent = field(default_factory=lambda: Intent(WG_QUICK), repr=False)
+    """What the edits made since the text was parsed mean (`zsn.meaning`)."""
+
+    @classmethod
+    def new(cls, source: str | None = None) -> WgConfig:
+        """An empty config to write a new file into with the edits below: its intent is
+        the whole file, whatever the file held before."""
+        config = parse("", source)
+        config.intent.whole([])
+        return config
 
     @property
     def interface(self) -> Section | None:
@@ -164,7 +184,7 @@ class WgConfig:
         """An independent copy to edit (entries are immutable and shared)."""
         sections = [Section(s.kind, s.header, s.end, list(s.entries), s.name, s.name_line,
                             s.disabled) for s in self.sections]
-        return WgConfig(list(self.lines), sections, self.source)
+        return WgConfig(list(self.lines), sections, self.source, self.intent.copy())
 
     def peer_keys(self) -> list[tuple[str, Section]]:
         """(public key, peer) for each active peer that has a key, in file order."""
@@ -210,7 +230,15 @@ class WgConfig:
     def set_value(self, section: Section, key: str, value: str) -> None:
         """Set `key` in `section`: rewrite its last line in place, or add a line after the block."""
         _check_value(key, value)
+        self._set_value(section, key, value)
+
+    def _set_value(self, section: Section, key: str, value: str) -> None:
         existing = section.entries_for(key)
+        where = self._index(section)
+        if existing:
+            self.intent.assign(where, key, [e.value for e in existing[:-1]] + [value.strip()])
+        else:
+            self.intent.append(where, key, value.strip())
         if existing:
             # Same line, same position: swap the entry, no need to re-read the file.
             entry = existing[-1]
@@ -225,12 +253,14 @@ class WgConfig:
     def append_entry(self, section: Section, key: str, value: str) -> None:
         """Add one more `key` line after the block's last entry (e.g. another PostUp)."""
         _check_value(key, value)
+        self.intent.append(self._index(section), key, value.strip())
         self._insert(section.last_line + 1, [self._entry_line(section, key, value)],
                      section.disabled)
         self._reindex(section.header)
 
     def remove_key(self, section: Section, key: str) -> None:
         """Remove every `key` line of `section`."""
+        self.intent.assign(self._index(section), key, [])
         doomed = {entry.line for entry in section.entries_for(key)}
         self.lines = [line for index, line in enumerate(self.lines) if index not in doomed]
         self._reindex(section.header)
@@ -241,18 +271,22 @@ class WgConfig:
         new = [item for item in items if item not in present]
         if not new:
             return
+        _check_value(key, ", ".join(new))  # what is there already stays as it is
         existing = section.entries_for(key)
         if existing:
             entry = existing[-1]
             joined = ", ".join([*([entry.value] if entry.value else []), *new])
-            self.set_value(section, key, joined)
+            self._set_value(section, key, one_line(joined, key))
         else:
-            self.set_value(section, key, ", ".join(new))
+            self._set_value(section, key, ", ".join(new))
 
     def remove_list_items(self, section: Section, key: str, items: Iterable[str]) -> None:
         """Remove items from every `key` line; a line left empty is removed."""
         doomed = set(items)
         changed = False
+        left = [", ".join(kept) for entry in section.entries_for(key)
+                if (kept := [p.strip() for p in entry.value.split(",")
+                             if p.strip() and p.strip() not in doomed])]
         for entry in reversed(section.entries_for(key)):
             parts = [part.strip() for part in entry.value.split(",") if part.strip()]
             kept = [part for part in parts if part not in doomed]
@@ -264,29 +298,63 @@ class WgConfig:
             else:
                 del self.lines[entry.line]
         if changed:
+            self.intent.assign(self._index(section), key, left)
             self._reindex(section.header)
 
-    def append_peer(self, name: str | None, fields: Sequence[tuple[str, str]]) -> Section:
-        """Add a ``[Peer]`` block at the end, its name as the comment above it."""
+    def append_comment(self, text: str) -> None:
+        """A ``# text`` line at the end (a note for whoever reads the file)."""
+        self._append_lines([f"# {one_line(text, 'a comment')}{self.newline}"])
+
+    def append_interface(self, fields: Sequence[tuple[str, str]], *,
+                         note: str | None = None) -> Section:
+        """An ``[Interface]`` block at the end (a file written from scratch), with a
+        ``# note`` line first when there is one."""
+        for key, value in fields:
+            _check_value(key, value)
+        self.intent.insert(None, "Interface", [(key, value.strip()) for key, value in fields])
+        nl = self.newline
+        comment = [] if note is None else [f"# {one_line(note, 'a comment')}{nl}"]
+        self._append_lines([f"[Interface]{nl}", *comment,
+                            *(f"{key} = {value}{nl}" for key, value in fields)])
+        return next(s for s in reversed(self.sections) if s.kind == "Interface")
+
+    def append_peer(self, name: str | None, fields: Sequence[tuple[str, str]], *,
+                    label: str | None = None, expires: str | None = None) -> Section:
+        """Add a ``[Peer]`` block at the end, its name as the comment above it (or a
+        `label`, free text, where the peer is no peer of zsn's: a client's server), with
+        its ``# Expires =`` line when it has one."""
         for key, value in fields:
             _check_value(key, value)
         nl = self.newline
         block: list[str] = []
-        old_length = len(self.lines)
-        if self.lines and not self.lines[-1].endswith(("\n", "\r")):
-            self.lines[-1] += nl
         if self.lines and self.lines[-1].strip():
             block.append(nl)
-        if name is not None:
-            block.append(f"# {check_peer_name(name)}{nl}")
+        meant: list[tuple[str, str]] = []
+        title = check_peer_name(name) if name is not None else \
+            one_line(label, "a peer's label") if label is not None else None
+        if title is not None:
+            block.append(f"# {title}{nl}")
+            meant.append((NAME_KEY, title))
         block.append(f"[Peer]{nl}")
+        if expires is not None:
+            block.append(f"# Expires = {_check_expires(expires)}{nl}")
+            meant.append((EXPIRES_KEY, expires))
         block.extend(f"{key} = {value}{nl}" for key, value in fields)
+        meant.extend((key, value.strip()) for key, value in fields)
+        self.intent.insert(None, "Peer", meant)
+        self._append_lines(block)
+        return self.all_peers[-1]
+
+    def _append_lines(self, block: list[str]) -> None:
+        old_length = len(self.lines)
+        if self.lines and not self.lines[-1].endswith(("\n", "\r")):
+            self.lines[-1] += self.newline
         self.lines.extend(block)
         self._reindex(old_length)
-        return self.all_peers[-1]
 
     def remove_peer(self, peer: Section) -> None:
         """Remove a peer's block: its name comment, header, entries, and one blank line."""
+        self.intent.delete(self._index(peer))
         start, end = self.block_span(peer)
         if start > 0 and not self.lines[start - 1].strip() and (
             end >= len(self.lines) or not self.lines[end].strip()
@@ -298,6 +366,7 @@ class WgConfig:
     def disable_peer(self, peer: Section) -> None:
         if peer.disabled:
             raise ValidationError(f"{peer.label} is already disabled")
+        self.intent.retitle(self._index(peer), DISABLED_PREFIX + peer.kind)
         start, end = self.block_span(peer)
         for index in range(start, end):
             if self.lines[index].strip():
@@ -307,6 +376,7 @@ class WgConfig:
     def enable_peer(self, peer: Section) -> None:
         if not peer.disabled:
             raise ValidationError(f"{peer.label} is not disabled")
+        self.intent.retitle(self._index(peer), peer.kind)
         start, end = self.block_span(peer)
         for index in range(start, end):
             if self.lines[index].startswith(DISABLED_PREFIX):
@@ -318,6 +388,7 @@ class WgConfig:
         check_peer_name(new_name)
         if self.find_peer(new_name) is not None:
             raise ValidationError(f"a peer named {new_name!r} already exists")
+        self.intent.assign(self._index(peer), NAME_KEY, [new_name])
         old = peer.name
         if peer.name_line is not None and old is not None:
             self.lines[peer.name_line] = _rename_in_line(self.lines[peer.name_line], old, new_name)
@@ -329,6 +400,42 @@ class WgConfig:
             self._insert(peer.header, [f"{prefix}# {new_name}{self.newline}"], False)
         self._reindex(min(peer.header, peer.name_line if peer.name_line is not None
                           else peer.header))
+
+    def set_entry(self, section: Section, entry: Entry, value: str) -> None:
+        """Rewrite one `entry` of `section` (one of several PostUp lines, say) in place."""
+        _check_value(entry.key, value)
+        self.intent.assign(self._index(section), entry.key,
+                           [value.strip() if e.line == entry.line else e.value
+                            for e in section.entries_for(entry.key)])
+        self.lines[entry.line] = _replace_value(self.lines[entry.line], value)
+        self._reindex(section.header)
+
+    def set_comment(self, peer: Section, key: str, line: int | None, text: str | None) -> None:
+        """Write (`line` None: add after ``[Peer]``), change or (`text` None) remove a
+        comment zsn reads as part of the peer: its ``# Expires =`` line (`EXPIRES_KEY`)."""
+        if key != EXPIRES_KEY:
+            raise ValidationError(f"{key!r} is not a comment zsn writes")
+        self.intent.assign(self._index(peer), key, [] if text is None else [text])
+        prefix = DISABLED_PREFIX if peer.disabled else ""
+        written = None if text is None else \
+            f"{prefix}# Expires = {_check_expires(text)}{self.newline}"
+        if line is not None:
+            if written is None:
+                del self.lines[line]
+            else:
+                self.lines[line] = written
+        elif written is not None:
+            self.lines.insert(peer.header + 1, written)
+        self._reindex(min(peer.header, peer.name_line if peer.name_line is not None
+                          else peer.header))
+
+    def _index(self, section: Section) -> int:
+        """Where `section` is in `sections` (found by its header line: a section read
+        before an edit re-indexed the config is the same block)."""
+        for index, candidate in enumerate(self.sections):
+            if candidate.header == section.header:
+                return index
+        raise ValidationError(f"{section.label} is not in {self.source or 'the config'}")
 
     def block_span(self, peer: Section) -> tuple[int, int]:
         """Line range of a peer's block, name comment (and PiVPN markers) included."""
@@ -363,6 +470,19 @@ class WgConfig:
         self.sections = kept + fresh
 
 
+def expires_line(config: WgConfig, peer: Section) -> tuple[int, str] | None:
+    """(0-based line, its time as written) of the peer's ``# Expires =`` comment."""
+    for index in range(peer.header + 1, peer.last_line + 1):
+        line = config.lines[index]
+        body = line[len(DISABLED_PREFIX):] if line.startswith(DISABLED_PREFIX) else line
+        if "xpires" not in body[:12] and "XPIRES" not in body[:12]:
+            continue
+        match = EXPIRES_RE.match(body)
+        if match:
+            return index, match.group("when")
+    return None
+
+
 def name_problem(name: str) -> str | None:
     """Why `name`, read from a file, cannot be used where a name becomes part of a path.
 
@@ -393,10 +513,17 @@ def check_peer_name(name: str) -> str:
 
 
 def _check_value(key: str, value: str) -> None:
+    """`value` as wg or wg-quick would take it for `key` (`SCHEMA`), on one line."""
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", key):
         raise ValidationError(f"{key!r} is not a config key")
-    if any(ch in value for ch in "\r\n#"):
-        raise ValidationError(f"{key} value must be one line without '#'")
+    entry_text(SCHEMA, key, value.strip(), fold=True)
+
+
+def _check_expires(text: str) -> str:
+    one_line(text, "Expires")
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", text):
+        raise ValidationError(f"Expires {text!r} is not a UTC time as zsn writes it")
+    return text
 
 
 def _replace_value(line: str, value: str) -> str:
@@ -602,3 +729,32 @@ def _set_peer_name(lines: list[str], peer: Section) -> None:
             if match and match.group(1).strip():
                 peer.name, peer.name_line = match.group(1).strip(), index
                 return
+
+
+class _WgQuick:
+    """wg-quick's format as zsn reads it (`zsn.meaning.Format`): ``[Interface]`` and
+    ``[Peer]`` sections (a disabled one's header marked ``#[disabled] ``), keys in lower
+    case as wg compares them, and each peer's name and expiry comments."""
+
+    name = "wg-quick"
+
+    def key(self, key: str) -> str:
+        return key.lower()
+
+    def read(self, text: str, source: str) -> Reading:
+        config = parse(text, source)
+        found: Reading = []
+        for section in config.sections:
+            entries = [MeantEntry(e.key.lower(), e.value, e.line + 1) for e in section.entries]
+            if section.name is not None and section.name_line is not None:
+                entries.append(MeantEntry(NAME_KEY, section.name, section.name_line + 1))
+            if section.kind == "Peer":
+                expiry = expires_line(config, section)
+                if expiry is not None:
+                    entries.append(MeantEntry(EXPIRES_KEY, expiry[1], expiry[0] + 1))
+            header = DISABLED_PREFIX + section.kind if section.disabled else section.kind
+            found.append(MeantSection(header, entries, section.header + 1))
+        return found
+
+
+WG_QUICK: Format = _WgQuick()

@@ -28,14 +28,14 @@ from zsn.errors import ValidationError, ZsnError
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.wireguard.config import (
-    DISABLED_PREFIX,
-    EXPIRES_RE,
     WIREGUARD_DIR,
     Section,
     WgConfig,
     config_path,
+    expires_line,
     parse_shared,
 )
+from zsn.wireguard.schema import EXPIRES_KEY
 
 if TYPE_CHECKING:
     from zsn.wireguard.model import WireGuardSnapshot
@@ -57,15 +57,10 @@ class Expiry(NamedTuple):
 
 def peer_expiry(config: WgConfig, peer: Section) -> Expiry | None:
     """The ``# Expires =`` line of `peer`, if it has one."""
-    for index in range(peer.header + 1, peer.last_line + 1):
-        line = config.lines[index]
-        body = line[len(DISABLED_PREFIX):] if line.startswith(DISABLED_PREFIX) else line
-        if "xpires" not in body[:12] and "XPIRES" not in body[:12]:
-            continue
-        match = EXPIRES_RE.match(body)
-        if match:
-            return Expiry(parse_stored(match.group("when")), index, match.group("when"))
-    return None
+    found = expires_line(config, peer)
+    if found is None:
+        return None
+    return Expiry(parse_stored(found[1]), *found)
 
 
 def parse_stored(text: str) -> int | None:
@@ -138,17 +133,8 @@ def parse_when(at: str | None, within: str | None, now: float) -> int:
 def set_expiry(config: WgConfig, peer: Section, at: int | None) -> None:
     """Write, change or (``None``) remove the peer's ``# Expires =`` line."""
     current = peer_expiry(config, peer)
-    prefix = DISABLED_PREFIX if peer.disabled else ""
-    nl = config.newline
-    if current is not None:
-        if at is None:
-            del config.lines[current.line]
-        else:
-            config.lines[current.line] = f"{prefix}# Expires = {format_stored(at)}{nl}"
-    elif at is not None:
-        config.lines.insert(peer.header + 1, f"{prefix}# Expires = {format_stored(at)}{nl}")
-    config._reindex(min(peer.header, peer.name_line if peer.name_line is not None
-                        else peer.header))
+    config.set_comment(peer, EXPIRES_KEY, None if current is None else current.line,
+                       None if at is None else format_stored(at))
 
 
 def expiries(config: WgConfig) -> dict[str, int]:

@@ -25,23 +25,33 @@ import ipaddress
 import re
 import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zsn import decode
 from zsn.errors import ParseError, ValidationError, ZsnError
+from zsn.meaning import Intent
 from zsn.plan import FileEdit, Plan
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.terminal import one_line
-from zsn.wireguard import settings
+from zsn.wireguard import addressing, settings
 from zsn.wireguard.config import PEER_NAME_RE, WIREGUARD_DIR, WgConfig, config_path, parse
-from zsn.wireguard.keys import public_key_from_private
+from zsn.wireguard.keys import is_valid_key, public_key_from_private
+from zsn.wireguard.refusals import refusals
+from zsn.wireguard.schema import HOOK_KEYS
 
 SOURCES = ("pivpn", "wg-easy", "wg-quick")
 DEFAULT_PATHS = {"pivpn": "/etc/pivpn/wireguard", "wg-easy": "/etc/wireguard",
                  "wg-quick": WIREGUARD_DIR}
 MAX_SOURCE_BYTES = 16 << 20
+MAX_PEERS = 65536
+"""More clients than this in one source is not a source zsn imports (wg-easy's largest
+subnet gives /16's worth)."""
+HOOK_NAMES = {"preup": "PreUp", "postup": "PostUp", "predown": "PreDown",
+              "postdown": "PostDown"}
 _SETUP_VAR_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 WG_EASY_MIGRATIONS = {
     # sha256 of each of wg-easy's drizzle migrations (src/server/database/migrations,
@@ -60,6 +70,26 @@ _AMNEZIA_COLUMNS = ("j_c", "j_min", "j_max", "s1", "s2", "s3", "s4", "h1", "h2",
 
 
 @dataclass
+class Written:
+    """A wg-quick config an import writes: the config (edited) and the text it was read
+    from (empty for one written from the source's data)."""
+
+    config: WgConfig
+    original: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.config.render()
+
+    def intent(self, replaces_original: bool) -> Intent:
+        """What the written file means: the edits, on the original when the file written
+        is not the original itself."""
+        if replaces_original and self.original:
+            return self.config.intent.replacing(self.original, self.config.source or "")
+        return self.config.intent
+
+
+@dataclass
 class ImportedPeer:
     name: str | None
     public_key: str
@@ -68,7 +98,9 @@ class ImportedPeer:
     endpoint: str | None = None
     enabled: bool = True
     expires: int | None = None
-    client_config: str | None = None
+    client_config: Written | None = None
+    origin: str = ""
+    """How the source names it, for messages (``client 'alice' (id 3)``)."""
 
 
 @dataclass
@@ -77,21 +109,34 @@ class Imported:
 
     source: str
     interface: str
-    config_text: str
+    written: Written
     """The wg-quick config zsn keeps for it (the source's own file, or one written)."""
     in_place: bool
-    """`config_text` is already /etc/wireguard/IFACE.conf (PiVPN's, wg-quick's own)."""
+    """`written` is already /etc/wireguard/IFACE.conf (PiVPN's, wg-quick's own)."""
     peers: list[ImportedPeer] = field(default_factory=list)
     endpoint_host: str | None = None
     notes: list[str] = field(default_factory=list)
+    commands: list[tuple[str, str]] = field(default_factory=list)
+    """(key, command) of the hooks the source runs as root when the interface goes up
+    or down: kept in the config with ``--keep-commands``, else left out."""
+
+    @property
+    def config_text(self) -> str:
+        return self.written.text
 
 
 # -- the plan ------------------------------------------------------------------------
 
 
 def plan_import(host: Host, source: str, path: str | None, *, interface: str | None = None,
-                endpoint: str | None = None, env_file: str | None = None) -> Plan:
-    """The plan that takes `source` over (nothing written before it is confirmed)."""
+                endpoint: str | None = None, env_file: str | None = None,
+                keep_commands: bool = False) -> Plan:
+    """The plan that takes `source` over (nothing written before it is confirmed).
+
+    Every value is checked as wg and wg-quick would check it; duplicate keys, names
+    and addresses are refused naming both. Commands the source runs as root (PreUp,
+    PostUp, PreDown, PostDown) are left out unless `keep_commands`, and either way the
+    plan names them; client configs never keep them."""
     where = host.path(path or DEFAULT_PATHS[source])
     try:
         if source == "pivpn":
@@ -107,9 +152,7 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
         if len(imported) != 1:
             raise ValidationError("--interface names one interface; the folder holds "
                                   f"{len(imported)}", field="interface")
-        from zsn.wireguard.addressing import check_interface_name
-
-        check_interface_name(interface)
+        addressing.check_interface_name(interface)
         imported[0].interface = interface
         imported[0].in_place = False
     plan = Plan(f"import {len(imported)} interface(s) from {source} ({where}): "
@@ -117,6 +160,8 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
     stored = settings.load(host)
     endpoints: dict[str, settings.InterfaceSettings] = {}
     for one in imported:
+        check_peers(one)
+        _commands(plan, one, keep_commands)
         _plan_interface(host, plan, one)
         current = stored.get(one.interface)
         if one.endpoint_host and not current.endpoint_host:
@@ -132,20 +177,107 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
     return plan
 
 
+def check_peers(one: Imported) -> None:
+    """Refuse what wg would refuse in `one`'s peers (a key that is not 32 bytes of
+    base64, an AllowedIPs item that is no network) and what would make two peers one:
+    the same key, name or address, naming both."""
+    if len(one.peers) > MAX_PEERS:
+        raise ValidationError(f"{one.source}: {len(one.peers)} clients; zsn imports at most "
+                              f"{MAX_PEERS}")
+    keys: dict[str, ImportedPeer] = {}
+    names: dict[str, ImportedPeer] = {}
+    addresses: dict[ipaddress.IPv4Network | ipaddress.IPv6Network, ImportedPeer] = {}
+    for peer in one.peers:
+        label = peer.origin or (f"peer {peer.name!r}" if peer.name else "a peer")
+        if not is_valid_key(peer.public_key):
+            raise ValidationError(f"{one.source}: {label}: its public key is not a WireGuard "
+                                  "key (base64 of 32 bytes)")
+        if peer.preshared_key is not None and not is_valid_key(peer.preshared_key):
+            raise ValidationError(f"{one.source}: {label}: its pre-shared key is not a "
+                                  "WireGuard key (base64 of 32 bytes)")
+        for seen, value in ((keys, peer.public_key), (names, peer.name)):
+            if value is None:
+                continue
+            other = seen.setdefault(value, peer)
+            if other is not peer:
+                what = "public key" if seen is keys else "name"
+                raise ValidationError(f"{one.source}: {other.origin or other.name} and {label} "
+                                      f"have the same {what}: wg would take them for one peer")
+        for item in peer.allowed_ips:
+            try:
+                network = ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValidationError(f"{one.source}: {label}: {item!r} is not an address or "
+                                      "network") from None
+            if network.prefixlen != network.max_prefixlen:
+                continue  # a routed subnet: overlaps are the admin's (lint says so)
+            other = addresses.setdefault(network, peer)
+            if other is not peer:
+                raise ValidationError(f"{one.source}: {other.origin or other.name} and {label} "
+                                      f"have the same address {network.network_address}")
+
+
+def _commands(plan: Plan, one: Imported, keep: bool) -> None:
+    """Name the commands `one` runs as root; keep them only when asked to."""
+    config = one.written.config
+    section = config.interface
+    found = [(entry.key, entry.value) for entry in section.entries
+             if entry.key.lower() in HOOK_KEYS] if section else []
+    found += one.commands
+    if not found:
+        return
+    listed = "; ".join(f"{key} = {command}" for key, command in found)
+    if keep:
+        for key, command in one.commands:
+            if section is None:
+                section = config.append_interface([])
+            config.append_entry(section, key, command)
+            section = config.interface
+        plan.warnings.append(f"{one.interface}: commands wg-quick will run as root when it "
+                             f"goes up or down (kept: --keep-commands): {listed}")
+        return
+    if section is not None:
+        for key in HOOK_KEYS:
+            if section.entries_for(key):
+                config.remove_key(section, key)
+                section = config.interface
+                assert section is not None
+    plan.notes.append(f"{one.interface}: left out, commands {one.source} had wg-quick run as "
+                      f"root (import with --keep-commands to keep them): {listed}")
+
+
+def _drop_client_commands(written: Written, what: str, notes: list[str]) -> Written:
+    """A client config without the commands it would run as root on the client: zsn
+    never hands out one that has them (`zsn peer show`)."""
+    section = written.config.interface
+    dropped = [f"{e.key} = {e.value}" for e in section.entries
+               if e.key.lower() in HOOK_KEYS] if section else []
+    for key in HOOK_KEYS:
+        section = written.config.interface
+        if section is not None and section.entries_for(key):
+            written.config.remove_key(section, key)
+    if dropped:
+        notes.append(f"{what}: left out, commands it ran as root on the client: "
+                     + "; ".join(dropped))
+    return written
+
+
 def _plan_interface(host: Host, plan: Plan, one: Imported) -> None:
     from zsn.wireguard.server import client_config_path
 
+    text = one.written.text
     try:
-        parse(one.config_text, f"{one.interface}.conf")
+        parse(text, f"{one.interface}.conf")
     except ParseError as exc:  # a reader's output must be a config zsn reads itself
         raise ZsnError(f"{one.source}: the config made for {one.interface} does not parse: "
                        f"{exc}") from exc
     target = config_path(host, one.interface)
     if not one.in_place:
-        _plan_file(plan, target, one.config_text, f"{one.interface}'s config")
-    elif files.exists(target) and files.read_text(target) != one.config_text:
-        plan.steps.append(FileEdit(target, files.read_tracked(target), one.config_text,
-                                   mode=files.PRIVATE_FILE_MODE))
+        _plan_file(plan, target, one.written, f"{one.interface}'s config")
+    elif files.exists(target) and files.read_text(target) != text:
+        plan.steps.append(FileEdit(target, files.read_tracked(target), text,
+                                   mode=files.PRIVATE_FILE_MODE,
+                                   intent=one.written.intent(replaces_original=False)))
     for peer in one.peers:
         if peer.client_config is None or peer.name is None:
             continue
@@ -157,14 +289,39 @@ def _plan_interface(host: Host, plan: Plan, one: Imported) -> None:
                    peer.client_config, f"client config of {peer.name}")
 
 
-def _plan_file(plan: Plan, path: Path, text: str, what: str) -> None:
+def _plan_file(plan: Plan, path: Path, written: Written, what: str) -> None:
+    text = written.text
     if files.lexists(path):
         if files.is_link(path) or files.read_text(path) != text:
             raise ValidationError(f"{path} exists and differs from the imported {what}: "
                                   "move it away or import under another name (--interface)")
         return
     plan.steps.append(FileEdit(path, None, text, mode=files.PRIVATE_FILE_MODE,
-                               private_dir=True, backup=False))
+                               private_dir=True, backup=False,
+                               intent=written.intent(replaces_original=True)))
+
+
+def _read_config(text: str, source: str) -> WgConfig:
+    """A wg-quick config from a source, refused (naming the line) where wg or wg-quick
+    would refuse it."""
+    try:
+        config = parse(text, source)
+    except ParseError as exc:
+        raise ValidationError(f"{exc}: not imported") from None
+    found = refusals(config)
+    if found:
+        raise ValidationError(f"{source}:{found[0].line + 1}: {found[0].message}; wg would "
+                              "refuse it: not imported")
+    return config
+
+
+@contextmanager
+def _about(source: str, what: str) -> Iterator[None]:
+    """A value of the source that zsn refuses to write is named as the source names it."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise ValidationError(f"{source}: {what}: {exc}", field=exc.field) from None
 
 
 # -- PiVPN ---------------------------------------------------------------------------
@@ -179,7 +336,8 @@ def read_setup_vars(text: str, source: str) -> dict[str, str]:
             continue
         match = _SETUP_VAR_RE.match(stripped)
         if match is None:
-            raise ParseError(f"not a KEY=value line: {stripped[:40]!r}", number, source)
+            raise ValidationError(f"{source}:{number}: not a KEY=value line: "
+                                  f"{stripped[:40]!r}")
         value = match.group(2)
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
@@ -196,30 +354,36 @@ def read_pivpn(host: Host, folder: Path) -> Imported:
     if values.get("VPN", "wireguard") != "wireguard":
         raise ValidationError(f"{setup_path}: a PiVPN {values['VPN']} install, not WireGuard")
     interface = values.get("pivpnDEV", "wg0")
+    endpoint_host = values.get("pivpnHOST") or None
+    with _about(str(setup_path), "pivpnDEV"):
+        addressing.check_interface_name(interface)
+    if endpoint_host is not None:
+        with _about(str(setup_path), "pivpnHOST"):
+            endpoint_host = addressing.check_endpoint_host(endpoint_host)
     server_path = config_path(host, interface)
     if not files.exists(server_path):
         raise ValidationError(f"{server_path}: PiVPN's server config is missing")
     text = files.read_text(server_path)
-    config = parse(text, str(server_path))
-    imported = Imported("pivpn", interface, text, True,
-                        endpoint_host=values.get("pivpnHOST") or None)
+    config = _read_config(text, str(server_path))
+    imported = Imported("pivpn", interface, Written(config.copy(), text), True,
+                        endpoint_host=endpoint_host)
     known = _pivpn_clients(host, imported)
     configs_dir = host.path(f"{WIREGUARD_DIR}/configs")
     for peer in config.all_peers:
         key = peer.get("PublicKey") or ""
-        client_text = None
-        client_path = configs_dir / f"{peer.name}.conf" if peer.name else None
-        if client_path is not None and "/" not in (peer.name or "") and files.exists(
-                client_path):
+        client = None
+        name = peer.client_file_name
+        client_path = configs_dir / f"{name}.conf" if name else None
+        if client_path is not None and files.exists(client_path):
             client_text = files.read_text(client_path)
-            if _client_public_key(client_text, str(client_path)) != key:
-                imported.notes.append(f"{client_path}: its private key is not {peer.name}'s; "
-                                      "not copied")
-                client_text = None
+            client = _client_config(client_text, str(client_path), key, imported.notes)
+            if client is not None:
+                client = _drop_client_commands(client, str(client_path), imported.notes)
         imported.peers.append(ImportedPeer(peer.name, key, peer.get("PresharedKey"),
                                            peer.get_all("AllowedIPs"),
                                            enabled=not peer.disabled,
-                                           client_config=client_text))
+                                           client_config=client,
+                                           origin=f"{server_path.name}: {peer.label}"))
         known.pop(key, None)
     for key, name in known.items():
         imported.notes.append(f"configs/clients.txt lists {name} ({key[:8]}…), which "
@@ -241,9 +405,18 @@ def _pivpn_clients(host: Host, imported: Imported) -> dict[str, str]:
     return found
 
 
+def _client_config(text: str, source: str, key: str, notes: list[str]) -> Written | None:
+    """A client config the source kept, when its private key is the peer's; else a note."""
+    public = _client_public_key(text, source)
+    if public != key:
+        notes.append(f"{source}: its private key is not the peer's; not copied")
+        return None
+    return Written(parse(text, source), text)
+
+
 def _client_public_key(text: str, source: str) -> str | None:
     try:
-        client = parse(text, source)
+        client = _read_config(text, source)
         private = client.interface.get("PrivateKey") if client.interface else None
         return public_key_from_private(private) if private else None
     except ZsnError:
@@ -262,7 +435,7 @@ def read_env_file(path: Path) -> dict[str, str]:
             continue
         key, equals, value = stripped.removeprefix("export ").partition("=")
         if not equals:
-            raise ParseError(f"not a KEY=VALUE line: {stripped[:40]!r}", number, str(path))
+            raise ValidationError(f"{path}:{number}: not a KEY=VALUE line: {stripped[:40]!r}")
         found[key.strip()] = value.strip().strip("\"'")
     return found
 
@@ -323,6 +496,22 @@ class _V14Document:
     clients: dict[str, _V14Client]
 
 
+def _endpoint(source: str, host_name: str, port: str | int) -> tuple[str, int]:
+    with _about(source, "the endpoint clients connect to"):
+        return addressing.check_endpoint_host(host_name), addressing.check_port(port, "port")
+
+
+def _client_text(source: str, what: str, interface: list[tuple[str, str]],
+                 peer: list[tuple[str, str]], notes: list[str]) -> Written:
+    """The client config a wg-easy hands out, made by zsn's renderer (every value
+    checked as wg-quick reads it)."""
+    config = WgConfig.new(source)
+    with _about(source, what):
+        config.append_interface(interface)
+        config.append_peer(None, peer)
+    return Written(config)
+
+
 def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> Imported:
     data = decode.from_json(files.read_text(path, MAX_SOURCE_BYTES), _V14Document, str(path))
     server, clients = data.server, data.clients
@@ -335,46 +524,70 @@ def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> 
     config_port = env.get("WG_CONFIG_PORT", port)
     if ":" in host_name and not host_name.startswith("["):
         host_name, _, config_port = host_name.rpartition(":")
-    server_address = ipaddress.IPv4Address(server.address)
+    source = str(path)
+    host_name, client_port = _endpoint(source, host_name, config_port)
+    with _about(source, "server"):
+        server_address = addressing.check_ip(server.address, "address")
+        server_public = public_key_from_private(_key(server.privateKey, "privateKey"))
     notes: list[str] = []
-    imported = Imported("wg-easy v14", "wg0", "", False, endpoint_host=host_name, notes=notes)
-    server_public = public_key_from_private(server.privateKey)
+    written = WgConfig.new(source)
+    imported = Imported("wg-easy v14", "wg0", Written(written), False, endpoint_host=host_name,
+                        notes=notes)
     dns = env.get("WG_DEFAULT_DNS", "1.1.1.1")
     allowed = env.get("WG_ALLOWED_IPS", "0.0.0.0/0, ::/0")
     keepalive = env.get("WG_PERSISTENT_KEEPALIVE", "0")
     mtu = env.get("WG_MTU")
-    for client in clients.values():
+    for variable, key in (("WG_PRE_UP", "PreUp"), ("WG_POST_UP", "PostUp"),
+                          ("WG_PRE_DOWN", "PreDown"), ("WG_POST_DOWN", "PostDown")):
+        if env.get(variable):
+            imported.commands.append((key, env[variable]))
+    if len(clients) > MAX_PEERS:
+        raise ValidationError(f"{path}: {len(clients)} clients; zsn imports at most {MAX_PEERS}")
+    for client_id, client in clients.items():
+        origin = f"client {client.name[:40]!r} ({client_id[:40]})"
         name = _wg_easy_name(client.name, notes)
-        address = str(ipaddress.IPv4Address(client.address))
         psk = client.preSharedKey or None
-        text = None
+        with _about(source, origin):
+            address = str(addressing.check_ip(client.address, "address"))
+            if psk is not None:
+                psk = _key(psk, "preSharedKey")
+        client_config = None
         if client.privateKey:
             # What wg-easy v14 hands its clients (lib/WireGuard.js getClientConfiguration).
-            lines = ["[Interface]", f"PrivateKey = {client.privateKey}",
-                     f"Address = {address}/24"]
+            interface = [("PrivateKey", _key(client.privateKey, "privateKey", source, origin)),
+                         ("Address", f"{address}/24")]
             if dns:
-                lines.append(f"DNS = {dns}")
+                interface.append(("DNS", dns))
             if mtu:
-                lines.append(f"MTU = {mtu}")
-            lines += ["", "[Peer]", f"PublicKey = {server_public}"]
+                interface.append(("MTU", mtu))
+            peer = [("PublicKey", server_public)]
             if psk:
-                lines.append(f"PresharedKey = {psk}")
-            lines += [f"AllowedIPs = {allowed}", f"PersistentKeepalive = {keepalive}",
-                      f"Endpoint = {host_name}:{config_port}"]
-            text = "\n".join(lines) + "\n"
+                peer.append(("PresharedKey", psk))
+            peer += [("AllowedIPs", allowed), ("PersistentKeepalive", keepalive),
+                     ("Endpoint", addressing.format_endpoint(host_name, client_port))]
+            client_config = _client_text(source, origin, interface, peer, notes)
         imported.peers.append(ImportedPeer(
             name, client.publicKey, psk, [f"{address}/32"], enabled=client.enabled,
-            expires=_iso_time(client.expiredAt) if client.expiredAt else None,
-            client_config=text))
-    interface_lines = [f"Address = {server_address}/24", f"ListenPort = {port}",
-                       f"PrivateKey = {server.privateKey}"]
+            expires=_iso_time(client.expiredAt, source, origin) if client.expiredAt else None,
+            client_config=client_config, origin=origin))
+    interface_lines = [("Address", f"{server_address}/24"), ("ListenPort", port),
+                       ("PrivateKey", server.privateKey)]
     if mtu:
-        interface_lines.append(f"MTU = {mtu}")
-    imported.config_text = _server_config(f"imported from wg-easy v14 ({path})",
-                                          interface_lines, imported.peers)
+        interface_lines.append(("MTU", mtu))
+    check_peers(imported)
+    _server_config(written, f"imported from wg-easy v14 ({path})", interface_lines,
+                   imported.peers)
     notes.append("wg-easy NATed its clients with iptables rules of its container (PostUp); "
                  "on this host: zsn wg gateway wg0")
     return imported
+
+
+def _key(value: object, what: str, source: str = "", origin: str = "") -> str:
+    """A key from a source, refused unless it is one wg takes (base64 of 32 bytes)."""
+    if isinstance(value, str) and is_valid_key(value):
+        return value
+    place = f"{source}: {origin}: " if source else ""
+    raise ValidationError(f"{place}{what} is not a WireGuard key (base64 of 32 bytes)")
 
 
 @dataclass
@@ -388,6 +601,7 @@ class _V15Interface:
     ipv4_cidr: str
     ipv6_cidr: str
     mtu: int
+    device: str = ""
 
     def __post_init__(self) -> None:
         ipaddress.IPv4Network(self.ipv4_cidr, strict=False)  # ValueError: named
@@ -431,6 +645,16 @@ class _V15Client:
     def __post_init__(self) -> None:
         ipaddress.IPv4Address(self.ipv4_address)
         ipaddress.IPv6Address(self.ipv6_address)
+
+
+@dataclass
+class _V15Hooks:
+    """``hooks_table``: the server's commands, with wg-easy's placeholders."""
+
+    pre_up: str = ""
+    post_up: str = ""
+    pre_down: str = ""
+    post_down: str = ""
 
 
 def _read_wg_easy_v15(path: Path, endpoint: str | None) -> Imported:
@@ -478,6 +702,16 @@ def _read_v15_tables(db: sqlite3.Connection, path: Path, endpoint: str | None) -
     wg = decode.convert(raw, _V15Interface, source, "interfaces_table")
     if wg.private_key == "---default---":
         raise ValidationError(f"{path}: wg-easy's setup never finished (no server key yet)")
+    with _about(source, "interfaces_table"):
+        addressing.check_interface_name(wg.name)
+        private = _key(wg.private_key, "private_key")
+        server_public = _key(wg.public_key, "public_key")
+        v4 = addressing.check_network(wg.ipv4_cidr, "ipv4_cidr")
+        v6 = addressing.check_network(wg.ipv6_cidr, "ipv6_cidr")
+        addressing.check_port(wg.port, "port")
+    if public_key_from_private(private) != server_public:
+        raise ValidationError(f"{source}: interfaces_table: public_key is not the public key "
+                              "of private_key")
     config = decode.convert(dict(db.execute("SELECT * FROM user_configs_table WHERE id = ?",
                                             (wg.name,)).fetchone() or {}),
                             _V15Config, source, "user_configs_table")
@@ -485,82 +719,148 @@ def _read_v15_tables(db: sqlite3.Connection, path: Path, endpoint: str | None) -
     if not host_name:
         raise ValidationError("no endpoint in the database (wg-easy's host): give --endpoint",
                               field="endpoint")
+    host_name, client_port = _endpoint(source, host_name, config.port or wg.port)
     notes: list[str] = []
-    imported = Imported("wg-easy v15", wg.name, "", False, endpoint_host=host_name,
-                        notes=notes)
+    written = WgConfig.new(source)
+    imported = Imported("wg-easy v15", wg.name, Written(written), False,
+                        endpoint_host=host_name, notes=notes)
     if any(raw.get(column) for column in _AMNEZIA_COLUMNS):
         # Written by its migrations as defaults; used only when wg-easy ran AmneziaWG
         # (WG_EXECUTABLE=awg, in its container's environment, not in the database).
         notes.append("wg-easy keeps AmneziaWG parameters, used only if it ran AmneziaWG "
                      "(WG_EXECUTABLE=awg): clients of such a wg-easy need new configs for "
                      "plain WireGuard")
-    v4 = ipaddress.ip_network(wg.ipv4_cidr, strict=False)
-    v6 = ipaddress.ip_network(wg.ipv6_cidr, strict=False)
-    for row in db.execute("SELECT * FROM clients_table WHERE interface_id = ? ORDER BY id",
-                          (wg.name,)):
+    hooks = decode.convert(dict(db.execute("SELECT pre_up, post_up, pre_down, post_down FROM "
+                                           "hooks_table WHERE id = ?", (wg.name,)).fetchone()
+                                or {}), _V15Hooks, source, "hooks_table")
+    for command, key in ((hooks.pre_up, "PreUp"), (hooks.post_up, "PostUp"),
+                         (hooks.pre_down, "PreDown"), (hooks.post_down, "PostDown")):
+        if command:
+            imported.commands.append((key, _wg_easy_template(command, wg, v4, v6)))
+    rows = db.execute("SELECT * FROM clients_table WHERE interface_id = ? ORDER BY id "
+                      "LIMIT ?", (wg.name, MAX_PEERS + 1)).fetchall()
+    if len(rows) > MAX_PEERS:
+        raise ValidationError(f"{path}: more than {MAX_PEERS} clients; zsn imports at most "
+                              f"{MAX_PEERS}")
+    for row in rows:
         client = decode.convert(dict(row), _V15Client, source, "clients_table")
-        name = _wg_easy_name(client.name, notes)
-        allowed_ips = [f"{client.ipv4_address}/32", f"{client.ipv6_address}/128",
-                       *_json_list(client.server_allowed_ips, path, "server_allowed_ips")]
-        client_allowed = _json_list(client.allowed_ips or config.default_allowed_ips, path,
-                                    "allowed_ips")
-        dns = _json_list(client.dns or config.default_dns, path, "dns")
-        # What wg-easy v15 hands its clients (server/utils/wgHelper.ts generateClientConfig).
-        lines = ["[Interface]", f"PrivateKey = {client.private_key}",
-                 f"Address = {client.ipv4_address}/{v4.prefixlen}, "
-                 f"{client.ipv6_address}/{v6.prefixlen}", f"MTU = {client.mtu}"]
-        if dns:
-            lines.append(f"DNS = {', '.join(dns)}")
-        lines += ["", "[Peer]", f"PublicKey = {wg.public_key}",
-                  f"PresharedKey = {client.pre_shared_key}",
-                  f"AllowedIPs = {', '.join(client_allowed)}",
-                  f"PersistentKeepalive = {client.persistent_keepalive}",
-                  f"Endpoint = {host_name}:{config.port or wg.port}"]
-        imported.peers.append(ImportedPeer(
-            name, client.public_key, client.pre_shared_key, allowed_ips,
-            endpoint=client.server_endpoint or None, enabled=bool(client.enabled),
-            expires=_iso_time(client.expires_at) if client.expires_at else None,
-            client_config="\n".join(lines) + "\n"))
-        if any((client.pre_up, client.post_up, client.pre_down, client.post_down)):
-            notes.append(f"{name}'s client-side hooks are in its client config only as "
-                         "wg-easy wrote them: check them before handing it out again")
-    interface_lines = [f"Address = {next(v4.hosts())}/{v4.prefixlen}, "
-                       f"{next(v6.hosts())}/{v6.prefixlen}",
-                       f"ListenPort = {wg.port}", f"PrivateKey = {wg.private_key}",
-                       f"MTU = {wg.mtu}"]
-    imported.config_text = _server_config(f"imported from wg-easy v15 ({path})",
-                                          interface_lines, imported.peers)
+        imported.peers.append(_v15_client(client, path, config, host_name, client_port,
+                                          (v4, v6), server_public, notes))
+    interface_lines = [("Address", f"{next(v4.hosts())}/{v4.prefixlen}, "
+                                   f"{next(v6.hosts())}/{v6.prefixlen}"),
+                       ("ListenPort", str(wg.port)), ("PrivateKey", private),
+                       ("MTU", str(wg.mtu))]
+    check_peers(imported)
+    _server_config(written, f"imported from wg-easy v15 ({path})", interface_lines,
+                   imported.peers)
     notes.append("wg-easy NATed its clients with its hooks (iptables/ip6tables PostUp); on "
                  f"this host: zsn wg gateway {wg.name}")
     return imported
 
 
-def _iso_time(text: str) -> int | None:
-    from zsn.wireguard.expiry import parse_stored
+def _v15_client(client: _V15Client, path: Path, config: _V15Config, host_name: str,
+                client_port: int, networks: tuple[addressing.IPNetwork, addressing.IPNetwork],
+                server_public: str, notes: list[str]) -> ImportedPeer:
+    source = str(path)
+    origin = f"client {client.name[:40]!r} (id {client.id})"
+    name = _wg_easy_name(client.name, notes)
+    v4, v6 = networks
+    with _about(source, origin):
+        public = _key(client.public_key, "public_key")
+        psk = _key(client.pre_shared_key, "pre_shared_key")
+        private = _key(client.private_key, "private_key")
+    allowed_ips = [f"{client.ipv4_address}/32", f"{client.ipv6_address}/128",
+                   *_json_list(client.server_allowed_ips, path, "server_allowed_ips")]
+    client_allowed = _json_list(client.allowed_ips or config.default_allowed_ips, path,
+                                "allowed_ips")
+    dns = _json_list(client.dns or config.default_dns, path, "dns")
+    # What wg-easy v15 hands its clients (server/utils/wgHelper.ts generateClientConfig).
+    interface = [("PrivateKey", private),
+                 ("Address", f"{client.ipv4_address}/{v4.prefixlen}, "
+                             f"{client.ipv6_address}/{v6.prefixlen}"),
+                 ("MTU", str(client.mtu))]
+    if dns:
+        interface.append(("DNS", ", ".join(dns)))
+    peer = [("PublicKey", server_public), ("PresharedKey", psk),
+            ("AllowedIPs", ", ".join(client_allowed)),
+            ("PersistentKeepalive", str(client.persistent_keepalive)),
+            ("Endpoint", addressing.format_endpoint(host_name, client_port))]
+    text = _client_text(source, origin, interface, peer, notes)
+    hooks = [f"{key} = {command}" for command, key in (
+        (client.pre_up, "PreUp"), (client.post_up, "PostUp"), (client.pre_down, "PreDown"),
+        (client.post_down, "PostDown")) if command]
+    if hooks:
+        notes.append(f"{name}: left out of its client config, commands wg-easy had it run as "
+                     "root on the client: " + "; ".join(hooks))
+    server_endpoint = None
+    if client.server_endpoint:
+        with _about(source, f"{origin}: server_endpoint"):
+            server_endpoint = _checked_endpoint(client.server_endpoint)
+    return ImportedPeer(name, public, psk, allowed_ips, endpoint=server_endpoint,
+                        enabled=bool(client.enabled),
+                        expires=_iso_time(client.expires_at, source, origin)
+                        if client.expires_at else None,
+                        client_config=text, origin=origin)
 
-    return parse_stored(text.replace(" ", "T") + ("Z" if text[-1:].isdigit() else ""))
+
+def _checked_endpoint(text: str) -> str:
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        raise ValidationError(f"{text!r} has no :port")
+    return addressing.format_endpoint(addressing.check_endpoint_host(host),
+                                      addressing.check_port(port, "port"))
 
 
-def _server_config(origin: str, interface_lines: list[str], peers: list[ImportedPeer]) -> str:
-    """A server config written from a source's data, in zsn's own layout."""
+def _wg_easy_template(template: str, wg: _V15Interface, v4: addressing.IPNetwork,
+                      v6: addressing.IPNetwork) -> str:
+    """A wg-easy hook with its placeholders filled in as wg-easy fills them
+    (server/utils/WireGuard.ts iptablesTemplate)."""
+    return (template.replace("{{ipv4Cidr}}", str(v4)).replace("{{ipv6Cidr}}", str(v6))
+            .replace("{{device}}", wg.device).replace("{{port}}", str(wg.port)))
+
+
+def _iso_time(text: str, source: str, origin: str) -> int:
+    """An expiry from wg-easy (ISO 8601, or SQLite's ``YYYY-MM-DD HH:MM:SS`` in UTC),
+    refused when zsn cannot read it: never taken for "never expires"."""
+    from zsn.wireguard.expiry import format_stored, parse_stored
+
+    try:
+        at = parse_stored(text.replace(" ", "T") + ("Z" if text[-1:].isdigit() else ""))
+    except (ValueError, OverflowError, OSError):
+        at = None
+    if at is not None:
+        try:
+            format_stored(at)  # within what zsn writes back (years 1970 to 9999)
+        except (ValueError, OverflowError, OSError):
+            at = None
+    if at is None or at < 0:
+        raise ValidationError(f"{source}: {origin}: expiry {text[:40]!r} is not a date and "
+                              "time zsn can read: not imported (it would never expire)")
+    return at
+
+
+def _server_config(config: WgConfig, origin: str, interface_lines: list[tuple[str, str]],
+                   peers: list[ImportedPeer]) -> None:
+    """A server config written from a source's data, in zsn's own layout, by zsn's
+    renderer (every value checked as wg and wg-quick read it)."""
     from zsn.wireguard.expiry import format_stored
 
-    lines = [f"# {origin}", "[Interface]", *interface_lines]
+    source = config.source or ""
+    with _about(source, "server"):
+        config.append_comment(origin)
+        config.append_interface(interface_lines)
     for peer in peers:
-        block = [f"# {peer.name}" if peer.name else "", "[Peer]"]
-        if peer.expires is not None:
-            block.append(f"# Expires = {format_stored(peer.expires)}")
-        block.append(f"PublicKey = {peer.public_key}")
+        fields = [("PublicKey", peer.public_key)]
         if peer.preshared_key:
-            block.append(f"PresharedKey = {peer.preshared_key}")
-        block.append(f"AllowedIPs = {', '.join(peer.allowed_ips)}")
+            fields.append(("PresharedKey", peer.preshared_key))
+        fields.append(("AllowedIPs", ", ".join(peer.allowed_ips)))
         if peer.endpoint:
-            block.append(f"Endpoint = {peer.endpoint}")
-        block = [line for line in block if line]
-        if not peer.enabled:
-            block = [f"#[disabled] {line}" for line in block]
-        lines += ["", *block]
-    return "\n".join(lines) + "\n"
+            fields.append(("Endpoint", peer.endpoint))
+        with _about(source, peer.origin):
+            section = config.append_peer(peer.name, fields, expires=None if peer.expires is None
+                                         else format_stored(peer.expires))
+            if not peer.enabled:
+                config.disable_peer(section)
 
 
 # -- plain wg-quick folders -----------------------------------------------------------
@@ -574,7 +874,7 @@ def read_wg_quick(host: Host, folder: Path) -> list[Imported]:
         if not files.is_file(path):
             continue
         text = files.read_text(path)
-        parsed[path.stem] = (text, parse(text, str(path)))  # a line it cannot read: refused
+        parsed[path.stem] = (text, _read_config(text, str(path)))  # refused naming the line
     if not parsed:
         raise ValidationError(f"{folder}: no *.conf files")
     clients = {name: entry for name, entry in parsed.items() if _is_client(entry[1])}
@@ -586,34 +886,39 @@ def read_wg_quick(host: Host, folder: Path) -> list[Imported]:
     by_key = {_client_public_key(text, name): (name, text) for name, (text, _c) in clients.items()}
     found: list[Imported] = []
     for name, (text, config) in servers.items():
-        from zsn.wireguard.addressing import check_interface_name
-
-        check_interface_name(name)
+        with _about(f"{folder}/{name}.conf", "its name"):
+            addressing.check_interface_name(name)
         edited = config.copy()
-        imported = Imported("wg-quick", name, text, in_place)
+        imported = Imported("wg-quick", name, Written(edited, text), in_place)
         for index in range(len(edited.all_peers)):
             peer = edited.all_peers[index]  # afresh: a name added above moves the lines
             key = peer.get("PublicKey") or ""
             client = by_key.get(key)
             peer_name = peer.name
-            if peer_name is None and client is not None and PEER_NAME_RE.fullmatch(client[0]):
+            if peer_name is None and client is not None and PEER_NAME_RE.fullmatch(client[0]) \
+                    and edited.find_peer(client[0]) is None:
                 peer_name = client[0]
-                edited.lines.insert(peer.header, f"# {peer_name}{edited.newline}")
-                edited._reindex(peer.header)
+                edited.rename_peer(peer, peer_name)
                 imported.notes.append(f"peer {key[:8]}… of {name} is named {peer_name} after "
                                       f"its client config {client[0]}.conf")
+            written = None
+            if client is not None:
+                source = f"{folder}/{client[0]}.conf"
+                written = _drop_client_commands(Written(parse(client[1], source), client[1]),
+                                                source, imported.notes)
             imported.peers.append(ImportedPeer(
-                peer_name, key, None, peer.get_all("AllowedIPs"), enabled=not peer.disabled,
-                client_config=client[1] if client is not None else None))
+                peer_name, key, edited.all_peers[index].get("PresharedKey"),
+                peer.get_all("AllowedIPs"), enabled=not peer.disabled, client_config=written,
+                origin=f"{name}.conf: {edited.all_peers[index].label}"))
         for entry in edited.interface.entries_for("Address") if edited.interface else []:
             if "fe80:" in entry.value.lower():
                 imported.notes.append(f"{name}.conf has link-local addresses (fe80::) that "
                                       "`wg-quick save` recorded from the device; harmless")
                 break
-        imported.config_text = edited.render()
         found.append(imported)
     for name in clients:
-        if not any(p.client_config == clients[name][0] for i in found for p in i.peers):
+        if not any(p.client_config is not None and p.client_config.original == clients[name][0]
+                   for i in found for p in i.peers):
             found[0].notes.append(f"{name}.conf is a client of no server here: left as it is")
     return found
 
@@ -621,4 +926,3 @@ def read_wg_quick(host: Host, folder: Path) -> list[Imported]:
 def _is_client(config: WgConfig) -> bool:
     peers = config.peers
     return len(peers) == 1 and peers[0].get("Endpoint") is not None
-

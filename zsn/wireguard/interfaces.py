@@ -33,14 +33,12 @@ WG_QUICK_TIMEOUT = 30.0
 
 
 def render_server_config(name: str, addresses: list[str], listen_port: int,
-                         private_key: str) -> str:
-    return (
-        f"# {name}: WireGuard server, written by zsn\n"
-        "[Interface]\n"
-        f"Address = {', '.join(addresses)}\n"
-        f"ListenPort = {listen_port}\n"
-        f"PrivateKey = {private_key}\n"
-    )
+                         private_key: str) -> WgConfig:
+    config = WgConfig.new()
+    config.append_comment(f"{name}: WireGuard server, written by zsn")
+    config.append_interface([("Address", ", ".join(addresses)),
+                             ("ListenPort", str(listen_port)), ("PrivateKey", private_key)])
+    return config
 
 
 def plan_create_interface(host: Host, name: str, addresses: list[str], listen_port: int | str,
@@ -63,10 +61,11 @@ def plan_create_interface(host: Host, name: str, addresses: list[str], listen_po
     with about_input("endpoint"):
         endpoint = addressing.check_endpoint_host(endpoint_host) if endpoint_host else None
     keys = KeyPair.generate()
-    text = render_server_config(name, [str(a) for a in parsed], port, keys.private_key)
+    config = render_server_config(name, [str(a) for a in parsed], port, keys.private_key)
     plan = Plan(f"create WireGuard interface {name} ({', '.join(map(str, parsed))}, "
                 f"port {port})")
-    plan.steps.append(FileEdit(path, None, text, mode=files.PRIVATE_FILE_MODE, private_dir=True))
+    plan.steps.append(FileEdit(path, None, config.render(), mode=files.PRIVATE_FILE_MODE,
+                               private_dir=True, intent=config.intent))
     if endpoint:
         stored = settings.load(host)
         current = stored.get(name)

@@ -411,8 +411,7 @@ def _plan_use_percent_i(host: Host, interface: str, line: int, other: str) -> Pl
     wrong = re.compile(rf"(-i|--in-interface|iifname)(\s+\"?){re.escape(other)}(?=[\s\";]|$)")
     fixed = "".join(part if _crosses_into(part, interface) else wrong.sub(r"\g<1>\g<2>%i", part)
                     for part in _COMMAND_SPLIT_RE.split(entry.value))
-    edited.lines[line] = edited.lines[line].replace(entry.value, fixed, 1)
-    edited = parse(edited.render(), str(server.path))
+    edited.set_entry(section, entry, fixed)
     return Plan(f"use %i instead of {other} in {server.path}:{line + 1}", [server.edit(edited)])
 
 
@@ -505,5 +504,6 @@ def _plan_keepalive(path: Path) -> Plan:
         if peer.get("Endpoint") and not peer.get("PersistentKeepalive"):
             config.set_value(peer, "PersistentKeepalive", str(DEFAULT_KEEPALIVE))
     return Plan(f"add PersistentKeepalive = {DEFAULT_KEEPALIVE} to {path}",
-                [FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)])
+                [FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE,
+                          intent=config.intent)])
 

@@ -29,7 +29,13 @@ from zsn.wireguard.actions import (
     routes_check,
     settings_of,
 )
-from zsn.wireguard.config import Section, check_peer_name, config_path, parse
+from zsn.wireguard.config import (
+    Section,
+    WgConfig,
+    check_peer_name,
+    config_path,
+    parse,
+)
 from zsn.wireguard.device import LiveDevice, PeerSettings
 from zsn.wireguard.keys import (
     KeyPair,
@@ -38,6 +44,7 @@ from zsn.wireguard.keys import (
     is_valid_key,
     public_key_from_private,
 )
+from zsn.wireguard.schema import HOOK_KEYS
 from zsn.wireguard.server import (
     DEFAULT_KEEPALIVE,
     ServerConfig,
@@ -169,22 +176,24 @@ def render_client_config(
     *, name: str, interface: str, private_key: str | None, addresses: list[str], dns: list[str],
     server_public_key: str, preshared_key: str | None, allowed_ips: list[str], endpoint: str,
     keepalive: int | None,
-) -> str:
-    lines = [f"# {name}: client of {interface}, written by zsn", "[Interface]"]
-    if private_key:
-        lines.append(f"PrivateKey = {private_key}")
-    else:
-        lines.append("# PrivateKey: the device's own key (its public key was given to zsn)")
-    lines.append(f"Address = {', '.join(addresses)}")
+) -> WgConfig:
+    """The client config of a peer zsn adds (`WgConfig.render` gives its text)."""
+    config = WgConfig.new()
+    config.append_comment(f"{check_peer_name(name)}: client of {interface}, written by zsn")
+    fields = [("PrivateKey", private_key)] if private_key else []
+    fields.append(("Address", ", ".join(addresses)))
     if dns:
-        lines.append(f"DNS = {', '.join(dns)}")
-    lines += ["", f"# {interface} server", "[Peer]", f"PublicKey = {server_public_key}"]
+        fields.append(("DNS", ", ".join(dns)))
+    config.append_interface(fields, note=None if private_key else (
+        "PrivateKey: the device's own key (its public key was given to zsn)"))
+    peer = [("PublicKey", server_public_key)]
     if preshared_key:
-        lines.append(f"PresharedKey = {preshared_key}")
-    lines += [f"AllowedIPs = {', '.join(allowed_ips)}", f"Endpoint = {endpoint}"]
+        peer.append(("PresharedKey", preshared_key))
+    peer += [("AllowedIPs", ", ".join(allowed_ips)), ("Endpoint", endpoint)]
     if keepalive:
-        lines.append(f"PersistentKeepalive = {keepalive}")
-    return "\n".join(lines) + "\n"
+        peer.append(("PersistentKeepalive", str(keepalive)))
+    config.append_peer(None, peer, label=f"{interface} server")
+    return config
 
 
 def _live_only_peers(server: ServerConfig, device: LiveDevice | None
@@ -257,17 +266,19 @@ def plan_add_peer(host: Host, request: PeerRequest) -> tuple[Plan, ClientConfig]
     fields.append(("AllowedIPs", ", ".join(server_allowed)))
     edited.append_peer(name, fields)
 
-    text = render_client_config(
+    client = render_client_config(
         name=name, interface=server.name, private_key=private_key,
         addresses=chosen.host_routes(), dns=dns, server_public_key=server.public_key,
         preshared_key=psk, allowed_ips=client_allowed_ips(host, server, profile),
         endpoint=endpoint, keepalive=keepalive,
     )
+    text = client.render()
     plan = Plan(f"add peer {name} to {server.name} ({PROFILE_LABELS[profile]}, "
                 f"{', '.join(str(a) for a in chosen.addresses)})",
                 warnings=list(chosen.warnings), notes=list(chosen.notes))
     plan.steps.append(FileEdit(client_path, leftover, text, mode=files.PRIVATE_FILE_MODE,
-                               private_dir=True, backup=False))
+                               private_dir=True, backup=False,
+                               intent=client.intent))
     if leftover is not None:
         plan.notes.append(f"replaces {client_path}, left by an add that was interrupted: no "
                           f"peer of {server.name} has its key")
@@ -310,6 +321,7 @@ def _finish_interrupted_add(host: Host, server: ServerConfig, peer: Section | No
     text = ""
     if files.exists(client_path):
         text = files.read_tracked(client_path).text
+        refuse_client_commands(text, str(client_path))
         plan.output = text
     else:
         plan.notes.append(f"{client_path} is gone: the device keeps its key; remove the peer "
@@ -374,4 +386,19 @@ def show_client_config(host: Host, interface: str, name: str) -> ClientConfig:
             f"no client config for {name!r} on {interface} ({path}): zsn only has the "
             "configs it generated; the private key of a peer added by hand is on the client"
         )
-    return ClientConfig(name, interface, files.read_tracked(path).text, path)
+    text = files.read_tracked(path).text
+    refuse_client_commands(text, str(path))
+    return ClientConfig(name, interface, text, path)
+
+
+def refuse_client_commands(text: str, source: str) -> None:
+    """Refuse a client config that would run commands as root on the client (PreUp,
+    PostUp, PreDown, PostDown): zsn never hands one out."""
+    config = parse(text, source)
+    for section in config.sections:
+        for entry in section.entries:
+            if entry.key.lower() in HOOK_KEYS and not section.disabled:
+                raise ValidationError(
+                    f"{source}:{entry.line + 1}: {entry.key} has wg-quick run a command as "
+                    "root on the client; zsn hands out no client config that does: remove "
+                    "the line, then show it again")

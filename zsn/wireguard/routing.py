@@ -213,7 +213,8 @@ def _client_config_edits(host: Host, interface: str, networks: list[str]) -> lis
                 config.add_list_items(config.peers[index], "AllowedIPs", missing)
                 changed = True
         if changed:
-            edits.append(FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE))
+            edits.append(FileEdit(path, snapshot, config.render(), mode=files.PRIVATE_FILE_MODE,
+                                  intent=config.intent))
     return edits
 
 

@@ -27,7 +27,7 @@ from zsn.wireguard.config import (
     parse_shared,
 )
 from zsn.wireguard.keys import public_key_from_private
-from zsn.wireguard.refusals import port_problem
+from zsn.wireguard.schema import port_problem
 from zsn.wording import Action, Phrase
 
 if TYPE_CHECKING:
@@ -71,7 +71,8 @@ class ServerConfig:
     def edit(self, config: WgConfig) -> FileEdit:
         from zsn.plan import FileEdit  # plans load when one is made, not to read a config
 
-        return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE)
+        return FileEdit(self.path, self.snapshot, config.render(), mode=files.PRIVATE_FILE_MODE,
+                        intent=config.intent)
 
     @property
     def listen_port(self) -> int | None:

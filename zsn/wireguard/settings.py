@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from zsn import decode
 from zsn.errors import ParseError, ValidationError
+from zsn.meaning import OwnFile
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -58,7 +59,7 @@ class Settings:
             for iface, value in sorted(merged.items())
         }
         return FileEdit(self.path, self.snapshot, json.dumps(document, indent=2) + "\n",
-                        private_dir=True)
+                        private_dir=True, intent=OwnFile("zsn's WireGuard settings"))
 
 
 def load(host: Host) -> Settings:
