@@ -11,7 +11,9 @@ hooks (``ExecUpPost``, ``ExecDownPre``: commands netctl runs with ``eval``), who
 value is kept `Opaque`: its text exactly as written, never evaluated, so the
 profile's data can still be read and edited around it.
 
-`quote` writes a value back so that bash reads exactly it.
+`quote` writes a value back so that bash reads exactly it; `render_assignment` is the one
+renderer of a ``NAME=value`` line (its value typed by the file's schema, on one line),
+and `BASH` reads a file back for the plan's check (`zsn.meaning`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from zsn.errors import ParseError
+from zsn.errors import ParseError, ValidationError
+from zsn.meaning import Entry, Format, Intent, Reading, Section, ValueType, one_line
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE_RE = re.compile(r"[A-Za-z0-9_./:@+,%=-]+")
@@ -84,6 +87,73 @@ def quote(value: str) -> str:
     if value and _BARE_RE.fullmatch(value) and not value.startswith(("~", "=")):
         return value
     return "'" + value.replace("'", "'\\''") + "'"
+
+
+Words = str | tuple[str, ...]
+"""A value zsn writes: a word, or an array of words (never an `Opaque`)."""
+Schema = dict[str, ValueType]
+"""What each variable zsn writes in one kind of file takes."""
+
+
+def render_assignment(schema: Schema, name: str, value: Words) -> str:
+    """``name=value`` as bash reads back exactly `value` (an array for a tuple), each
+    word checked by `schema` and kept on one line."""
+    type_ = schema.get(name)
+    if type_ is None or not _NAME_RE.fullmatch(name):
+        raise ValidationError(f"{name!r} is not a variable zsn writes here")
+    words = value if isinstance(value, tuple) else (value,)
+    for word in words:
+        type_.text(name, one_line(word, name))
+    if isinstance(value, tuple):
+        return f"{name}=(" + " ".join(quote(word) for word in value) + ")"
+    return f"{name}={quote(value)}"
+
+
+class AssignmentsFile:
+    """A file of assignments written from scratch (a netctl profile), line by line
+    through `render_assignment`; its `intent` is the whole file."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.lines: list[str] = []
+        self.intent = Intent(BASH)
+        self.intent.whole([("", [])])
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def add(self, name: str, value: Words) -> None:
+        self.lines.append(render_assignment(self.schema, name, value) + "\n")
+        self.intent.append("", name, canonical(value))
+
+
+def canonical(value: Value) -> str:
+    """A value as one string, arrays told apart from words (for comparing meanings);
+    an `Opaque` one is its text as written."""
+    if isinstance(value, Opaque):
+        return value.text
+    if isinstance(value, tuple):
+        return "(" + " ".join(quote(word) for word in value) + ")"
+    return value
+
+
+class _Assignments:
+    """A netctl profile's assignments as zsn reads them (`zsn.meaning.Format`): one
+    section, every assignment in order (the last of a name is the one that counts),
+    the hooks' values bash computes kept as written."""
+
+    name = "bash assignments"
+
+    def key(self, key: str) -> str:
+        return key
+
+    def read(self, text: str, source: str) -> Reading:
+        return [Section("", [Entry(a.name, canonical(a.value), a.line)
+                             for a in parse_assignments(text, source, NETCTL_HOOKS)], 1)]
+
+
+BASH: Format = _Assignments()
 
 
 class _Reader:

@@ -35,8 +35,10 @@ How a format plugs in:
   `retitle`, or `whole` for a file written from scratch. Sections are named by index
   in the reading (as the editor's own parse of the same text numbers them) or by
   header (the last section with it).
-- Build the plan's `FileEdit` with ``intent=`` the editor's intent. A file no other
-  program reads (zsn's own JSON) says so with `OwnFile`.
+- Build the plan's `FileEdit` with ``intent=`` the editor's intent (a required
+  argument). A file no other program reads (zsn's own JSON) says so with `OwnFile`;
+  a removal needs none (``None``). `tests/unit/test_meaning.py` lists where `OwnFile`
+  and `CheckedBefore` may stand instead of an intent.
 
 A new format, a new editor or a new surface that writes through `FileEdit` gets the
 read-back by construction: an edit whose text says more than its intent is refused.
@@ -226,7 +228,8 @@ class Intent:
         except ParseError as exc:
             raise ValidationError(f"{source}: what zsn would write does not read back as "
                                   f"{self.format.name}: {exc}; refused") from None
-        expected = self.expected(self.format.read(before, source) if before else [])
+        expected = self.expected(self.format.read(before, source)
+                                 if before and self.whole_reading is None else [])
         found = difference_of(expected, actual)
         if found is None:
             return
@@ -240,9 +243,18 @@ class Intent:
 
 @dataclass(frozen=True)
 class OwnFile:
-    """A file only zsn reads (its own settings): no other program's format applies."""
+    """A file only zsn reads (its own settings) or ships as it is (a script): no other
+    program's values go into it."""
 
     why: str
+
+
+@dataclass(frozen=True)
+class CheckedBefore:
+    """A text read back when its plan was made, written later by another process (a
+    try's boot config, written on confirm from the try's record)."""
+
+    when: str
 
 
 def _find(sections: Reading, where: Where) -> int:

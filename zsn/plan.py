@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from zsn.errors import SessionLinkError, ZsnError
-from zsn.meaning import Intent, OwnFile
+from zsn.meaning import CheckedBefore, Intent, OwnFile
 from zsn.system import files
 
 if TYPE_CHECKING:  # a plan carries undos as data; the changes build on plans
@@ -105,13 +105,16 @@ class FileEdit:
     persistent: bool = False
     """The boot config of a live change (``--persist``): in a try it is written only
     when the change is confirmed, so a reboot before that boots the old config."""
-    intent: Intent | OwnFile | None = field(default=None, kw_only=True, repr=False)
+    intent: Intent | OwnFile | CheckedBefore | None = field(kw_only=True, repr=False)
     """What the new text means (`zsn.meaning.Intent`, read back when the edit is made),
-    or `OwnFile` for a file no other program reads."""
+    `OwnFile` for a file no other program reads, `CheckedBefore` for a text read back
+    when its plan was made; None only for a removal."""
     _old_backup: bytes | None = field(default=None, init=False, repr=False)
     _created_dirs: list[Path] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.intent is None and not self.remove:
+            raise TypeError(f"{self.path}: a file edit says what it means (intent=)")
         if isinstance(self.intent, Intent) and not self.remove:
             self.intent.verify(self.previous.text if self.previous else "", self.new_text,
                                str(self.path), quote=mask_secrets)

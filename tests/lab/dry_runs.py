@@ -81,8 +81,8 @@ def build_tree(base: Path) -> tuple[Path, Path]:
     _write(wireguard / "wg0.conf", (FIXTURES / "wireguard/zcapwg1.conf").read_text()
            + DISABLED_PEER, 0o600)
     (root / "etc/sysctl.d").mkdir(parents=True)
-    _write(root / "srv/old-wireguard/wg0.conf",
-           (FIXTURES / "wireguard/notes-server-wg0.conf").read_text(), 0o600)
+    _write(root / "srv/old-wireguard/wg0.conf",  # keys wg takes: the import checks them
+           (FIXTURES / "wireguard/imports/wg-quick/etc-wireguard/wg0.conf").read_text(), 0o600)
     _write(wireguard / "acl/wg0.acl", ACCESS_RULES, 0o600)
     _write(wireguard / "wg1.conf", "[Interface]\nAddress = 10.78.0.1/24\nListenPort = 51902\n"
            "PrivateKey = 0EERySwwME/UXHGdbYYo2lZbGszSZV83hLjwWXQQYEI=\n", 0o600)

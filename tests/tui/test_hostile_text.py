@@ -9,6 +9,7 @@ from pathlib import Path
 from tests.pilot import TerminalOutput, screen_text, wait_for_rows, wait_until
 from tests.terminal_scan import HOSTILE, hostile, raw_controls
 from tests.tui.test_table import TableApp, table_of
+from zsn.meaning import OwnFile
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.tui.app import ZsnApp
@@ -53,7 +54,8 @@ async def test_status_notifications_and_plans_reach_the_terminal_escaped(
     edited = tmp_path / "wg0.conf"
     edited.write_text("[Interface]\n# " + HOSTILE[0] + "\n")
     plan = Plan(f"rename {HOSTILE[3]}", [
-        FileEdit(edited, files.read_tracked(edited), "[Interface]\n# " + "\n# ".join(HOSTILE)),
+        FileEdit(edited, files.read_tracked(edited), "[Interface]\n# " + "\n# ".join(HOSTILE),
+                 intent=OwnFile("a test's file")),
         LiveStep(f"set {HOSTILE[4]} down", lambda: None)],
         warnings=[HOSTILE[1]], notes=[HOSTILE[5]])
     async with fixed_app.run_test(size=(80, 24), notifications=True) as pilot:

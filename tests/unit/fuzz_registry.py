@@ -1288,15 +1288,15 @@ def netplan_yaml_edit() -> Fuzz:
 
 
 @entry("network config files", 1000,
-      ["zsn.links.persist.unitfile:UnitFile.__init__",
+      ["zsn.formats.unitfile:UnitFile.__init__",
        "zsn.links.persist.ifupdown:parse",
        "zsn.links.persist.netctl:Profile.parsed",
        "zsn.links.persist.networkd:parse_timespan_ms"])
 def network_config_files() -> Fuzz:
+    from zsn.formats.unitfile import UnitFile
     from zsn.links.persist.ifupdown import DIALECT_MARKERS, parse
     from zsn.links.persist.netctl import Profile, profile_config
     from zsn.links.persist.networkd import parse_timespan_ms
-    from zsn.links.persist.unitfile import UnitFile
 
     lines = st.sampled_from([
         "[Match]", "Name=eth0 eth1", "[Network]", "Bond=bond0", "VLAN=", "[NetDev]",

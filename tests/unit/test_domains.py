@@ -124,6 +124,7 @@ DEMO_PACKAGE = {
     ''',
     "cli.py": '''
         from zsn.headless import add_dry_run, apply_or_show
+        from zsn.meaning import OwnFile
         from zsn.plan import FileEdit, Plan
 
         def add_arguments(parser):
@@ -134,8 +135,8 @@ DEMO_PACKAGE = {
 
         def run(args, host):
             path = host.path(f"/etc/demo/{args.name}")
-            return apply_or_show(host, Plan(f"greet {args.name}",
-                                            [FileEdit(path, None, "hi\\n")]), args.dry_run)
+            edit = FileEdit(path, None, "hi\\n", intent=OwnFile("the demo's greetings"))
+            return apply_or_show(host, Plan(f"greet {args.name}", [edit]), args.dry_run)
     ''',
     "lint.py": '''
         from zsn.lint import Finding

@@ -170,3 +170,26 @@ def _public() -> str:
     from zsn.wireguard.keys import public_key_from_private
 
     return public_key_from_private(generate_private_key())
+
+
+OWN_FILES = {"zsn/wireguard/settings.py": 1, "zsn/openvpn/actions.py": 1,
+             "zsn/tries/lifecycle.py": 1}
+"""Where a file edit may stand without an intent (`OwnFile`, `CheckedBefore`): zsn's
+WireGuard settings, the DNS hook script zsn ships, a try's deferred boot config."""
+
+
+def test_every_file_edit_says_what_it_means() -> None:
+    """A new surface that writes a file goes through the read-back: its FileEdit names
+    an intent; only the places above say the file is zsn's own (or checked before)."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "zsn"
+    found: dict[str, int] = {}
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("OwnFile", "CheckedBefore"):
+                where = str(path.relative_to(package.parent))
+                found[where] = found.get(where, 0) + 1
+    assert found == OWN_FILES

@@ -16,7 +16,7 @@ def test_remove_is_shown_applied_and_undone(tmp_path: Path) -> None:
     path = tmp_path / "30-zsn-bond0.netdev"
     path.write_text("[NetDev]\nName=bond0\nKind=bond\n")
     path.chmod(0o640)
-    edit = FileEdit(path, files.read_tracked(path), "", remove=True)
+    edit = FileEdit(path, files.read_tracked(path), "", remove=True, intent=None)
     plan = Plan("delete bond0", [edit])
     text = plan.describe()
     assert f"1. remove {path} (kept as 30-zsn-bond0.netdev.zsn-bak)" in text
@@ -34,8 +34,9 @@ def test_remove_is_shown_applied_and_undone(tmp_path: Path) -> None:
     def fail() -> None:
         raise ZsnError("boom")
 
-    plan = Plan("delete bond0", [FileEdit(path, files.read_tracked(path), "", remove=True),
-                                 LiveStep("fails", fail)])
+    plan = Plan("delete bond0", [
+        FileEdit(path, files.read_tracked(path), "", remove=True, intent=None),
+        LiveStep("fails", fail)])
     with pytest.raises(ApplyError, match="undone: remove"):
         plan.apply()
     assert path.read_text() == "[NetDev]\nName=bond0\nKind=bond\n"
@@ -49,5 +50,5 @@ def test_remove_refuses_a_file_changed_since_read(tmp_path: Path) -> None:
     snapshot = files.read_tracked(path)
     path.write_text("Interface=bond0\nConnection=bond\n")
     with pytest.raises(FileChangedError):
-        FileEdit(path, snapshot, "", remove=True).apply()
+        FileEdit(path, snapshot, "", remove=True, intent=None).apply()
     assert path.exists()

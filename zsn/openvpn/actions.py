@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zsn.errors import ValidationError, ZsnError, about_input
+from zsn.meaning import OwnFile
 from zsn.openvpn.config import (
+    COMMAND_OPTIONS,
     INLINE,
     Directive,
     OvpnConfig,
     parse,
-    quote_arg,
     validate_name,
 )
 from zsn.openvpn.connections import (
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # D-Bus loads only when a unit is controlled, not for lint or
 
 HOOK_PATH = "/etc/openvpn/zsn-resolved-hook"
 HOOK_MODE = 0o755
+HOOK_SCRIPT = OwnFile("zsn's DNS hook, shipped with zsn as it is")
 ROUTE_ALL_FLAG = "--route-all-dns"
 
 
@@ -129,10 +131,10 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     if down is None or " ".join(down.args) != HOOK_PATH:
         config.set_directive("down", HOOK_PATH)
     if not config.has("down-pre"):
-        config.append_line("down-pre")
+        config.add_directive("down-pre")
     edits: list[Step] = []
     if config.render() != snapshot.text:
-        edits.append(FileEdit(path, snapshot, config.render()))
+        edits.append(FileEdit(path, snapshot, config.render(), intent=config.intent))
     hook_path = host.path(HOOK_PATH)
     script = hook_script()
     try:
@@ -140,10 +142,12 @@ def plan_hook_install(host: Host, config_file: ConfigFile, *,
     except ZsnError:
         if exists(hook_path):
             raise
-        edits.append(FileEdit(hook_path, None, script, HOOK_MODE, shown_in_full=False))
+        edits.append(FileEdit(hook_path, None, script, HOOK_MODE, shown_in_full=False,
+                              intent=HOOK_SCRIPT))
     else:
         if current.text != script or current.mode != HOOK_MODE:
-            edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False))
+            edits.append(FileEdit(hook_path, current, script, HOOK_MODE, shown_in_full=False,
+                                  intent=HOOK_SCRIPT))
     return Plan(f"DNS hook for {config_file.unit}", edits,
                 warnings=hook_warnings(host, config_file, config))
 
@@ -167,7 +171,7 @@ def plan_hook_remove(host: Host, config_file: ConfigFile) -> Plan:
     if "down" in hooked and not config.has("down"):
         for directive in reversed(config.get_all("down-pre")):
             config.remove(directive)
-    return Plan(title, [FileEdit(path, snapshot, config.render())],
+    return Plan(title, [FileEdit(path, snapshot, config.render(), intent=config.intent)],
                 notes=[f"takes effect when {config_file.unit} restarts; DNS the server "
                        "pushes is ignored from then on",
                        f"{HOOK_PATH} stays for other configs; 'script-security' is kept"])
@@ -250,8 +254,10 @@ def import_name(source: Path) -> str:
     return source.name.removesuffix(".ovpn").removesuffix(".conf")
 
 
-def plan_import(host: Host, source: Path, name: str) -> Plan:
-    """Import a .ovpn file as /etc/openvpn/client/NAME.conf, byte for byte, mode 0600."""
+def plan_import(host: Host, source: Path, name: str, keep_commands: bool = False) -> Plan:
+    """Import a .ovpn file as /etc/openvpn/client/NAME.conf, byte for byte, mode 0600,
+    but for the commands it has OpenVPN run as root (`COMMAND_OPTIONS`): named in the
+    plan, and left out unless `keep_commands`."""
     with about_input("name"):
         validate_name(name)
     try:
@@ -278,6 +284,14 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
                               field="name")
     if not is_dir(target.parent):
         raise ValidationError(f"{target_file.path.parent} does not exist (is openvpn installed?)")
+    commands = [d for d in config.directives if d.name in COMMAND_OPTIONS]
+    notes = []
+    if commands and not keep_commands:
+        notes.append("left out, commands the profile had OpenVPN run as root (import with "
+                      "--keep-commands to keep them): "
+                      + "; ".join(" ".join((d.name, *d.args)) for d in commands))
+        for directive in reversed(commands):
+            config.remove(directive)
     warnings = [
         f"'{d.name} {d.arg}' refers to a file next to the profile: copy it to "
         f"{target_file.path.parent}/ as well"
@@ -302,7 +316,9 @@ def plan_import(host: Host, source: Path, name: str) -> Plan:
                  for used in effects.files if used.use == "includes"]
     warnings += [unchecked] if unchecked else []
     return Plan(f"import {source.name} as {target_file.unit}",
-                [FileEdit(target, None, text, PRIVATE_FILE_MODE)], warnings=warnings)
+                [FileEdit(target, None, config.render(), PRIVATE_FILE_MODE,
+                          intent=config.intent.replacing(text, str(source)))],
+                warnings=warnings, notes=notes)
 
 
 def _read_beside(host: Host, source: Path, working_dir: Path) -> ReadConfig:
@@ -330,10 +346,10 @@ def plan_management_socket(host: Host, config_file: ConfigFile) -> Plan:
         return Plan(f"management socket for {config_file.unit}",
                     warnings=[f"already configured: management {' '.join(existing.args)}"])
     socket_path = KINDS[config_file.kind][2].format(config_file.name)
-    config.append_line(f"management {quote_arg(socket_path)} unix")
+    config.add_directive("management", socket_path, "unix")
     return Plan(
         f"management socket for {config_file.unit}",
-        [FileEdit(path, snapshot, config.render())],
+        [FileEdit(path, snapshot, config.render(), intent=config.intent)],
         warnings=[f"takes effect when {config_file.unit} restarts"],
     )
 

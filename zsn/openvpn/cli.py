@@ -57,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "import", help="copy a .ovpn profile to /etc/openvpn/client/NAME.conf (0600)")
     imported.add_argument("file", metavar="FILE", type=Path)
     imported.add_argument("--name", help="connection name (default: the file's name)")
+    imported.add_argument("--keep-commands", action="store_true",
+                          help="keep the commands the profile has OpenVPN run as root (up, "
+                               "down, script-security, plugin ...); left out by default, "
+                               "named either way")
     add_dry_run(imported)
     management = actions_parser.add_parser(
         "management", help="add a unix management socket (live state in zsn)")
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace, host: Host) -> int:
         return print_findings(lint.lint(host), as_json=args.json, subject_key=lint.SUBJECT)
     if args.action == "import":
         name = args.name or actions.import_name(args.file)
-        return apply_or_show(host, actions.plan_import(host, args.file, name), args.dry_run)
+        return apply_or_show(host, actions.plan_import(host, args.file, name, args.keep_commands),
+                             args.dry_run)
     config = find_config(host, args.name)
     if args.action in actions.VERBS:
         return apply_change(host, actions.plan_unit(host, config, args.action), args)

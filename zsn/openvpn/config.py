@@ -6,15 +6,24 @@ an index of directives over those lines, tokenised the way OpenVPN's own
 escapes outside single quotes, `#`/`;` starting a comment at the start of a token)
 and folds `<tag>...</tag>` inline blocks into one directive. Rendering is
 ``"".join(lines)``; an edit changes only the lines it touches.
+
+`OvpnConfig.set_directive` and `OvpnConfig.add_directive` are the format's one
+renderer: each argument typed by `SCHEMA` and on one line (OpenVPN reads a line with
+fgets: a line break inside quotes would still end it), quoted by `quote_arg`. Every
+edit records what it means in `OvpnConfig.intent`, read back with `OPENVPN` before the
+plan writes anything (`zsn.meaning`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from zsn import values
 from zsn.errors import ParseError, ValidationError
 from zsn.format import excerpt
+from zsn.meaning import Entry, Format, Intent, Reading, Section, ValueType, one_line
 
 _INLINE_OPEN_RE = re.compile(r"^\s*<([A-Za-z][A-Za-z0-9-]*)>\s*$")
 _INLINE_CLOSE_RE = re.compile(r"^\s*</([A-Za-z][A-Za-z0-9-]*)>\s*$")
@@ -24,6 +33,17 @@ INLINE = "[[inline]]"
 SCRIPT_OPTIONS = ("up", "down", "route-up", "route-pre-down", "ipchange", "client-connect",
                   "client-disconnect", "learn-address", "tls-verify", "auth-user-pass-verify")
 """Options naming a command OpenVPN runs (with script-security 2 or more)."""
+COMMAND_OPTIONS = (*SCRIPT_OPTIONS, "script-security", "plugin", "iproute")
+"""What an imported profile loses unless its commands are kept: the scripts, the level
+that lets them run, a plugin (a library loaded into OpenVPN) and a program run instead
+of ip(8)."""
+_PATH = values.pattern("an absolute path", r"/[^\s\"';#]*")
+SCHEMA: dict[str, tuple[ValueType, ...]] = {
+    "script-security": (values.integer(0, 3),),
+    "up": (values.TEXT,), "down": (values.TEXT,), "down-pre": (),
+    "management": (_PATH, values.one_of("unix")),
+}
+"""The directives zsn writes and what each argument takes."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +121,18 @@ def quote_arg(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _meant(directive: Directive) -> str:
+    """A directive's meaning as one string: its arguments, inline body and prefix."""
+    return json.dumps([directive.args, directive.inline, directive.hidden_by])
+
+
 @dataclass
 class OvpnConfig:
     lines: list[str]
     directives: list[Directive]
     source: str | None = None
+    intent: Intent = field(default_factory=lambda: Intent(OPENVPN), repr=False)
+    """What the edits since it was parsed mean (`zsn.meaning`)."""
 
     def render(self) -> str:
         return "".join(self.lines)
@@ -136,11 +163,13 @@ class OvpnConfig:
 
     def set_directive(self, name: str, *args: str) -> bool:
         """Make the last `name` directive read `name args`, or append it. True if changed."""
-        text = " ".join([name, *(quote_arg(a) for a in args)])
+        text = _rendered(name, args)
         current = self.get(name)
         if current is not None and current.inline is None and current.args == tuple(args):
             return False
+        meant = _meant(Directive(name, tuple(args), 0, 0))
         if current is not None and current.inline is None:
+            self.intent.assign("", name, [_meant(d) for d in self.get_all(name)[:-1]] + [meant])
             original = self.lines[current.line]
             indent = original[: len(original) - len(original.lstrip(" \t"))]
             ending = original[len(original.rstrip("\r\n")):]
@@ -153,16 +182,25 @@ class OvpnConfig:
                     "\r\n")
             self.lines[current.line] = indent + text + comment + ending
         else:
-            self.append_line(text)
+            self.intent.append("", name, meant)
+            self._append_line(text)
         self._reindex()
         return True
 
+    def add_directive(self, name: str, *args: str) -> None:
+        """One more ``name args`` line at the end."""
+        text = _rendered(name, args)
+        self.intent.append("", name, _meant(Directive(name, tuple(args), 0, 0)))
+        self._append_line(text)
+
     def remove(self, directive: Directive) -> None:
         """Drop `directive`'s lines (all of them, for an inline block)."""
+        self.intent.assign("", directive.name, [_meant(d) for d in self.get_all(directive.name)
+                                                if d.line != directive.line])
         del self.lines[directive.line:directive.end]
         self._reindex()
 
-    def append_line(self, text: str) -> None:
+    def _append_line(self, text: str) -> None:
         if self.lines and not self.lines[-1].endswith("\n"):
             self.lines[-1] += self.newline
         self.lines.append(text + self.newline)
@@ -229,3 +267,32 @@ def validate_name(name: str) -> str:
             "and '.', up to 64 characters, without '.conf'"
         )
     return name
+
+
+def _rendered(name: str, args: tuple[str, ...]) -> str:
+    """``name args`` as OpenVPN reads back exactly these arguments, each typed by
+    `SCHEMA` (the format's renderer)."""
+    types = SCHEMA.get(name)
+    if types is None or len(types) != len(args):
+        raise ValidationError(f"'{name} {' '.join(args)[:80]}' is not a directive zsn writes")
+    for type_, arg in zip(types, args, strict=True):
+        type_.text(name, one_line(arg, name))
+    return " ".join([name, *(quote_arg(arg) for arg in args)])
+
+
+class _OpenVpn:
+    """An OpenVPN config as zsn reads it (`zsn.meaning.Format`): one section of every
+    directive in order, each with its arguments (inline blocks with their body)."""
+
+    name = "OpenVPN config"
+
+    def key(self, key: str) -> str:
+        return key
+
+    def read(self, text: str, source: str) -> Reading:
+        config = parse(text, source)
+        return [Section("", [Entry(d.name, _meant(d), d.line + 1) for d in config.directives],
+                        1)]
+
+
+OPENVPN: Format = _OpenVpn()

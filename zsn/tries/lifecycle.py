@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from zsn.errors import AccessDeniedError, ValidationError, ZsnError
+from zsn.meaning import CheckedBefore
 from zsn.plan import ApplyError, FileEdit, LiveStep, Plan
 from zsn.system import files, netlink
 from zsn.system.host import Host
@@ -152,6 +153,9 @@ def _edit_record(host: Host, edit: FileEdit) -> DeferredEdit:
                             previous.inode, previous.mode))
 
 
+_PLANNED = CheckedBefore("when the try was planned: the boot config it writes on confirm")
+
+
 def _edit_of(host: Host, record: DeferredEdit) -> FileEdit:
     previous = record.previous
     path = host.path(record.path)
@@ -159,7 +163,8 @@ def _edit_of(host: Host, record: DeferredEdit) -> FileEdit:
         path, previous.text, previous.mtime_ns, previous.size, previous.inode, previous.mode)
     return FileEdit(path, snapshot, record.new_text, mode=record.mode,
                     private_dir=record.private_dir, backup=record.backup, remove=record.remove,
-                    persistent=True)
+                    persistent=True,
+                    intent=None if record.remove else _PLANNED)
 
 
 def session_routes(session: SessionPath | None) -> list[Undo]:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from zsn import values
 from zsn.errors import ValidationError, ZsnError, about_input
+from zsn.formats.sysctl import SysctlFile
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import commands, files, netlink, own_state
 from zsn.system.host import Host
@@ -30,6 +32,7 @@ from zsn.wording import Action, Phrase
 
 SYSCTL_FILE = "/etc/sysctl.d/99-zsn-wireguard.conf"
 FORWARDING_KEYS = {4: "net.ipv4.ip_forward", 6: "net.ipv6.conf.all.forwarding"}
+_FORWARDING_SCHEMA = {key: values.one_of("0", "1") for key in FORWARDING_KEYS.values()}
 _FULL_TUNNEL = {"0.0.0.0/0", "::/0"}
 RTPROT_RA = 9
 """A route the kernel learned from a router advertisement (linux/rtnetlink.h)."""
@@ -104,18 +107,19 @@ def _forwarding_differences(host: Host, versions: set[int]) -> list[str]:
 def _sysctl_file_edit(host: Host, versions: set[int]) -> list[FileEdit]:
     path = host.path(SYSCTL_FILE)
     snapshot = files.read_tracked(path) if files.exists(path) else None
-    text = snapshot.text if snapshot else "# Written by zsn: WireGuard routing needs forwarding\n"
-    lines = text.splitlines()
+    settings_file = SysctlFile(snapshot.text if snapshot else "", _FORWARDING_SCHEMA)
+    if snapshot is None:
+        settings_file.comment("Written by zsn: WireGuard routing needs forwarding")
     missing = [FORWARDING_KEYS[version] for version in sorted(versions)
-               if not any(line.replace(" ", "") == f"{FORWARDING_KEYS[version]}=1"
-                          for line in lines)]
+               if settings_file.values(FORWARDING_KEYS[version])[-1:] != ["1"]]
     if not missing:
         return []
     if not files.is_dir(path.parent):
         raise ValidationError(f"{path.parent} does not exist; cannot make forwarding "
                               "persistent")
-    lines.extend(f"{key} = 1" for key in missing)
-    return [FileEdit(path, snapshot, "\n".join(lines) + "\n")]
+    for key in missing:
+        settings_file.set(key, "1")
+    return [FileEdit(path, snapshot, settings_file.text, intent=settings_file.intent)]
 
 
 @dataclass(frozen=True)

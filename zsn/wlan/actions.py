@@ -392,14 +392,15 @@ def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInte
     else:
         profile_name = existing[0].name if existing else \
             netctl.profile_name_for(interface.name, target.ssid)
-        text = netctl.render_profile(interface.name, target.ssid, target.security,
-                                     passphrase, target.hidden)
+        profile = netctl.render_profile(interface.name, target.ssid, target.security,
+                                        passphrase, target.hidden)
         path = netctl.profile_dir(host) / profile_name
         previous = read_tracked(path) if existing else None
         if previous is None and files.exists(path):
             raise ValidationError(f"/etc/netctl/{profile_name} exists but is not a profile "
                                   f"for {display(target.ssid)} on {interface.name}")
-        steps.append(FileEdit(path, previous, text, PRIVATE_FILE_MODE))
+        steps.append(FileEdit(path, previous, profile.text, PRIVATE_FILE_MODE,
+                              intent=profile.intent))
     steps.append(_netctl_start(host, interface, profile_name,
                                "waits for association and DHCP"))
     return _live(host, Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
@@ -615,14 +616,14 @@ def netctl_enable_steps(host: Host, profile_name: str, enabled: bool) -> list[St
     if enabled:
         profile = netctl.parse_profile(
             profile_name, read_tracked(netctl.profile_dir(host) / profile_name).text)
-        text = netctl.dropin_text(profile)
+        drop_in = netctl.dropin(profile)
 
         def make_dir() -> None:
             files.make_dirs(dropin.parent)
 
         steps.append(LiveStep(f"create {netctl.SYSTEMD_CONF_DIR}/{unit}.d/", make_dir))
         previous = read_tracked(dropin) if files.exists(dropin) else None
-        steps.append(FileEdit(dropin, previous, text))
+        steps.append(FileEdit(dropin, previous, drop_in.text, intent=drop_in.intent))
         steps.append(LiveStep(
             f"link {netctl.WANTS_DIR}/{unit} -> {netctl.TEMPLATE_UNIT}",
             lambda: _symlink(link), lambda: files.remove_link(link)))

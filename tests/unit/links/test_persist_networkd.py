@@ -10,10 +10,10 @@ import pytest
 
 from tests.unit.links.conftest import LINK_FIXTURES
 from zsn.errors import ValidationError
+from zsn.formats.unitfile import UnitFile
 from zsn.links.persist import LinkConfig, Remove, Upsert
-from zsn.links.persist.networkd import NETWORKD, parse_timespan_ms
+from zsn.links.persist.networkd import NETWORKD, SCHEMA, parse_timespan_ms
 from zsn.links.persist.owner import detect_owner
-from zsn.links.persist.unitfile import UnitFile
 from zsn.system.host import Host
 
 GENERATED = LINK_FIXTURES / "networkd" / "generated"
@@ -141,7 +141,7 @@ def test_netdev_outside_etc_is_not_edited(tmp_path: Path) -> None:
 
 
 def test_unit_file_editing() -> None:
-    unit = UnitFile("[Match]\nName=a\n\n[Network]\nVLAN=a.1 a.2\nVLAN=a.3\n")
+    unit = UnitFile("[Match]\nName=a\n\n[Network]\nVLAN=a.1 a.2\nVLAN=a.3\n", SCHEMA)
     assert unit.values("Network", "VLAN") == ["a.1", "a.2", "a.3"]
     assert unit.remove("Network", "VLAN", "a.2")
     assert unit.text == "[Match]\nName=a\n\n[Network]\nVLAN=a.1\nVLAN=a.3\n"

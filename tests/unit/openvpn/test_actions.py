@@ -8,7 +8,7 @@ import pytest
 
 from tests.needs import unavailable
 from zsn.errors import ParseError, ValidationError, ZsnError
-from zsn.openvpn import actions
+from zsn.openvpn import actions, lint
 from zsn.openvpn.config import parse
 from zsn.openvpn.connections import ConfigFile, Kind, config_path, discover, summarize
 from zsn.plan import ApplyError, FileEdit
@@ -193,9 +193,26 @@ def test_import_warns_about_programs_the_profile_runs(root: Host, tmp_path: Path
     source = tmp_path / "provider.ovpn"
     source.write_text("client\nremote vpn.example.net\nscript-security 2\n"
                       "up '/bin/sh -c evil'\nplugin /usr/lib/x.so\n")
-    warnings = actions.plan_import(root, source, "provider").warnings
+    warnings = actions.plan_import(root, source, "provider", keep_commands=True).warnings
     assert any("runs programs as root" in w and "up /bin/sh -c evil" in w
                and "plugin /usr/lib/x.so" in w for w in warnings)
+
+
+def test_import_leaves_out_the_commands_unless_kept_and_names_them(root: Host,
+                                                                   tmp_path: Path) -> None:
+    source = tmp_path / "provider.ovpn"
+    source.write_text("client\nremote vpn.example.net\nscript-security 2\n"
+                      "up '/bin/sh -c evil'\nsetenv opt down /tmp/x\nplugin /usr/lib/x.so\n")
+    plan = actions.plan_import(root, source, "provider")
+    said = "\n".join(plan.notes)
+    for command in ("script-security 2", "up /bin/sh -c evil", "down /tmp/x",
+                    "plugin /usr/lib/x.so"):
+        assert command in said, command
+    assert "--keep-commands" in said and not any("runs programs" in w for w in plan.warnings)
+    plan.apply()
+    written = root.path("/etc/openvpn/client/provider.conf").read_text()
+    assert written == "client\nremote vpn.example.net\n"
+    assert not [f for f in lint.lint(root) if f.id == "OVPN008"]
 
 
 @pytest.mark.parametrize(("name", "text", "message"), [

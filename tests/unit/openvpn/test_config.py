@@ -29,16 +29,16 @@ def test_sample_client_is_indexed() -> None:
 def test_inline_blocks_with_crlf_round_trip_and_fold_into_one_directive() -> None:
     text = ("client\r\nremote vpn.example.net 443 tcp\r\n<ca>\r\n-----BEGIN CERTIFICATE-----"
             "\r\nMIIB\r\n-----END CERTIFICATE-----\r\n</ca>\r\n<tls-crypt>\r\n# key\r\n"
-            "abcd\r\n</tls-crypt>\r\nverb 3")
+            "abcd\r\n</tls-crypt>\r\nscript-security 1")
     config = parse(text)
     assert config.render() == text
     ca = config.get("ca")
     assert ca is not None and ca.args == (INLINE,) and "MIIB" in (ca.inline or "")
     assert config.get("tls-crypt").inline == "# key\r\nabcd\r\n"  # type: ignore[union-attr]
-    config.set_directive("verb", "4")
-    assert config.render() == text[:-1] + "4"
-    config.append_line("down-pre")
-    assert config.render().endswith("verb 4\r\ndown-pre\r\n")
+    config.set_directive("script-security", "2")
+    assert config.render() == text[:-1] + "2"
+    config.add_directive("down-pre")
+    assert config.render().endswith("script-security 2\r\ndown-pre\r\n")
 
 
 def test_edit_keeps_every_other_line_and_comment() -> None:

@@ -146,7 +146,7 @@ def test_import_warns_about_all_that_lint_would(root: Host, tmp_path: Path) -> N
                       + "\n".join(CLIENT_PROGRAMS) + "\nauth-user-pass /etc/shadow\n"
                       "log /etc/passwd\nconfig extra.conf\n")
     (tmp_path / "extra.conf").write_text("route-up /tmp/r.sh\n")
-    warnings = "\n".join(actions.plan_import(root, source, "provider").warnings)
+    warnings = "\n".join(actions.plan_import(root, source, "provider", True).warnings)
     for program in CLIENT_PROGRAMS:
         assert program.removeprefix("setenv opt ") in warnings, program
     assert "route-up /tmp/r.sh" in warnings  # behind the include, read from beside the file
@@ -154,7 +154,7 @@ def test_import_warns_about_all_that_lint_would(root: Host, tmp_path: Path) -> N
     assert "sends /etc/shadow" in warnings and "writes /etc/passwd" in warnings
     assert "extra.conf, which is not imported" in warnings
     # What lint reports once it is imported, the import said first.
-    actions.plan_import(root, source, "provider").apply()
+    actions.plan_import(root, source, "provider", keep_commands=True).apply()
     reported = [f for f in lint.lint(root) if f.id in ("OVPN008", "OVPN009")]
     assert {f.id for f in reported} == {"OVPN008", "OVPN009"}
     for finding in reported:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from zsn.meaning import OwnFile
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
@@ -32,11 +33,12 @@ def plan_of(host: Host) -> Plan:
     conf = host.path("/etc/app.conf")
     forward = host.path("/proc/sys/net/ipv4/ip_forward")
     plan = Plan("test change")
-    plan.steps.append(FileEdit(conf, files.read_tracked(conf), "new = 2\n"))
+    plan.steps.append(FileEdit(conf, files.read_tracked(conf), "new = 2\n",
+                               intent=OwnFile("a test's file")))
     plan.steps.append(LiveStep("forwarding on", lambda: forward.write_text("1\n"),
                                restore=(restores.sysctl_undo("net.ipv4.ip_forward", "0"),)))
     plan.steps.append(FileEdit(host.path("/etc/boot.yaml"), None, "boot: new\n",
-                               persistent=True))
+                               persistent=True, intent=OwnFile("a test's file")))
     return plan
 
 

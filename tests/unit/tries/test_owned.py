@@ -17,6 +17,7 @@ from tests.unit.tries.conftest import plan_of, wait_state
 from zsn import cli
 from zsn.errors import ValidationError
 from zsn.headless import apply_change, apply_or_show
+from zsn.meaning import OwnFile
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
@@ -25,6 +26,7 @@ from zsn.tries import store as records
 from zsn.tries.store import Store
 from zsn.wireguard.interfaces import plan_set_endpoint
 
+MINE = OwnFile("a test's file")
 NOT_TRIED = argparse.Namespace(try_seconds=None, confirm_ssh=None, dry_run=False)
 
 
@@ -39,7 +41,8 @@ def forwarding(host: Host, value: str) -> Plan:
 def test_another_change_to_what_a_try_touched_is_refused_naming_it(host: Host) -> None:
     change = lifecycle.begin(host, plan_of(host), 60, "zsn test").change
     conf = host.path("/etc/app.conf")
-    edit = Plan("edit app.conf", [FileEdit(conf, files.read_tracked(conf), "mine = 3\n")])
+    edit = Plan("edit app.conf", [FileEdit(conf, files.read_tracked(conf), "mine = 3\n",
+                                           intent=MINE)])
     expected = (f"file /etc/app.conf belongs to change {change.id} (test change), still being "
                 f"tried: keep it (zsn confirm {change.id}) or roll it back (zsn rollback "
                 f"{change.id}) first")
@@ -49,18 +52,19 @@ def test_another_change_to_what_a_try_touched_is_refused_naming_it(host: Host) -
     with pytest.raises(ValidationError, match=f"sysctl net.ipv4.ip_forward belongs to change "
                                               f"{change.id}"):
         apply_change(host, forwarding(host, "1"), NOT_TRIED)
-    boot = Plan("boot config", [FileEdit(host.path("/etc/boot.yaml"), None, "boot: mine\n")])
+    boot = Plan("boot config", [FileEdit(host.path("/etc/boot.yaml"), None, "boot: mine\n",
+                                          intent=MINE)])
     with pytest.raises(ValidationError, match="file /etc/boot.yaml belongs to"):  # deferred
         apply_or_show(host, boot, False)
     assert conf.read_text() == "new = 2\n" and not host.path("/etc/boot.yaml").exists()
     assert change.owns == ["file /etc/app.conf", "file /etc/boot.yaml",
                            "sysctl net.ipv4.ip_forward"]
     other = host.path("/etc/other.conf")
-    apply_or_show(host, Plan("another file", [FileEdit(other, None, "x\n")]), False)
+    apply_or_show(host, Plan("another file", [FileEdit(other, None, "x\n", intent=MINE)]), False)
     assert other.read_text() == "x\n"  # what the try does not own is not held up
     lifecycle.confirm(host, change.id)
     apply_or_show(host, Plan("edit app.conf", [FileEdit(conf, files.read_tracked(conf),
-                                                        "mine = 3\n")]), False)
+                                                        "mine = 3\n", intent=MINE)]), False)
     assert conf.read_text() == "mine = 3\n"
 
 

@@ -44,7 +44,7 @@ def bash_values(path: Path, names: tuple[str, ...] = VARIABLES) -> dict[str, str
 def test_profile_with_a_derived_psk(tmp_path: Path) -> None:
     ssid = b"home-wpa2"
     text = netctl.render_profile("wlan0", ssid, "WPA2", Passphrase("correct horse battery"),
-                                 hidden=False)
+                                 hidden=False).text
     assert "correct" not in text
     path = tmp_path / "wlan0-home-wpa2"
     path.write_text(text)
@@ -60,7 +60,7 @@ def test_profile_with_a_derived_psk(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("ssid", HOSTILE)
 def test_hostile_ssids_reach_bash_unchanged(ssid: str, tmp_path: Path) -> None:
-    text = netctl.render_profile("wlan0", ssid.encode(), "open", None, hidden=True)
+    text = netctl.render_profile("wlan0", ssid.encode(), "open", None, hidden=True).text
     path = tmp_path / "profile"
     path.write_text(text)
     values = bash_values(path)
@@ -79,7 +79,7 @@ def test_hostile_ssids_reach_bash_unchanged(ssid: str, tmp_path: Path) -> None:
 def test_sae_profiles_source_to_the_same_values(ssid: str, passphrase: str,
                                                 tmp_path: Path) -> None:
     text = netctl.render_profile("wlan0", ssid.encode(), "WPA3", Passphrase(passphrase),
-                                 hidden=False)
+                                 hidden=False).text
     path = tmp_path / "profile"
     path.write_text(text)
     values = bash_values(path)
@@ -172,11 +172,19 @@ def test_unit_names_match_systemd_escape(name: str) -> None:
 def test_dropin_as_netctl_enable_writes_it() -> None:
     profile = netctl.parse_profile("wlan0-x", "Description='Automatically generated profile "
                                    "by wifi-menu'\nInterface=wlan0\nConnection=wireless\n")
-    assert netctl.dropin_text(profile) == (
+    assert netctl.dropin(profile).text == (
         "[Unit]\nDescription=Automatically generated profile by wifi-menu\n"
         "BindsTo=sys-subsystem-net-devices-wlan0.device\n"
         "After=sys-subsystem-net-devices-wlan0.device\n")
     assert netctl.unit_name("wlan0-FRITZ!Box") == "netctl@wlan0\\x2dFRITZ\\x21Box.service"
+
+
+def test_a_description_that_would_be_a_second_line_of_the_drop_in_is_refused() -> None:
+    profile = netctl.parse_profile("wlan0-x", "Description=$'x\\nExecStartPre=/bin/sh'\n"
+                                   "Interface=wlan0\nConnection=wireless\n")
+    assert profile.get("Description") == "x\nExecStartPre=/bin/sh"
+    with pytest.raises(ValidationError, match="line break"):
+        netctl.dropin(profile)
 
 
 def test_wifi_menu_obscured_key_is_a_psk() -> None:

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Protocol
 
 from zsn.errors import AccessDeniedError, ZsnError
+from zsn.links import values as link_values
 from zsn.links.bonding import DEFAULT_MIIMON, HASHED_MODES
 from zsn.links.model import Interface
+from zsn.meaning import Intent, ValueType
 from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.files import FileSnapshot, describe_os_error
@@ -225,6 +227,11 @@ class EditedFile(Protocol):
     @property
     def text(self) -> str: ...
 
+    @property
+    def intent(self) -> Intent:
+        """What the edits mean (`zsn.meaning`): read back before anything is written."""
+        ...
+
 
 def file_edits(host: Host, entries: Iterable[EditedFile]) -> list[FileEdit]:
     """The plan steps for the files a backend changed, created or removed."""
@@ -232,10 +239,11 @@ def file_edits(host: Host, entries: Iterable[EditedFile]) -> list[FileEdit]:
     for entry in entries:
         if entry.removed:
             if entry.snapshot is not None:
-                edits.append(FileEdit(host.path(entry.path), entry.snapshot, "", remove=True))
+                edits.append(FileEdit(host.path(entry.path), entry.snapshot, "", remove=True,
+                                      intent=None))
         elif entry.snapshot is None or entry.text != entry.snapshot.text:
             edits.append(FileEdit(host.path(entry.path), entry.snapshot, entry.text,
-                                  new_dir=entry.snapshot is None))
+                                  new_dir=entry.snapshot is None, intent=entry.intent))
     return edits
 
 
@@ -249,8 +257,25 @@ def in_order(changes: list[Change], current: Persisted) -> Iterator[
             yield change, configs.pop(change.name, None), None
         else:
             old = configs.get(change.name)
-            new = configs[change.name] = merged(old, change)
+            new = configs[change.name] = checked(merged(old, change))
             yield change, old, new
+
+
+def checked(config: LinkConfig) -> LinkConfig:
+    """`config` if every value in it is one the config systems and the kernel take
+    (`zsn.links.values`): what a backend writes, it writes from these."""
+    fields: list[tuple[str, ValueType, object]] = [
+        ("name", link_values.LINK, config.name), ("parent", link_values.LINK, config.parent),
+        ("vlan_id", link_values.VLAN_ID, config.vlan_id), ("mtu", link_values.MTU, config.mtu),
+        ("mode", link_values.BOND_MODE, config.mode),
+        ("miimon", link_values.MIIMON, config.miimon),
+        ("xmit_hash_policy", link_values.HASH_POLICY, config.xmit_hash_policy),
+        ("lacp_rate", link_values.LACP_RATE, config.lacp_rate),
+        *(("members", link_values.LINK, member) for member in config.members)]
+    for what, type_, value in fields:
+        if value is not None:
+            type_.text(what, str(value))
+    return config
 
 
 def merged(old: LinkConfig | None, change: Upsert) -> LinkConfig:

@@ -40,6 +40,11 @@ reported with its file and line; an option given twice is read as the installed
 implementation reads it, and reported as one the three do not agree on. New stanzas
 are written in the installed dialect, into ``/etc/network/interfaces.d/zsn-NAME`` when
 that folder is sourced, else at the end of ``/etc/network/interfaces``.
+
+`_Writer` is the format's one renderer: every line it adds or rewrites goes through
+`_option_line` (the option's value typed by `SCHEMA`, on one line) and each edit
+records what it means in the file's `InterfacesFile.intent`, read back with
+`INTERFACES` before the plan writes anything (`zsn.meaning`).
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ import posixpath
 import re
 from dataclasses import dataclass, field, replace
 
+from zsn import values
 from zsn.errors import ValidationError, ZsnError
 from zsn.links import bonding
+from zsn.links import values as link_values
 from zsn.links.persist import (
     IFUPDOWN_MAIN,
     FileBackend,
@@ -63,6 +70,10 @@ from zsn.links.persist import (
     file_edits,
     in_order,
 )
+from zsn.meaning import Entry as MeantEntry
+from zsn.meaning import Format, Intent, ValueType, one_line
+from zsn.meaning import Reading as Meaning
+from zsn.meaning import Section as MeantSection
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.packages import package_version
@@ -112,6 +123,17 @@ reads a bond's members the same way; ifenslave takes ``all`` for a bond's)."""
 _SOURCE_DIRECTORY_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 _RANGE = re.compile(r"\[\d+-\d+\]")
 _LACP_RATES = {"0": "slow", "1": "fast"}
+_MEMBERS = values.either(values.one_of("none"), link_values.LINKS)
+SCHEMA: dict[str, ValueType] = {
+    "use": values.one_of("bond", "bridge"), "bond-slaves": _MEMBERS, "bond-members": _MEMBERS,
+    "bond-mode": link_values.BOND_MODE, "bond-miimon": link_values.MIIMON,
+    "bond-xmit-hash-policy": link_values.HASH_POLICY, "bond-lacp-rate": link_values.LACP_RATE,
+    "bridge-ports": _MEMBERS, "bridge-stp": values.one_of("on", "off"),
+    "vlan-raw-device": link_values.LINK, "vlan-id": link_values.VLAN_ID,
+    "mtu": link_values.MTU,
+}
+"""The options zsn writes in a stanza (``-`` or ``_`` alike), as ifupdown and its
+helpers (ifenslave, bridge-utils, vlan) read them."""
 
 
 def dialect_of(host: Host) -> tuple[str, str]:
@@ -134,10 +156,20 @@ class InterfacesFile:
     snapshot: files.FileSnapshot | None
     lines: list[str]
     removed: bool = False
+    intent: Intent = field(default_factory=lambda: Intent(INTERFACES))
+    """What the edits since it was read mean (a new file: the whole file)."""
 
     @property
     def text(self) -> str:
         return "".join(self.lines)
+
+    def section_at(self, start: int) -> int:
+        """The index, in `INTERFACES`'s reading, of the stanza whose header is line
+        `start` (0-based) as the file is now."""
+        for index, section in enumerate(INTERFACES.read(self.text, self.path)):
+            if section.line == start + 1:
+                return index
+        raise ValidationError(f"{self.path}:{start + 1}: not a stanza zsn can edit")
 
 
 @dataclass
@@ -891,11 +923,12 @@ class _Writer:
     }
 
     def add(self, entries: list[InterfacesFile], config: LinkConfig) -> list[InterfacesFile]:
-        header = f"iface {config.name} inet manual\n" if self.dialect == CLASSIC else \
-            f"iface {config.name}\n"
-        lines = [f"auto {config.name}\n", header]
-        lines += [f"    {key} {value}\n" for key, value in self.options(config)
-                  if value is not None]
+        name = link_values.LINK.text("iface", config.name)
+        header = f"iface {name} inet manual" if self.dialect == CLASSIC else f"iface {name}"
+        options = [(key, value) for key, value in self.options(config) if value is not None]
+        lines = [f"auto {name}\n", header + "\n"]
+        lines += [f"    {_option_line(key, value)}\n" for key, value in options]
+        meant = [(f"auto {name}", []), (header, [(_key(key), value) for key, value in options])]
         main = entries[0]
         file_name = "zsn-" + config.name.replace(".", "_")
         path = f"{DROP_IN}/{file_name}"
@@ -904,10 +937,14 @@ class _Writer:
             if existing is not None and existing.snapshot is not None:
                 raise ValidationError(f"{path} exists but defines no {config.name}; "
                                       "move it away first")
-            return [InterfacesFile(path, None, lines)]
+            created = InterfacesFile(path, None, lines)
+            created.intent.whole(meant)
+            return [created]
         if main.lines and main.lines[-1].strip():
             main.lines.append("\n")
         main.lines.extend(lines)
+        for title, items in meant:
+            main.intent.insert(None, title, items)
         return []
 
     def update(self, stanza: Stanza, config: LinkConfig, fields: frozenset[str]) -> None:
@@ -918,6 +955,7 @@ class _Writer:
             first = entry.lines[stanza.options[0][0]]
             indent = first[:len(first) - len(first.lstrip())] or indent
         insert_at = stanza.end
+        where = entry.section_at(stanza.start)
         for key, value in self.options(config):
             if _key(key) not in wanted:
                 continue
@@ -927,16 +965,21 @@ class _Writer:
                        if _key(name) in aliases]
             if present:
                 line, written, now = present[0]
+                for alias in {_key(name) for _line, name, _now in present}:
+                    entry.intent.assign(where, alias, [])
                 if value is None:
                     entry.lines[line] = ""
-                elif now != value:
-                    old_line = entry.lines[line]
-                    keep = old_line[:len(old_line) - len(old_line.lstrip())]
-                    entry.lines[line] = f"{keep}{written} {value}\n"
+                else:
+                    entry.intent.assign(where, _key(written), [value])
+                    if now != value:
+                        old_line = entry.lines[line]
+                        keep = old_line[:len(old_line) - len(old_line.lstrip())]
+                        entry.lines[line] = f"{keep}{_option_line(written, value)}\n"
                 for extra, _name, _now in present[1:]:
                     entry.lines[extra] = ""
             elif value is not None:
-                entry.lines.insert(insert_at, f"{indent}{key} {value}\n")
+                entry.intent.append(where, key, value)
+                entry.lines.insert(insert_at, f"{indent}{_option_line(key, value)}\n")
                 insert_at += 1
                 stanza = next(s for s in _stanzas(entry) if s.start == stanza.start)
         entry.lines = [line for line in entry.lines if line != ""]
@@ -957,18 +1000,25 @@ class _Writer:
             if entry.removed:
                 continue
             kill: set[int] = set()
+            doomed: list[int] = []
             for stanza in _stanzas(entry):
                 if stanza.name == name:
                     kill.update(range(stanza.start, stanza.end))
+                    doomed.append(entry.section_at(stanza.start))
             for number, line in enumerate(entry.lines):
                 words = line.split()
                 if words and (words[0] == "auto" or words[0].startswith("allow-")) \
                         and name in words[1:]:
                     rest = [w for w in words[1:] if w != name]
                     if rest:
+                        entry.intent.retitle(entry.section_at(number),
+                                             " ".join([words[0], *rest]))
                         entry.lines[number] = f"{words[0]} {' '.join(rest)}\n"
                     else:
+                        doomed.append(entry.section_at(number))
                         kill.add(number)
+            for index in sorted(doomed, reverse=True):
+                entry.intent.delete(index)
             if not kill:
                 continue
             entry.lines = [line for n, line in enumerate(entry.lines) if n not in kill]
@@ -1001,3 +1051,49 @@ def _stanzas(entry: InterfacesFile) -> list[Stanza]:
 
 
 IFUPDOWN = IfupdownBackend()
+
+
+def _option_line(key: str, value: str) -> str:
+    """``key value``, the value typed by `SCHEMA` and on one line (the format's renderer)."""
+    type_ = SCHEMA.get(_key(key))
+    if type_ is None:
+        raise ValidationError(f"{key!r} is not an option zsn writes in a stanza")
+    if value.endswith("\\"):
+        raise ValidationError(f"{key} {value[:80]!r}: a final backslash would continue the "
+                              "line into the next")
+    return f"{key} {type_.text(key, one_line(value, key))}"
+
+
+_SECTION_WORDS = (*CLASSIC_KEYWORDS, "template", "defaults", "interface", "vlan")
+
+
+class _Interfaces:
+    """/etc/network/interfaces (one file) as zsn reads it (`zsn.meaning.Format`): each
+    stanza, ``auto`` or ``allow-`` line a section (its header line's words), each
+    option line an entry (``_`` read as ``-``), continuations joined."""
+
+    name = "ifupdown interfaces"
+
+    def key(self, key: str) -> str:
+        return _key(key)
+
+    def read(self, text: str, source: str) -> Meaning:
+        found: Meaning = []
+        current: MeantSection | None = None
+        for number, line in _logical_lines(text.splitlines(keepends=True)):
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            if words[0] in _SECTION_WORDS or words[0].startswith(("allow-", "source")):
+                current = MeantSection(" ".join(words), [], number + 1)
+                found.append(current)
+                continue
+            if current is None:
+                current = MeantSection("", [], number + 1)
+                found.append(current)
+            current.entries.append(MeantEntry(_key(words[0]), " ".join(words[1:]),
+                                              number + 1))
+        return found
+
+
+INTERFACES: Format = _Interfaces()

@@ -20,20 +20,25 @@ byte stays.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
+from zsn import values
 from zsn.bash import (
+    BASH,
     NETCTL_HOOKS,
     Assignment,
     Opaque,
+    Schema,
     Value,
+    Words,
+    canonical,
     is_netctl_profile,
     parse_assignments,
-    quote,
+    render_assignment,
 )
 from zsn.errors import ParseError, ValidationError
 from zsn.links import bonding
+from zsn.links import values as link_values
 from zsn.links.persist import (
     CONFIG_FIELDS,
     NETCTL_DIR,
@@ -48,6 +53,7 @@ from zsn.links.persist import (
     file_edits,
     in_order,
 )
+from zsn.meaning import Intent
 from zsn.system import files
 from zsn.system.host import Host
 
@@ -59,6 +65,14 @@ _EXEC_STP = re.compile(r"ip link set (?:dev )?(\S+) type bridge stp_state ([01])
 EXEC_FIELDS = frozenset({"mtu", "miimon", "xmit_hash_policy", "lacp_rate", "stp"})
 """What zsn writes as ``ip link set`` commands in ExecUpPost."""
 _CONNECTION_TEXT = re.compile(r"^\s*Connection=['\"]?(bond|vlan|bridge)\b", re.MULTILINE)
+SCHEMA: Schema = {
+    "Description": values.TEXT, "Interface": link_values.LINK,
+    "Connection": values.one_of(*LINK_CONNECTIONS), "IP": values.one_of("no"),
+    "BindsToInterfaces": link_values.LINK, "VLANID": link_values.VLAN_ID,
+    "Mode": link_values.BOND_MODE, "ExecUpPost": values.TEXT,
+}
+"""What zsn writes in a link's netctl profile (netctl.profile(5)); ExecUpPost holds
+the ``ip link set`` commands `_exec_up` makes of checked names and numbers."""
 
 
 @dataclass
@@ -68,10 +82,18 @@ class Profile:
     text: str
     assignments: list[Assignment] = field(default_factory=list)
     removed: bool = False
+    intent: Intent = field(default_factory=lambda: Intent(BASH))
+    """What the edits since it was read mean (a new profile: the whole file)."""
 
     @classmethod
     def parsed(cls, path: str, snapshot: files.FileSnapshot | None, text: str) -> Profile:
         return cls(path, snapshot, text, parse_assignments(text, path, NETCTL_HOOKS))
+
+    @classmethod
+    def new(cls, path: str) -> Profile:
+        profile = cls(path, None, "")
+        profile.intent.whole([("", [])])
+        return profile
 
     def variables(self) -> dict[str, Value]:
         """Each variable's value after the file has run (the last assignment wins)."""
@@ -81,19 +103,24 @@ class Profile:
         """The hooks that hold a value bash computes (kept as written)."""
         return [a for a in self.assignments if isinstance(a.value, Opaque)]
 
-    def set(self, name: str, written: str) -> None:
-        """Make `name`'s last assignment read ``name=written`` (appended when absent)."""
-        last = next((a for a in reversed(self.assignments) if a.name == name), None)
-        if last is None:
+    def set(self, name: str, value: Words) -> None:
+        """Make `name`'s last assignment `value` (appended when absent)."""
+        line = render_assignment(SCHEMA, name, value)
+        found = [a for a in self.assignments if a.name == name]
+        self.intent.assign("", name, [canonical(a.value) for a in found[:-1]]
+                           + [canonical(value)])
+        if not found:
             if self.text and not self.text.endswith("\n"):
                 self.text += "\n"
-            self.text += f"{name}={written}\n"
+            self.text += line + "\n"
         else:
-            self.text = self.text[:last.start] + f"{name}={written}" + self.text[last.end:]
+            last = found[-1]
+            self.text = self.text[:last.start] + line + self.text[last.end:]
         self.assignments = parse_assignments(self.text, self.path, NETCTL_HOOKS)
 
     def unset(self, name: str) -> None:
         """Remove every assignment of `name`; a line left blank by it goes too."""
+        self.intent.assign("", name, [])
         for assignment in reversed([a for a in self.assignments if a.name == name]):
             start = self.text.rfind("\n", 0, assignment.start) + 1
             end = self.text.find("\n", assignment.end)
@@ -105,10 +132,6 @@ class Profile:
             else:
                 self.text = self.text[:assignment.start] + self.text[assignment.end:]
         self.assignments = parse_assignments(self.text, self.path, NETCTL_HOOKS)
-
-
-def _array(names: tuple[str, ...]) -> str:
-    return "(" + " ".join(quote(name) for name in names) + ")"
 
 
 def _bound(value: Value | None) -> tuple[str, ...]:
@@ -246,8 +269,8 @@ class NetctlBackend(FileBackend):
                 if any(p.path == path for p in profiles):
                     raise ValidationError(f"{path} exists and is not a profile for "
                                           f"{config.name}; move it away first")
-                description = quote(f"{config.kind} {config.name} (zsn)")
-                profile = Profile(path, None, f"Description={description}\n")
+                profile = Profile.new(path)
+                profile.set("Description", f"{config.kind} {config.name} (zsn)")
                 profile.set("Interface", config.name)
                 profile.set("Connection", config.kind)
                 profile.set("IP", "no")  # addresses are the admin's business
@@ -263,7 +286,7 @@ class NetctlBackend(FileBackend):
         """Change the assignments whose meaning differs from `config` (in `fields`)."""
         variables = profile.variables()
 
-        def put(name: str, value: tuple[str, ...] | str | None, written: str) -> None:
+        def put(name: str, value: tuple[str, ...] | str | None) -> None:
             if value is None:
                 if name in variables:
                     profile.unset(name)
@@ -271,19 +294,17 @@ class NetctlBackend(FileBackend):
             now = variables.get(name)
             same = _bound(now) == value if isinstance(value, tuple) else now == value
             if not same:
-                profile.set(name, written)
+                profile.set(name, value)
 
         if config.kind == "vlan":
             if "parent" in fields:
-                parent = (config.parent,) if config.parent else ()
-                put("BindsToInterfaces", parent, _array(parent))
+                put("BindsToInterfaces", (config.parent,) if config.parent else ())
             if "vlan_id" in fields:
-                vlan_id = str(config.vlan_id) if config.vlan_id is not None else None
-                put("VLANID", vlan_id, vlan_id or "")
+                put("VLANID", str(config.vlan_id) if config.vlan_id is not None else None)
         elif "members" in fields:
-            put("BindsToInterfaces", config.members, _array(config.members))
+            put("BindsToInterfaces", config.members)
         if config.kind == "bond" and "mode" in fields and config.mode:
-            put("Mode", config.mode, quote(config.mode))
+            put("Mode", config.mode)
         if not fields & EXEC_FIELDS:
             return
         current = variables.get("ExecUpPost")
@@ -301,7 +322,7 @@ class NetctlBackend(FileBackend):
                 if part.strip() and not own.match(part.strip())]
         commands = "; ".join(kept + _exec_up(config))
         if commands and commands != current_text:
-            profile.set("ExecUpPost", shlex.quote(commands))
+            profile.set("ExecUpPost", commands)
         elif not commands and current is not None:
             profile.unset("ExecUpPost")
 

@@ -162,7 +162,8 @@ class NetplanBackend(FileBackend):
             if document.text == before:
                 continue
             plan.edits.append(FileEdit(host.path(path), snapshot, document.text,
-                                       mode=None if snapshot else files.PRIVATE_FILE_MODE))
+                                       mode=None if snapshot else files.PRIVATE_FILE_MODE,
+                                       intent=document.intent))
         if plan.edits:
             plan.warnings.extend(validate(host, plan.edits))
             plan.notes.append("netplan applies the files at boot, or now with 'netplan apply'")

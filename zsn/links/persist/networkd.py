@@ -38,8 +38,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from zsn import values
 from zsn.errors import ValidationError, ZsnError
+from zsn.formats.unitfile import Assignment, Schema, UnitFile, list_values
 from zsn.links import bonding
+from zsn.links import values as link_values
 from zsn.links.persist import (
     NETWORKD_DIR,
     NETWORKD_DIRS,
@@ -54,7 +57,7 @@ from zsn.links.persist import (
     file_edits,
     in_order,
 )
-from zsn.links.persist.unitfile import Assignment, UnitFile, list_values
+from zsn.meaning import Intent
 from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.packages import package_version
@@ -71,6 +74,24 @@ _TIME_UNITS = {"us": 0.001, "usec": 0.001, "ms": 1, "msec": 1, "s": 1000, "sec":
                "hour": 3_600_000, "hours": 3_600_000}
 _TIME_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)")
 T = TypeVar("T")
+SCHEMA: Schema = {
+    ("Match", "Name"): link_values.LINKS,
+    ("NetDev", "Name"): link_values.LINK,
+    ("NetDev", "Kind"): values.one_of("bond", "vlan", "bridge"),
+    ("NetDev", "MTUBytes"): link_values.MTU,
+    ("Link", "MTUBytes"): link_values.MTU,
+    ("Bond", "Mode"): link_values.BOND_MODE,
+    ("Bond", "MIIMonitorSec"): values.pattern("milliseconds (100ms)", r"[0-9]{1,10}ms"),
+    ("Bond", "TransmitHashPolicy"): link_values.HASH_POLICY,
+    ("Bond", "LACPTransmitRate"): link_values.LACP_RATE,
+    ("Bridge", "STP"): values.one_of("yes", "no"),
+    ("VLAN", "Id"): link_values.VLAN_ID,
+    ("Network", "Bond"): link_values.LINK,
+    ("Network", "Bridge"): link_values.LINK,
+    ("Network", "VLAN"): link_values.LINKS,
+}
+"""What zsn writes in .netdev and .network files, as networkd reads it
+(systemd.netdev(5), systemd.network(5))."""
 _TRUE = ("1", "yes", "y", "true", "t", "on")
 _FALSE = ("0", "no", "n", "false", "f", "off")
 
@@ -87,6 +108,10 @@ class NetworkdFile:
     @property
     def text(self) -> str:
         return self.unit.text
+
+    @property
+    def intent(self) -> Intent:
+        return self.unit.intent
 
     @property
     def editable(self) -> bool:
@@ -277,7 +302,7 @@ def read_tree(host: Host) -> Tree:
                 tree.masked.append(path)
                 continue
             snapshot = files.read_tracked(host.path(path))
-            unit = Unit(name, NetworkdFile(path, snapshot, UnitFile(snapshot.text)))
+            unit = Unit(name, NetworkdFile(path, snapshot, UnitFile(snapshot.text, SCHEMA)))
             drop_ins = _chosen(host, [f"{d}/{name}.d" for d in DIRS], "*.conf")
             unit.drop_in_names = set(drop_ins)
             for drop_in in sorted(drop_ins):
@@ -285,7 +310,8 @@ def read_tree(host: Host) -> Tree:
                 if _masks(host, drop_path):
                     continue
                 snapshot = files.read_tracked(host.path(drop_path))
-                unit.drop_ins.append(NetworkdFile(drop_path, snapshot, UnitFile(snapshot.text)))
+                drop = UnitFile(snapshot.text, SCHEMA)
+                unit.drop_ins.append(NetworkdFile(drop_path, snapshot, drop))
             unit.ignored = ignored_netdev(unit) if suffix == ".netdev" else \
                 ignored_network(unit, version)
             units.append(unit)
@@ -511,7 +537,7 @@ class _Editor:
         for source in unit.drop_ins:
             if source.path == path:
                 return source
-        entry = NetworkdFile(path, None, UnitFile())
+        entry = NetworkdFile(path, None, UnitFile(schema=SCHEMA))
         unit.drop_ins.append(entry)
         unit.drop_in_names.add(name)
         self.created.append(entry)
@@ -571,7 +597,7 @@ class _Editor:
 
     # -- units -----------------------------------------------------------------------
     def _new_unit(self, file_name: str) -> Unit:
-        entry = NetworkdFile(f"{EDITABLE}/{file_name}", None, UnitFile())
+        entry = NetworkdFile(f"{EDITABLE}/{file_name}", None, UnitFile(schema=SCHEMA))
         self.created.append(entry)
         unit = Unit(file_name, entry)
         target = self.tree.netdevs if file_name.endswith(".netdev") else self.tree.networks

@@ -10,7 +10,11 @@ Text is not meaning: an anchor shared through aliases (``eth1: &e {...}`` and
 one place change another, or land in the wrong block. So every edit is checked as
 data: the document read back after it must equal the document read before with just
 the intended change made. Anything else refuses the edit (`UnsafeEdit`), naming the
-line of the construct that made the difference.
+line of the construct that made the difference. The same expected document is the
+document's `YamlDocument.intent` (`zsn.meaning`), which the plan's `FileEdit` reads
+back once more with `YAML` before anything is written. `inline` and `block` are the
+format's one renderer: no key or string value holds a control character or a line
+break.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import yaml
 
 from zsn.errors import ParseError, ValidationError
+from zsn.meaning import Entry, Format, Intent, Reading, Section, one_line
 
 Path = tuple[str, ...]
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-/]*")
@@ -42,7 +47,7 @@ def inline(value: Any) -> str:
         return "[" + ", ".join(inline(item) for item in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{inline(k)}: {inline(v)}" for k, v in value.items()) + "}"
-    text = str(value)
+    text = one_line(str(value), "a YAML value")
     if _PLAIN_RE.fullmatch(text) and _load(text) == text:
         return text
     return json.dumps(text)
@@ -171,6 +176,8 @@ class YamlDocument:
         self.text = text
         self.source = source
         self.step = step
+        self.intent = Intent(YAML)
+        """What the edits since `text` mean: the whole document as data (`zsn.meaning`)."""
         root = self._root()
         _refuse_duplicate_keys(root, source)
         if isinstance(root, yaml.MappingNode) and root.value and not root.flow_style:
@@ -238,6 +245,7 @@ class YamlDocument:
                              self.source) from None
         self._set(path, value)
         self._check_meaning(before_text, expected, f"setting {'.'.join(path)}")
+        self.intent.whole(_meaning(expected))
 
     def _set(self, path: Path, value: Any) -> None:
         root = self._root()
@@ -355,8 +363,9 @@ class YamlDocument:
         before_text = self.text
         if not self._delete(path, keep):
             return False
-        self._check_meaning(before_text, _with_deleted(_load(before_text), path, keep),
-                            f"removing {'.'.join(path)}")
+        expected = _with_deleted(_load(before_text), path, keep)
+        self._check_meaning(before_text, expected, f"removing {'.'.join(path)}")
+        self.intent.whole(_meaning(expected))
         return True
 
     def _delete(self, path: Path, keep: int) -> bool:
@@ -386,3 +395,38 @@ class YamlDocument:
         del lines[key_node.start_mark.line:_last_line(value[1]) + 1]
         self.text = "".join(lines)
         return True
+
+
+def _meaning(data: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A document as one section of (key path, value) leaves, both as JSON."""
+    leaves: list[tuple[str, str]] = []
+
+    def walk(node: Any, trail: list[str]) -> None:
+        if isinstance(node, dict) and node:
+            for key, item in node.items():
+                walk(item, [*trail, str(key)])
+        else:
+            leaves.append((json.dumps(trail), json.dumps(node, sort_keys=True, default=str)))
+
+    walk(data, [])
+    return [("", leaves)]
+
+
+class _Yaml:
+    """A YAML file as zsn reads it (`zsn.meaning.Format`): its data, leaf by leaf."""
+
+    name = "YAML"
+
+    def key(self, key: str) -> str:
+        return key
+
+    def read(self, text: str, source: str) -> Reading:
+        try:
+            data = _load(text)
+        except yaml.YAMLError as exc:
+            raise ParseError(str(exc), None, source) from None
+        return [Section(header, [Entry(k, v) for k, v in items])
+                for header, items in _meaning(data)]
+
+
+YAML: Format = _Yaml()

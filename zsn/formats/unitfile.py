@@ -6,12 +6,22 @@ edit line by line, as systemd's config parser reads them (src/shared/conf-parser
 next; a section may appear more than once, the last assignment of a key wins, and an
 empty assignment resets a list. Edits touch only the lines of the keys they set or
 remove; everything else stays byte for byte.
+
+This is the format's one renderer: every ``Key=value`` line zsn adds is made by
+`UnitFile.set` or `UnitFile.add`, its value checked by the file's schema (a
+`zsn.meaning.ValueType` per section and key: an unknown one is refused), on one line,
+without surrounding blanks (systemd strips them) or a final backslash (which would
+continue the line into the next). Every edit records what it means in
+`UnitFile.intent`, which the plan's `FileEdit` reads back with `UNIT`.
 """
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from zsn.errors import ValidationError
+from zsn.meaning import Entry, Intent, Reading, Section, ValueType, one_line
 
 _SECTION_RE = re.compile(r"\[([^\]]+)\]")
 _KEY_RE = re.compile(r"([^=\s][^=]*?)\s*=\s*(.*)", re.DOTALL)
@@ -37,11 +47,20 @@ class Oddity(NamedTuple):
     message: str
 
 
+Schema = dict[tuple[str, str], ValueType]
+"""What each (section, key) zsn writes in one kind of unit file takes."""
+
+
 class UnitFile:
-    def __init__(self, text: str = ""):
+    def __init__(self, text: str = "", schema: Schema | None = None):
         self.lines = text.splitlines(keepends=True)
         if self.lines and not self.lines[-1].endswith("\n"):
             self.lines[-1] += "\n"
+        self.schema = schema or {}
+        self.intent = Intent(UNIT)
+        """What the edits since `text` mean (a new file: the whole file)."""
+        if not text:
+            self.intent.whole([])
 
     @property
     def text(self) -> str:
@@ -136,10 +155,30 @@ class UnitFile:
         return len(self._walk()[1])
 
     # -- editing -------------------------------------------------------------------
+    def _checked(self, section: str, key: str, value: str) -> str:
+        """`value` as this file's renderer writes it for `key` in `section`."""
+        one_line(f"{section}{key}", "a section or key")
+        type_ = self.schema.get((section, key))
+        if type_ is None:
+            raise ValidationError(f"[{section}] {key}= is not a setting zsn writes here")
+        if value == "":
+            return value  # an empty assignment resets the setting
+        if value != value.strip() or value.endswith("\\"):
+            raise ValidationError(f"{key}={value[:80]!r}: blanks around it or a final "
+                                  "backslash would change it as systemd reads it")
+        return type_.text(key, value)
+
+    def _section_wanted(self, section: str) -> None:
+        if not self.has_section(section):
+            self.intent.insert(None, section)
+
     def set(self, section: str, key: str, value: str) -> None:
         """One ``key=value`` in `section`: the last assignment is changed in place (the
         others of the section removed), or a line is added at the end of the section."""
+        self._checked(section, key, value)
         found = self.assignments(section, key)
+        self._section_wanted(section)
+        self.intent.assign(section, key, [value])
         if found:
             last = found[-1]
             old = self.lines[last.line]
@@ -148,9 +187,16 @@ class UnitFile:
             for earlier in reversed(found[:-1]):
                 del self.lines[earlier.line:earlier.end]
             return
-        self.add(section, key, value)
+        self._add(section, key, value)
 
     def add_section(self, section: str) -> None:
+        one_line(section, "a section")
+        if "]" in section or not section:
+            raise ValidationError(f"[{section}] is not a section name")
+        self._section_wanted(section)
+        self._add_section(section)
+
+    def _add_section(self, section: str) -> None:
         if self.lines and self.lines[-1].strip():
             self.lines.append("\n")
         self.lines.append(f"[{section}]\n")
@@ -158,9 +204,15 @@ class UnitFile:
     def add(self, section: str, key: str, value: str) -> None:
         """Another ``key=value`` (list settings such as VLAN=), after the section's last
         assignment; the section is created at the end of the file when missing."""
+        self._checked(section, key, value)
+        self._section_wanted(section)
+        self.intent.append(section, key, value)
+        self._add(section, key, value)
+
+    def _add(self, section: str, key: str, value: str) -> None:
         sections = [s for s in self._sections() if s[0] == section]
         if not sections:
-            self.add_section(section)
+            self._add_section(section)
             self.lines.append(f"{key}={value}\n")
             return
         _name, start, end = sections[-1]
@@ -173,6 +225,17 @@ class UnitFile:
     def remove(self, section: str, key: str, value: str | None = None) -> bool:
         """Remove `key` (only the assignments of `value`, for lists); True if any went.
         A list line with several values keeps the others."""
+        left = []
+        for assignment in self.assignments(section, key):
+            if value is None or assignment.value == value:
+                continue
+            if value in assignment.value.split():
+                rest = " ".join(part for part in assignment.value.split() if part != value)
+                left.append(rest)
+            else:
+                left.append(assignment.value)
+        if self.has_section(section):
+            self.intent.assign(section, key, left)
         removed = False
         for assignment in reversed(self.assignments(section, key)):
             if value is None or assignment.value == value:
@@ -197,3 +260,28 @@ def list_values(assignments: list[Assignment], start: list[str]) -> list[str]:
         else:
             found.clear()
     return found
+
+
+class _Unit:
+    """systemd's unit file syntax as zsn reads it (`zsn.meaning.Format`): the sections
+    merged by name in the order they first appear (systemd merges them), each with its
+    assignments in order."""
+
+    name = "systemd unit file"
+
+    def key(self, key: str) -> str:
+        return key
+
+    def read(self, text: str, source: str) -> Reading:
+        unit = UnitFile(text)
+        sections, assignments, _oddities = unit._walk()
+        found: dict[str, Section] = {}
+        for name, start, _end in sections:
+            found.setdefault(name, Section(name, [], start + 1))
+        for assignment in assignments:
+            found[assignment.section].entries.append(
+                Entry(assignment.key, assignment.value, assignment.line + 1))
+        return list(found.values())
+
+
+UNIT = _Unit()
