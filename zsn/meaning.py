@@ -46,6 +46,7 @@ read-back by construction: an edit whose text says more than its intent is refus
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -239,6 +240,23 @@ class Intent:
         raise ValidationError(f"{source}: what zsn would write does not mean what the plan "
                               f"meant ({self.format.name}): line {line}{shown} {words}; "
                               "refused")
+
+
+def leaves(data: object) -> list[tuple[str, str]]:
+    """Structured data (a YAML or JSON document) as (key path, value) leaves, both as
+    JSON: what a format of such documents compares."""
+    found: list[tuple[str, str]] = []
+    pending: list[tuple[object, list[str]]] = [(data, [])]
+    while pending:
+        node, trail = pending.pop()
+        if isinstance(node, dict) and node:
+            pending.extend((item, [*trail, str(key)]) for key, item in reversed(node.items()))
+        elif isinstance(node, list) and node and any(isinstance(i, dict | list) for i in node):
+            pending.extend((item, [*trail, str(index)])
+                           for index, item in reversed(list(enumerate(node))))
+        else:
+            found.append((json.dumps(trail), json.dumps(node, sort_keys=True, default=str)))
+    return found
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from zsn.errors import ParseError, ValidationError, ZsnError, about_input
+from zsn.formats.jsondoc import intent_of
+from zsn.meaning import OwnFile
 from zsn.plan import Check, FileEdit, LiveStep, Plan
 from zsn.system import files, nftables
 from zsn.system.host import Host
@@ -54,6 +56,7 @@ from zsn.wireguard.policy import (
 from zsn.wireguard.server import ServerConfig
 
 TABLE_UNDO = "nft-table"
+POLICY_FILE = OwnFile("zsn's access rules, read back by zsn.wireguard.policy.render")
 
 
 # -- the kernel's table ------------------------------------------------------------
@@ -192,13 +195,14 @@ def policy_steps(host: Host, server: ServerConfig, stored: PolicyFile, policy: P
     text = acl_policy.render(policy)
     if stored.snapshot is None or stored.snapshot.text != text:
         steps.append(FileEdit(stored.path, stored.snapshot, text, mode=files.PRIVATE_FILE_MODE,
-                              private_dir=True))
+                              private_dir=True, intent=POLICY_FILE))
     boot = compiled_path(host, server.name)
     boot_snapshot = files.read_tracked(boot) if files.exists(boot) else None
     boot_text = file_text(spec)
     if boot_snapshot is None or boot_snapshot.text != boot_text:
         steps.append(FileEdit(boot, boot_snapshot, boot_text, mode=files.PRIVATE_FILE_MODE,
-                              private_dir=True, shown_in_full=False))
+                              private_dir=True, shown_in_full=False,
+                              intent=intent_of({"nftables": render(spec)})))
     if hooks_missing(config):
         add_hooks(config)
     notes: list[str] = []

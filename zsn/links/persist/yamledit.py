@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from zsn.errors import ParseError, ValidationError
-from zsn.meaning import Entry, Format, Intent, Reading, Section, one_line
+from zsn.meaning import Entry, Format, Intent, Reading, Section, leaves, one_line
 
 Path = tuple[str, ...]
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-/]*")
@@ -398,18 +398,8 @@ class YamlDocument:
 
 
 def _meaning(data: Any) -> list[tuple[str, list[tuple[str, str]]]]:
-    """A document as one section of (key path, value) leaves, both as JSON."""
-    leaves: list[tuple[str, str]] = []
-
-    def walk(node: Any, trail: list[str]) -> None:
-        if isinstance(node, dict) and node:
-            for key, item in node.items():
-                walk(item, [*trail, str(key)])
-        else:
-            leaves.append((json.dumps(trail), json.dumps(node, sort_keys=True, default=str)))
-
-    walk(data, [])
-    return [("", leaves)]
+    """A document as one section of its leaves (`zsn.meaning.leaves`)."""
+    return [("", leaves(data))]
 
 
 class _Yaml:
