@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.wireguard.config import parse
 
@@ -44,13 +45,15 @@ NEW_KEY = base64.b64encode(b"n" * 32).decode()
 
 
 def edit_with_zsn(path: Path, keys: list[str]) -> None:
+    """As a plan does it: a copy of the parse edited, the new text read back against
+    what the edits meant (`zsn.meaning`, when the FileEdit is made), then written."""
     snapshot = files.read_tracked(path)
-    config = parse(snapshot.text, str(path))
+    config = parse(snapshot.text, str(path)).copy()
     config.append_peer("newcomer", [("PublicKey", NEW_KEY), ("AllowedIPs", "10.8.250.1/32")])
     config.set_value(config.require_peer(keys[2500]), "AllowedIPs",
                      "10.8.9.198/32, 192.168.50.0/24")
     config.remove_peer(config.require_peer(keys[4000]))
-    files.write_atomic(path, config.render(), previous=snapshot, backup=False)
+    FileEdit(path, snapshot, config.render(), backup=False, intent=config.intent).apply()
 
 
 def edit_with_wgconfig(path: Path, keys: list[str]) -> None:

@@ -68,6 +68,11 @@ What the entries check beyond the rule:
   (real outputs with one value replaced by any JSON value, and any JSON): a reading or
   one line; zsn's SMART records (written ones changed): what is accepted renders and
   reads back the same; SCSI serial VPD pages: a printable serial or None.
+- The readers behind the read-back of every format zsn writes (`zsn.meaning`: wg-quick,
+  unit files, sysctl.d, ifupdown, bash assignments, OpenVPN, YAML, JSON): typed errors
+  only, and an edit that changes nothing reads back as meaning nothing new. Their
+  renderers, given any value (line breaks, control characters, ``#``, ``=``, quotes,
+  long): refused with a typed error, or written so that the file reads back as meant.
 """
 
 from __future__ import annotations
@@ -1585,6 +1590,8 @@ def try_records() -> Fuzz:
             assert Change.from_dict(json.loads(json.dumps(change.as_dict()))) == change
 
     return text, check
+
+
 # -- desired-state files ------------------------------------------------------------
 
 _STATE_DOCS = Path(__file__).parents[2] / "docs" / "state.md"
@@ -1658,6 +1665,8 @@ def _spliced(value: tuple[str, list[tuple[int, str]]]) -> str:
         where %= max(len(text), 1)
         text = text[:where] + piece + text[where + len(piece):]
     return text
+
+
 
 
 # -- disks: smartctl's JSON, zsn's SMART records, SCSI serial VPD pages ---------------------
@@ -1914,3 +1923,101 @@ def zfs_dataset_names_list() -> Fuzz:
 
     return st.lists(st.one_of(st.sampled_from(["tank", "tank/a b", "tank\tx", "\tvdev"]),
                               _noise), max_size=6), check
+
+
+_WRITTEN_FORMATS = ("wg-quick", "unit", "sysctl", "ifupdown", "bash", "openvpn", "yaml",
+                    "json")
+
+
+def _written_format(name: str) -> Any:
+    from zsn.bash import BASH
+    from zsn.formats.jsondoc import JSON
+    from zsn.formats.sysctl import SYSCTL
+    from zsn.formats.unitfile import UNIT
+    from zsn.links.persist.ifupdown import INTERFACES
+    from zsn.links.persist.yamledit import YAML
+
+    return {"wg-quick": wg_config.WG_QUICK, "unit": UNIT, "sysctl": SYSCTL,
+            "ifupdown": INTERFACES, "bash": BASH, "openvpn": ovpn_config.OPENVPN,
+            "yaml": YAML, "json": JSON}[name]
+
+
+@entry("written formats' readers", 1000,
+      ["zsn.wireguard.config:_WgQuick.read", "zsn.formats.unitfile:_Unit.read",
+       "zsn.formats.sysctl:_Sysctl.read", "zsn.links.persist.ifupdown:_Interfaces.read",
+       "zsn.bash:_Assignments.read", "zsn.openvpn.config:_OpenVpn.read",
+       "zsn.links.persist.yamledit:_Yaml.read", "zsn.formats.jsondoc:_Json.read",
+       "zsn.meaning:Intent.verify"])
+def written_formats_readers() -> Fuzz:
+    """The readers behind the read-back of every format zsn writes (`zsn.meaning`):
+    typed errors only, and a text read back against itself means nothing new."""
+    from zsn.meaning import Intent
+
+    lines = st.sampled_from(["[Interface]", "[Peer]", "PublicKey = k", "[Match]", "Name=a",
+                             "net.ipv4.ip_forward = 1", "iface a inet manual", "  mtu 9000",
+                             "A='b'", "remote x 1194", "<ca>", "</ca>", "a: [1, {b: c}]",
+                             '{"a": [1]}', "# c", "x\\", ""])
+
+    def check(value: tuple[str, list[str]]) -> None:
+        name, parts = value
+        text = "\n".join(parts) + "\n"
+        format_ = _written_format(name)
+        if only_typed_errors(lambda: format_.read(text, "fuzz")) is not None:
+            Intent(format_).verify(text, text, "fuzz")
+
+    return st.tuples(st.sampled_from(_WRITTEN_FORMATS),
+                     st.lists(st.one_of(lines, _noise), max_size=12)), check
+
+
+@entry("written formats' renderers", 1000,
+      ["zsn.wireguard.config:WgConfig.set_value", "zsn.wireguard.config:WgConfig.append_peer",
+       "zsn.formats.unitfile:UnitFile.set", "zsn.formats.sysctl:SysctlFile.set",
+       "zsn.bash:render_assignment", "zsn.openvpn.config:OvpnConfig.set_directive",
+       "zsn.links.persist.yamledit:inline"])
+def written_formats_renderers() -> Fuzz:
+    """Each format's renderer given any value (line breaks, control characters, '#',
+    '=', quotes, long): refused with a typed error, or written so that the file reads
+    back as the edit meant (the intent records only what was written)."""
+    from zsn.formats.sysctl import SysctlFile
+    from zsn.formats.unitfile import UnitFile
+    from zsn.links.persist import netctl as link_netctl
+    from zsn.links.persist.networkd import SCHEMA
+    from zsn.links.persist.yamledit import YamlDocument
+    from zsn.values import TEXT
+
+    server = (Path(__file__).parents[1] / "fixtures" / "wireguard" / "zcapwg1.conf").read_text()
+    hostile = st.one_of(_noise, st.sampled_from([
+        "x\nPostUp = y", "x\rup y", "x # y", "a=b", "'\"", "x\\", "\x1b[2J", "\u2028",
+        "10.0.0.1/32", "eth0", "1", "x" * 5000]))
+
+    def check(value: tuple[str, str]) -> None:
+        name, text = value
+        if name == "wg-quick":
+            config = wg_config.parse(server)
+            peer = config.require_peer("bob-site")
+            only_typed_errors(lambda: config.set_value(peer, "AllowedIPs", text))
+            only_typed_errors(lambda: config.append_peer(text, []))
+            config.intent.verify(server, config.render(), "fuzz")
+        elif name == "unit":
+            unit = UnitFile("[Match]\nName=eth0\n", SCHEMA)
+            only_typed_errors(lambda: unit.set("Network", "Bond", text))
+            unit.intent.verify("[Match]\nName=eth0\n", unit.text, "fuzz")
+        elif name == "sysctl":
+            settings_file = SysctlFile("", {"net.ipv4.ip_forward": TEXT})
+            only_typed_errors(lambda: settings_file.set("net.ipv4.ip_forward", text))
+            settings_file.intent.verify("", settings_file.text, "fuzz")
+        elif name == "bash":
+            profile = link_netctl.Profile.parsed("/etc/netctl/x", None, "Interface=bond0\n")
+            only_typed_errors(lambda: profile.set("ExecUpPost", text))
+            profile.intent.verify("Interface=bond0\n", profile.text, "fuzz")
+        elif name == "openvpn":
+            config_o = ovpn_config.parse("client\n")
+            only_typed_errors(lambda: config_o.set_directive("up", text))
+            config_o.intent.verify("client\n", config_o.render(), "fuzz")
+        else:
+            document = YamlDocument("network:\n  version: 2\n", "fuzz")
+            only_typed_errors(lambda: document.set(("network", "bonds", text), {"mtu": 1}))
+            document.intent.verify("network:\n  version: 2\n", document.text, "fuzz")
+
+    return st.tuples(st.sampled_from(["wg-quick", "unit", "sysctl", "bash", "openvpn",
+                                      "yaml"]), hostile), check

@@ -194,3 +194,38 @@ def test_every_file_edit_says_what_it_means() -> None:
                 where = str(path.relative_to(package.parent))
                 found[where] = found.get(where, 0) + 1
     assert found == OWN_FILES
+
+
+def _big_server(peers: int = 1500) -> str:
+    """A server config past the size the read-back reads around the change only."""
+    import base64
+    import os
+
+    lines = ["[Interface]", "Address = 10.8.0.1/16", "ListenPort = 51820",
+             f"PrivateKey = {generate_private_key()}"]
+    for number in range(peers):
+        host = number + 2
+        lines += ["", f"# peer-{number}", "[Peer]",
+                  f"PublicKey = {base64.b64encode(os.urandom(32)).decode()}",
+                  f"AllowedIPs = 10.8.{host // 256}.{host % 256}/32"]
+    text = "\n".join(lines) + "\n"
+    assert len(text) > 64 << 10
+    return text
+
+
+@pytest.mark.parametrize("where", ["top", "middle", "end"])
+def test_a_big_config_is_read_back_around_the_change_and_a_stray_line_anywhere_refused(
+        where: str) -> None:
+    text = _big_server()
+    path = Path("/etc/wireguard/wg0.conf")
+    config = parse(text, str(path)).copy()
+    config.set_value(config.require_peer("peer-700"), "AllowedIPs", "10.8.2.190/32, 10.9.0.0/24")
+    config.append_peer("newcomer", [("PublicKey", _public()), ("AllowedIPs", "10.8.250.1/32")])
+    config.rename_peer(config.require_peer("peer-3"), "three")
+    config.disable_peer(config.require_peer("peer-1200"))
+    FileEdit(path, snapshot(path, text), config.render(), intent=config.intent)
+    lines = config.render().splitlines(keepends=True)
+    at = {"top": 2, "middle": len(lines) // 3, "end": len(lines) - 1}[where]
+    lines.insert(at, "PostUp = touch /tmp/zsn-pwned\n")
+    with pytest.raises(ValidationError, match=f"line {at + 1}"):
+        FileEdit(path, snapshot(path, text), "".join(lines), intent=config.intent)

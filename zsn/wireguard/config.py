@@ -16,6 +16,7 @@ no line break). Every edit also records what it means in the config's `WgConfig.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -152,6 +153,8 @@ class WgConfig:
     source: str | None = None
     intent: Intent = field(default_factory=lambda: Intent(WG_QUICK), repr=False)
     """What the edits made since the text was parsed mean (`zsn.meaning`)."""
+    text: str | None = field(default=None, repr=False)
+    """The text it was parsed from, while no edit changed it."""
 
     @classmethod
     def new(cls, source: str | None = None) -> WgConfig:
@@ -184,7 +187,12 @@ class WgConfig:
         """An independent copy to edit (entries are immutable and shared)."""
         sections = [Section(s.kind, s.header, s.end, list(s.entries), s.name, s.name_line,
                             s.disabled) for s in self.sections]
-        return WgConfig(list(self.lines), sections, self.source, self.intent.copy())
+        intent = self.intent.copy()
+        if self.text is not None and intent.known is None and not intent.ops:
+            # The copy is edited, this one stays as parsed: the read-back's reading of
+            # the file before the edits comes from it instead of a second parse.
+            intent.known = (self.text, self)
+        return WgConfig(list(self.lines), sections, self.source, intent)
 
     def peer_keys(self) -> list[tuple[str, Section]]:
         """(public key, peer) for each active peer that has a key, in file order."""
@@ -432,9 +440,9 @@ class WgConfig:
     def _index(self, section: Section) -> int:
         """Where `section` is in `sections` (found by its header line: a section read
         before an edit re-indexed the config is the same block)."""
-        for index, candidate in enumerate(self.sections):
-            if candidate.header == section.header:
-                return index
+        index = bisect.bisect_left(self.sections, section.header, key=lambda s: s.header)
+        if index < len(self.sections) and self.sections[index].header == section.header:
+            return index
         raise ValidationError(f"{section.label} is not in {self.source or 'the config'}")
 
     def block_span(self, peer: Section) -> tuple[int, int]:
@@ -596,7 +604,7 @@ def parse(text: str, source: str | None = None) -> WgConfig:
         raise ParseError(f"a second [Interface] (the first is at line "
                          f"{interfaces[0].header + 1}); keep one per file",
                          interfaces[1].header + 1, source)
-    return WgConfig(lines, sections, source)
+    return WgConfig(lines, sections, source, text=text)
 
 
 _LAST_PARSED: dict[str, tuple[str, WgConfig]] = {}
@@ -742,19 +750,126 @@ class _WgQuick:
         return key.lower()
 
     def read(self, text: str, source: str) -> Reading:
-        config = parse(text, source)
-        found: Reading = []
-        for section in config.sections:
-            entries = [MeantEntry(e.key.lower(), e.value, e.line + 1) for e in section.entries]
-            if section.name is not None and section.name_line is not None:
-                entries.append(MeantEntry(NAME_KEY, section.name, section.name_line + 1))
-            if section.kind == "Peer":
-                expiry = expires_line(config, section)
-                if expiry is not None:
-                    entries.append(MeantEntry(EXPIRES_KEY, expiry[1], expiry[0] + 1))
-            header = DISABLED_PREFIX + section.kind if section.disabled else section.kind
-            found.append(MeantSection(header, entries, section.header + 1))
-        return found
+        return _reading(parse(text, source))
+
+    def read_both(self, before: str, after: str, source: str,
+                  parsed: object) -> tuple[Reading, Reading] | None:
+        """A big config read only where an edit changed it. Each section's block (the
+        comment right above its header, which may be its name, the header and every
+        line up to the next block) is found again unchanged in the new text, or read
+        in both texts with its changed neighbours. wg-quick reads a section on its own,
+        so an unchanged block (with no new comment above its header) means the same:
+        it stands in for itself in both readings (`MeantSection.origin`)."""
+        if not isinstance(parsed, WgConfig) or len(before) < _READ_WHOLE_BELOW \
+                or not parsed.sections:
+            return None
+        # `parsed` is the editor's parse of `before` (Intent.known), left as it was.
+        old, new = parsed.lines, after.splitlines(keepends=True)
+        sections = parsed.sections
+        bounds = [_block_start(old, s.header) for s in sections] + [len(old)]
+        if new[:bounds[0]] != old[:bounds[0]]:
+            return None  # the lines above the first section: read whole
+        was: Reading = []
+        now: Reading = []
+        at, position = 0, bounds[0]
+        while at < len(sections):
+            if _found(old, bounds, at, new, position):
+                kept = _stand_in(sections[at])
+                was.append(kept)
+                now.append(kept)
+                position += bounds[at + 1] - bounds[at]
+                at += 1
+                continue
+            again = _found_again(old, bounds, at, new, position)
+            if again is None:
+                return None
+            upto, resumed = again
+            was += _reading(parse("".join(old[bounds[at]:bounds[upto]]), source), bounds[at])
+            now += _reading(parse("".join(new[position:resumed]), source), position)
+            at, position = upto, resumed
+        if position < len(new):  # added after the last block
+            now += _reading(parse("".join(new[position:]), source), position)
+        if sum(s.header == "Interface" for s in now) > 1:
+            return None  # parse refuses a second [Interface]: read whole to say so
+        return was, now
+
+
+def _block_start(lines: list[str], header: int) -> int:
+    """Where a section's block starts: the comment right above its header, else the
+    header (a comment there can be its name)."""
+    return header - 1 if header > 0 and _is_comment(lines[header - 1]) else header
+
+
+def _is_comment(line: str) -> bool:
+    """`_comment_text(line) is not None`, cheaper (it runs for every section)."""
+    if line.startswith(DISABLED_PREFIX):
+        line = line[len(DISABLED_PREFIX):]
+    return line.lstrip()[:1] == "#"
+
+
+def _found(old: list[str], bounds: list[int], at: int, new: list[str], position: int) -> bool:
+    """Whether block `at` of the old lines is at `position` of the new, unchanged and
+    with no comment added right above it (which would name its section)."""
+    size = bounds[at + 1] - bounds[at]
+    if new[position:position + size] != old[bounds[at]:bounds[at + 1]]:
+        return False
+    starts_with_comment = bounds[at] != 0 and _is_comment(old[bounds[at]])
+    return starts_with_comment or position == 0 or not _is_comment(new[position - 1])
+
+
+_RESYNC_BLOCKS = 16
+_RESYNC_LINES = 2000
+
+
+def _found_again(old: list[str], bounds: list[int], at: int, new: list[str],
+                 position: int) -> tuple[int, int] | None:
+    """(old block, new line) where the texts agree again after a change at block `at`
+    and line `position`; None when not near (the texts are read whole then)."""
+    limit = min(len(new), position + _RESYNC_LINES)
+    for upto in range(at, min(at + _RESYNC_BLOCKS, len(bounds) - 1)):
+        first = old[bounds[upto]]
+        start = position + (1 if upto == at else 0)
+        while start < limit:
+            try:
+                found = new.index(first, start, limit)
+            except ValueError:
+                break
+            if _found(old, bounds, upto, new, found):
+                return upto, found
+            start = found + 1
+    return None
+
+
+_READ_WHOLE_BELOW = 64 << 10
+"""A config shorter than this is read whole for the read-back (it costs little)."""
+
+
+def _reading(config: WgConfig, offset: int = 0) -> Reading:
+    """A parsed config as `WG_QUICK` reads it (its lines `offset` further down)."""
+    found: Reading = []
+    new_entry = tuple.__new__  # as in _walk: tens of thousands of entries in a big config
+    first = offset + 1
+    for section in config.sections:
+        entries = [new_entry(MeantEntry, (e[0].lower(), e[1], e[2] + first))
+                   for e in section.entries]
+        if section.name is not None and section.name_line is not None:
+            entries.append(MeantEntry(NAME_KEY, section.name, section.name_line + first))
+        if section.kind == "Peer":
+            expiry = expires_line(config, section)
+            if expiry is not None:
+                entries.append(MeantEntry(EXPIRES_KEY, expiry[1], expiry[0] + first))
+        found.append(MeantSection(_header(section), entries, section.header + first))
+    return found
+
+
+def _header(section: Section) -> str:
+    return DISABLED_PREFIX + section.kind if section.disabled else section.kind
+
+
+def _stand_in(section: Section) -> MeantSection:
+    """A section whose lines did not change, standing in for itself in both readings
+    (see read_both)."""
+    return MeantSection(_header(section), [], section.header + 1, section.header)
 
 
 WG_QUICK: Format = _WgQuick()
