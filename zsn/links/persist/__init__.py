@@ -257,14 +257,18 @@ def in_order(changes: list[Change], current: Persisted) -> Iterator[
             yield change, configs.pop(change.name, None), None
         else:
             old = configs.get(change.name)
-            new = configs[change.name] = checked(merged(old, change))
+            checked(change.config, change.fields if old is not None
+                    else frozenset(CONFIG_FIELDS))
+            new = configs[change.name] = merged(old, change)
             yield change, old, new
 
 
-def checked(config: LinkConfig) -> LinkConfig:
-    """`config` if every value in it is one the config systems and the kernel take
-    (`zsn.links.values`): what a backend writes, it writes from these."""
-    fields: list[tuple[str, ValueType, object]] = [
+def checked(config: LinkConfig, fields: frozenset[str] = frozenset(CONFIG_FIELDS)
+            ) -> LinkConfig:
+    """`config` if every value of `fields` in it (and its name) is one the config
+    systems and the kernel take (`zsn.links.values`): what a backend writes, it writes
+    from these. What a file already says and the change leaves alone stays as it is."""
+    values: list[tuple[str, ValueType, object]] = [
         ("name", link_values.LINK, config.name), ("parent", link_values.LINK, config.parent),
         ("vlan_id", link_values.VLAN_ID, config.vlan_id), ("mtu", link_values.MTU, config.mtu),
         ("mode", link_values.BOND_MODE, config.mode),
@@ -272,8 +276,8 @@ def checked(config: LinkConfig) -> LinkConfig:
         ("xmit_hash_policy", link_values.HASH_POLICY, config.xmit_hash_policy),
         ("lacp_rate", link_values.LACP_RATE, config.lacp_rate),
         *(("members", link_values.LINK, member) for member in config.members)]
-    for what, type_, value in fields:
-        if value is not None:
+    for what, type_, value in values:
+        if value is not None and (what == "name" or what in fields):
             type_.text(what, str(value))
     return config
 
