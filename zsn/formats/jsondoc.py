@@ -5,9 +5,9 @@ the renderer (every string escaped: no value can make a second line of data), an
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
-from zsn.errors import ParseError
+from zsn.decode import from_json
 from zsn.meaning import Entry, Format, Intent, Reading, Section, leaves
 
 
@@ -25,10 +25,7 @@ class _Json:
         return key
 
     def read(self, text: str, source: str) -> Reading:
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ParseError(f"not JSON: {exc}", None, source) from None
+        data = from_json(text, Any, source)
         return [Section("", [Entry(k, v) for k, v in leaves(data)])]
 
 

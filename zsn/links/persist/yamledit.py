@@ -411,10 +411,9 @@ class _Yaml:
         return key
 
     def read(self, text: str, source: str) -> Reading:
-        try:
-            data = _load(text)
-        except yaml.YAMLError as exc:
-            raise ParseError(str(exc), None, source) from None
+        from zsn.decode import from_yaml
+
+        data = from_yaml(text, Any, source)
         return [Section(header, [Entry(k, v) for k, v in items])
                 for header, items in _meaning(data)]
 
