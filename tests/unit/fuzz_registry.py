@@ -1926,20 +1926,24 @@ def zfs_dataset_names_list() -> Fuzz:
 
 
 _WRITTEN_FORMATS = ("wg-quick", "unit", "sysctl", "ifupdown", "bash", "openvpn", "yaml",
-                    "json")
+                    "json", "iwd", "wpa_supplicant", "pem")
 
 
 def _written_format(name: str) -> Any:
     from zsn.bash import BASH
+    from zsn.eap.iwd import IWD
     from zsn.formats.jsondoc import JSON
+    from zsn.formats.pem import PEM
     from zsn.formats.sysctl import SYSCTL
     from zsn.formats.unitfile import UNIT
+    from zsn.formats.wpa_supplicant import WPA_SUPPLICANT
     from zsn.links.persist.ifupdown import INTERFACES
     from zsn.links.persist.yamledit import YAML
 
     return {"wg-quick": wg_config.WG_QUICK, "unit": UNIT, "sysctl": SYSCTL,
             "ifupdown": INTERFACES, "bash": BASH, "openvpn": ovpn_config.OPENVPN,
-            "yaml": YAML, "json": JSON}[name]
+            "yaml": YAML, "json": JSON, "iwd": IWD, "wpa_supplicant": WPA_SUPPLICANT,
+            "pem": PEM}[name]
 
 
 @entry("written formats' readers", 1000,
@@ -1947,7 +1951,8 @@ def _written_format(name: str) -> Any:
        "zsn.formats.sysctl:_Sysctl.read", "zsn.links.persist.ifupdown:_Interfaces.read",
        "zsn.bash:_Assignments.read", "zsn.openvpn.config:_OpenVpn.read",
        "zsn.links.persist.yamledit:_Yaml.read", "zsn.formats.jsondoc:_Json.read",
-       "zsn.meaning:Intent.verify"])
+       "zsn.eap.iwd:_IwdSettings.read", "zsn.formats.wpa_supplicant:_WpaSupplicant.read",
+       "zsn.formats.pem:_Pem.read", "zsn.meaning:Intent.verify"])
 def written_formats_readers() -> Fuzz:
     """The readers behind the read-back of every format zsn writes (`zsn.meaning`):
     typed errors only, and a text read back against itself means nothing new."""
@@ -1956,7 +1961,9 @@ def written_formats_readers() -> Fuzz:
     lines = st.sampled_from(["[Interface]", "[Peer]", "PublicKey = k", "[Match]", "Name=a",
                              "net.ipv4.ip_forward = 1", "iface a inet manual", "  mtu 9000",
                              "A='b'", "remote x 1194", "<ca>", "</ca>", "a: [1, {b: c}]",
-                             '{"a": [1]}', "# c", "x\\", ""])
+                             '{"a": [1]}', "# c", "x\\", "network={", "}", "ssid=\"x\"",
+                             "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----",
+                             "[Security]", "EAP-Method=PEAP", ""])
 
     def check(value: tuple[str, list[str]]) -> None:
         name, parts = value

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from zsn.eap.iwd import Files
 from zsn.eap.request import EapRequest
 from zsn.errors import ValidationError
+from zsn.formats.pem import intent_of
 from zsn.plan import FileEdit
 from zsn.system import files
 from zsn.system.files import PRIVATE_FILE_MODE
@@ -105,7 +106,8 @@ def copy_plan(host: Host, name: str, request: EapRequest) -> Copies:
             placed[key] = system_path
             continue
         edits.append(FileEdit(path, previous, text, mode, private_dir=True,
-                              shown_in_full=key != "client_key", backup=False))
+                              shown_in_full=key != "client_key", backup=False,
+                              intent=intent_of(text, system_path)))
         placed[key] = system_path
     return Copies(Files(placed.get("ca_cert"), placed.get("client_cert"),
                         placed.get("client_key")), edits)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from zsn.eap.profile import EapProfile
 from zsn.eap.request import EapRequest
 from zsn.errors import ParseError, ValidationError
+from zsn.meaning import Entry, Format, Intent, Reading, Section, one_line
 
 PHASE2_METHODS = {("peap", "mschapv2"): "MSCHAPV2", ("peap", "gtc"): "GTC",
                   ("ttls", "pap"): "Tunneled-PAP", ("ttls", "mschapv2"): "Tunneled-MSCHAPv2",
@@ -127,6 +128,13 @@ def render(request: EapRequest, paths: Files, *, autoconnect: bool = True,
            hidden: bool = False) -> str:
     """A new ``.8021x`` file for `request`; the secrets are in it (the file is 0600 in
     iwd's 0700 directory): iwd reconnects by itself without asking anyone."""
+    return rendered(request, paths, autoconnect=autoconnect, hidden=hidden)[0]
+
+
+def rendered(request: EapRequest, paths: Files, *, autoconnect: bool = True,
+             hidden: bool = False) -> tuple[str, Intent]:
+    """`render`'s text and what it means (`zsn.meaning`: the plan's FileEdit reads it
+    back with `IWD`): every value on one line."""
     method = request.method.upper()
     prefix = f"EAP-{method}-"
     entries: list[tuple[str, str]] = [("EAP-Method", method)]
@@ -150,14 +158,18 @@ def render(request: EapRequest, paths: Files, *, autoconnect: bool = True,
                                                                request.phase2)]),
                     (prefix + "Phase2-Identity", request.identity),
                     (prefix + "Phase2-Password", request.password.reveal())]
+    for key, value in entries:
+        one_line(value, key)
     lines = ["[Security]", *(f"{key}={escape(value)}" for key, value in entries)]
-    extra = ([] if autoconnect else ["AutoConnect=false"]) + (["Hidden=true"] if hidden
-                                                              else [])
+    extra = ([] if autoconnect else [("AutoConnect", "false")]) + (
+        [("Hidden", "true")] if hidden else [])
     if extra:
-        lines += ["", "[Settings]", *extra]
+        lines += ["", "[Settings]", *(f"{key}={value}" for key, value in extra)]
     text = "\n".join(lines) + "\n"
     _read_back(text, request, paths)
-    return text
+    intent = Intent(IWD)
+    intent.whole([("Security", entries), *([("Settings", extra)] if extra else [])])
+    return text, intent
 
 
 def _read_back(text: str, request: EapRequest, paths: Files) -> None:
@@ -169,3 +181,23 @@ def _read_back(text: str, request: EapRequest, paths: Files) -> None:
     if profile != wanted:
         raise ValidationError("the iwd profile zsn rendered does not read back as "
                               "requested; nothing was written")
+
+
+class _IwdSettings:
+    """iwd's settings files as `parse_settings` reads them (`zsn.meaning.Format`): each
+    group with its keys, values unescaped; embedded PEM groups by name only."""
+
+    name = "iwd settings"
+
+    def key(self, key: str) -> str:
+        return key
+
+    def read(self, text: str, source: str) -> Reading:
+        settings = parse_settings(text, source)
+        sections = {group: Section(group, []) for group in settings.groups}
+        for (group, key), value in settings.values.items():
+            sections[group].entries.append(Entry(key, value, settings.where[(group, key)] + 1))
+        return list(sections.values())
+
+
+IWD: Format = _IwdSettings()

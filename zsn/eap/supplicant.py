@@ -19,6 +19,8 @@ from zsn.eap.iwd import Files
 from zsn.eap.profile import EapProfile
 from zsn.eap.request import EapRequest
 from zsn.errors import ValidationError
+from zsn.formats.wpa_supplicant import WPA_SUPPLICANT
+from zsn.meaning import Intent, one_line
 from zsn.system.wpa_config import parse_wpa_config
 
 SECRET_KEYS = frozenset({"password", "private_key_passwd"})
@@ -117,9 +119,15 @@ WIRED_HEADER = ("# Written by zsn (zsn link 8021x): 802.1X on a wired port\n"
 
 
 def wired_config(request: EapRequest, paths: Files, *, disabled: bool = False) -> str:
-    """wpa_supplicant's config for ``-Dwired`` (``wpa_supplicant-wired-IFACE.conf``),
-    read back by zsn's own reader before it is written; `disabled`: the network waits
-    for ENABLE_NETWORK (a daemon zsn starts, so it listens from the first EAP packet)."""
+    """wpa_supplicant's config for ``-Dwired`` (``wpa_supplicant-wired-IFACE.conf``)."""
+    return wired(request, paths, disabled=disabled)[0]
+
+
+def wired(request: EapRequest, paths: Files, *, disabled: bool = False
+          ) -> tuple[str, Intent]:
+    """`wired_config`'s text and what it means (`zsn.meaning`: the plan's FileEdit reads
+    it back); `disabled`: the network waits for ENABLE_NETWORK (a daemon zsn starts, so
+    it listens from the first EAP packet)."""
     values = network_values(request, paths, wired=True)
     if disabled:
         values.append(Value("disabled", "1"))
@@ -130,4 +138,8 @@ def wired_config(request: EapRequest, paths: Files, *, disabled: bool = False) -
             value.key: value.text for value in values}:
         raise ValidationError("the wpa_supplicant config zsn rendered does not read back "
                               "as requested; nothing was written")
-    return text
+    intent = Intent(WPA_SUPPLICANT)
+    intent.whole([("", [("ctrl_interface", "/run/wpa_supplicant"), ("ap_scan", "0")]),
+                  ("network", [(value.key, one_line(value.text, value.key))
+                               for value in values])])
+    return text, intent

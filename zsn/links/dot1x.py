@@ -26,7 +26,7 @@ from pathlib import Path
 from zsn.eap import certs
 from zsn.eap.events import EapAttempt
 from zsn.eap.request import EapRequest
-from zsn.eap.supplicant import wired_config
+from zsn.eap.supplicant import wired
 from zsn.errors import ValidationError, ZsnError
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system import files, wireless
@@ -251,15 +251,16 @@ def plan_8021x(host: Host, interface: str, request: EapRequest,
     system_path = CONFIG.format(interface)
     path = host.path(system_path)
     previous = read_tracked(path) if files.exists(path) else None
-    text = wired_config(request, copies.paths)
+    text, intent = wired(request, copies.paths)
     steps: list[Step] = [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE,
-                                                   new_dir=True)]
+                                                   new_dir=True, intent=intent)]
     with_systemd = _systemd(host)
     if not with_systemd:
         runtime = host.path(RUNTIME_CONFIG.format(interface))
+        runtime_text, runtime_intent = wired(request, copies.paths, disabled=True)
         steps.append(FileEdit(runtime, read_tracked(runtime) if files.exists(runtime) else None,
-                              wired_config(request, copies.paths, disabled=True),
-                              PRIVATE_FILE_MODE, private_dir=True, backup=False))
+                              runtime_text, PRIVATE_FILE_MODE, private_dir=True, backup=False,
+                              intent=runtime_intent))
     steps.append(_start_steps(host, interface, with_systemd, timeout))
     plan = Plan(f"802.1X on {interface} ({request.title} as {request.identity})", steps,
                 notes=[f"the port's state: zsn link show {interface} (wpa_supplicant's "

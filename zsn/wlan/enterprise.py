@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from zsn.bash import quote
+from zsn.bash import BASH, canonical, quote
 from zsn.eap import certs
 from zsn.eap import iwd as eap_iwd
 from zsn.eap.events import iwd_reason
 from zsn.eap.request import EapRequest
 from zsn.eap.supplicant import network_values, profile_of_values
 from zsn.errors import ValidationError, ZsnError
+from zsn.meaning import Intent, one_line
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system import files, journal
 from zsn.system.dbus import SystemBus, run_sync
@@ -93,12 +94,12 @@ def iwd_plan(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
 
     name = display(ssid)
     copies = certs.copy_plan(host, f"iwd-{_stem(ssid)}", request)
-    text = eap_iwd.render(request, copies.paths, hidden=hidden)
+    text, intent = eap_iwd.rendered(request, copies.paths, hidden=hidden)
     system_path = iwd_backend.profile_path(ssid, "8021x")
     path = host.path(system_path)
     previous = read_tracked(path) if files.exists(path) else None
     steps: list[Step] = [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE,
-                                                   private_dir=True)]
+                                                   private_dir=True, intent=intent)]
 
     def run() -> None:
         async def act(bus: SystemBus) -> None:
@@ -168,6 +169,12 @@ def netctl_profile(interface: str, ssid: bytes, hidden: bool, request: EapReques
                    paths: eap_iwd.Files) -> str:
     """A netctl profile whose WPAConfigSection is the network block (netctl.profile(5):
     ``Security=wpa-configsection``), read back by zsn's netctl reader."""
+    return netctl_profile_meant(interface, ssid, hidden, request, paths)[0]
+
+
+def netctl_profile_meant(interface: str, ssid: bytes, hidden: bool, request: EapRequest,
+                         paths: eap_iwd.Files) -> tuple[str, Intent]:
+    """`netctl_profile`'s text and what it means (`zsn.meaning`, the bash assignments)."""
     essid = netctl.checked_ssid_text(ssid)
     ssid_line = f'ssid="{essid}"' if essid.isascii() and essid.isprintable() \
         else f"ssid={ssid.hex()}"
@@ -175,10 +182,18 @@ def netctl_profile(interface: str, ssid: bytes, hidden: bool, request: EapReques
                             network_values(request, paths, wired=False))]
     if hidden:
         section.append("scan_ssid=1")
+    for line in section:
+        one_line(line, "WPAConfigSection")
     lines = [f"Description={quote(netctl.DESCRIPTION)}", f"Interface={quote(interface)}",
              "Connection=wireless", "Security=wpa-configsection", f"ESSID={quote(essid)}",
              "IP=dhcp", "WPAConfigSection=(", *(f"    {quote(line)}" for line in section), ")"]
     text = "\n".join(lines) + "\n"
+    meant: list[tuple[str, str]] = [
+        ("Description", netctl.DESCRIPTION), ("Interface", interface),
+        ("Connection", "wireless"), ("Security", "wpa-configsection"), ("ESSID", essid),
+        ("IP", "dhcp"), ("WPAConfigSection", canonical(tuple(section)))]
+    intent = Intent(BASH)
+    intent.whole([("", meant)])
     profile = netctl.parse_profile("check", text)
     read = profile.eap
     wanted = profile_of_values({value.key: value.text for value in
@@ -186,7 +201,7 @@ def netctl_profile(interface: str, ssid: bytes, hidden: bool, request: EapReques
     if read != wanted or profile.essid != ssid:
         raise ValidationError("the netctl profile zsn rendered does not read back as "
                               "requested; nothing was written")
-    return text
+    return text, intent
 
 
 def netctl_edits(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool,
@@ -197,10 +212,11 @@ def netctl_edits(host: Host, interface: WlanInterface, ssid: bytes, hidden: bool
     profile_name = existing[0].name if existing else netctl.profile_name_for(
         interface.name, ssid)
     copies = certs.copy_plan(host, f"netctl-{profile_name}", request)
-    text = netctl_profile(interface.name, ssid, hidden, request, copies.paths)
+    text, intent = netctl_profile_meant(interface.name, ssid, hidden, request, copies.paths)
     path = netctl.profile_dir(host) / profile_name
     previous = read_tracked(path) if existing else None
     if previous is None and files.exists(path):
         raise ValidationError(f"/etc/netctl/{profile_name} exists but is not a profile for "
                               f"{display(ssid)} on {interface.name}")
-    return profile_name, [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE)]
+    return profile_name, [*copies.edits, FileEdit(path, previous, text, PRIVATE_FILE_MODE,
+                                                  intent=intent)]
