@@ -20,6 +20,7 @@ import pytest
 
 from tests.unit.test_wireguard_imports import IMPORTS, put, tree, zsn
 from zsn.wireguard.config import parse
+from zsn.wireguard.keys import public_key_from_private
 
 V14 = IMPORTS / "wg-easy" / "v14.0.0"
 V15 = IMPORTS / "wg-easy" / "v15" / "wg-easy.db"
@@ -103,6 +104,7 @@ def test_a_v14_environment_value_wg_would_refuse_is_refused(tmp_path: Path, vari
     ("address", "10.8.0.300", "10.8.0.300"),
     ("expiredAt", "next tuesday", "not a date and time zsn can read"),
     ("expiredAt", "0001-01-01T00:00:00+14:00", "not a date and time zsn can read"),
+    ("expiredAt", "", "not a date and time zsn can read"),  # was taken for "never"
 ])
 def test_a_v14_value_wg_would_refuse_is_refused_naming_the_client(
         tmp_path: Path, field: str, value: str, words: str) -> None:
@@ -123,6 +125,20 @@ def test_two_v14_clients_sharing_a_key_address_or_name_are_refused_naming_both(
     message = refused(tmp_path, "wg-easy", v14(tmp_path, change), *ENV)
     assert f"same {what}" in message
     assert "alice phone" in message and "dc902093" in message  # both clients named
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("address", "10.8.0.1", "has the address of wg0 itself, 10.8.0.1"),
+    ("publicKey", "1fo87Apauva/scZfeSu1DwnnSHSkn1ZTujU7BE9iFBE=",  # the server's
+     "has the public key of wg0 itself: wg would ignore the peer"),
+])
+def test_a_v14_client_with_the_servers_own_address_or_key_is_refused(
+        tmp_path: Path, field: str, value: str, words: str) -> None:
+    def change(data: dict[str, dict[str, dict[str, object]]]) -> None:
+        first(data)[field] = value
+
+    message = refused(tmp_path, "wg-easy", v14(tmp_path, change), *ENV)
+    assert words in message and "alice phone" in message
 
 
 def test_a_v14_document_nested_too_deep_is_refused(tmp_path: Path) -> None:
@@ -177,6 +193,13 @@ def test_a_v15_list_holding_a_line_break_or_no_list_is_refused(tmp_path: Path, c
     ("UPDATE clients_table SET public_key = (SELECT public_key FROM clients_table "
      "WHERE id = 2) WHERE id = 1", "same public key"),
     ("UPDATE clients_table SET ipv4_address = '10.8.0.3' WHERE id = 1", "same address"),
+    ("UPDATE clients_table SET expires_at = '' WHERE id = 1", "can read"),
+    ("UPDATE clients_table SET ipv4_address = '10.8.0.1' WHERE id = 1",
+     "address of wg0 itself, 10.8.0.1"),
+    ("UPDATE clients_table SET ipv6_address = 'fdcc:ad94:bacf:61a4::cafe:1' WHERE id = 1",
+     "address of wg0 itself"),
+    ("UPDATE clients_table SET public_key = 'fHMqRw3EU+Ng2kA+VGYMOpG6lEqMTv5FQcrZoTNXtkg=' "
+     "WHERE id = 1", "public key of wg0 itself"),  # the interface's own
     ("UPDATE clients_table SET server_allowed_ips = '[\"10.8.0.3/32\"]' WHERE id = 1",
      "same address"),
     ("UPDATE interfaces_table SET name = '../../tmp/x'", "interface name"),
@@ -268,3 +291,19 @@ def test_a_wg_quick_folder_with_a_key_wg_refuses_is_refused_naming_the_line(
     server.write_text("".join(lines))
     message = refused(tmp_path, "wg-quick", folder)
     assert f"wg0.conf:{at + 1}" in message and "32-byte base64" in message
+
+
+
+@pytest.mark.parametrize("what", ["public key", "address"])
+def test_a_wg_quick_peer_that_is_the_interface_itself_is_refused(tmp_path: Path,
+                                                                 what: str) -> None:
+    folder = put(tmp_path, IMPORTS / "wg-quick" / "etc-wireguard")
+    server = tmp_path / folder.lstrip("/") / "wg0.conf"
+    text = server.read_text()
+    interface = parse(text).interface
+    assert interface is not None
+    own_key = public_key_from_private(interface.get("PrivateKey") or "")
+    server.write_text(text.replace("j4HL0OBU4pDoOGnaIb0FCIFkwhCjf4p8LK46mnvRFjU=", own_key)
+                      if what == "public key" else
+                      text.replace("AllowedIPs = 10.9.0.2/32", "AllowedIPs = 10.9.0.1/32"))
+    assert f"has the {what} of wg0 itself" in refused(tmp_path, "wg-quick", folder)

@@ -180,18 +180,23 @@ def plan_import(host: Host, source: str, path: str | None, *, interface: str | N
 def check_peers(one: Imported) -> None:
     """Refuse what wg would refuse in `one`'s peers (a key that is not 32 bytes of
     base64, an AllowedIPs item that is no network) and what would make two peers one:
-    the same key, name or address, naming both."""
+    the same key, name or address, naming both; and a peer with the interface's own
+    key (wg ignores it) or address."""
     if len(one.peers) > MAX_PEERS:
         raise ValidationError(f"{one.source}: {len(one.peers)} clients; zsn imports at most "
                               f"{MAX_PEERS}")
     keys: dict[str, ImportedPeer] = {}
     names: dict[str, ImportedPeer] = {}
     addresses: dict[ipaddress.IPv4Network | ipaddress.IPv6Network, ImportedPeer] = {}
+    own_key, own_addresses = _own_identity(one.written.config)
     for peer in one.peers:
         label = peer.origin or (f"peer {peer.name!r}" if peer.name else "a peer")
         if not is_valid_key(peer.public_key):
             raise ValidationError(f"{one.source}: {label}: its public key is not a WireGuard "
                                   "key (base64 of 32 bytes)")
+        if peer.public_key == own_key:
+            raise ValidationError(f"{one.source}: {label} has the public key of "
+                                  f"{one.interface} itself: wg would ignore the peer")
         if peer.preshared_key is not None and not is_valid_key(peer.preshared_key):
             raise ValidationError(f"{one.source}: {label}: its pre-shared key is not a "
                                   "WireGuard key (base64 of 32 bytes)")
@@ -211,10 +216,31 @@ def check_peers(one: Imported) -> None:
                                       "network") from None
             if network.prefixlen != network.max_prefixlen:
                 continue  # a routed subnet: overlaps are the admin's (lint says so)
+            if network.network_address in own_addresses:
+                raise ValidationError(f"{one.source}: {label} has the address of "
+                                      f"{one.interface} itself, {network.network_address}")
             other = addresses.setdefault(network, peer)
             if other is not peer:
                 raise ValidationError(f"{one.source}: {other.origin or other.name} and {label} "
                                       f"have the same address {network.network_address}")
+
+
+def _own_identity(config: WgConfig) -> tuple[str | None, set[addressing.IPAddress]]:
+    """The public key and the addresses of the interface `config` describes (none yet
+    while a reader is still building it)."""
+    interface = config.interface
+    if interface is None:
+        return None, set()
+    private = interface.get("PrivateKey")
+    key = public_key_from_private(private) if private and is_valid_key(private) else None
+    own: set[addressing.IPAddress] = set()
+    for value in interface.get_all("Address"):
+        for item in value.split(","):
+            try:
+                own.add(ipaddress.ip_interface(item.strip()).ip)
+            except ValueError:
+                continue  # wg-quick refuses it: its own reader says so
+    return key, own
 
 
 def _commands(plan: Plan, one: Imported, keep: bool) -> None:
@@ -568,7 +594,8 @@ def _read_wg_easy_v14(path: Path, env: dict[str, str], endpoint: str | None) -> 
             client_config = _client_text(source, origin, interface, peer, notes)
         imported.peers.append(ImportedPeer(
             name, client.publicKey, psk, [f"{address}/32"], enabled=client.enabled,
-            expires=_iso_time(client.expiredAt, source, origin) if client.expiredAt else None,
+            expires=None if client.expiredAt is None
+            else _iso_time(client.expiredAt, source, origin),
             client_config=client_config, origin=origin))
     interface_lines = [("Address", f"{server_address}/24"), ("ListenPort", port),
                        ("PrivateKey", server.privateKey)]
@@ -798,8 +825,8 @@ def _v15_client(client: _V15Client, path: Path, config: _V15Config, host_name: s
             server_endpoint = _checked_endpoint(client.server_endpoint)
     return ImportedPeer(name, public, psk, allowed_ips, endpoint=server_endpoint,
                         enabled=bool(client.enabled),
-                        expires=_iso_time(client.expires_at, source, origin)
-                        if client.expires_at else None,
+                        expires=None if client.expires_at is None
+                        else _iso_time(client.expires_at, source, origin),
                         client_config=text, origin=origin)
 
 
