@@ -325,6 +325,10 @@ class Planned(NamedTuple):
     """The plan, or the question to ask once the form is closed."""
 
 
+_COMBINED = CheckedBefore("as each plan combined was made: every edit of the file read "
+                          "back against the text the one before left")
+
+
 def combined(title: str, plans: list[Plan]) -> Plan:
     """One plan that does what `plans` do, in order, each built on the files the ones
     before it leave (`zsn.system.files.staged`): a file several of them edit is one
@@ -342,9 +346,9 @@ def combined(title: str, plans: list[Plan]) -> Plan:
                 steps.append(step)
                 continue
             index = edits.get(step.path)
-            if index is None:
+            if index is None:  # its intent was read back when its plan made it
                 edits[step.path] = len(steps)
-                steps.append(replace(step))
+                steps.append(replace(step, intent=None if step.remove else _COMBINED))
                 continue
             first = steps[index]
             assert isinstance(first, FileEdit)
@@ -354,7 +358,8 @@ def combined(title: str, plans: list[Plan]) -> Plan:
                 private_dir=first.private_dir or step.private_dir,
                 new_dir=first.new_dir or step.new_dir,
                 shown_in_full=first.shown_in_full and step.shown_in_full,
-                persistent=first.persistent and step.persistent)
+                persistent=first.persistent and step.persistent,
+                intent=None if step.remove else _COMBINED)
     kept = [step for step in steps if not _unchanged(step)]
     result = Plan(title, kept, parts=[plan.title for plan in plans])
     for plan in plans:

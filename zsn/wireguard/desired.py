@@ -441,7 +441,7 @@ def plan_remove_interface(host: Host, name: str) -> Plan:
         plan.steps.extend(down.steps)
         plan.checks.extend(down.checks)
         plan.touches = down.touches
-    plan.steps.append(FileEdit(server.path, server.snapshot, "", remove=True))
+    plan.steps.append(FileEdit(server.path, server.snapshot, "", remove=True, intent=None))
     return plan
 
 

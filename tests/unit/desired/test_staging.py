@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from zsn.errors import FileChangedError, ZsnError
+from zsn.meaning import OwnFile
 from zsn.plan import FileEdit, LiveStep, Plan, combined
 from zsn.system import files
 
@@ -33,7 +34,7 @@ def test_staged_texts_are_read_listed_and_seen_as_existing(tmp_path: Path) -> No
 
 def _edit(path: Path, text: str) -> FileEdit:
     previous = files.read_tracked(path) if files.exists(path) else None
-    return FileEdit(path, previous, text, mode=0o600)
+    return FileEdit(path, previous, text, mode=0o600, intent=OwnFile("a test's file"))
 
 
 def test_combined_edits_start_from_the_disk_and_end_with_the_last_text(
@@ -81,5 +82,6 @@ def test_edits_that_end_where_they_began_are_left_out(tmp_path: Path) -> None:
         first = Plan("a", [_edit(kept, "changed\n"), _edit(made, "new\n")])
         staged.update({kept: "changed\n", made: "new\n"})
         second = Plan("b", [_edit(kept, "same\n"),
-                            FileEdit(made, files.read_tracked(made), "", remove=True)])
+                            FileEdit(made, files.read_tracked(made), "", remove=True,
+                                     intent=None)])
     assert combined("ab", [first, second]).steps == []
