@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from zsn.errors import ValidationError, ZsnError, about_input
+from zsn.meaning import OwnFile
 from zsn.plan import FileEdit, LiveStep, Plan
 from zsn.system import files
 from zsn.system.host import Host
@@ -114,7 +115,8 @@ def require_dataset(dataset: str) -> None:
 
 
 def config_edit(config: ZfsConfig, text: str) -> FileEdit:
-    return FileEdit(config.path, config.snapshot, text, new_dir=config.snapshot is None)
+    return FileEdit(config.path, config.snapshot, text, new_dir=config.snapshot is None,
+                    intent=OwnFile("zsn's ZFS policy file"))
 
 
 def _plan(host: Host, title: str, config: ZfsConfig, text: str) -> Plan:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zsn.errors import ValidationError, ZsnError
+from zsn.meaning import CheckedBefore
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system import files
 from zsn.system.host import Host
@@ -177,6 +178,9 @@ def _enable_and_start(host: Host, timer: str) -> None:
     run_sync(host, act, timeout=15.0, deadline=60.0)
 
 
+_READ_BACK = CheckedBefore("by read_back as the plan was made: the units mean the spec")
+
+
 def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
     """The steps that install `spec` (files whose text changes, then the timer enabled
     and started over D-Bus, or only linked into timers.target.wants when no systemd
@@ -188,7 +192,7 @@ def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
         path = host.path(f"{UNIT_DIR}/{name}")
         previous = files.read_tracked(path, 1 << 16) if files.exists(path) else None
         if previous is None or previous.text != text:
-            steps.append(FileEdit(path, previous, text))
+            steps.append(FileEdit(path, previous, text, intent=_READ_BACK))
     notes = []
     if _systemd_here(host):
         steps.append(LiveStep(f"systemd: reload, enable and start {spec.timer} (over D-Bus)",
