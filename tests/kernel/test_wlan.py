@@ -3,18 +3,24 @@ hostapd access points, real wpa_supplicant and iwd, driven by zsn.
 
 Four hostapd access points run in namespace AP on their own radios: home-wpa2
 (WPA2-PSK), cafe-open (open), hidden-wpa2 (hidden, WPA2-PSK) and office-sae (WPA3
-SAE only). The stations are in the guest's root namespace: wlan0 driven by
-wpa_supplicant, wlan5 by iwd on a private system bus (its own radio: cfg80211 keeps
-an SSID a directed probe revealed, so a radio that probed for the hidden network
-would show it by name). zsn scans, connects (the headless command with the
-passphrase on standard input, as a user would, and the plans in-process), pings
-the access point, fails a wrong passphrase in bounded time, toggles autoconnect and
-forgets, and every output and log line is checked for the passphrases at the end.
+SAE only); a fifth hostapd on one more radio serves three WPA2-Enterprise networks, one
+BSS per 802.1X method, from its internal EAP server. The stations are in the guest's
+root namespace: wlan0 driven by wpa_supplicant, wlan5 by iwd on a private system bus
+(its own radio: cfg80211 keeps an SSID a directed probe revealed, so a radio that
+probed for the hidden network would show it by name). zsn scans, connects (the
+headless command with the passphrase on standard input, as a user would, and the
+plans in-process), pings the access point, fails a wrong passphrase in bounded time,
+toggles autoconnect and forgets, and every output and log line is checked for the
+passphrases at the end.
+802.1X: PEAP, TTLS and EAP-TLS on each client (wpa_supplicant, iwd, and the
+wpa_supplicant netctl starts for a ``Security=wpa-configsection`` profile), the same
+access points and certificates for all three.
 Recipes: ../../../shared/reference/kernel-lab.md ("In the guest").
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,7 +29,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -34,19 +40,26 @@ from tests.lab.dbus import private_system_bus
 from tests.lab.kernel import modprobe
 from tests.lab.netns import Lab, run, wait_for
 from tests.needs import needs_tools
+from zsn.eap.request import EapRequest, EapSecret, make_request
+from zsn.errors import ValidationError, ZsnError
+from zsn.plan import Plan
 from zsn.system import nl80211
 from zsn.system.host import Host
-from zsn.wlan import actions, live
+from zsn.system.wpa_ctrl import control_socket
+from zsn.wlan import actions, live, wpa
 from zsn.wlan.lint import lint
 from zsn.wlan.live import read_wlan
 from zsn.wlan.secrets import Passphrase, derive_psk
 
 REPO = Path(__file__).resolve().parents[2]
 WORK = Path("/run/zsn-lab-wlan")
+IWD_LOG = WORK / "iwd.log"
 HOME, HIDDEN, SAE = "correct horse battery", "hidden treasure 42", "sesame street 99"
 WRONG = "wrong passphrase 1"
+ALICE, BOB, WRONG_EAP = "alice pass 1", "bob pass 2", "not the password"
 SECRETS = [HOME, HIDDEN, SAE, WRONG, derive_psk(HOME, b"home-wpa2"),
-           derive_psk(HIDDEN, b"hidden-wpa2"), derive_psk(WRONG, b"home-wpa2")]
+           derive_psk(HIDDEN, b"hidden-wpa2"), derive_psk(WRONG, b"home-wpa2"),
+           ALICE, BOB, WRONG_EAP]
 # (interface, SSID, channel, subnet, hostapd settings) as in the fixtures' capture.sh, but
 # for the hidden AP's beacon interval: it answers no wildcard probe, so a scan shows it
 # only by a beacon heard in the 30 ms an active scan dwells on its channel; at the
@@ -63,6 +76,10 @@ ACCESS_POINTS = [
                                            f"sae_password={SAE}"]),
 ]
 WPA_STATION, IWD_STATION = "wlan0", "wlan5"
+EAP_RADIO, NETCTL_STATION = "wlan6", "wlan7"
+"""The 802.1X access points' radio (one hostapd, three BSSs), and the station netctl's
+wpa_supplicant drives."""
+RADIOS = 8
 VERDICT = 30.0
 """A daemon rejects a wrong key within this (wpa_supplicant's connect deadline in zsn:
 later, zsn reports a timeout, not a wrong passphrase)."""
@@ -141,8 +158,9 @@ def _phy(interface: str) -> str:
 def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
     needs_tools("hostapd", "hostapd_cli", "wpa_supplicant", "wpa_cli", "iw", "ip", "ping",
                 "dbus-daemon", "iwctl")
-    modprobe("mac80211_hwsim", "radios=6")
-    wait_for(lambda: Path(f"/sys/class/net/{IWD_STATION}").exists(), SETTLE, "six hwsim radios")
+    modprobe("mac80211_hwsim", f"radios={RADIOS}")
+    wait_for(lambda: Path(f"/sys/class/net/wlan{RADIOS - 1}").exists(), SETTLE,
+             f"{RADIOS} hwsim radios")
     lab = Lab()
     handler = Captured()
     root_logger = logging.getLogger()
@@ -160,8 +178,9 @@ def wifi(request: pytest.FixtureRequest) -> Iterator[WifiLab]:
                                          "hw_mode=g", f"channel={channel}", *settings]) + "\n")
             os.chmod(config, 0o600)
             pidfile = WORK / f"{interface}.pid"
+            # A daemon's start (-B returns once it is up) takes its time on a loaded host.
             run(["ip", "netns", "exec", ap_ns, "hostapd", "-B", "-P", str(pidfile),
-                 str(config)])
+                 str(config)], timeout=SETTLE)
             lab.defer(partial(_kill, pidfile))
 
             def enabled(interface: str = interface) -> bool:
@@ -192,7 +211,8 @@ def supplicant(wifi: WifiLab) -> Iterator[Path]:
     os.chmod(config, 0o600)
     pidfile = WORK / "wpa.pid"
     run(["ip", "link", "set", WPA_STATION, "up"])
-    run(["wpa_supplicant", "-B", "-i", WPA_STATION, "-c", str(config), "-P", str(pidfile)])
+    run(["wpa_supplicant", "-B", "-i", WPA_STATION, "-c", str(config), "-P", str(pidfile)],
+        timeout=SETTLE)
     wait_for(lambda: Path(f"/run/wpa_supplicant/{WPA_STATION}").exists(), SETTLE,
              "wpa_supplicant's control socket")
     yield config
@@ -334,8 +354,11 @@ def iwd(wifi: WifiLab) -> Iterator[Host]:
     activation = Path("/usr/share/dbus-1/system-services/net.connman.iwd.service")
     activation.unlink(missing_ok=True)
     with private_system_bus(Path("/")):
+        # Its log (stderr: the journal's lines under systemd) is kept for the 802.1X
+        # failures' captures.
         process = subprocess.Popen(["/usr/libexec/iwd", "-i", IWD_STATION],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=IWD_LOG.open("wb"),
+                                   env={**os.environ, "IWD_TLS_DEBUG": "1"})
         try:
             host = Host()
             wait_for(lambda: IWD_STATION in [
@@ -479,7 +502,8 @@ def test_two_daemons_on_one_radio_are_flagged(wifi: WifiLab, iwd: Host) -> None:
     config = WORK / "rival.conf"
     config.write_text("ctrl_interface=/run/wpa_supplicant\n")
     pidfile = WORK / "rival.pid"
-    run(["wpa_supplicant", "-B", "-i", IWD_STATION, "-c", str(config), "-P", str(pidfile)])
+    run(["wpa_supplicant", "-B", "-i", IWD_STATION, "-c", str(config), "-P", str(pidfile)],
+        timeout=SETTLE)
     try:
         wait_for(lambda: Path(f"/run/wpa_supplicant/{IWD_STATION}").exists(), SETTLE,
                  "rival")
@@ -506,6 +530,377 @@ def test_export_shows_both_stations_and_no_secret(wifi: WifiLab, iwd: Host,
     assert re.search(r'zsn_wlan_signal_dbm\{interface="wlan0",ssid="home-wpa2",'
                      r'bssid="02:00:00:00:01:00"\} -30', metrics), metrics
     assert "zsn_wlan_bitrate_bits_per_second{interface=\"wlan0\"" in metrics
+
+
+# 802.1X ----------------------------------------------------------------------------------
+# One hostapd on its own radio with three BSSs, one per method, each with its internal
+# EAP server and eap_user file; certificates made once: a CA, the RADIUS server's
+# certificate for radius.lab.test, a client's, and a second CA that signed nothing here.
+# Each client is one parameter of the same tests: wpa_supplicant on wlan0, iwd on
+# wlan5, and on wlan7 the wpa_supplicant netctl starts for a zsn profile.
+
+SERVER_NAME = "radius.lab.test"
+EAP_POINTS = [  # (interface, BSSID, SSID, subnet, eap_user lines)
+    (EAP_RADIO, "02:00:00:00:06:00", "corp-peap", "10.77.6",
+     ['*\tPEAP', f'"alice@lab.test"\tMSCHAPV2\t"{ALICE}"\t[2]']),
+    (f"{EAP_RADIO}b", "02:00:00:00:06:01", "corp-ttls", "10.77.7",
+     ['*\tTTLS', f'"bob@lab.test"\tTTLS-PAP\t"{BOB}"\t[2]']),
+    (f"{EAP_RADIO}c", "02:00:00:00:06:02", "corp-tls", "10.77.8", ['*\tTLS']),
+]
+METHODS = ("peap", "ttls", "tls")
+SSIDS = {"peap": "corp-peap", "ttls": "corp-ttls", "tls": "corp-tls"}
+SUBNETS = {"peap": "10.77.6", "ttls": "10.77.7", "tls": "10.77.8"}
+PASSWORDS = {"peap": ALICE, "ttls": BOB, "tls": None}
+CLIENTS = ("wpa_supplicant", "iwd", "netctl")
+HOST_PARTS = {"wpa_supplicant": 2, "iwd": 3, "netctl": 4}
+
+
+@dataclass
+class EapLab:
+    files: Path
+
+    def path(self, name: str) -> str:
+        return str(self.files / name)
+
+    def options(self, method: str) -> list[str]:
+        """`zsn wifi connect`'s 802.1X options for `method` (the password on stdin)."""
+        common = ["--ca-cert", self.path("ca.pem"), "--server-domain", SERVER_NAME]
+        if method == "peap":
+            return ["--eap", "peap", "--identity", "alice@lab.test",
+                    "--anonymous-identity", "anonymous@lab.test", "--password-stdin", *common]
+        if method == "ttls":
+            return ["--eap", "ttls", "--identity", "bob@lab.test", "--phase2", "pap",
+                    "--password-stdin", *common]
+        return ["--eap", "tls", "--identity", "host1", "--client-cert",
+                self.path("client.pem"), "--client-key", self.path("client.key"), *common]
+
+    def request(self, method: str, *, password: str | None = None, ca: str = "ca.pem",
+                domain: str = SERVER_NAME) -> EapRequest:
+        """The request those options make (what the pane's form makes too)."""
+        secret = password or PASSWORDS[method]
+        common = {"ca_cert": self.path(ca), "server_domain": domain,
+                  "password": EapSecret(secret) if secret else None}
+        if method == "peap":
+            return make_request("peap", "alice@lab.test",
+                                anonymous_identity="anonymous@lab.test", **common)  # type: ignore[arg-type]
+        if method == "ttls":
+            return make_request("ttls", "bob@lab.test", phase2="pap", **common)  # type: ignore[arg-type]
+        return make_request("tls", "host1", client_cert=self.path("client.pem"),
+                            client_key=self.path("client.key"), **common)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def eap(wifi: WifiLab) -> EapLab:
+    from tests.lab.pki import make_ca, make_pki
+
+    folder = WORK / "eap"
+    folder.mkdir(exist_ok=True)
+    pki = make_pki([SERVER_NAME], kind="rsa")  # iwd's TLS (ell) takes RSA
+    stranger = make_ca(kind="rsa", ca_name_text="someone-elses-ca")
+    for name, text, mode in (("ca.pem", pki.ca_cert, 0o644), ("server.pem", pki.server_cert,
+                             0o644), ("server.key", pki.server_key, 0o600),
+                             ("client.pem", pki.client_cert, 0o644),
+                             ("client.key", pki.client_key, 0o600),
+                             ("other-ca.pem", stranger, 0o644)):
+        (folder / name).write_text(text)
+        os.chmod(folder / name, mode)
+    lines = ["driver=nl80211", "ctrl_interface=/run/hostapd", "hw_mode=g", "channel=1"]
+    for number, (interface, bssid, ssid, _subnet, users) in enumerate(EAP_POINTS):
+        (folder / f"{interface}.eap_user").write_text("\n".join(users) + "\n")
+        lines += [f"{'interface' if number == 0 else 'bss'}={interface}", f"bssid={bssid}",
+                  f"ssid={ssid}", "wpa=2", "wpa_key_mgmt=WPA-EAP", "rsn_pairwise=CCMP",
+                  "ieee8021x=1", "eap_server=1",
+                  f"eap_user_file={folder / f'{interface}.eap_user'}",
+                  f"ca_cert={folder / 'ca.pem'}", f"server_cert={folder / 'server.pem'}",
+                  f"private_key={folder / 'server.key'}"]
+    config = folder / "hostapd.conf"
+    config.write_text("\n".join(lines) + "\n")
+    os.chmod(config, 0o600)
+    run(["iw", "phy", _phy(EAP_RADIO), "set", "netns", "name", wifi.ap_ns])
+    pidfile = folder / "hostapd.pid"
+    run(["ip", "netns", "exec", wifi.ap_ns, "hostapd", "-B", "-P", str(pidfile), "-f",
+         str(folder / "hostapd.log"), str(config)], timeout=SETTLE)
+    wifi.lab.defer(partial(_kill, pidfile))
+    wifi.lab.defer(lambda: wifi.capture("hostapd-log.eap.txt", (folder / "hostapd.log")
+                                        .read_text(errors="replace"),
+                                        "hostapd -f LOG of the 802.1X access points"))
+    wifi.lab.defer(lambda: wifi.capture("iwd-log.whole.txt", IWD_LOG.read_text(
+        errors="replace"), "iwd's stderr (IWD_TLS_DEBUG=1) for the whole module"))
+    wait_for(lambda: "state=ENABLED" in run(
+        ["ip", "netns", "exec", wifi.ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
+         EAP_RADIO, "status"], check=False).stdout, SETTLE, f"hostapd on {EAP_RADIO}")
+    for interface, _bssid, _ssid, subnet, _users in EAP_POINTS:
+        run(["ip", "-n", wifi.ap_ns, "addr", "add", f"{subnet}.1/24", "dev", interface])
+    return EapLab(folder)
+
+
+@dataclass
+class EapClient:
+    """One client of the 802.1X tests: how zsn connects it, and how the test sees it."""
+
+    name: str
+    interface: str
+    host: Host
+
+    def profile(self, ssid: str) -> Path:
+        """Where the network's settings end up (the file the test reads back)."""
+        if self.name == "iwd":
+            return Path(f"/var/lib/iwd/{ssid}.8021x")
+        if self.name == "netctl":
+            return Path(f"/etc/netctl/{NETCTL_STATION}-{ssid}")
+        return WORK / "wpa_supplicant-wlan0.conf"
+
+    def plan(self, ssid: str, request: EapRequest) -> Plan:
+        snapshot = read_wlan(self.host)
+        interface = actions.resolve_interface(self.host, snapshot, self.interface)
+        assert interface.backend == self.name, interface
+        return actions.plan_connect(self.host, snapshot, interface, ssid.encode(), None,
+                                    False, request)
+
+    def connected_to(self) -> bytes | None:
+        if self.name == "iwd":
+            link, joined = _iwd_link(self.host)
+            return joined if link == "connected" else None
+        state, ssid = _station_state(self.interface)
+        return ssid.encode() if state == "COMPLETED" and ssid else None
+
+
+def _assert_listed(client: EapClient, methods: Sequence[str]) -> None:
+    """What zsn lists: each method's network with its method and server check, read
+    back from the client's own profile."""
+    known = {n.ssid: n.eap for n in read_wlan(client.host).networks
+             if n.backend == client.name}
+    for method in methods:
+        found = known[SSIDS[method].encode()]
+        assert found is not None and found.server_checked, (method, found)
+        assert found.method == method.upper(), found
+
+
+def _station_state(interface: str) -> tuple[str | None, str | None]:
+    out = run(["wpa_cli", "-i", interface, "status"], check=False).stdout
+    state = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return state.get("wpa_state"), state.get("ssid")
+
+
+@pytest.fixture(scope="module")
+def eap_clients(wifi: WifiLab, supplicant: Path, iwd: Host, eap: EapLab
+                ) -> dict[str, EapClient]:
+    """The three clients, each seeing the three networks."""
+    # iwd loads EAP-TLS client keys through the kernel's keyring: its package's
+    # modules-load.d entry loads this at boot (no systemd here to read it).
+    modprobe("pkcs8_key_parser")
+    Path("/etc/netctl").mkdir(exist_ok=True)
+    run(["ip", "link", "set", NETCTL_STATION, "up"])
+    clients = {"wpa_supplicant": EapClient("wpa_supplicant", WPA_STATION, Host()),
+               "iwd": EapClient("iwd", IWD_STATION, iwd),
+               "netctl": EapClient("netctl", NETCTL_STATION, Host())}
+    for client in (clients["wpa_supplicant"], clients["iwd"]):
+        wait_for(partial(_sees_every_network, client), 4 * SETTLE,
+                 f"the 802.1X networks in {client.interface}'s scan", interval=1)
+    return clients
+
+
+@contextlib.contextmanager
+def _netctl_supplicant(profile: Path) -> Iterator[None]:
+    """What netctl's wireless connection does with ``Security=wpa-configsection``
+    (netctl.profile(5); netctl is not packaged for Debian): bash sources the profile,
+    and the WPAConfigSection lines become the network block of the config its
+    wpa_supplicant starts with (the control socket where zsn finds it)."""
+    lines = run(["bash", "-c", f'source "{profile}"; printf "%s\\n" '
+                 '"${WPAConfigSection[@]}"']).stdout.splitlines()
+    Path("/run/network").mkdir(exist_ok=True)
+    config = Path(f"/run/network/wpa_supplicant-{NETCTL_STATION}.conf")
+    config.write_text("ctrl_interface=/run/wpa_supplicant\nnetwork={\n"
+                      + "".join(f"{line}\n" for line in lines) + "}\n")
+    os.chmod(config, 0o600)
+    pidfile = WORK / "netctl-wpa.pid"
+    run(["wpa_supplicant", "-B", "-i", NETCTL_STATION, "-c", str(config), "-P", str(pidfile)],
+        timeout=SETTLE)
+    try:
+        yield
+    finally:
+        _kill(pidfile)
+        wait_for(lambda: not Path(f"/run/wpa_supplicant/{NETCTL_STATION}").exists(),
+                 SETTLE, "netctl's supplicant gone")
+        config.unlink()
+
+
+def _connect(wifi: WifiLab, eap: EapLab, client: EapClient, method: str) -> None:
+    """zsn connects `client` to the method's network: the headless command once (the
+    guest's CPU makes each start of Python costly), the plan in-process otherwise (the
+    pane's path, the same steps)."""
+    ssid = SSIDS[method]
+    if method == "peap" and client.name == "wpa_supplicant":
+        result = wifi.zsn("wifi", "connect", ssid, "--iface", client.interface,
+                          *eap.options(method), stdin=ALICE + "\n")
+        assert f"done: {client.name} on {client.interface}" in result.stderr, result.stderr
+        return
+    plan = client.plan(ssid, eap.request(method))
+    wifi.outputs.append(plan.describe())
+    if client.name == "netctl":  # no systemd in the guest: the files, then as netctl does
+        from zsn.plan import FileEdit
+
+        for step in plan.steps:
+            if isinstance(step, FileEdit):
+                step.apply()
+        return
+    wifi.outputs += plan.apply()
+
+
+@pytest.mark.parametrize("client_name", CLIENTS)
+def test_peap_ttls_and_eap_tls_connect_and_pass_traffic(
+        wifi: WifiLab, eap: EapLab, eap_clients: dict[str, EapClient], client_name: str
+) -> None:
+    client = eap_clients[client_name]
+    for method in METHODS:
+        ssid = SSIDS[method]
+        _connect(wifi, eap, client, method)
+        profile = client.profile(ssid)
+        if client.name != "wpa_supplicant":  # its SAVE_CONFIG writes with its umask
+            assert profile.stat().st_mode & 0o777 == 0o600
+        with _netctl_supplicant(profile) if client.name == "netctl" \
+                else contextlib.nullcontext():
+            wait_for(lambda ssid=ssid: client.connected_to() == ssid.encode(),  # type: ignore[misc]
+                     SETTLE, f"{client.interface} on {ssid}", interval=0.5)
+            wifi.ping(SUBNETS[method], client.interface, HOST_PARTS[client.name])
+            if client.name == "netctl":  # its profiles are listed while they run
+                _assert_listed(client, [method])
+    if client.name != "netctl":
+        _assert_listed(client, METHODS)
+    if client.name == "iwd":
+        text = client.profile("corp-ttls").read_text()
+        assert f"EAP-TTLS-ServerDomainMask={SERVER_NAME}" in text, text
+        assert "EAP-TTLS-CACert=/etc/zsn/eap/iwd-corp-ttls/ca.pem" in text, text
+    if client.name == "wpa_supplicant":
+        saved = client.profile("corp-peap").read_text()
+        assert f'domain_match="{SERVER_NAME}"' in saved and "eap=PEAP" in saved
+        key = Path("/etc/zsn/eap/wpa_supplicant-wlan0-corp-tls/client.key")
+        assert key.stat().st_mode & 0o777 == 0o600
+
+
+FAILURES = {  # what goes wrong -> (method, request changes)
+    "wrong password": ("peap", {"password": WRONG_EAP}),
+    "wrong CA": ("ttls", {"ca": "other-ca.pem"}),
+    "server name mismatch": ("tls", {"domain": "other.lab.test"}),
+}
+SUPPLICANT_REASONS = {
+    "wrong password": "802.1X failed: the server refused the identity or password",
+    "wrong CA": "802.1X failed: server certificate not trusted: the server's certificate is "
+                "not signed by the CA given",
+    "server name mismatch": "802.1X failed: server name mismatch",
+}
+REASONS = {
+    "wpa_supplicant": SUPPLICANT_REASONS,
+    "netctl": SUPPLICANT_REASONS,  # read from the events of the supplicant netctl starts
+    "iwd": dict.fromkeys(FAILURES, "802.1X failed; iwd reports only that"),
+}
+
+
+def _netctl_attempt(plan: Plan, ssid: str) -> str:
+    """A netctl start that fails, as zsn's step sees it: the profile written, the
+    supplicant's events read while netctl waits; then the profile put back."""
+    from zsn.plan import FileEdit
+
+    edits = [step for step in plan.steps if isinstance(step, FileEdit)]
+    for edit in edits:
+        edit.apply()
+    try:
+        with _netctl_supplicant(Path(f"/etc/netctl/{NETCTL_STATION}-{ssid}")):
+            reason = asyncio.run(wpa.follow_attempt(
+                control_socket(Host(), NETCTL_STATION), NETCTL_STATION, SETTLE))
+    finally:
+        for edit in reversed(edits):
+            edit.undo()
+    assert reason is not None, "netctl's supplicant connected"
+    return f"802.1X failed: {reason}"
+
+
+def _forget_all(client: EapClient) -> None:
+    """iwd joins any network it knows by itself after a failed connect: it knows none,
+    and is disconnected."""
+    snapshot = read_wlan(client.host)
+    interface = actions.resolve_interface(client.host, snapshot, IWD_STATION)
+    for network in snapshot.networks_of(interface):
+        actions.plan_forget(client.host, snapshot, interface, network.ssid).apply()
+    wait_for(lambda: not [n for n in read_wlan(client.host).networks if n.backend == "iwd"],
+             SETTLE, "iwd knowing no network", interval=0.5)
+    if _iwd_link(client.host)[0] != "disconnected":
+        wifi_plan = actions.plan_disconnect(client.host, read_wlan(client.host),
+                                            actions.resolve_interface(
+                                                client.host, read_wlan(client.host),
+                                                IWD_STATION))
+        wifi_plan.apply()
+    wait_for(lambda: _iwd_link(client.host)[0] == "disconnected", SETTLE, "iwd disconnected",
+             interval=0.5)
+
+
+def _sees_every_network(client: EapClient) -> bool:
+    """A scan of `client`'s station lists the three 802.1X networks (a scan that
+    outlasts zsn's bound beside a connected station counts as not yet)."""
+    snapshot = read_wlan(client.host)
+    interface = actions.resolve_interface(client.host, snapshot, client.interface)
+    try:
+        actions.scan(client.host, interface)
+    except ZsnError:
+        return False
+    scanned = read_wlan(client.host).interface(client.interface)
+    return scanned is not None and {ssid.encode() for ssid in SSIDS.values()} <= {
+        entry.ssid for entry in scanned.scan}
+
+
+@pytest.mark.parametrize("client_name", CLIENTS)
+def test_wrong_password_wrong_ca_and_name_mismatch_fail_with_their_reason(
+        wifi: WifiLab, eap: EapLab, eap_clients: dict[str, EapClient], client_name: str
+) -> None:
+    client = eap_clients[client_name]
+    if client.name == "iwd":
+        _forget_all(client)
+    for failure, (method, changes) in FAILURES.items():
+        ssid = SSIDS[method]
+        profile = client.profile(ssid)
+        before = profile.read_text() if profile.exists() else None
+        if client.name == "iwd":  # forgotten networks leave its list until seen again
+            wait_for(lambda: _sees_every_network(client), 4 * SETTLE,
+                     "iwd seeing the 802.1X networks", interval=1)
+        plan = client.plan(ssid, eap.request(method, **changes))
+        if client.name == "netctl":
+            said = _netctl_attempt(plan, ssid)
+        else:
+            started = IWD_LOG.stat().st_size
+            with pytest.raises(ZsnError) as failed:
+                plan.apply()
+            said = str(failed.value)
+            if client.name == "iwd":
+                with IWD_LOG.open("rb") as log:
+                    log.seek(started)
+                    wifi.capture(f"iwd-log.eap-{failure.replace(' ', '-').lower()}.txt",
+                                 log.read().decode(errors="replace"),
+                                 f"iwd's stderr during a failing {method} connect: {failure}")
+        wifi.outputs.append(said)
+        assert REASONS[client.name][failure] in said, (client.name, failure, said)
+        # Nothing of the failed attempt stays: the profile is as it was.
+        assert (profile.read_text() if profile.exists() else None) == before, failure
+
+
+def test_no_profile_without_a_server_check_unless_overridden(
+        wifi: WifiLab, supplicant: Path, eap: EapLab, eap_clients: dict[str, EapClient]
+) -> None:
+    """The request is refused before any backend is asked (the same for the three);
+    overridden, the profile is saved, works, and the lint names it."""
+    before = supplicant.read_text()
+    for missing in ({"ca_cert": None}, {"server_domain": None}):
+        with pytest.raises(ValidationError, match="rogue access point"):
+            make_request("ttls", "bob@lab.test", phase2="pap", password=EapSecret(BOB),
+                         **{"ca_cert": eap.path("ca.pem"), "server_domain": SERVER_NAME,
+                            **missing})  # type: ignore[arg-type]
+    assert supplicant.read_text() == before
+    assert not [f for f in lint(Host()) if f.id == "WLAN010"]
+    unchecked = make_request("peap", "alice@lab.test", password=EapSecret(ALICE),
+                             no_server_check=True)
+    wifi.outputs += eap_clients["wpa_supplicant"].plan("corp-peap", unchecked).apply()
+    _wpa_connected("corp-peap")
+    (finding,) = [f for f in lint(Host()) if f.id == "WLAN010"]
+    assert "corp-peap" in finding.message and "rogue" in finding.message, finding
 
 
 def test_no_passphrase_in_any_output_or_log(wifi: WifiLab) -> None:

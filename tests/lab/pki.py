@@ -75,6 +75,12 @@ def _issue(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False, rsa_key=kind == "rsa"), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        # Key identifiers, as real certificates have: the kernel's keyring, through
+        # which iwd checks a chain, finds an issuer by them.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                       critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+            ca_key.public_key()), critical=False)
     )
     if names:
         builder = builder.add_extension(
@@ -84,10 +90,8 @@ def _issue(
     return cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key)
 
 
-def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = (), *,
-             kind: str = "ec", ca_name_text: str = "zov-lab-ca") -> Pki:
+def _make_ca(kind: str, ca_name: x509.Name) -> tuple[PrivateKey, x509.Certificate]:
     ca_key = _new_key(kind)
-    ca_name = _name(ca_name_text)
     now = datetime.datetime.now(datetime.UTC)
     ca = (
         x509.CertificateBuilder()
@@ -97,8 +101,23 @@ def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = (),
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                       critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    return ca_key, ca
+
+
+def make_ca(*, kind: str = "ec", ca_name_text: str = "zov-lab-ca") -> str:
+    """A CA's certificate alone (one that signed nothing a test serves: a wrong CA)."""
+    return _make_ca(kind, _name(ca_name_text))[1].public_bytes(
+        serialization.Encoding.PEM).decode()
+
+
+def make_pki(server_names: Sequence[str] = (), client_names: Sequence[str] = (), *,
+             kind: str = "ec", ca_name_text: str = "zov-lab-ca") -> Pki:
+    ca_name = _name(ca_name_text)
+    ca_key, ca = _make_ca(kind, ca_name)
     server_cert, server_key = _issue(ca_key, ca_name, "zov-server",
                                      ExtendedKeyUsageOID.SERVER_AUTH, server_names, kind)
     client_cert, client_key = _issue(ca_key, ca_name, "zov-client",

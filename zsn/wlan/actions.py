@@ -9,6 +9,7 @@ and never into a step's description, a note or an error message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,7 +184,8 @@ def _plan_connect_eap(host: Host, snapshot: WlanSnapshot, interface: WlanInterfa
         profile_name, steps = enterprise.netctl_edits(host, interface, target.ssid,
                                                       target.hidden, eap)
         steps.append(_netctl_start(host, interface, profile_name,
-                                   "wpa_supplicant with the profile's network block, then DHCP"))
+                                   "wpa_supplicant with the profile's network block, then DHCP",
+                                   eap_ssid=target.ssid))
         return Plan(title, steps, notes=[f"profile {netctl.PROFILE_DIR}/{profile_name} "
                                          "(0600, Security=wpa-configsection)"])
     raise ValidationError(f"{interface.name}: {BACKEND_TITLES.get(interface.backend or '', '?')}"
@@ -410,14 +412,16 @@ def _plan_connect_netctl(host: Host, snapshot: WlanSnapshot, interface: WlanInte
 
 
 def _netctl_start(host: Host, interface: WlanInterface, profile_name: str,
-                  what: str) -> LiveStep:
-    """Start the profile's unit, the interface's other profiles stopped first."""
+                  what: str, eap_ssid: bytes | None = None) -> LiveStep:
+    """Start the profile's unit, the interface's other profiles stopped first; for an
+    802.1X profile (`eap_ssid`), its supplicant's events say why a start failed."""
     unit = netctl.unit_name(profile_name)
     others = [netctl.unit_name(p.name) for p in netctl.read_profiles(host)[0]
               if p.interface == interface.name and p.name != profile_name]
+    follow = (interface.name, eap_ssid) if eap_ssid is not None else None
     return LiveStep(
         f"systemd: stop the other netctl profiles on {interface.name}, start {unit} ({what})",
-        lambda: _netctl_switch(host, unit, others),
+        lambda: _netctl_switch(host, unit, others, follow),
         lambda: _bus(host, lambda bus: _stop_units(bus, [unit]), timeout=15.0),
         _unit_restores(host, [unit, *others]))
 
@@ -438,10 +442,30 @@ async def _stop_units(bus: SystemBus, units: list[str]) -> None:
                 raise ZsnError(job.describe())
 
 
-def _netctl_switch(host: Host, unit: str, others: list[str]) -> None:
+NETCTL_START_TIMEOUT = 60.0
+
+
+def _netctl_switch(host: Host, unit: str, others: list[str],
+                   follow: tuple[str, bytes] | None = None) -> None:
+    """`follow`: (interface, SSID) of an 802.1X profile, whose supplicant's EAP events
+    are read while the unit starts (netctl itself says only that it timed out)."""
     async def act(bus: SystemBus) -> None:
         await _stop_units(bus, others)
-        job = await Systemd(bus).start(unit, timeout=60.0)
+        watch = asyncio.create_task(wpa.follow_attempt(
+            control_socket(host, follow[0]), follow[0], NETCTL_START_TIMEOUT)) \
+            if follow is not None else None
+        reason = None
+        try:
+            job = await Systemd(bus).start(unit, timeout=NETCTL_START_TIMEOUT)
+            if watch is not None and not job.ok:
+                with contextlib.suppress(TimeoutError):
+                    reason = await asyncio.wait_for(watch, 5.0)
+        finally:
+            if watch is not None:
+                watch.cancel()
+        if not job.ok and reason is not None and follow is not None:
+            raise ZsnError(f"{display(follow[1])}: 802.1X failed: {reason} "
+                           f"({job.describe()})")
         if not job.ok:
             raise ZsnError(f"{job.describe()}: 'journalctl -u {unit}' says why")
     try:

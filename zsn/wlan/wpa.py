@@ -21,6 +21,7 @@ from zsn.eap.events import EapAttempt
 from zsn.eap.profile import EapProfile
 from zsn.eap.supplicant import NAME_CHECKS, Value, profile_of_values
 from zsn.errors import SocketError, ZsnError
+from zsn.system import files
 from zsn.system.host import Host
 from zsn.system.wpa_ctrl import Command, WpaControl, WpaMonitor, control_socket, parse_event
 from zsn.wlan.model import KnownNetwork, Link, ScanEntry, Security
@@ -319,6 +320,39 @@ async def _select_and_wait(ctrl: WpaControl, monitor: WpaMonitor, network_id: in
                                 f"status {event.field('status_code') or '?'})")
     state = parse_kv(await ctrl.request("STATUS")).get("wpa_state", "?")
     raise ConnectFailed(f"{name}: not connected within {timeout:g} s (state {state})")
+
+
+async def follow_attempt(path: Path, interface: str, timeout: float) -> str | None:
+    """An 802.1X attempt another program runs (the wpa_supplicant netctl starts for a
+    ``Security=wpa-configsection`` profile): wait for its control socket at `path`,
+    then read its events until it connects (None) or its EAP fails (the reason, in the
+    words of zsn's own connects). None too when there was nothing to read: no socket
+    within `timeout`, or no EAP event before the daemon went."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not files.exists(path):
+        if loop.time() >= deadline:
+            return None
+        await asyncio.sleep(0.05)
+    attempt = EapAttempt()
+    try:
+        async with WpaMonitor(path, interface=interface,
+                              conversation=max(deadline - loop.time(), 1.0)) as monitor:
+            async for datagram in monitor.events(deadline):
+                event = parse_event(datagram)
+                if event is None:
+                    continue
+                if event.name == "CTRL-EVENT-CONNECTED":
+                    return None
+                if event.name.startswith("CTRL-EVENT-EAP-"):
+                    attempt.feed(event)
+                    if attempt.failed:
+                        return attempt.reason
+                if event.name == "CTRL-EVENT-SSID-TEMP-DISABLED" and attempt.started:
+                    return attempt.reason
+    except SocketError:
+        pass  # the daemon went (netctl stops it when its wait ends)
+    return attempt.reason if attempt.started or attempt.cert_error else None
 
 
 async def save_config(ctrl: WpaControl) -> tuple[bool, list[str]]:
