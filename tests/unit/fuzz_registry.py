@@ -1898,21 +1898,6 @@ def zfs_protection_records() -> Fuzz:
     return st.one_of(_noise, _json_value.map(json.dumps), fields.map(json.dumps)), check
 
 
-@entry("zsn timer units", 500, ["zsn.zfs.timers:parse_unit"])
-def zsn_timer_units() -> Fuzz:
-    from zsn.zfs import timers
-
-    lines = st.sampled_from(["[Unit]", "[Timer]", "Description=x", "OnCalendar=daily",
-                             "ExecStart=/bin/true", "# c", "", "a\\", "noequals", "=v"])
-
-    def check(parts: list[str]) -> None:
-        found = only_typed_errors(lambda: timers.parse_unit("\n".join(parts), "x.timer"))
-        for section, _key, value in found or ():
-            assert f"[{section}]" in parts and "\n" not in value
-
-    return st.lists(st.one_of(lines, _noise), max_size=10), check
-
-
 @entry("zfs dataset names list", 500, ["zsn.zfs.autosnap:parse_datasets"])
 def zfs_dataset_names_list() -> Fuzz:
     from zsn.zfs.autosnap import parse_datasets

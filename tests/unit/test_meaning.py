@@ -174,12 +174,12 @@ def _public() -> str:
 
 OWN_FILES = {"zsn/wireguard/settings.py": 1, "zsn/openvpn/actions.py": 1,
              "zsn/tries/lifecycle.py": 1, "zsn/wireguard/acl.py": 1, "zsn/plan.py": 1,
-             "zsn/zfs/timers.py": 1, "zsn/zfs/policy_actions.py": 1}
+             "zsn/zfs/policy_actions.py": 1}
 """Where a file edit may stand without an intent (`OwnFile`, `CheckedBefore`): zsn's
 WireGuard settings, the DNS hook script zsn ships, a try's deferred boot config, the
 access rules' policy file (zsn's own format, read back as a policy), and plans
-combined (each edit of a file read back as its own plan was made), ZFS's timer units
-(read back by their own check) and zsn's ZFS policy file."""
+combined (each edit of a file read back as its own plan was made) and zsn's ZFS policy
+file."""
 
 
 def test_every_file_edit_says_what_it_means() -> None:

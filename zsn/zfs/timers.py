@@ -5,11 +5,12 @@ the next boot; a randomized delay spreads a fleet's runs).
 A unit is a `TimerSpec` of typed values: its name, a plain description, the argv
 (words of a safe set: systemd expands ``%`` and ``$`` and splits on quotes, so a word
 that would need any of that is refused rather than escaped), a calendar expression
-and durations. `render` writes the two files; before a plan uses them `read_back`
-parses them with zsn's own reader and checks they mean exactly the spec (no other
-section, key or word), so a value can never add a line. `timer_steps` makes the plan's
-steps for one spec (the files, then enabling and starting the timer), for any of
-zsn's timers: snapshots and replication here, scrubs and trims alike.
+and durations. `units` writes the two files through the unit file format's one renderer
+(`zsn.formats.unitfile`, each value checked by `SCHEMA`), and the plan's file edits read
+them back with that format's reader before they are written: they must mean exactly the
+spec (no other section, key or word), so a value can never add a line. `timer_steps`
+makes the plan's steps for one spec (the files, then enabling and starting the timer),
+for any of zsn's timers: snapshots and replication here, scrubs and trims alike.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from zsn import values
 from zsn.errors import ValidationError, ZsnError
-from zsn.meaning import CheckedBefore
+from zsn.formats.unitfile import Schema, UnitFile
 from zsn.plan import FileEdit, LiveStep, Plan, Step
 from zsn.system import files
 from zsn.system.host import Host
@@ -98,59 +100,46 @@ def meaning(spec: TimerSpec) -> dict[str, list[tuple[str, str, str]]]:
     }
 
 
-def render(spec: TimerSpec) -> dict[str, str]:
-    """The service's and the timer's text, by file name."""
+_UNITS = values.pattern("unit names", r"[A-Za-z0-9@_.:-]+( [A-Za-z0-9@_.:-]+)*")
+SCHEMA: Schema = {
+    ("Unit", "Description"): values.TEXT,
+    ("Unit", "After"): _UNITS,
+    ("Unit", "Wants"): _UNITS,
+    ("Service", "Type"): values.one_of("oneshot"),
+    ("Service", "ExecStart"): values.pattern("an absolute command of plain words",
+                                             rf"/{_WORD_RE.pattern}( {_WORD_RE.pattern})*"),
+    ("Service", "Nice"): values.pattern("a nice level", r"-?[0-9]{1,2}"),
+    ("Service", "IOSchedulingClass"): values.one_of("idle"),
+    ("Timer", "OnCalendar"): values.pattern("a calendar expression", _CALENDAR_RE.pattern),
+    ("Timer", "RandomizedDelaySec"): values.pattern("whole seconds", r"[0-9]{1,5}"),
+    ("Timer", "Persistent"): values.one_of("true"),
+    ("Timer", "AccuracySec"): values.pattern("a duration in seconds", r"[0-9]{1,5}s"),
+    ("Install", "WantedBy"): _UNITS,
+}
+"""What each (section, key) of zsn's timer units takes, as systemd reads it."""
+
+
+def units(spec: TimerSpec) -> dict[str, UnitFile]:
+    """The service and the timer by file name, through the unit file renderer; each
+    one's `intent` says what it means, for the plan's read-back."""
     spec.checked()
-    texts = {}
+    found = {}
     for name, items in meaning(spec).items():
-        lines = [HEADER.format(command=spec.command).rstrip("\n")]
-        section = None
-        for where, key, value in items:
-            if where != section:
-                lines += (["", f"[{where}]"] if section is not None else [f"[{where}]"])
-                section = where
-            lines.append(f"{key}={value}")
-        texts[name] = "\n".join(lines) + "\n"
-    return texts
-
-
-def parse_unit(text: str, source: str) -> list[tuple[str, str, str]]:
-    """(section, key, value) of a unit file as systemd reads one: comments and blank
-    lines skipped, no continuation lines (zsn writes none; one is refused)."""
-    found = []
-    section = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.endswith("\\"):
-            raise ZsnError(f"{source}:{number}: a continued line")
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1]
-            continue
-        key, equals, value = line.partition("=")
-        if not equals or section is None:
-            raise ZsnError(f"{source}:{number}: not KEY=VALUE in a section: {line[:60]!r}")
-        found.append((section, key.strip(), value.strip()))
+        unit = UnitFile(schema=SCHEMA)
+        for section, key, value in items:
+            unit.set(section, key, value)
+        found[name] = unit
     return found
 
 
-def _shown(item: tuple[str, str, str] | None) -> str:
-    return f"[{item[0]}] {item[1]}={item[2]}" if item is not None else "nothing"
+def header(spec: TimerSpec) -> str:
+    """The files' first line: a comment, which no reading of the unit sees."""
+    return HEADER.format(command=spec.command)
 
 
-def read_back(spec: TimerSpec, texts: dict[str, str]) -> None:
-    """Refuse the files unless they mean exactly `spec` (the line that differs named)."""
-    for name, expected in meaning(spec).items():
-        got = parse_unit(texts[name], name)
-        if got == expected:
-            continue
-        index = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False))
-                      if a != b), min(len(got), len(expected)))
-        raise ZsnError(f"{name} would not mean what zsn meant: "
-                       f"{_shown(got[index] if index < len(got) else None)} where "
-                       f"{_shown(expected[index] if index < len(expected) else None)} was "
-                       "meant; not written")
+def render(spec: TimerSpec) -> dict[str, str]:
+    """The service's and the timer's text, by file name."""
+    return {name: header(spec) + unit.text for name, unit in units(spec).items()}
 
 
 def zsn_argv(*words: str) -> tuple[str, ...]:
@@ -178,21 +167,17 @@ def _enable_and_start(host: Host, timer: str) -> None:
     run_sync(host, act, timeout=15.0, deadline=60.0)
 
 
-_READ_BACK = CheckedBefore("by read_back as the plan was made: the units mean the spec")
-
-
 def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
     """The steps that install `spec` (files whose text changes, then the timer enabled
     and started over D-Bus, or only linked into timers.target.wants when no systemd
     runs here) and notes."""
-    texts = render(spec)
-    read_back(spec, texts)
     steps: list[Step] = []
-    for name, text in texts.items():
+    for name, unit in units(spec).items():
+        text = header(spec) + unit.text
         path = host.path(f"{UNIT_DIR}/{name}")
         previous = files.read_tracked(path, 1 << 16) if files.exists(path) else None
         if previous is None or previous.text != text:
-            steps.append(FileEdit(path, previous, text, intent=_READ_BACK))
+            steps.append(FileEdit(path, previous, text, intent=unit.intent))
     notes = []
     if _systemd_here(host):
         steps.append(LiveStep(f"systemd: reload, enable and start {spec.timer} (over D-Bus)",

@@ -231,15 +231,31 @@ def test_prune_only_and_nothing_to_do_sections() -> None:
 
 # -- systemd units --------------------------------------------------------------------
 def test_the_units_read_back_as_their_spec() -> None:
+    # The unit file format's one renderer and reader: what a plan would write must
+    # mean the spec, read by the format, and nothing more.
     spec = timers.specs(900, lambda *words: ("/usr/local/bin/zsn", *words))[0]
     texts = timers.render(spec)
-    timers.read_back(spec, texts)
+    units = timers.units(spec)
+    for name, unit in units.items():
+        unit.intent.verify("", texts[name], name)
     assert "ExecStart=/usr/local/bin/zsn zfs snapshots run\n" in texts[spec.service]
     assert "Persistent=true\n" in texts[spec.timer]
-    edited = {**texts, spec.timer: texts[spec.timer] + "OnBootSec=1s\n"}
-    with pytest.raises(ZsnError, match=r"timer would not mean what zsn meant: \[Install\] "
-                                       r"OnBootSec=1s where nothing was meant; not written"):
-        timers.read_back(spec, edited)
+    edited = texts[spec.timer] + "OnBootSec=1s\n"
+    with pytest.raises(ValidationError, match=r"timer: what zsn would write does not mean "
+                                              r"what the plan meant .*line 13"):
+        units[spec.timer].intent.verify("", edited, spec.timer)
+
+
+def test_a_value_the_schema_refuses_never_reaches_a_unit() -> None:
+    from zsn.formats.unitfile import UnitFile
+
+    unit = UnitFile(schema=timers.SCHEMA)
+    with pytest.raises(ValidationError):
+        unit.set("Service", "ExecStart", "/bin/sh -c 'rm -rf /'")
+    with pytest.raises(ValidationError):
+        unit.set("Service", "ExecStartPre", "/bin/true")
+    with pytest.raises(ValidationError):
+        unit.set("Unit", "Description", "x\nExecStartPre=/bin/sh")
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
