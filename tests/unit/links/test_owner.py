@@ -27,6 +27,14 @@ def test_order_netplan_networkd_ifupdown_netctl(tmp_path: Path) -> None:
     assert detect_owner(host).name == "netplan"
 
 
+def test_a_hidden_network_file_does_not_make_networkd_the_owner(tmp_path: Path) -> None:
+    # networkd's conf_files_list passes over hidden names: a copy set aside as
+    # .10-eth0.network is no config of its, and ifupdown's stays the one in use.
+    write(tmp_path, "etc/network/interfaces", "auto lo\niface lo inet loopback\n")
+    write(tmp_path, "etc/systemd/network/.10-eth0.network", "[Match]\nName=eth0\n")
+    assert detect_owner(Host(tmp_path)).name == "ifupdown"
+
+
 def test_networkd_enabled_without_files_counts(tmp_path: Path) -> None:
     write(tmp_path, "etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
     assert detect_owner(Host(tmp_path)).name == "networkd"

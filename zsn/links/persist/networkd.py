@@ -279,7 +279,7 @@ def _masks(host: Host, system_path: str) -> bool:
     return stat.S_ISCHR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_size == 0)
 
 
-def _chosen(host: Host, folders: list[str], pattern: str) -> dict[str, str]:
+def chosen_files(host: Host, folders: list[str], pattern: str) -> dict[str, str]:
     """File name -> the path networkd reads for it (the first folder holding it).
     Hidden names and folders are skipped, as networkd's conf_files_list does."""
     chosen: dict[str, str] = {}
@@ -295,7 +295,7 @@ def read_tree(host: Host) -> Tree:
     tree = Tree()
     version = package_version(host, "systemd")
     for suffix, units in ((".netdev", tree.netdevs), (".network", tree.networks)):
-        chosen = _chosen(host, list(DIRS), f"*{suffix}")
+        chosen = chosen_files(host, list(DIRS), f"*{suffix}")
         for name in sorted(chosen):
             path = chosen[name]
             if _masks(host, path):
@@ -303,7 +303,7 @@ def read_tree(host: Host) -> Tree:
                 continue
             snapshot = files.read_tracked(host.path(path))
             unit = Unit(name, NetworkdFile(path, snapshot, UnitFile(snapshot.text, SCHEMA)))
-            drop_ins = _chosen(host, [f"{d}/{name}.d" for d in DIRS], "*.conf")
+            drop_ins = chosen_files(host, [f"{d}/{name}.d" for d in DIRS], "*.conf")
             unit.drop_in_names = set(drop_ins)
             for drop_in in sorted(drop_ins):
                 drop_path = drop_ins[drop_in]

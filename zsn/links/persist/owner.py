@@ -38,10 +38,12 @@ the network; an image whose networkd config is there has networkd enabled too.""
 
 
 def networkd_present(host: Host) -> bool:
-    """Files in /etc or /run (netplan and tests put them there), or networkd enabled."""
-    for directory in NETWORKD_LOCAL_DIRS:
-        folder = host.path(directory)
-        if files.list_files(folder, "*.netdev") or files.list_files(folder, "*.network"):
+    """Files networkd reads in /etc or /run (netplan and tests put them there; a hidden
+    one, a copy set aside, is none), or networkd enabled."""
+    from zsn.links.persist.networkd import chosen_files
+
+    for pattern in ("*.netdev", "*.network"):
+        if chosen_files(host, list(NETWORKD_LOCAL_DIRS), pattern):
             return True
     return files.exists(host.path(NETWORKD_ENABLED))
 
