@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,21 @@ if TYPE_CHECKING:  # the lab module is imported when a test asks for a lab
     from tests.lab.netns import Lab
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_found() -> Iterator[None]:
+    """A test leaves the process's signal mask and dispositions as it found them: every
+    child started later inherits a blocked or ignored signal (a guardian's main run
+    in-process once left SIGTERM blocked, and a killed sender then ended with 0)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    handlers = {number: signal.getsignal(number)
+                for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE)}
+    yield
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask, "the signal mask changed"
+    changed = [signal.Signals(number).name for number, handler in handlers.items()
+               if signal.getsignal(number) != handler]
+    assert not changed, f"signal dispositions changed: {changed}"
 
 
 @pytest.fixture

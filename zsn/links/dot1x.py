@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,28 +164,47 @@ def _systemd(host: Host) -> bool:
         return False
 
 
-def _wait_for_socket(host: Host, interface: str, timeout: float = 10.0) -> None:
-    async def wait() -> None:
+def _until(done: Callable[[], bool], timeout: float) -> bool:
+    """Whether `done` came true within `timeout` seconds (asked every 50 ms)."""
+    async def wait() -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not files.exists(control_socket(host, interface)):
+        while not done():
             if loop.time() > deadline:
-                raise ZsnError(f"wpa_supplicant on {interface} opened no control socket "
-                               f"within {timeout:g} s")
+                return False
             await asyncio.sleep(0.05)
-    asyncio.run(wait())
+        return True
+    return asyncio.run(wait())
+
+
+def _wait_for_socket(host: Host, interface: str, timeout: float = 10.0) -> None:
+    if not _until(lambda: files.exists(control_socket(host, interface)), timeout):
+        raise ZsnError(f"wpa_supplicant on {interface} opened no control socket "
+                       f"within {timeout:g} s")
 
 
 def _stop_started(host: Host, pidfile: Path) -> None:
-    """Stop the wpa_supplicant zsn started: the pid is read back from its pid file, so it
-    is signalled only when that process is a wpa_supplicant (a stale or planted number
-    is not another program's)."""
+    """Stop the wpa_supplicant zsn started, and wait until it is gone (its control socket
+    with it: nothing of the attempt stays). The pid is read back from its pid file, so
+    it is signalled only when that process is a wpa_supplicant (a stale or planted
+    number is not another program's)."""
     text = files.read_text(pidfile).strip()
     if not text.isdigit():
         return
     comm = host.path(f"/proc/{text}/comm")
-    if files.exists(comm) and files.read_text(comm).strip() == "wpa_supplicant":
-        os.kill(int(text), 15)
+
+    def running() -> bool:
+        try:
+            return files.exists(comm) and files.read_text(comm).strip() == "wpa_supplicant"
+        except (OSError, ZsnError):
+            return False  # gone between the two looks
+
+    if not running():
+        return
+    os.kill(int(text), signal.SIGTERM)
+    if not _until(lambda: not running(), 10.0):  # it deinitialises the port first
+        os.kill(int(text), signal.SIGKILL)
+        _until(lambda: not running(), 5.0)
 
 
 def _start_steps(host: Host, interface: str, with_systemd: bool, timeout: float) -> LiveStep:

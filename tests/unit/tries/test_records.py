@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import time
 from pathlib import Path
@@ -223,7 +224,16 @@ def test_the_guardian_acts_on_no_record_that_names_a_program(
         "rule": [str(program), "-A", "FORWARD", "-j", "ACCEPT"], "present": False}}],
         deadline=records.boot_clock() - 1)
     before = path.read_bytes()
-    assert main(["--root", str(root.root), CHANGE_ID]) == 1
+    # The guardian is a process of its own: it blocks SIGTERM and SIGINT (it waits for
+    # them with sigtimedwait) and ignores SIGHUP. Run here, it would leave them so for
+    # every child the rest of the suite starts (a `kill -TERM $$` that never lands).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    hangup = signal.getsignal(signal.SIGHUP)
+    try:
+        assert main(["--root", str(root.root), CHANGE_ID]) == 1
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGHUP, hangup)
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"zsn guardian {CHANGE_ID}: {path}: undo[0].data: unknown field")
     assert not marker.exists(), "the guardian ran the record's program"
