@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,9 +110,15 @@ async def scan_now() -> None:
 
 
 def wpa_cli_connect() -> None:
+    wpa_cli_network([("ssid", '"home-wpa2"'), ("psk", f'"{PASSPHRASE}"')])
+
+
+def wpa_cli_network(settings: list[tuple[str, str]]) -> None:
+    """A network block set line by line with wpa_cli, selected, and `status` every
+    20 ms until COMPLETED."""
     network = sh("wpa_cli", "-i", "wlan0", "add_network").strip()
-    sh("wpa_cli", "-i", "wlan0", "set_network", network, "ssid", '"home-wpa2"')
-    sh("wpa_cli", "-i", "wlan0", "set_network", network, "psk", f'"{PASSPHRASE}"')
+    for key, value in settings:
+        sh("wpa_cli", "-i", "wlan0", "set_network", network, key, value)
     sh("wpa_cli", "-i", "wlan0", "select_network", network)
     deadline = time.monotonic() + 60
     while wpa_state().get("wpa_state") != "COMPLETED":
@@ -149,9 +156,9 @@ def iwd_station() -> str:
     return _station[0] if _station else ""
 
 
-def iwd_reset() -> None:
+def iwd_reset(ssid: str = "home-wpa2") -> None:
     """Disconnected, not known, and a scan that has just finished seeing the network."""
-    sh("iwctl", "known-networks", "home-wpa2", "forget", check=False)
+    sh("iwctl", "known-networks", ssid, "forget", check=False)
     wait(lambda: iwd_state() == "disconnected", 20, "iwd disconnected")
     sh("iwctl", "station", "wlan2", "scan", check=False)
     time.sleep(0.2)
@@ -159,7 +166,7 @@ def iwd_reset() -> None:
     def scanned() -> bool:
         scanning = sh("busctl", "--system", "get-property", "net.connman.iwd", iwd_station(),
                       "net.connman.iwd.Station", "Scanning")
-        return scanning.strip() == "b false" and "home-wpa2" in sh(
+        return scanning.strip() == "b false" and ssid in sh(
             "iwctl", "station", "wlan2", "get-networks")
 
     wait(scanned, 60, "iwd's scan")
@@ -188,7 +195,21 @@ def connect_benchmark(results: Path, rounds: int) -> None:
     sh("ip", "netns", "add", "ap")
     start_ap("wlan1", [["ssid=home-wpa2", "wpa=2", "wpa_key_mgmt=WPA-PSK",
                         "rsn_pairwise=CCMP", f"wpa_passphrase={PASSPHRASE}"]], 1)
-    config = WORK / "wpa.conf"
+    start_stations(WORK)
+    cases = [
+        ("wpa_cli", wpa_reset, wpa_cli_connect),
+        ("zsn wpa (in-process)", wpa_reset, zsn_wpa_connect),
+        ("iwctl", iwd_reset, iwctl_connect),
+        ("zsn iwd (in-process)", iwd_reset, zsn_iwd_connect),
+    ]
+    time_cases(results, cases, [
+        ("zsn wifi connect (CLI, wpa_supplicant)", wpa_reset, lambda: zsn_cli("wlan0")),
+        ("zsn wifi connect (CLI, iwd)", iwd_reset, lambda: zsn_cli("wlan2"))], rounds)
+
+
+def start_stations(work: Path) -> None:
+    """wpa_supplicant on wlan0, iwd on wlan2 (a private system bus, no activation)."""
+    config = work / "wpa.conf"
     config.write_text("ctrl_interface=/run/wpa_supplicant\nupdate_config=1\n")
     sh("ip", "link", "set", "wlan0", "up")
     sh("wpa_supplicant", "-B", "-i", "wlan0", "-c", str(config))
@@ -199,31 +220,25 @@ def connect_benchmark(results: Path, rounds: int) -> None:
     subprocess.Popen(["/usr/libexec/iwd", "-i", "wlan2"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
     wait(lambda: bool(iwd_station()), 30, "iwd station")
-    cases = [
-        ("wpa_cli", wpa_reset, wpa_cli_connect),
-        ("zsn wpa (in-process)", wpa_reset, zsn_wpa_connect),
-        ("iwctl", iwd_reset, iwctl_connect),
-        ("zsn iwd (in-process)", iwd_reset, zsn_iwd_connect),
-    ]
-    times: dict[str, list[float]] = {label: [] for label, _, _ in cases}
-    times["zsn wifi connect (CLI, wpa_supplicant)"] = []
-    times["zsn wifi connect (CLI, iwd)"] = []
-    for _reset, _connect in [(r, c) for _, r, c in cases]:  # one warm-up each
-        _reset()
-        _connect()
+
+
+Case = tuple[str, Callable[[], None], Callable[[], None]]
+
+
+def time_cases(results: Path, cases: list[Case], once_a_round: list[Case],
+               rounds: int) -> None:
+    """Each case once a round in rotating order after a warm-up, its reset untimed;
+    `once_a_round` after them; RESULTS/connect.json with the times and versions."""
+    times: dict[str, list[float]] = {label: [] for label, _, _ in [*cases, *once_a_round]}
+    for _label, reset, connect in cases:  # one warm-up each
+        reset()
+        connect()
     for number in range(rounds):
         shift = number % len(cases)
-        for label, reset, connect in [*cases[shift:], *cases[:shift]]:
+        for label, reset, connect in [*cases[shift:], *cases[:shift], *once_a_round]:
             reset()
             started = time.perf_counter()
             connect()
-            times[label].append(time.perf_counter() - started)
-        for label, reset, interface in (
-                ("zsn wifi connect (CLI, wpa_supplicant)", wpa_reset, "wlan0"),
-                ("zsn wifi connect (CLI, iwd)", iwd_reset, "wlan2")):
-            reset()
-            started = time.perf_counter()
-            zsn_cli(interface)
             times[label].append(time.perf_counter() - started)
         print(f"round {number + 1}/{rounds} done", flush=True)
     versions = sh("wpa_supplicant", "-v").splitlines()[0] + "; iwd " + \

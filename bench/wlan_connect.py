@@ -1,6 +1,9 @@
 """Connecting through zsn next to the backends' own clients, on the same access point.
 
 Goal (issue 12): zsn's connect <= 1.1x wpa_cli's (wpa_supplicant) and iwctl's (iwd).
+``--eap`` (issue 36): PEAP to a WPA2-Enterprise access point, from the command to
+traffic passing, next to wpa_cli and iwctl with a hand-written profile
+(bench/_eap_guest.py); goal <= 1.1x too.
 Needs the QEMU kernel lab (mac80211_hwsim, hostapd, wpa_supplicant, iwd): one guest
 boot, under the lab's lock, runs bench/_wlan_guest.py (see its docstring for what
 each case does). Run from the repository root as root:
@@ -36,11 +39,15 @@ GOAL = 1.1
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--eap", action="store_true",
+                        help="PEAP (802.1X) instead of WPA2-Personal")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zsn-bench-wlan-") as directory:
         results = Path(directory)
-        run = boot(f"{sys.executable} bench/_wlan_guest.py connect {results} {args.rounds}",
-                   results, "bench wlan_connect", timeout=1800)
+        guest = f"bench/_eap_guest.py {results}" if args.eap else \
+            f"bench/_wlan_guest.py connect {results}"
+        run = boot(f"{sys.executable} {guest} {args.rounds}", results, "bench wlan_connect",
+                   timeout=1800)
         data_file = results / "connect.json"
         if run.returncode != 0 or not data_file.exists():
             print(run.tail(40), file=sys.stderr)
