@@ -1,4 +1,4 @@
-"""The guest half of bench/eap_connect.py: runs inside the QEMU kernel lab (as root).
+"""The guest half of `bench/wlan_connect.py --eap`: runs inside the QEMU kernel lab (as root).
 
     python3 bench/_eap_guest.py RESULTS ROUNDS
 
