@@ -174,7 +174,6 @@ class Lab:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
-        Path(f"/var/run/wireguard/{ifname}.sock").unlink(missing_ok=True)
 
     def file(self, path: Path, text: str, mode: int = 0o600) -> Path:
         """Write a file on the real system for the test, removed at teardown."""

@@ -174,7 +174,7 @@ def _network(text: str) -> IPNetwork | None:
     version, first, _, length = span
     if version == 4:
         return ipaddress.IPv4Network((first, length))
-    return ipaddress.ip_network(text.strip(), strict=False)
+    return ipaddress.IPv6Network((first, length))  # the span parsed it once already
 
 
 LiveOnlyPeers = Iterable[tuple[str, Iterable[str]]]
