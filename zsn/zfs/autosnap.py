@@ -36,7 +36,7 @@ from zsn.terminal import one_line
 from zsn.zfs import snapshots as snaps
 from zsn.zfs import state
 from zsn.zfs.listing import parse_text_rows
-from zsn.zfs.policy import Policy, ZfsConfig, read_config
+from zsn.zfs.policy import CLASSES, Policy, ZfsConfig, read_config
 from zsn.zfs.schedule import RunPlan, Take, Verdict, plan_run
 from zsn.zfs.snapshots import Snapshot
 
@@ -144,7 +144,9 @@ def describe(plan: RunPlan, now: float, zone: tzinfo, policies: Mapping[str, Pol
             counts[(verdict.dataset, verdict.cls)] = counts.get(
                 (verdict.dataset, verdict.cls), 0) + 1
     for dataset in sorted(plan.covered):
-        kept = [f"{cls} {count}" for (name, cls), count in counts.items() if name == dataset]
+        # in the classes' own order, not the order the snapshots were taken in (sanoid takes
+        # a run's classes in its hash order)
+        kept = [f"{cls} {counts[(dataset, cls)]}" for cls in CLASSES if (dataset, cls) in counts]
         lines.append(f"{dataset}: keeps " + (", ".join(kept) if kept else "no policy snapshot")
                      + f" (policy of {plan.covered[dataset]})")
     destroys = len(plan.destroys)

@@ -178,3 +178,17 @@ def test_simulate_ten_days_from_todays_snapshots(fake_zfs: FakeZfs) -> None:
     assert "tank/home@zsn_2026-11-27_11:00:00_hourly" not in gone  # held
     assert "tank/home@before-upgrade" not in gone  # not a policy's
     assert len(gone) == 13  # the other 10 hourlies and 3 dailies of today
+
+
+def test_the_kept_counts_are_in_the_classes_order_whatever_order_they_were_taken_in() -> None:
+    """sanoid takes a run's classes in its hash's order, so the same second's snapshots
+    come in any order; the summary line is the same for all of them."""
+    from zsn.zfs.schedule import RunPlan, Verdict
+
+    taken = ["monthly", "hourly", "daily"]  # the order one sanoid run created them in
+    verdicts = tuple(Verdict("tank/home", f"autosnap_2026-12-02_11:00:01_{cls}", cls, False,
+                             f"one of the 3 newest {cls}") for cls in taken)
+    plan = RunPlan((), verdicts, {"tank/home": "tank/home"})
+    policy = Policy("tank/home", {"hourly": 3, "daily": 3, "monthly": 3}, recursive=True)
+    lines = autosnap.describe(plan, 0, UTC, {"tank/home": policy})
+    assert "tank/home: keeps hourly 1, daily 1, monthly 1 (policy of tank/home)" in lines
