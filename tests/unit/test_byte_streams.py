@@ -105,7 +105,38 @@ def test_the_rate_limit_is_even_second_by_second() -> None:
         end = max(t for t, _ in moved if t <= second + 1)
         window = dict(moved)[end] - dict(moved)[start]
         assert 0.95e6 <= window / (end - start) <= 1.05e6
-    assert limit.capacity == 50_000  # a twentieth of a second: bursts stay small
+    assert limit.burst == 50_000  # a twentieth of a second: bursts stay small
+
+
+def test_a_stall_under_a_quarter_second_is_made_up_within_its_second() -> None:
+    """The sender's process not scheduled for 0.15 s (a busy machine): the bytes it lost
+    go in the same second, so the second-by-second rate holds; a longer stall is made
+    up only to a quarter of a second's bytes."""
+    now = [0.0]
+    limit = RateLimit(1_000_000, clock=lambda: now[0],
+                      sleep=lambda seconds: now.__setitem__(0, now[0] + seconds))
+    moved: list[tuple[float, int]] = []
+    total = 0
+    stalled: set[float] = set()
+    while now[0] < 6:
+        for start, length in ((2.3, 0.15), (4.2, 0.6)):
+            if now[0] >= start and start not in stalled:
+                stalled.add(start)
+                now[0] += length
+        count = limit.grant(1 << 20)
+        limit.spend(count)
+        total += count
+        moved.append((now[0], total))
+        now[0] += 0.0003
+
+    def rate(first: float, last: float) -> float:
+        start = max(t for t, _ in moved if t <= first)
+        end = max(t for t, _ in moved if t <= last)
+        return (dict(moved)[end] - dict(moved)[start]) / (end - start)
+
+    assert 0.95e6 <= rate(2, 3) <= 1.05e6
+    assert rate(4, 5) < 0.8e6  # 0.6 s lost, 0.25 s of it made up
+    assert 0.95e6 <= rate(5, 6) <= 1.05e6
 
 
 def test_a_real_limited_pump_takes_as_long_as_the_rate_says(tmp_path: Path) -> None:

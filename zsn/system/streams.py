@@ -472,16 +472,21 @@ class Child:
 
 
 class RateLimit:
-    """A token bucket that holds at most a twentieth of a second of bytes and starts
-    empty: every second (and every window longer than a tenth of one) moves the rate
-    to within five per cent, with no burst at the start or after a pause."""
+    """A token bucket that starts empty, lets at most a twentieth of a second of bytes go
+    at once, and makes up at most a quarter of a second the sender lost (its process not
+    scheduled, the pipe full): every second (and every window longer than a tenth of
+    one) moves the rate to within five per cent, with no burst at the start, and a
+    stall shorter than a quarter of a second costs the second it fell in nothing."""
 
     def __init__(self, bytes_per_second: float, *, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if bytes_per_second <= 0:
             raise ValueError("a rate limit must be positive")
         self.rate = float(bytes_per_second)
-        self.capacity = max(4096.0, self.rate / 20)
+        self.burst = max(4096.0, self.rate / 20)
+        """The most one grant lets go."""
+        self.capacity = max(self.burst, self.rate / 4)
+        """The most that builds up while nothing moves."""
         self._tokens = 0.0
         self._clock = clock
         self._sleep = sleep
@@ -494,7 +499,7 @@ class RateLimit:
 
     def grant(self, most: int) -> int:
         """Wait until some bytes may go, and say how many (at most `most`)."""
-        wanted = min(float(most), self.capacity)
+        wanted = min(float(most), self.burst)
         self._refill()
         if self._tokens < wanted:
             self._sleep((wanted - self._tokens) / self.rate)
