@@ -120,3 +120,40 @@ def test_the_ui_without_a_terminal_refuses_in_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("zsn: invalid: the terminal UI needs a terminal on stdin and "
                              "stdout (for scripts: zsn --export, or a COMMAND)\n")
+
+
+def test_the_ui_whose_terminal_goes_away_exits(tmp_path: Path) -> None:
+    """The SSH session drops and no SIGHUP reaches zsn (it runs in a session of its own,
+    as under a program that set the signal aside): zsn sees its terminal hung up and
+    exits with 129, rather than reading end-of-file at half a core for ever."""
+    import fcntl
+    import os
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import time
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    process = subprocess.Popen([sys.executable, "-m", "zsn", "--root", str(tmp_path)],
+                               stdin=slave, stdout=slave, stderr=slave,
+                               env={**os.environ, "TERM": "xterm-256color"},
+                               start_new_session=True)  # no controlling terminal: no SIGHUP
+    os.close(slave)
+    try:
+        drawn = bytearray()
+        deadline = time.monotonic() + 60
+        while b"\x1b[24;1H" not in drawn:  # the first frame reached the last row
+            assert time.monotonic() < deadline and process.poll() is None, bytes(drawn[-500:])
+            if select.select([master], [], [], 0.2)[0]:
+                drawn += os.read(master, 65536)
+        os.close(master)
+        closed = time.monotonic()
+        assert process.wait(30) == 129
+        assert time.monotonic() - closed < 10  # checked every 2 s; a busy machine is slow
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

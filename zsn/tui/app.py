@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import select
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,6 +36,29 @@ from zsn.tui.widgets.panebar import PaneBar
 STYLES = Path(__file__).parent / "styles"
 MOUNT_OTHER_PANES_AFTER = 1.0
 """Seconds after start-up when the panes not shown yet are made (their imports)."""
+HANGUP_CHECK_SECONDS = 2.0
+"""How often zsn looks whether its terminal is still there."""
+EXIT_HANGUP = 129
+"""As a shell reports a program that SIGHUP ended."""
+
+
+def terminal_hung_up(fd: int) -> bool:
+    """True once the terminal on `fd` is gone (its SSH session or window closed): the
+    kernel reports a hang-up, and reads return end-of-file forever. Looking does not
+    read, so no key is taken from the input thread."""
+    watcher = select.poll()
+    watcher.register(fd, 0)  # hang-up and error are always reported
+    return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+               for _, events in watcher.poll(0))
+
+
+def _terminal_fd() -> int | None:
+    stream = sys.__stdin__
+    try:
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError):
+        return None
+    return fd if fd >= 0 and os.isatty(fd) else None
 
 
 class PaneSwitcher(ContentSwitcher):
@@ -210,6 +236,16 @@ class ZsnApp(App[int]):
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         if self.host.is_superuser:
             self.run_worker(self.tries.pick_up, thread=True, group="tries")
+        # A dropped session whose SIGHUP did not reach zsn (started by a program that
+        # set it aside, or in a session of its own) would leave Textual's input thread
+        # reading end-of-file in a loop at half a core, on the server, for ever.
+        terminal = _terminal_fd()
+        if terminal is not None and not self.is_headless:
+            self.set_interval(HANGUP_CHECK_SECONDS, lambda: self._exit_if_hung_up(terminal))
+
+    def _exit_if_hung_up(self, fd: int) -> None:
+        if terminal_hung_up(fd):
+            self.exit(return_code=EXIT_HANGUP)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         # Only the cells that changed go to the terminal (`zsn.tui.output`).
@@ -257,5 +293,6 @@ class ZsnApp(App[int]):
 
 def run(host: Host, theme: str | None = None, refresh: float = 1.0,
         startup: Startup | None = None, **kwargs: Any) -> int:
-    ZsnApp(host, theme=theme, refresh=refresh, startup=startup).run(**kwargs)
-    return 0
+    app = ZsnApp(host, theme=theme, refresh=refresh, startup=startup)
+    app.run(**kwargs)
+    return EXIT_HANGUP if app.return_code == EXIT_HANGUP else 0
