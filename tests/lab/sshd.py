@@ -364,6 +364,12 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def namespace_pids(namespace: str) -> list[int]:
+    """The processes in network namespace `namespace` (none once it is gone)."""
+    listed = run(["ip", "netns", "pids", namespace], check=False)
+    return [int(pid) for pid in listed.stdout.split()] if listed.returncode == 0 else []
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with suppress(ProcessLookupError):
@@ -374,12 +380,18 @@ def require_ssh_lab() -> None:
     needs_tools("ip", "ssh", "ssh-keygen", "nsenter", "unshare", "ethtool", "ping", SSHD)
 
 
-def build(lab: Lab, number: int, shadow: str | None = None) -> SshLab:
+def build(lab: Lab, number: int, shadow: str | None = None,
+          private: tuple[str, ...] = ()) -> SshLab:
     """The lab: namespaces, the veth path, addresses, routes, keys, sshd started and a
     login over it checked. `number` (1-200) keeps several labs' subnets apart;
-    `shadow` replaces the accounts sshd reads (a test of a refused login)."""
+    `shadow` replaces the accounts sshd reads (a test of a refused login); `private`
+    names more system folders the session sees as the lab's own (``/run/wireguard``:
+    the sockets of its wireguard-go daemons, so several labs can each run a ``wg0``)."""
     require_ssh_lab()
     server, client = lab.namespace("s"), lab.namespace("c")
+    # Daemons a session started detached (wireguard-go, from wg-quick) outlive sshd and
+    # would keep the namespace alive after `ip netns del`.
+    lab.defer(lambda: kill_all(namespace_pids(server)))
     uplink, far = lab.name("up"), lab.name("fa")
     net = f"10.{200 + number // 100}.{number % 100}"
     server_ip, client_ip, alias = f"{net}.1", f"{net}.2", f"10.{210 + number // 100}." \
@@ -401,7 +413,7 @@ def build(lab: Lab, number: int, shadow: str | None = None) -> SshLab:
     lab.defer(lambda: run(["rm", "-rf", str(work)], check=False))
     ssh_lab = SshLab(lab, server, client, uplink, far, server_ip, client_ip, alias, work)
     _keys(work)
-    for system_path in BOUND:
+    for system_path in (*BOUND, *private):
         Path(system_path).mkdir(parents=True, exist_ok=True)  # a mount point must exist
         folder = work / ("bound" + system_path.replace("/", "-"))
         folder.mkdir(mode=0o755)
