@@ -27,7 +27,9 @@ DEBIAN_PACKAGES=(
     netplan.io                         # links: netplan files checked with libnetplan
     prometheus                         # zsn serve: a real Prometheus scrapes it; promtool checks
                                        # web configs, alert rules and metrics text
-    ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module
+    ansible-core                       # contrib/ansible/zsn.fact run by Ansible's setup module;
+                                       # the collection's plays (ansible-playbook) and
+                                       # ansible-test sanity (its venvs: python3-venv's ensurepip)
     openssh-server openssh-client      # try/rollback: zsn inside a real SSH session a change cuts
     radvd                              # try/rollback: an IPv6 router the gateway scenario needs
     nftables                           # WireGuard access rules: nft -j, the table zsn loads

@@ -23,7 +23,7 @@ description:
     role C(zsn.fleet.commit_confirmed) does the whole flow).
 version_added: "0.1.0"
 author:
-  - zsn developers (@zsn)
+  - zsn developers (!UNKNOWN)
 options:
   src:
     description:
@@ -145,8 +145,8 @@ def main():
         outcome = None
     if outcome is None:
         module.fail_json(msg=said or "zsn apply printed no outcome (exit %d)" % rc, rc=rc)
-    result = dict(changed=bool(outcome["changed"]) and (outcome["applied"]
-                                                       or module.check_mode),
+    changed = bool(outcome["changed"]) and (outcome["applied"] or module.check_mode)
+    result = dict(changed=changed,
                   steps=outcome["steps"], parts=outcome["parts"], done=outcome["done"],
                   try_id=(outcome["try"] or {}).get("id"), outcome=outcome, rc=rc)
     if module._diff and outcome["diffs"]:

@@ -20,7 +20,7 @@ description:
     host, and confirming it then fails.
 version_added: "0.1.0"
 author:
-  - zsn developers (@zsn)
+  - zsn developers (!UNKNOWN)
 options:
   id:
     description:
