@@ -65,7 +65,8 @@ class Fleet:
     def run_playbook(self, playbook: str, *options: str,
                      states: Mapping[str, object] | None = None
                      ) -> tuple[int, str, dict[str, tuple[int, int, int, int]]]:
-        """`playbook` (a path, or a collection's play by its name) as `playbook` says."""
+        """Run `playbook` (a file, or a collection's playbook by name) with `states`;
+        what `playbook` returns."""
         (self.work / "states.yml").write_text(yaml.safe_dump(
             {"zsn_states": states or {}}))
         result = subprocess.run(
