@@ -5,6 +5,8 @@ shell) on the journal files themselves: for the live system as usual, and with
 `--root DIR` on the files under DIR (DIR/var/log/journal, the persistent journal;
 a volatile journal in a running system's private /run cannot be read from outside).
 Reading the files needs no daemon and no bus, and works on an offline tree too.
+A line a daemon has just written may still be in journald's socket queue: `synchronize`
+waits until journald has stored everything sent to it before the call.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ def unit_lines(host: Host, unit: str, *, lines: int = 100,
     if not host.is_live:
         argv.insert(1, f"--root={host.root}")
     return parse_entries(run(argv, timeout=timeout).stdout)
+
+
+def synchronize(host: Host, *, timeout: float = 10.0) -> None:
+    """Have journald store every message sent to it before this call (`journalctl
+    --sync`, root only: it returns once journald has written what was queued on its
+    sockets), so the lines a daemon logged before it answered are read after it.
+    Nothing to wait for on an offline tree (`--root`): no daemon writes there."""
+    if host.is_live:
+        run(["journalctl", "--sync"], timeout=timeout)
 
 
 def parse_entries(output: str) -> list[JournalLine]:

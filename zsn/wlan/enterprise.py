@@ -17,6 +17,7 @@ left behind that does not work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from zsn.bash import BASH, canonical, quote
@@ -80,6 +81,10 @@ async def _joined_by_itself(bus: SystemBus, station: str, ssid: bytes,
 def iwd_logged_reason(host: Host, since: float) -> str | None:
     """What iwd's journal says of the attempt that began at `since` (wall-clock
     seconds); None when the journal cannot be read or does not say."""
+    # iwd logged the attempt's end before it answered the connect, but journald may not
+    # have stored those lines yet; a journald that cannot be asked is read as it is.
+    with contextlib.suppress(ZsnError):
+        journal.synchronize(host)
     try:
         lines = journal.unit_lines(host, "iwd.service", lines=200)
     except ZsnError:

@@ -266,8 +266,23 @@ def test_iwd_failure_reads_only_the_attempts_journal_lines(
     entries = [JournalLine(1_000_000 * 100, 6, "iwd", line) for line in lines]
     later = [JournalLine(1_000_000 * 200, 6, "iwd", line)
              for line in _iwd_log("wrong-password")]
-    monkeypatch.setattr(journal, "unit_lines", lambda host, unit, lines: entries + later)
+    calls: list[str] = []
+
+    def synchronize(host: Host) -> None:
+        calls.append("sync")
+
+    def unit_lines(host: Host, unit: str, lines: int) -> list[JournalLine]:
+        calls.append(unit)
+        return entries + later
+    monkeypatch.setattr(journal, "synchronize", synchronize)
+    monkeypatch.setattr(journal, "unit_lines", unit_lines)
     assert enterprise.iwd_logged_reason(Host(), 150.0) == WRONG_CREDENTIALS
+    assert calls == ["sync", "iwd.service"]  # journald has stored iwd's last lines first
+    assert "bad_certificate" in (enterprise.iwd_logged_reason(Host(), 90.0) or "")
+
+    def no_journald(host: Host) -> None:
+        raise ZsnError("journalctl failed: no journald to sync")
+    monkeypatch.setattr(journal, "synchronize", no_journald)
     assert "bad_certificate" in (enterprise.iwd_logged_reason(Host(), 90.0) or "")
 
     def unreadable(host: Host, unit: str, lines: int) -> list[JournalLine]:
