@@ -51,6 +51,8 @@ LAB_PACKAGES=(
     smartmontools                                 # group zfs: smartctl on QEMU's SMART disks
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
+    systemd                                       # group wlan: systemd-journald, journalctl,
+                                                  # systemd-cat (iwd logs into the journal)
     openssh-server openssh-client                 # groups tryback, zfs_send: sshd, ssh
     netcat-openbsd                                # bench/zfs_send.py: nc against --via tcp
     sanoid                                        # group zfs_send: sanoid's own snapshots and

@@ -14,7 +14,8 @@ toggles autoconnect and forgets, and every output and log line is checked for th
 passphrases at the end.
 802.1X: PEAP, TTLS and EAP-TLS on each client (wpa_supplicant, iwd, and the
 wpa_supplicant netctl starts for a ``Security=wpa-configsection`` profile), the same
-access points and certificates for all three.
+access points and certificates for all three; iwd logs into a journald the guest runs,
+as iwd.service, where zsn reads why an attempt failed.
 Recipes: ../../../shared/reference/kernel-lab.md ("In the guest").
 """
 
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab import journald
 from tests.lab.dbus import private_system_bus
 from tests.lab.kernel import modprobe
 from tests.lab.netns import Lab, run, wait_for
@@ -53,7 +55,7 @@ from zsn.wlan.secrets import Passphrase, derive_psk
 
 REPO = Path(__file__).resolve().parents[2]
 WORK = Path("/run/zsn-lab-wlan")
-IWD_LOG = WORK / "iwd.log"
+IWD_UNIT = "iwd.service"
 HOME, HIDDEN, SAE = "correct horse battery", "hidden treasure 42", "sesame street 99"
 WRONG = "wrong passphrase 1"
 ALICE, BOB, WRONG_EAP = "alice pass 1", "bob pass 2", "not the password"
@@ -350,24 +352,28 @@ def test_wpa_supplicant_lint_and_qr(wifi: WifiLab, supplicant: Path) -> None:
 
 @pytest.fixture(scope="module")
 def iwd(wifi: WifiLab) -> Iterator[Host]:
-    """iwd on wlan5 only, on a private system bus at /run/dbus (no D-Bus activation)."""
+    """iwd on wlan5 only, on a private system bus at /run/dbus (no D-Bus activation),
+    logging into a running journald as iwd.service does under systemd (its stderr on
+    journald's stream, from the unit's cgroup): zsn reads an 802.1X failure's reason
+    there (`journalctl -u iwd.service`)."""
     activation = Path("/usr/share/dbus-1/system-services/net.connman.iwd.service")
     activation.unlink(missing_ok=True)
-    with private_system_bus(Path("/")):
-        # Its log (stderr: the journal's lines under systemd) is kept for the 802.1X
-        # failures' captures.
-        process = subprocess.Popen(["/usr/libexec/iwd", "-i", IWD_STATION],
-                                   stdout=subprocess.DEVNULL, stderr=IWD_LOG.open("wb"),
-                                   env={**os.environ, "IWD_TLS_DEBUG": "1"})
+    with private_system_bus(Path("/")), journald.running_journald():
+        process = subprocess.Popen(journald.as_unit(IWD_UNIT, ["/usr/libexec/iwd", "-i",
+                                                               IWD_STATION]),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             host = Host()
             wait_for(lambda: IWD_STATION in [
                 each.name for each in read_wlan(host).interfaces
                 if each.backend == "iwd"], SETTLE, "iwd's station", interval=1)
+            started = journald.unit_text(IWD_UNIT)  # journald named iwd's unit
+            assert "Wireless daemon version" in started, started
             yield host
         finally:
             process.terminate()
             process.wait(10)
+            journald.remove_unit_cgroup(IWD_UNIT)
 
 
 @contextlib.contextmanager
@@ -624,8 +630,9 @@ def eap(wifi: WifiLab) -> EapLab:
     wifi.lab.defer(lambda: wifi.capture("hostapd-log.eap.txt", (folder / "hostapd.log")
                                         .read_text(errors="replace"),
                                         "hostapd -f LOG of the 802.1X access points"))
-    wifi.lab.defer(lambda: wifi.capture("iwd-log.whole.txt", IWD_LOG.read_text(
-        errors="replace"), "iwd's stderr (IWD_TLS_DEBUG=1) for the whole module"))
+    wifi.lab.defer(lambda: wifi.capture("iwd-log.whole.txt", journald.unit_text(IWD_UNIT),
+                                        "journalctl -u iwd.service -o cat for the whole "
+                                        "module"))
     wait_for(lambda: "state=ENABLED" in run(
         ["ip", "netns", "exec", wifi.ap_ns, "hostapd_cli", "-p", "/run/hostapd", "-i",
          EAP_RADIO, "status"], check=False).stdout, SETTLE, f"hostapd on {EAP_RADIO}")
@@ -789,10 +796,18 @@ SUPPLICANT_REASONS = {
                 "not signed by the CA given",
     "server name mismatch": "802.1X failed: server name mismatch",
 }
+IWD_CERTIFICATE_REFUSED = (
+    "802.1X failed: a certificate was refused in the TLS handshake (iwd: bad_certificate): "
+    "the server's certificate is not signed by the CA given (--ca-cert) or not for the "
+    "name given (--server-domain), or the server refused the client certificate; iwd "
+    "does not say which")
 REASONS = {
     "wpa_supplicant": SUPPLICANT_REASONS,
     "netctl": SUPPLICANT_REASONS,  # read from the events of the supplicant netctl starts
-    "iwd": dict.fromkeys(FAILURES, "802.1X failed; iwd reports only that"),
+    # Read from iwd's lines in the journal: one alert for both certificate cases.
+    "iwd": {"wrong password": "802.1X failed: the server refused the identity or password",
+            "wrong CA": IWD_CERTIFICATE_REFUSED,
+            "server name mismatch": IWD_CERTIFICATE_REFUSED},
 }
 
 
@@ -866,16 +881,15 @@ def test_wrong_password_wrong_ca_and_name_mismatch_fail_with_their_reason(
         if client.name == "netctl":
             said = _netctl_attempt(plan, ssid)
         else:
-            started = IWD_LOG.stat().st_size
+            started = time.time()
             with pytest.raises(ZsnError) as failed:
                 plan.apply()
             said = str(failed.value)
             if client.name == "iwd":
-                with IWD_LOG.open("rb") as log:
-                    log.seek(started)
-                    wifi.capture(f"iwd-log.eap-{failure.replace(' ', '-').lower()}.txt",
-                                 log.read().decode(errors="replace"),
-                                 f"iwd's stderr during a failing {method} connect: {failure}")
+                wifi.capture(f"iwd-log.eap-{failure.replace(' ', '-').lower()}.txt",
+                             journald.unit_text(IWD_UNIT, since=started),
+                             f"journalctl -u iwd.service -o cat during a failing {method} "
+                             f"connect: {failure}")
         wifi.outputs.append(said)
         assert REASONS[client.name][failure] in said, (client.name, failure, said)
         # Nothing of the failed attempt stays: the profile is as it was.

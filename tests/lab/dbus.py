@@ -42,14 +42,14 @@ def private_system_bus(root: Path) -> Iterator[Path]:
     try:
         # The socket file exists from bind(); a client is refused until listen(): a
         # daemon started in between (iwd) gives up on the bus and exits.
-        wait_for(lambda: _accepts(socket_path), 30, "the private dbus-daemon listening")
+        wait_for(lambda: accepts(socket_path), 30, "the private dbus-daemon listening")
         yield socket_path
     finally:
         stop_process(process, grace=5)
         socket_path.unlink(missing_ok=True)
 
 
-def _accepts(path: Path) -> bool:
+def accepts(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
             probe.connect(str(path))
