@@ -20,9 +20,9 @@ order; each time is the whole process (sanoid with a fresh cache, so it lists th
 snapshots as a first run after its cache expired does; zsn reading its policy file,
 listing, planning and destroying). Medians are compared.
 
-Run as root on the host (boots one guest with two vCPUs under the lab's lock):
+Run as root on the host (boots one guest with two vCPUs, or `--cpus 1`, under the lab's lock):
 
-    .venv/bin/python bench/zfs_prune.py [--datasets 200] [--snapshots 100] [--keep 90] [--rounds 2]
+    .venv/bin/python bench/zfs_prune.py [--datasets 200] [--snapshots 100] [--keep 90] [--rounds 2] [--cpus 2]
 """
 
 from __future__ import annotations
@@ -204,6 +204,9 @@ def main() -> int:
     parser.add_argument("--snapshots", type=int, default=100)
     parser.add_argument("--keep", type=int, default=90)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cpus", type=int, default=2,
+                        help="the guest's vCPUs (1 takes one of the lab's two slots, so it "
+                             "runs beside other guests)")
     parser.add_argument("--in-guest", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--report", metavar="FIGURES_JSON",
                         help="print the figures a guest run wrote (no boot)")
@@ -222,7 +225,7 @@ def main() -> int:
     os.chmod(results, 0o755)
     run = boot(f"{sys.executable} bench/zfs_prune.py --datasets {args.datasets} "
                f"--snapshots {args.snapshots} --keep {args.keep} --rounds {args.rounds} "
-               f"--in-guest {results}", results, "bench zfs prune", timeout=5400, cpus=2,
+               f"--in-guest {results}", results, "bench zfs prune", timeout=5400, cpus=args.cpus,
                lock_wait=4 * 3600)
     figures = results / "figures.json"
     if run.returncode != 0 or not figures.exists():
