@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.needs import needs_tools
 from zsn.bash import parse_assignments, quote
 from zsn.errors import ParseError, ValidationError
+from zsn.system.systemd import systemd_escape, systemd_unescape
 from zsn.wlan import netctl
 from zsn.wlan.secrets import Passphrase, derive_psk
 
@@ -166,7 +167,8 @@ def test_unit_names_match_systemd_escape(name: str) -> None:
     needs_tools("systemd-escape")
     real = subprocess.run(["systemd-escape", "--", name], capture_output=True, text=True,
                           timeout=5, check=True).stdout.strip()
-    assert netctl.systemd_escape(name) == real
+    assert systemd_escape(name) == real
+    assert systemd_unescape(real) == name
 
 
 def test_dropin_as_netctl_enable_writes_it() -> None:
