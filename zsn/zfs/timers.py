@@ -30,7 +30,8 @@ from zsn.system.host import Host
 
 UNIT_DIR = "/etc/systemd/system"
 WANTS_DIR = "/etc/systemd/system/timers.target.wants"
-_NAME_RE = re.compile(r"zsn-[a-z0-9][a-z0-9-]{0,60}")
+_NAME_RE = re.compile(r"zsn-[a-z0-9][A-Za-z0-9_.:-]{0,230}")
+"""zsn-, then what a pool's name may hold (but a space): zsn-zfs-scrub-Tank_1."""
 _WORD_RE = re.compile(r"[A-Za-z0-9_./:@+=,-]+")
 _TEXT_RE = re.compile(r"[A-Za-z0-9 _./:@+=,()'-]+")
 _CALENDAR_RE = re.compile(r"[A-Za-z0-9*:/,.~ -]+")
@@ -50,12 +51,14 @@ class TimerSpec:
     """Seconds."""
     command: str = "zsn zfs policy install-timer"
     """What wrote it (the files' first line says so)."""
+    network: bool = True
+    """The command needs the network (replication): the service waits for it."""
 
     def checked(self) -> TimerSpec:
         """The spec, every value checked as systemd would read it (`ValidationError`)."""
         if not _NAME_RE.fullmatch(self.name):
-            raise ValidationError(f"unit name {self.name[:40]!r}: zsn-, then lowercase "
-                                  "letters, digits and '-'")
+            raise ValidationError(f"unit name {self.name[:40]!r}: zsn-, then letters, "
+                                  "digits and '_.:-'")
         if not _TEXT_RE.fullmatch(self.description):
             raise ValidationError(f"description {self.description[:40]!r}: plain words only")
         if not self.argv or not self.argv[0].startswith("/"):
@@ -83,10 +86,12 @@ class TimerSpec:
 
 def meaning(spec: TimerSpec) -> dict[str, list[tuple[str, str, str]]]:
     """What each file must say: (section, key, value), in order."""
+    after = [("Unit", "After", "zfs.target network-online.target"),
+             ("Unit", "Wants", "network-online.target")] if spec.network \
+        else [("Unit", "After", "zfs.target")]
     return {
         spec.service: [("Unit", "Description", spec.description),
-                       ("Unit", "After", "zfs.target network-online.target"),
-                       ("Unit", "Wants", "network-online.target"),
+                       *after,
                        ("Service", "Type", "oneshot"),
                        ("Service", "ExecStart", " ".join(spec.argv)),
                        ("Service", "Nice", "10"),
@@ -160,17 +165,60 @@ def _enable_and_start(host: Host, timer: str) -> None:
         systemd = Systemd(bus)
         await systemd.reload()
         await systemd.enable(timer)
-        result = await systemd.start(timer)
+        # restart: a timer already running computes its next run from the files read now
+        result = await systemd.restart(timer)
         if not result.ok:
             raise ZsnError(result.describe())
 
     run_sync(host, act, timeout=15.0, deadline=60.0)
 
 
+def _stop_and_disable(host: Host, timer: str) -> None:
+    from zsn.system.dbus import SystemBus, Systemd, run_sync
+
+    async def act(bus: SystemBus) -> None:
+        systemd = Systemd(bus)
+        result = await systemd.stop(timer)
+        if not result.ok:
+            raise ZsnError(result.describe())
+        await systemd.disable(timer)
+
+    run_sync(host, act, timeout=15.0, deadline=60.0)
+
+
+def enable_steps(host: Host, timer: str, unit_file: str) -> tuple[list[Step], list[str]]:
+    """The timer `timer` (its unit file: `unit_file`, a template's for an instance)
+    enabled and started over D-Bus, or only linked into timers.target.wants when no
+    systemd runs here; and notes."""
+    if _systemd_here(host):
+        return [LiveStep(f"systemd: reload, enable and start {timer} (over D-Bus)",
+                         lambda: _enable_and_start(host, timer))], []
+    steps: list[Step] = []
+    link = host.path(f"{WANTS_DIR}/{timer}")
+    if not files.lexists(link):
+        steps.append(LiveStep(f"link {WANTS_DIR}/{timer} -> {unit_file}",
+                              lambda: _link(link, unit_file),
+                              lambda: files.remove_link(link)))
+    return steps, [f"no systemd runs here: {timer} starts with the next boot"]
+
+
+def disable_steps(host: Host, timer: str, unit_file: str) -> list[Step]:
+    """The timer stopped and disabled (over D-Bus), or its link in timers.target.wants
+    removed when no systemd runs here."""
+    if _systemd_here(host):
+        return [LiveStep(f"systemd: stop and disable {timer} (over D-Bus)",
+                         lambda: _stop_and_disable(host, timer),
+                         lambda: _enable_and_start(host, timer))]
+    link = host.path(f"{WANTS_DIR}/{timer}")
+    if not files.lexists(link):
+        return []
+    return [LiveStep(f"remove the link {WANTS_DIR}/{timer}", lambda: files.remove_link(link),
+                     lambda: _link(link, unit_file))]
+
+
 def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
     """The steps that install `spec` (files whose text changes, then the timer enabled
-    and started over D-Bus, or only linked into timers.target.wants when no systemd
-    runs here) and notes."""
+    and started) and notes."""
     steps: list[Step] = []
     for name, unit in units(spec).items():
         text = header(spec) + unit.text
@@ -178,19 +226,8 @@ def timer_steps(host: Host, spec: TimerSpec) -> tuple[list[Step], list[str]]:
         previous = files.read_tracked(path, 1 << 16) if files.exists(path) else None
         if previous is None or previous.text != text:
             steps.append(FileEdit(path, previous, text, intent=unit.intent))
-    notes = []
-    if _systemd_here(host):
-        steps.append(LiveStep(f"systemd: reload, enable and start {spec.timer} (over D-Bus)",
-                              lambda: _enable_and_start(host, spec.timer)))
-    else:
-        link = host.path(f"{WANTS_DIR}/{spec.timer}")
-        if not files.lexists(link):
-            target = f"{UNIT_DIR}/{spec.timer}"
-            steps.append(LiveStep(f"link {WANTS_DIR}/{spec.timer} -> {target}",
-                                  lambda: _link(link, target),
-                                  lambda: files.remove_link(link)))
-        notes.append(f"no systemd runs here: {spec.timer} starts with the next boot")
-    return steps, notes
+    enabling, notes = enable_steps(host, spec.timer, f"{UNIT_DIR}/{spec.timer}")
+    return steps + enabling, notes
 
 
 def _link(link: Path, target: str) -> None:
