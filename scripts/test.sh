@@ -17,6 +17,7 @@ DEBIAN_PACKAGES=(
     iptables                           # PostUp/PostDown FORWARD and NAT rules in the WireGuard lab
     openvpn easy-rsa                   # OpenVPN lab
     systemd-container debootstrap      # a real systemd in a container for D-Bus tests
+    systemd                            # systemd-analyze calendar/verify of zsn's scrub timers
     zbar-tools                         # decodes rendered QR codes
     tmux                               # terminal-level checks
     strace                             # kills zsn at each write step; traces every --dry-run
@@ -49,6 +50,7 @@ LAB_PACKAGES=(
     wireguard-tools                               # group wireguard: wg
     dmsetup util-linux                            # group zfs: dm delay disks over loop devices
     smartmontools                                 # group zfs: smartctl on QEMU's SMART disks
+    systemd                                       # group zfs: systemd-analyze verify of a scrub timer
     netplan.io                                    # group links: netplan generate
     hostapd wpasupplicant iw iwd                  # WLAN over mac80211_hwsim
     systemd                                       # group wlan: systemd-journald, journalctl,

@@ -13,6 +13,8 @@ show each leaf's disk and its SMART in `zsn zfs disks`, the advisor and the metr
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -500,3 +502,54 @@ def test_a_disk_the_kernel_put_to_sleep_is_not_woken(qemu_disks: QemuDisks) -> N
         assert (power / "runtime_status").read_text().strip() == "suspended"
     finally:
         (power / "control").write_text("on\n")
+
+
+# Scrub schedules: Debian 12's OpenZFS 2.1.11 ships zfs-scrub-{weekly,monthly}@.timer and
+# zfs-scrub@.service in /lib/systemd/system (the host's root, shared); the guest's /etc
+# is a writable overlay, and no systemd runs in it: zsn links the timer into
+# timers.target.wants, as systemctl enable would.
+def test_a_schedule_makes_a_timer_systemd_accepts_whose_service_scrubs(disks: Disks) -> None:
+    from zsn.formats.unitfile import UnitFile
+
+    needs_tools("systemd-analyze")
+    timer = f"zfs-scrub-monthly@{TANK}.timer"
+    zsn("zfs", "scrub", "schedule", TANK, "--every", "month", "--at", "3rd Sat 02:00")
+    assert Path(f"/etc/systemd/system/timers.target.wants/{timer}").resolve() == \
+        Path("/lib/systemd/system/zfs-scrub-monthly@.timer").resolve()
+    dropin = Path(f"/etc/systemd/system/{timer}.d/zsn.conf").read_text()
+    assert "OnCalendar=\nOnCalendar=Sat *-*-15..21 02:00:00\n" in dropin
+    verified = sh("systemd-analyze", "verify", "--man=no", timer, check=False)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    shown = json.loads(zsn("zfs", "scrub", "schedule", "--json").stdout)
+    [entry] = [p for p in shown["pools"] if p["pool"] == TANK and p["kind"] == "scrub"]
+    assert [(t["unit"], t["when"]) for t in entry["timers"]] == [
+        (timer, "3rd Sat of the month 02:00")] and not entry["cron"]
+    if shown["cron"] is not None:  # Debian's cron job: the pool opted out of it
+        assert sh("zfs", "get", "-H", "-o", "value", "org.debian:periodic-scrub",
+                  TANK).stdout.strip() == "disable"
+    # the service's command as systemd runs it for the instance (%i: the pool)
+    service = UnitFile(Path("/lib/systemd/system/zfs-scrub@.service").read_text())
+    command = service.get("Service", "ExecStart")
+    assert command is not None
+    before = time.time()
+    sh(*shlex.split(command.replace("%i", TANK)), timeout=300)
+    assert sh("zpool", "history", TANK).stdout.splitlines()[-1].endswith(
+        f" zpool scrub -w {TANK}")
+    scan = _status(TANK)["scan"]
+    assert (scan["function"], scan["state"]) == ("scrub", "finished")
+    assert scan["ended"] >= int(before) - 1
+    zsn("zfs", "scrub", "schedule", TANK, "--off")
+    assert not Path(f"/etc/systemd/system/timers.target.wants/{timer}").exists()
+    assert not Path(f"/etc/systemd/system/{timer}.d/zsn.conf").exists()
+
+
+def test_stagger_spreads_the_pools_on_one_sata_controller(qemu_disks: QemuDisks) -> None:
+    """zlabsmart, zlabfail and zlabsleep each have a disk on the guest's one AHCI
+    controller: three slots, none shared (read from sysfs, no disk woken: a dry run)."""
+    result = zsn("zfs", "scrub", "schedule", "--stagger", "--dry-run")
+    calendar = result.stdout.split("scrub calendar:\n", 1)[1].splitlines()
+    rows = {line.split()[0]: re.split(r"\s{2,}", line) for line in calendar[1:]}
+    pools = (SMART_POOL, FAIL_POOL, SLEEP_POOL)
+    assert len({rows[pool][1] for pool in pools}) == 3, calendar
+    for pool in pools:
+        assert set(rows[pool][3].split(", ")) >= set(pools) - {pool}, calendar

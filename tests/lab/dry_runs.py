@@ -228,6 +228,8 @@ def commands(base: Path, root: Path) -> list[list[str]]:
                 ["policy", "remove", "tank/vol"],
                 ["policy", "import", "sanoid", f"{root}/srv/sanoid/sanoid.conf"],
                 ["policy", "install-timer"],
+                ["scrub", "schedule", "full", "--every", "month", "--at", "2nd Sun 01:00"],
+                ["scrub", "schedule", "--stagger"], ["trim", "schedule", "rz", "--every", "week"],
                 ["replicate", "add", "copy", "src/data", "dst/copy"],
                 ["replicate", "remove", "offsite"], ["replicate", "run"]],
         "wifi": [["connect", "home-wpa2", "--passphrase-file", passphrase, "--hidden"],

@@ -1773,6 +1773,50 @@ def vpd_serial() -> Fuzz:
 
 
 
+# -- scrub and trim schedules -----------------------------------------------------------
+
+_CRON_TEXT = (Path(__file__).parents[1] / "fixtures/zfs-schedules/"
+              "etc-cron.d-zfsutils-linux.debian12.txt").read_text()
+_schedule_words = st.sampled_from([
+    "24", "0", "8-14", "1-7", "*", "7", "9", "0-40", "root", "/usr/lib/zfs-linux/scrub",
+    "/usr/lib/zfs-linux/trim", "[ $(date +\\%w) -eq 0 ]", "-eq 9", "Sun", "*-*-08..14",
+    "*-*-31..01", "01:00:00", "25:00", "weekly", "monthly", "2nd", "5th", "Sat", "03:30",
+    "#", "PATH=/bin", "\t", "tank", "org.debian:periodic-scrub", "disable", "-", ""])
+_schedule_text = st.one_of(
+    _joined(st.lists(st.lists(st.one_of(_schedule_words, _noise), max_size=9).map(" ".join),
+                     max_size=8)),
+    st.tuples(st.integers(0, len(_CRON_TEXT)), _noise).map(
+        lambda cut: _CRON_TEXT[:cut[0]] + cut[1] + _CRON_TEXT[cut[0]:]),
+    _noise)
+
+
+@entry("scrub schedules", 600, ["zsn.zfs.scrubs:parse_at", "zsn.zfs.scrubs:parse_calendar",
+                                "zsn.zfs.scrubs:parse_cron",
+                                "zsn.zfs.scrubs:parse_cron_properties"])
+def scrub_schedules() -> Fuzz:
+    """Debian's cron file with noise put in, and lines of cron fields, calendar
+    expressions, --at words and ``zfs get`` rows: typed errors or nothing found; every
+    slot read (from the cron job, an OnCalendar or --at) renders to a calendar that
+    reads back as the same slot."""
+    from zsn.zfs import scrubs
+
+    def round_trip(slot: scrubs.Slot | None) -> None:
+        if slot is not None:
+            assert scrubs.parse_calendar(slot.calendar, slot.delay) == slot, slot
+
+    def check(text: str) -> None:
+        job = only_typed_errors(lambda: scrubs.parse_cron(text))
+        for slot in (job.slots.values() if job is not None else ()):
+            round_trip(slot)
+        round_trip(only_typed_errors(lambda: scrubs.parse_calendar(text)))
+        for every in scrubs.EVERY:
+            round_trip(only_typed_errors(partial(scrubs.parse_at, text, every)))
+        found = only_typed_errors(lambda: scrubs.parse_cron_properties(text))
+        assert found is None or all(set(kinds) <= {"scrub", "trim"} for kinds in found.values())
+
+    return _schedule_text, check
+
+
 # -- ZFS protection ---------------------------------------------------------------------
 
 _snapshot_class = st.sampled_from(["frequently", "hourly", "daily", "weekly", "monthly",

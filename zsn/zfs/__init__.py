@@ -10,7 +10,7 @@ DOMAIN = Domain(
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
                      "snapshots, snapshot policies, replication, advisor, disks", "zsn.zfs.cli",
-                     "zfs list|status|iostat|scrub|set|clear|snapshots|snapshot|send|policy|"
+                     "zfs list|status|iostat|scrub|trim|set|clear|snapshots|snapshot|send|policy|"
                      "replicate|advise|disks ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",

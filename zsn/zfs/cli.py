@@ -27,6 +27,12 @@ from zsn.zfs.live import ENV, read_everything, read_zfs, require_program, run_zf
 from zsn.zfs.model import IostatBlock, Pool, Scan, ZfsSnapshot
 from zsn.zfs.monitor import deadline_for
 from zsn.zfs.names import validate_pool_name
+from zsn.zfs.scrub_cli import (
+    SCHEDULE,
+    add_schedule_arguments,
+    refuse_schedule_options,
+    run_schedule,
+)
 from zsn.zfs.units import is_number
 
 
@@ -46,14 +52,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--count", type=_count, default=None, metavar="N",
                     help="stop after N samples (default: until interrupted)")
     io.add_argument("--json", action="store_true", help="one JSON object per sample")
-    scrub = verbs.add_parser("scrub", help="start (or resume), pause or stop a scrub")
-    scrub.add_argument("pool", metavar="POOL")
+    scrub = verbs.add_parser(
+        "scrub", help="start (or resume), pause or stop a scrub; 'scrub schedule' shows "
+                      "and sets the scrub timers",
+        description="zsn zfs scrub POOL starts (or resumes) a scrub; zsn zfs scrub schedule "
+                    "[POOL --every week|month [--at WHEN] | POOL --off | --stagger] shows "
+                    "and sets the pools' scrub timers.")
+    scrub.add_argument("pool", metavar="POOL|schedule")
     which = scrub.add_mutually_exclusive_group()
     which.add_argument("--pause", action="store_const", const="pause", dest="verb",
                        help="pause it (keeps its progress)")
     which.add_argument("--stop", action="store_const", const="stop", dest="verb",
                        help="stop it (its progress is lost)")
+    add_schedule_arguments(scrub, "scrub")
     add_dry_run(scrub)
+    trim = verbs.add_parser("trim", help="'trim schedule': show and set the trim timers of "
+                                         "pools on solid-state disks")
+    trim.add_argument("pool", metavar="schedule", choices=(SCHEDULE,))
+    add_schedule_arguments(trim, "trim")
+    add_dry_run(trim)
     setter = verbs.add_parser(
         "set", help="set compression, atime, xattr or recordsize on a dataset")
     setter.add_argument("dataset", metavar="DATASET")
@@ -100,7 +117,12 @@ def _count(text: str) -> int:
 
 
 def run(args: argparse.Namespace, host: Host) -> int:
+    if args.action == "trim" or (args.action == "scrub" and args.pool == SCHEDULE):
+        if args.action == "scrub" and args.verb:
+            raise ValidationError(f"--{args.verb}: for zsn zfs scrub POOL, not a schedule")
+        return run_schedule(args, host, "trim" if args.action == "trim" else "scrub")
     if args.action == "scrub":
+        refuse_schedule_options(args, "scrub")
         return apply_or_show(host, actions.plan_scrub(host, args.pool, args.verb or "start"),
                              args.dry_run)
     if args.action == "set":
@@ -124,7 +146,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
 
         snapshot, facts, _ = read_everything(host, now=time.time())
         _require(snapshot)
-        facts = read_with_disks(host, snapshot, facts)
+        facts = lint.with_schedules(host, snapshot, read_with_disks(host, snapshot, facts))
         for note in (*snapshot.notes, *facts.notes):
             print(f"note: {note}", file=sys.stderr)
         return print_findings(lint.advise(snapshot, facts), as_json=args.json,

@@ -23,8 +23,10 @@ from zsn.zfs.live import KSTAT_DIR, explain_failure, module_loaded, start_everyt
 if TYPE_CHECKING:
     from zsn.zfs.disk_health import DiskReading
     from zsn.zfs.diskwatch import DiskWatch
+    from zsn.zfs.facts import Facts
     from zsn.zfs.model import Dataset, IostatBlock, IostatRow, Pool, Vdev, ZfsSnapshot
     from zsn.zfs.monitor import IostatMonitor, PoolIostat
+    from zsn.zfs.scrubs import Schedules, Slot
     from zsn.zfs.snapshots import Snapshot
 
 POOL_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "REMOVED", "UNAVAIL", "SUSPENDED")
@@ -134,8 +136,9 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
     if snapshot.unavailable:
         return section(snapshot, {}, {}, [], ())
     from zsn.zfs.diskwatch import read_with_disks
+    from zsn.zfs.lint import with_schedules
 
-    facts = read_with_disks(host, snapshot, facts)
+    facts = with_schedules(host, snapshot, read_with_disks(host, snapshot, facts))
     errors: list[str] = []
     names = [pool.name for pool in snapshot.pools]
     blocks = {}
@@ -155,7 +158,56 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
 
     data = section(snapshot, blocks, dataset_counters(host, names), findings,
                    tuple(facts.notes), errors, _transfers(host, errors), protection(host))
-    return with_disks(data, snapshot, facts.disks)
+    return with_schedules_dict(with_disks(data, snapshot, facts.disks), facts)
+
+
+def with_schedules_dict(data: dict[str, Any], facts: Facts) -> dict[str, Any]:
+    """The section with its ``schedules`` (`zsn.zfs.scrubs`), when they were read."""
+    if facts.schedules is not None:
+        data["schedules"] = schedules_to_dict(facts.schedules, time.time())
+    return data
+
+
+def schedules_to_dict(schedules: Schedules, now: float) -> dict[str, Any]:
+    """The ``schedules`` of ``--export zfs`` (and ``zsn zfs scrub schedule --json``)."""
+    from zsn.zfs.scrubs import CRON_PROPERTY, clashes
+
+    def slot(found: Slot | None) -> dict[str, Any] | None:
+        if found is None:
+            return None
+        return {"calendar": found.calendar, "when": found.describe(),
+                "next_run": found.next_run(now)}
+
+    cron = schedules.cron
+    pools = []
+    for entry in schedules.pools:
+        runs = [timer.slot.next_run(now) for timer in entry.timers if timer.slot]
+        cron_slot = cron.slots.get(entry.kind) if entry.cron and cron is not None else None
+        if cron_slot is not None:
+            runs.append(cron_slot.next_run(now))
+        upcoming = [run for run in runs if run is not None]
+        pools.append({
+            "pool": entry.pool, "kind": entry.kind, "applies": entry.applies,
+            "timers": [{"unit": t.unit, "origin": t.origin, "calendar": t.calendar,
+                        "when": t.slot.describe() if t.slot else None,
+                        "next_run": t.slot.next_run(now) if t.slot else None}
+                       for t in entry.timers],
+            "cron": entry.cron, "cron_property": entry.cron_property,
+            "next_run": min(upcoming) if upcoming else None,
+            "shares_with": list(entry.group),
+        })
+    return {
+        "cron": None if cron is None else {
+            "path": cron.path,
+            **{kind: {"line": cron.lines[kind], "property": CRON_PROPERTY[kind],
+                      **(slot(cron.slots.get(kind)) or {"calendar": None, "when": None,
+                                                        "next_run": None})}
+               if kind in cron.lines else None for kind in ("scrub", "trim")}},
+        "units": {kind: "openzfs" if folder else "zsn"
+                  for kind, folder in schedules.openzfs.items()},
+        "pools": pools,
+        "clashes": [[a.pool, a.kind, b.pool, b.kind] for a, b in clashes(schedules, now)],
+    }
 
 
 def with_disks(data: dict[str, Any], snapshot: ZfsSnapshot,
@@ -239,6 +291,7 @@ class Poller:
         self._advice = Every(ADVISE_SECONDS)
         self._disks: DiskWatch | None = None
         self._protection = Every(PROTECTION_SECONDS, background=True)
+        self._schedules: Schedules | None = None
 
     def poll(self) -> tuple[ZfsSnapshot, dict[str, PoolIostat]]:
         snapshot = self._reader.read()
@@ -272,6 +325,8 @@ class Poller:
                                running, time.time())
         data = section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
                        errors, running, protection)
+        if self._schedules is not None:
+            data["schedules"] = schedules_to_dict(self._schedules, time.time())
         return with_disks(data, snapshot, disks)
 
     def _watch_disks(self, snapshot: ZfsSnapshot) -> None:
@@ -287,11 +342,13 @@ class Poller:
     def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
         from zsn.zfs.diskwatch import with_disks
         from zsn.zfs.facts import gather
-        from zsn.zfs.lint import SUBJECT, advise
+        from zsn.zfs.lint import SUBJECT, advise, with_schedules
 
         facts = gather(self.host, snapshot.pools, dmsetup_output=None, now=time.time())
         if self._disks is not None:
             facts = with_disks(facts, self._disks.latest())
+        facts = with_schedules(self.host, snapshot, facts)
+        self._schedules = facts.schedules
         return [f.as_dict(SUBJECT) for f in advise(snapshot, facts)], tuple(facts.notes)
 
     def _monitor_for(self) -> IostatMonitor | None:

@@ -14,6 +14,7 @@ the caller, which hands its output in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zsn.errors import ParseError, ZsnError
 from zsn.system import files
@@ -23,6 +24,9 @@ from zsn.zfs import cachefile, kstat
 from zsn.zfs.disk_health import DiskReading
 from zsn.zfs.disks import chain, kernel_name
 from zsn.zfs.model import Pool
+
+if TYPE_CHECKING:
+    from zsn.zfs.scrubs import Schedules
 from zsn.zfs.units import is_number
 
 PARAMETER_MODULES = ("zfs", "zcommon", "icp")
@@ -88,6 +92,8 @@ class Facts:
     notes: tuple[str, ...] = ()
     disks: DiskReading | None = None
     """The disks under the leaves and their SMART (`zsn.zfs.diskwatch`), when read."""
+    schedules: Schedules | None = None
+    """The pools' scrub and trim schedules (`zsn.zfs.scrubs`), when read."""
 
 
 FACT_CAP = 4 * MiB

@@ -11,12 +11,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from zsn.format import human_bytes, human_duration
 from zsn.lint import Finding, Severity
 from zsn.system.host import Host
 from zsn.zfs.facts import Device, Facts
 from zsn.zfs.model import Dataset, Pool, Vdev, ZfsSnapshot
+
+if TYPE_CHECKING:
+    from zsn.zfs.scrubs import Schedules
 
 SUBJECT = "subject"
 """A pool (``tank``), a dataset (``tank/db``), or ``null`` for the host itself."""
@@ -44,6 +48,10 @@ RULES = {
     "ZFS018": "a disk under a pool runs hot",
     "ZFS019": "an NVMe disk near its rated endurance",
     "ZFS020": "zpool status and the disks' SMART disagree about a vdev",
+    "ZFS021": "a pool scrubbed (or trimmed) twice: by the distribution's cron job and a "
+              "timer, or by two timers",
+    "ZFS022": "a pool no schedule scrubs (no timer, no cron job)",
+    "ZFS023": "pools on the same controller or disks scrub or trim at the same time",
 }
 
 NOTE_FPU = "field note 000_9ccc6ac61298d936.txt (kernel FPU exports, zfs_fletcher_4_impl)"
@@ -91,6 +99,8 @@ def advise(snapshot: ZfsSnapshot, facts: Facts) -> list[Finding]:
     findings += _luks(snapshot.pools, facts)
     findings += _schedulers(snapshot.pools, facts)
     findings += _arc(facts)
+    if facts.schedules is not None:
+        findings += _schedules(facts.schedules, facts.now)
     if facts.disks is not None:
         from zsn.zfs import disk_advice
 
@@ -395,10 +405,46 @@ def _arc(facts: Facts) -> Iterator[Finding]:
         source=REFERENCE_ARC)
 
 
+def _schedules(schedules: Schedules, now: float) -> Iterator[Finding]:
+    from zsn.zfs.scrubs import CRON_PROPERTY, PAST, clashes, never, twice
+
+    for entry, by in twice(schedules):
+        fix = (f"zfs set {CRON_PROPERTY[entry.kind]}=disable {entry.pool}"
+               if entry.cron else f"zsn zfs {entry.kind} schedule {entry.pool} --every month")
+        yield Finding("ZFS021", "warning", entry.pool,
+                      f"{PAST[entry.kind]} twice: by {' and '.join(by)}", fix)
+    for entry in never(schedules):
+        yield Finding("ZFS022", "warning", entry.pool,
+                      "no timer and no cron job scrubs it: its errors are found only when "
+                      "their blocks are read", f"zsn zfs scrub schedule {entry.pool} --every "
+                      "month", source=NOTE_CREATING)
+    for first, second in clashes(schedules, now):
+        yield Finding("ZFS023", "info", first.pool,
+                      f"its {first.kind} and {second.pool}'s {second.kind} can run at once, "
+                      "on the same controller or disks: each slows the other",
+                      f"zsn zfs {first.kind} schedule --stagger")
+
+
+def with_schedules(host: Host, snapshot: ZfsSnapshot, facts: Facts) -> Facts:
+    """`facts` with the pools' schedules read now (the disks' map from `facts` when read)."""
+    from dataclasses import replace
+
+    from zsn.zfs.disks import read_map
+    from zsn.zfs.live import zfs_stdout
+    from zsn.zfs.scrubs import leaves_of, read_schedules
+
+    if snapshot.unavailable:
+        return facts
+    disks = facts.disks.map if facts.disks is not None else \
+        read_map(host, [leaf for pool in snapshot.pools for leaf in leaves_of(pool)])
+    return replace(facts, schedules=read_schedules(host, snapshot.pools, disks, zfs_stdout))
+
+
 def lint(host: Host) -> list[Finding]:
     """The advisor on the live system (runs zpool, zfs and, as root with dm-crypt, dmsetup)."""
     from zsn.zfs.diskwatch import read_with_disks
     from zsn.zfs.live import read_everything
 
     snapshot, facts, _ = read_everything(host, now=time.time())
-    return advise(snapshot, read_with_disks(host, snapshot, facts))
+    facts = read_with_disks(host, snapshot, facts)
+    return advise(snapshot, with_schedules(host, snapshot, facts))

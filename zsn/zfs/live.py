@@ -129,6 +129,15 @@ def _run(argv: Sequence[str]) -> commands.CommandResult:
     return run_zfs_command(argv)
 
 
+def zfs_stdout(argv: Sequence[str]) -> str:
+    """The output of `argv` (its program looked up by name), or a `ZsnError` saying why
+    it failed."""
+    result = run_zfs_command([require_program(argv[0]), *argv[1:]])
+    if not result.ok:
+        raise ZsnError(explain_failure(result))
+    return result.stdout
+
+
 class SideBySide:
     """Commands started at once, each in its own thread; `results` waits for them."""
 

@@ -271,8 +271,10 @@ def test_advise(fake_zfs: FakeZfs) -> None:
     result = zsn(fake_zfs, "zfs", "advise", "--json")
     assert result.returncode == 0, result.stderr
     findings = json.loads(result.stdout)
-    # lz4 was set at create; rz's raidz was made on files with ashift left to ZFS: 9
-    assert {f["id"] for f in findings} == {"ZFS001", "ZFS005", "ZFS006"}
+    # lz4 was set at create; rz's raidz was made on files with ashift left to ZFS: 9; the
+    # tree has no scrub timer and no cron job: nothing scrubs either pool
+    assert {f["id"] for f in findings} == {"ZFS001", "ZFS005", "ZFS006", "ZFS022"}
+    assert sorted(f["subject"] for f in findings if f["id"] == "ZFS022") == ["full", "rz"]
     assert [f["subject"] for f in findings if f["id"] == "ZFS001"] == ["rz"]
     text = zsn(fake_zfs, "zfs", "advise").stdout
     assert "ZFS005 warning [full]: atime is on without relatime" in text
