@@ -190,6 +190,8 @@ def plan_schedule(host: Host, kind: Kind, pool: str, every: str | None, at: str 
     change = Change(pool, kind, chosen, slot)
     plan = Plan(f"{kind} {pool}: {change.effective.describe()}", warnings=_warnings(host))
     plan.steps, plan.notes = change_steps(host, schedules, change, f"zsn zfs {kind} schedule")
+    if not plan.steps:
+        plan.notes = [f"{pool}'s {kind} schedule is already as asked"]
     plan.notes.append(_next(change.effective))
     return plan
 

@@ -260,6 +260,8 @@ def test_a_schedule_on_openzfs_units_is_a_drop_in_systemd_accepts(
         "/lib/systemd/system/zfs-scrub-monthly@.timer"
     verified = _verify(tmp_path, "zfs-scrub-monthly@wilbur.timer")
     assert verified.returncode == 0, verified.stderr
+    again = plan_schedule(host, "scrub", "wilbur", None, "2nd Sat 02:30", _state(tmp_path))
+    assert again.steps == [] and "already as asked" in again.notes[0]
     # weekly now: the monthly instance and zsn's drop-in go
     plan = plan_schedule(host, "scrub", "wilbur", "week", None, _state(tmp_path))
     plan.apply()
