@@ -533,8 +533,8 @@ def test_a_schedule_makes_a_timer_systemd_accepts_whose_service_scrubs(disks: Di
     assert command is not None
     before = time.time()
     sh(*shlex.split(command.replace("%i", TANK)), timeout=300)
-    assert sh("zpool", "history", TANK).stdout.splitlines()[-1].endswith(
-        f" zpool scrub -w {TANK}")
+    history = [line for line in sh("zpool", "history", TANK).stdout.splitlines() if line]
+    assert history[-1].endswith(f" zpool scrub -w {TANK}"), history[-3:]
     scan = _status(TANK)["scan"]
     assert (scan["function"], scan["state"]) == ("scrub", "finished")
     assert scan["ended"] >= int(before) - 1
