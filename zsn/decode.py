@@ -98,11 +98,7 @@ def from_yaml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYT
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
-        if node is None:
-            value: Any = None
-        else:
-            _check_yaml_node(node, source)
-            value = loader.construct_document(node)
+        value = None if node is None else _yaml_value(loader, node, source)
     except yaml.YAMLError as exc:
         raise DecodeError(source, None, f"not valid YAML: {_first_line(exc)}") from None
     except ValueError as exc:  # a value its type cannot hold (an integer of 5,000 digits)
@@ -158,13 +154,16 @@ def _unknown_key(value: object, kind: object, where: str
     their type are left to msgspec, which names them."""
     shape, parts = _shape(kind)
     if shape == "dataclass" and isinstance(value, dict):
-        hints, declared = parts
+        inner, declared = parts
+        if not inner and value.keys() <= declared:
+            return None  # fields that hold no dataclass (a peer's): known names suffice
         for key, item in value.items():
-            if key not in hints or key not in declared:
+            if key not in declared:
                 return where, str(key), list(declared)
-            found = _unknown_key(item, hints[key], f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
+            if key in inner:
+                found = _unknown_key(item, inner[key], f"{where}.{key}" if where else str(key))
+                if found is not None:
+                    return found
     elif shape == "union":
         shaped = [each for each in parts if _same_shape(value, each)]
         return _unknown_key(value, shaped[0], where) if shaped else None
@@ -184,23 +183,42 @@ def _unknown_key(value: object, kind: object, where: str
 @functools.cache
 def _shape(kind: object) -> tuple[str, Any]:
     """What `_unknown_key` looks into for `kind`, worked out once per type (a file of
-    1,000 peers has 1,000 mappings of one type): a dataclass's fields' types and names,
-    a union's members, a list's or a dict's items' type; ``leaf`` for the rest."""
+    1,000 peers has 1,000 mappings of one type): a dataclass's fields that can hold a
+    dataclass (by name, with their types) and its fields' names, a union's members that
+    can be a mapping or a list, a list's or a dict's items' type; ``leaf`` for a type
+    that holds no dataclass (nothing to look into)."""
     import dataclasses
     import types
     import typing
 
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         declared = tuple(each.name for each in dataclasses.fields(kind))
-        return "dataclass", (typing.get_type_hints(kind), declared)
+        hints = typing.get_type_hints(kind)
+        inner = {name: hints[name] for name in declared
+                 if name in hints and _shape(hints[name])[0] != "leaf"}
+        return "dataclass", (inner, dict.fromkeys(declared).keys())
     origin, arguments = typing.get_origin(kind), typing.get_args(kind)
     if origin in (typing.Union, types.UnionType):
-        return "union", arguments
+        # members no mapping or list can be (None, str, int) are never looked into
+        shaped = tuple(each for each in arguments if _collection(each))
+        if not any(_shape(each)[0] != "leaf" for each in shaped):
+            return "leaf", None
+        return _shape(shaped[0]) if len(shaped) == 1 else ("union", shaped)
     if origin in (list, tuple, set, frozenset) and arguments:
-        return "list", arguments[0]
+        return ("list", arguments[0]) if _shape(arguments[0])[0] != "leaf" else ("leaf", None)
     if origin is dict and len(arguments) == 2:
-        return "dict", arguments[1]
+        return ("dict", arguments[1]) if _shape(arguments[1])[0] != "leaf" else ("leaf", None)
     return "leaf", None
+
+
+def _collection(kind: object) -> bool:
+    """Whether a value of `kind` can be a mapping or a list (see `_same_shape`)."""
+    import dataclasses
+    import typing
+
+    origin = typing.get_origin(kind) or kind
+    return origin in (dict, list, tuple, set, frozenset) or (
+        isinstance(kind, type) and dataclasses.is_dataclass(kind))
 
 
 def _same_shape(value: object, kind: object) -> bool:
@@ -307,6 +325,104 @@ def _check_depth(skeleton: bytes, source: str) -> None:
             return  # nothing nested any more (or unbalanced: the decoder says where)
         skeleton = shorter
     raise DecodeError(source, None, f"nested more than {MAX_DEPTH} levels deep")
+
+
+_YAML_TAG = "tag:yaml.org,2002:"
+_YAML_STR = f"{_YAML_TAG}str"
+_YAML_MAP = f"{_YAML_TAG}map"
+_YAML_SEQ = f"{_YAML_TAG}seq"
+_YAML_SCALARS = frozenset(f"{_YAML_TAG}{name}" for name in (
+    "str", "null", "bool", "int", "float", "binary", "timestamp"))
+"""The scalar tags whose values the one-pass builder makes (with PyYAML's own functions)."""
+
+
+class _Unusual(Exception):
+    """A node the one-pass builder leaves to PyYAML: another tag (``!!set``, ``!!omap``,
+    ``!!pairs``, a tag on the wrong kind of node, one PyYAML refuses), a merge key
+    (``<<``) or ``=`` as a key, a collection as a key."""
+
+
+def _yaml_value(loader: Any, root: _yaml_module.Node, source: str) -> Any:
+    """The value of a composed YAML document, as PyYAML's safe constructor makes it,
+    checked while it is made: depth, node count (aliases counted at each use) and keys
+    given twice. One pass over libyaml's nodes, each scalar read by PyYAML's own function
+    for its tag (YAML 1.1 as PyYAML reads it: ``yes``, ``0x10``, ``1_000``); a document
+    with anything else (`_Unusual`) is checked whole, then made by PyYAML's
+    ``construct_document``, as every document was before."""
+    try:
+        try:
+            return _YamlBuilder(loader, source).value(root, 1)
+        except _Unusual:
+            _check_yaml_node(root, source)
+            return loader.construct_document(root)
+    except (KeyError, AttributeError, IndexError):
+        # PyYAML's scalar functions on a value their explicit tag cannot hold
+        # (``!!bool maybe``: KeyError, ``!!timestamp x``: AttributeError, ``!!int ''``)
+        raise DecodeError(source, None, "not valid YAML: a value its tag cannot hold"
+                          ) from None
+
+
+class _YamlBuilder:
+    """`_yaml_value`'s one pass (see there)."""
+
+    def __init__(self, loader: Any, source: str) -> None:
+        import yaml
+
+        self.loader = loader
+        self.source = source
+        self.constructors: dict[str | None, Callable[[Any, Any], Any]] = \
+            loader.yaml_constructors
+        self.scalar_node: type[Any] = yaml.ScalarNode
+        self.mapping_node: type[Any] = yaml.MappingNode
+        self.sequence_node: type[Any] = yaml.SequenceNode
+        self.visited = 1
+
+    def value(self, node: Any, depth: int) -> Any:
+        kind = type(node)
+        if kind is self.scalar_node:
+            return self.scalar(node)
+        children = node.value
+        if not children:
+            pass
+        elif depth >= MAX_DEPTH:
+            raise DecodeError(self.source, None, f"nested more than {MAX_DEPTH} levels deep")
+        else:
+            self.visited += len(children) * (2 if kind is self.mapping_node else 1)
+            if self.visited > MAX_NODES:
+                raise DecodeError(self.source, None, f"more than {MAX_NODES} values "
+                                                     "(aliases repeated?)")
+        if kind is self.mapping_node and node.tag == _YAML_MAP:
+            return self.mapping(children, depth + 1)
+        if kind is self.sequence_node and node.tag == _YAML_SEQ:
+            return [self.value(child, depth + 1) for child in children]
+        raise _Unusual
+
+    def mapping(self, pairs: list[tuple[Any, Any]], depth: int) -> dict[Any, Any]:
+        built: dict[Any, Any] = {}
+        seen: set[tuple[str, str]] = set()
+        scalar_node = self.scalar_node
+        for key_node, value_node in pairs:
+            if type(key_node) is not scalar_node:
+                raise _Unusual  # a collection: PyYAML refuses it (no hashable value)
+            tag, text = key_node.tag, key_node.value
+            if (tag, text) in seen:
+                raise DecodeError(self.source, None, f"line {key_node.start_mark.line + 1}: "
+                                  f"key {text[:60]!r} given twice in one mapping")
+            seen.add((tag, text))
+            key = text if tag == _YAML_STR else self.scalar(key_node)
+            if type(value_node) is scalar_node and value_node.tag == _YAML_STR:
+                built[key] = value_node.value
+            else:
+                built[key] = self.value(value_node, depth)
+        return built
+
+    def scalar(self, node: Any) -> Any:
+        tag = node.tag
+        if tag == _YAML_STR:
+            return node.value
+        if tag not in _YAML_SCALARS:
+            raise _Unusual
+        return self.constructors[tag](self.loader, node)
 
 
 def _check_yaml_node(root: _yaml_module.Node, source: str) -> None:
