@@ -32,24 +32,36 @@ class Section(NamedTuple):
 
 
 @cache
-def sections() -> tuple[Section, ...]:
-    """The domains with a desired face, in the order their sections are planned."""
+def sections(named: frozenset[str] | None = None) -> tuple[Section, ...]:
+    """The domains with a desired face (only those `named`, when given: the others'
+    faces are not even imported), in the order their sections are planned."""
     found = [Section(each, face) for each in domains()
-             if (face := desired_face(each)) is not None]
+             if each.desired and (named is None or each.name in named)
+             and (face := desired_face(each)) is not None]
     return tuple(sorted(found, key=lambda section: section.face.ORDER))
 
 
 @cache
-def document_type() -> type[Any]:
-    """The file's type: ``version`` and one optional field per section."""
+def document_type(named: frozenset[str] | None = None) -> type[Any]:
+    """The file's type: ``version`` and one optional field per section. With `named`,
+    the sections a file gives: the others' fields can only be left out (or null), so
+    a file of one section costs the import of that section's types only."""
     fields: list[tuple[str, Any, Any]] = [("version", int, dataclasses.field())]
     fields += [(each.domain.name, each.face.SECTION | None, dataclasses.field(default=None))
-               for each in sections()]
+               for each in sections(named)]
+    if named is not None:
+        fields += [(name, None, dataclasses.field(default=None))
+                   for name in sorted(declared_sections() - named)]
     return dataclasses.make_dataclass("DesiredState", fields)
 
 
 def section_names() -> list[str]:
     return [each.domain.name for each in sections()]
+
+
+def declared_sections() -> frozenset[str]:
+    """The sections' names, their faces not imported."""
+    return frozenset(each.name for each in domains() if each.desired)
 
 
 def check_sections(names: list[str]) -> None:
@@ -92,7 +104,13 @@ def parse(text: str, source: str) -> Any:
         reader = from_json if text.lstrip().startswith("{") else from_yaml
         raw = reader(text, dict[str, Any], source, max_bytes=MAX_BYTES)
         _check_version(raw, source)
-        return convert(raw, document_type(), source, known_keys=True)
+        known = declared_sections()
+        named = frozenset(key for key, value in raw.items()
+                          if key in known and value is not None)
+        # a key no section has: the whole type names every section in its refusal
+        whole = not raw.keys() <= {"version", *known}
+        return convert(raw, document_type(None if whole else named), source,
+                       known_keys=True)
     except DecodeError as exc:
         raise ValidationError(str(exc)) from None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zsn.desired.document import sections
+from zsn.desired.document import declared_sections, sections
 from zsn.errors import ValidationError
 from zsn.plan import FileEdit, Plan, combined
 from zsn.system import files
@@ -37,11 +37,11 @@ class Stage:
 def plan_document(host: Host, document: Any, title: str) -> Plan:
     """The one plan that makes `host` as `document` says (no steps: it is so already)."""
     stage = Stage()
+    named = frozenset(name for name in declared_sections()
+                      if getattr(document, name) is not None)
     with files.staged(stage.texts):
-        for each in sections():
+        for each in sections(named):
             section = getattr(document, each.domain.name)
-            if section is None:
-                continue
             try:
                 for plan in each.face.plans(host, section):
                     if plan.steps:
