@@ -394,7 +394,9 @@ class _YamlBuilder:
         if kind is self.mapping_node and node.tag == _YAML_MAP:
             return self.mapping(children, depth + 1)
         if kind is self.sequence_node and node.tag == _YAML_SEQ:
-            return [self.value(child, depth + 1) for child in children]
+            scalar_node = self.scalar_node
+            return [child.value if type(child) is scalar_node and child.tag == _YAML_STR
+                    else self.value(child, depth + 1) for child in children]
         raise _Unusual
 
     def mapping(self, pairs: list[tuple[Any, Any]], depth: int) -> dict[Any, Any]:

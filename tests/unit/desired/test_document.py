@@ -89,3 +89,28 @@ def test_refusals_name_the_file_and_the_field(text: str, reason: str) -> None:
         parse(text, "f.yaml")
     assert str(refused.value).startswith("f.yaml") and reason in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_a_file_of_one_section_imports_that_sections_types_only() -> None:
+    """zsn apply of a WireGuard file does not import the links' types and checks (a file
+    the machine matches costs about one read: bench/apply.py)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from zsn.desired.document import parse; "
+            "parse('version: 1\\nlinks: null\\nwireguard: {interfaces: []}\\n', 'f'); "
+            "print(sorted(m for m in sys.modules if m.startswith('zsn.links.')))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=Path(__file__).parents[3])
+    assert found.stdout == "[]\n", found.stderr
+
+
+def test_a_null_section_reads_as_one_left_out() -> None:
+    given = parse("version: 1\nlinks: null\nwireguard: {interfaces: []}\n", "f.yaml")
+    assert given == parse("version: 1\nwireguard: {interfaces: []}\n", "f.yaml")
+    assert given.links is None and given.wireguard.interfaces == []
+    both = parse("version: 1\nlinks: {mtu: {eth0: 1500}}\nwireguard: {}\n", "f.yaml")
+    assert both.links.mtu == {"eth0": 1500} and both.wireguard.interfaces == []
+    with pytest.raises(ValidationError, match="unknown key 'wireguards' .*known: version, "
+                                              "links, wireguard"):
+        parse("version: 1\nwireguards: {}\n", "f.yaml")
