@@ -125,6 +125,11 @@ def check_dns(text: str) -> str:
 def check_endpoint_host(text: str) -> str:
     """A public address or hostname clients use to reach the server."""
     value = text.strip(BLANKS)
+    try:  # dotted IPv4 (most endpoints): inet_pton takes only the form ipaddress writes
+        socket.inet_pton(socket.AF_INET, value)
+        return value
+    except (OSError, ValueError):
+        pass
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
     _refuse_scope(value, "endpoint")

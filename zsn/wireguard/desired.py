@@ -113,9 +113,12 @@ class PeerSpec:
     """True: kept in the file, off the running interface; None: left as it is."""
 
     def __post_init__(self) -> None:
-        self.public_key = checked(check_key, self.public_key, "public key")
-        if self.name is not None:
-            self.name = checked(check_peer_name, self.name)
+        try:  # one handler for both checks (a file holds thousands of peers)
+            self.public_key = check_key(self.public_key, "public key")
+            if self.name is not None:
+                self.name = check_peer_name(self.name)
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from None
         if self.allowed_ips is not None:
             self.allowed_ips = [_network(item) for item in self.allowed_ips]
             if len(set(self.allowed_ips)) != len(self.allowed_ips):
