@@ -175,7 +175,7 @@ def test_yaml_nested_64_levels_is_read_and_65_is_not() -> None:
         return "a:\n" + "".join(f"{' ' * (i + 1)}b{i}:\n" for i in range(levels)) + \
             " " * (levels + 1) + "c: 1\n"
 
-    found = decode.from_yaml(nested(61), Any, "x.yaml")
+    found: Any = decode.from_yaml(nested(61), dict[str, Any], "x.yaml")
     for level in range(62):
         found = found["a" if level == 0 else f"b{level - 1}"]
     assert found == {"c": 1}
