@@ -22,7 +22,8 @@ listing, planning and destroying). Medians are compared.
 
 Run as root on the host (boots one guest with two vCPUs, or `--cpus 1`, under the lab's lock):
 
-    .venv/bin/python bench/zfs_prune.py [--datasets 200] [--snapshots 100] [--keep 90] [--rounds 2] [--cpus 2]
+    .venv/bin/python bench/zfs_prune.py [--datasets 200] [--snapshots 100] [--keep 90] \
+        [--rounds 2] [--cpus 2]
 """
 
 from __future__ import annotations
