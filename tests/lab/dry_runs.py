@@ -55,9 +55,15 @@ wireguard:
       addresses: [10.9.0.1/24]
       listen_port: 51999
       up: true
+zfs:
+  policies:
+    - {dataset: tank/home, keep: {hourly: 48}, recursive: true}
+  jobs:
+    - {name: copy, source: src/data, target: dst/copy, every: 600}
 """
 """What `zsn apply` plans on the tree: a new interface brought up and linked, peers
-added, changed and removed (wg1 too: exclusive), the gateway and client-to-client."""
+added, changed and removed (wg1 too: exclusive), the gateway and client-to-client, a
+snapshot policy changed and a replication job added."""
 OPENVPN_CLIENT = "client\ndev tun\nproto udp\nremote vpn.example.org 1194\nnobind\n"
 NETCTL_PROFILE = ("Description='home'\nInterface=wlan0\nConnection=wireless\n"
                   "Security=wpa\nESSID=home-wpa2\nIP=dhcp\n"

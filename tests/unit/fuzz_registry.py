@@ -1615,6 +1615,12 @@ _state_fragments = st.sampled_from([
     "      gateway: {egress: eth0}", "      private_key: x", "links:", "  bonds:",
     "    - {name: bond0, mode: 802.3ad, members: []}", "  mtu: {eth0: 9000, lo: 1}",
     "  vlans: [{name: v, parent: p, id: 4095}]", "zfs: {}", "wireguard: {}", "links: []",
+    "zfs:", "  policies:", "    - dataset: tank/home", "    - dataset: \"tank/a\\nb\"",
+    "      keep: {hourly: 24, frequent: 4}", "      keep: {minutely: 1, hourly: -1}",
+    "      schedule: {daily_hour: 24}", "      pre_hook: [/usr/bin/x, \"a\\x00\"]",
+    "      hook_timeout: 12.5", "      frequent_period: 420", "      prefix: autosnap",
+    "  jobs:", "    - name: offsite", "      target: \"root@[fd00::2]:backup/a\"",
+    "      source: tank/home", "      limit: 1126.4", "      every: 59", "      via: tcp",
 ])
 
 

@@ -25,6 +25,7 @@ from zsn.wlan import cli as wlan_cli
 from zsn.wlan import export as wlan_export
 from zsn.wlan import lint as wlan_lint
 from zsn.zfs import cli as zfs_cli
+from zsn.zfs import desired as zfs_desired
 from zsn.zfs import export as zfs_export
 from zsn.zfs import lint as zfs_lint
 
@@ -44,7 +45,8 @@ COMMANDS: dict[str, CommandFace] = {
     # No domain's either: the desired state spans them (zsn.domains.DESIRED_GROUPS).
     "apply": desired_cli.apply, "state": desired_cli.state,
 }
-DESIRED: dict[str, DesiredFace] = {"wireguard": wireguard_desired, "links": links_desired}
+DESIRED: dict[str, DesiredFace] = {"wireguard": wireguard_desired, "links": links_desired,
+                                   "zfs": zfs_desired}
 LIVE: dict[str, LiveReader] = {"wireguard": wireguard_live.read_wireguard}
 
 

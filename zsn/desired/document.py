@@ -172,6 +172,8 @@ def _scalar(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):  # a rate of bytes per second; repr reads back the same
+        return repr(value)
     text = str(value)
     if _PLAIN_RE.fullmatch(text) and text.lower() not in _YAML_WORDS:
         return text

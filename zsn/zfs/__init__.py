@@ -15,4 +15,5 @@ DOMAIN = Domain(
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",
+    desired="zsn.zfs.desired",
 )

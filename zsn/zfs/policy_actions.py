@@ -20,12 +20,15 @@ from zsn.zfs.names import validate_dataset_name
 from zsn.zfs.policy import (
     DEFAULT_PREFIX,
     HOOK_TIMEOUT,
+    PREFIXES,
     VIA,
     Job,
     Policy,
+    Schedule,
     ZfsConfig,
     check_every,
     check_frequent_period,
+    check_hook,
     check_job_name,
     governing,
     parse_duration,
@@ -41,7 +44,12 @@ NOT_ROOT = "zsn is not root: /etc/zsn/zfs.json is root's (run it as root)"
 
 @dataclass(frozen=True)
 class PolicyRequest:
-    """``zsn zfs policy set``: each field as typed (its name is the option's dest)."""
+    """``zsn zfs policy set``: each field as typed (its name is the option's dest).
+
+    A desired-state file (`zsn.zfs.desired`) reads into the same request: its hooks are
+    argv lists already (a tuple: checked as a typed hook's words are, never split), and
+    it may say what only an import sets otherwise (``take``, ``prune``, ``prefix``,
+    ``schedule``; None: as the command line leaves them)."""
 
     dataset: str
     keep: str
@@ -49,9 +57,13 @@ class PolicyRequest:
     recursive: bool = False
     children_only: bool = False
     prune_only: bool = False
-    pre_hook: str | None = None
-    post_hook: str | None = None
+    pre_hook: str | tuple[str, ...] | None = None
+    post_hook: str | tuple[str, ...] | None = None
     hook_timeout: str | None = None
+    take: bool | None = None
+    prune: bool | None = None
+    prefix: str | None = None
+    schedule: Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -85,20 +97,27 @@ def policy_of(request: PolicyRequest, existing: Policy | None = None) -> Policy:
                               "covers)", field="children_only")
     hooks = {}
     for key in ("pre_hook", "post_hook"):
-        text = getattr(request, key)
+        given = getattr(request, key)
         with about_input(key):
-            hooks[key] = parse_hook(text) if text else ()
+            hooks[key] = (check_hook(given) if isinstance(given, tuple)
+                          else parse_hook(given) if given else ())
     timeout = HOOK_TIMEOUT
     if request.hook_timeout is not None:
         with about_input("hook_timeout"):
             timeout = float(parse_duration(request.hook_timeout, "hook timeout"))
             if not 1 <= timeout <= 3600:
                 raise ValidationError("a hook timeout is from 1 s to 1 h")
-    prefix = existing.prefix if existing is not None else DEFAULT_PREFIX
-    schedule = existing.schedule if existing is not None else Policy(dataset, {}).schedule
+    prefix = request.prefix or (existing.prefix if existing is not None else DEFAULT_PREFIX)
+    if prefix not in PREFIXES:
+        raise ValidationError(f"prefix {prefix[:20]!r}: say {' or '.join(PREFIXES)}",
+                              field="prefix")
+    schedule = request.schedule or (existing.schedule if existing is not None
+                                    else Schedule())
+    take = not request.prune_only if request.take is None else request.take
+    prune = True if request.prune is None else request.prune
     return Policy(dataset, keep, period, request.recursive, request.children_only,
-                  not request.prune_only, True, prefix, schedule, hooks["pre_hook"],
-                  hooks["post_hook"], timeout)
+                  take, prune, prefix, schedule, hooks["pre_hook"], hooks["post_hook"],
+                  timeout)
 
 
 def require_dataset(dataset: str) -> None:
@@ -215,10 +234,18 @@ def plan_add_job(host: Host, request: JobRequest) -> Plan:
     if job.name in config.jobs:
         raise ValidationError(f"a job named {job.name} exists (zsn zfs replicate remove "
                               f"{job.name} first)", field="name")
-    encrypted = source_encrypted(job.source)
     plan = _plan(host, f"replicate {job.source} to {job.target} every "
                  f"{_every_text(job.every)} (job {job.name})", config,
                  with_job(config, job, job.name))
+    _encryption_notes(plan, job, source_encrypted(job.source))
+    plan.notes.append("the first run sends it in full (or goes on from the newest snapshot "
+                      "both sides have); zsn zfs replicate run " + job.name + " runs it now")
+    if not config.jobs:
+        plan.notes.append("runs by itself once a timer does: zsn zfs policy install-timer")
+    return plan
+
+
+def _encryption_notes(plan: Plan, job: Job, encrypted: bool) -> None:
     if encrypted and not job.allow_decrypted:
         plan.notes.append(f"{job.source} is encrypted: sent raw (the target stores it "
                           "encrypted and never gets the key)")
@@ -226,10 +253,31 @@ def plan_add_job(host: Host, request: JobRequest) -> Plan:
         plan.warnings.append(f"{job.source} is encrypted and --allow-decrypted sends it "
                              "decrypted: the target stores it in plain unless its parent is "
                              "encrypted")
-    plan.notes.append("the first run sends it in full (or goes on from the newest snapshot "
-                      "both sides have); zsn zfs replicate run " + job.name + " runs it now")
-    if not config.jobs:
-        plan.notes.append("runs by itself once a timer does: zsn zfs policy install-timer")
+
+
+def plan_change_job(host: Host, request: JobRequest) -> Plan:
+    """A job's settings (every, raw, via, limit ...) replaced in place, as a desired-state
+    file changes them: its record (the base its next run goes on from) stays, so another
+    source or target is refused (that record is the pair's: remove the job, add it)."""
+    from zsn.zfs.jobs import source_encrypted
+
+    config = read_config(host)
+    existing = config.jobs.get(request.name)
+    if existing is None:
+        known = ", ".join(sorted(config.jobs)) or "none"
+        raise ValidationError(f"no replication job {request.name!r} (jobs: {known})",
+                              field="name")
+    job = job_of(request, existing.added)
+    if (job.source, job.target) != (existing.source, existing.target):
+        raise ValidationError(f"job {job.name} sends {existing.source} to {existing.target}: "
+                              "zsn does not change a job's source or target in place (zsn "
+                              f"zfs replicate remove {job.name}, then add it again)",
+                              field="target")
+    plan = _plan(host, f"replicate {job.source} to {job.target} every "
+                 f"{_every_text(job.every)} (job {job.name}, changed)", config,
+                 with_job(config, job, job.name))
+    _encryption_notes(plan, job, source_encrypted(job.source))
+    plan.notes.append(f"job {job.name} goes on from its last run's base")
     return plan
 
 
