@@ -408,3 +408,5 @@ test_a_job_whose_target_is_cut_resumes_on_the_next_run = \
     protection.test_a_job_whose_target_is_cut_resumes_on_the_next_run
 test_a_stalled_transfer_sets_the_stall_metric = \
     protection.test_a_stalled_transfer_sets_the_stall_metric
+test_a_state_file_sets_a_policy_and_a_job_and_its_export_plans_nothing = \
+    protection.test_a_state_file_sets_a_policy_and_a_job_and_its_export_plans_nothing

@@ -284,3 +284,47 @@ def _stopped(pid: int) -> int | None:
     first = count()
     time.sleep(3)
     return first if first is not None and first > 0 and count() == first else None
+
+
+DESIRED = f"""version: 1
+zfs:
+  policies:
+    - {{dataset: {SRC}/desired, keep: {{hourly: 3, daily: 2}}, frequent_period: 600}}
+  jobs:
+    - {{name: desired, source: {SRC}/desired, target: {DST}/desired, every: 900}}
+"""
+
+
+def test_a_state_file_sets_a_policy_and_a_job_and_its_export_plans_nothing(
+        tree: str) -> None:
+    """``zsn apply`` of a zfs section on real pools, then again, then of ``zsn state
+    export zfs`` (the policies and jobs the tests before left too): nothing to change."""
+    sh("zfs", "create", f"{SRC}/desired")
+    state = BASE / "desired.yaml"
+    state.write_text(DESIRED)
+    try:
+        planned = zsn("apply", str(state), "--dry-run").stdout
+        assert f"snapshot policy for {SRC}/desired: keep hourly=3,daily=2" in planned
+        assert f"replicate {SRC}/desired to {DST}/desired every 15m" in planned
+        zsn("apply", str(state))
+        policies = json.loads(zsn("zfs", "policy", "list", "--json").stdout)
+        mine = next(p for p in policies if p["dataset"] == f"{SRC}/desired")
+        assert (mine["keep"], mine["frequent_period"]) == ({"hourly": 3, "daily": 2}, 600)
+        assert zsn("apply", str(state)).stdout.endswith("(nothing to change)\n")
+        exported = zsn("state", "export", "zfs").stdout
+        assert f'dataset: "{tree}"' in exported and "name: desired" in exported
+        (BASE / "exported.yaml").write_text(exported)
+        assert zsn("apply", str(BASE / "exported.yaml")).stdout.endswith(
+            "(nothing to change)\n")
+        sh("zfs", "snapshot", f"{SRC}/desired@one")
+        assert f"job desired: {DST}/desired has @one" in zsn(
+            "zfs", "replicate", "run", "desired").stdout
+        missing = BASE / "missing.yaml"
+        missing.write_text(DESIRED.replace(f"{SRC}/desired, keep", f"{SRC}/nosuch, keep"))
+        refused = zsn("apply", str(missing), check=False)
+        assert (refused.returncode, refused.stderr) == (
+            2, f"zsn apply: invalid: zfs: no filesystem or volume named '{SRC}/nosuch' "
+               "here\n")
+    finally:
+        zsn("zfs", "policy", "remove", f"{SRC}/desired", check=False)
+        zsn("zfs", "replicate", "remove", "desired", check=False)
