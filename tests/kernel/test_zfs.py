@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +195,51 @@ def test_a_scrub_started_by_zsn_is_seen_in_progress_then_finished(disks: Disks) 
     assert pool["last_scrub"] and abs(pool["last_scrub"] - time.time()) < 600
     refused = zsn("zfs", "scrub", TANK, "--stop", check=False)
     assert refused.returncode == 2 and "no scrub is running or paused" in refused.stderr
+
+
+def _finished_scrub_after(moment: float) -> dict[str, Any] | None:
+    scan = _status(TANK)["scan"]
+    if scan and scan["function"] == "scrub" and scan["state"] == "finished" \
+            and scan["ended"] and scan["ended"] > moment:
+        return dict(scan)
+    return None
+
+
+def test_a_slower_scrub_shows_in_the_scrub_history(disks: Disks) -> None:
+    """Two real scrubs, the second with the disks slowed (the notes' "after a change"):
+    both in `zsn zfs scrubs` from the pool's history and zsn's record, each with the
+    duration zpool status gave, and the second's trend says it took longer."""
+    data = BASE / TANK / "scrubbed"
+    if not data.exists():
+        sh("dd", "if=/dev/urandom", f"of={data}", "bs=1M", "count=24", "conv=fsync")
+    seen = []
+    for milliseconds in (0, 50):
+        begun = time.time() - 1
+        disks.delay(milliseconds, "a", "b")
+        try:
+            zsn("zfs", "scrub", TANK)
+            seen.append(wait_for("the scrub to finish",
+                                 partial(_finished_scrub_after, begun), 300))
+        finally:
+            disks.delay(0, "a", "b")
+        _pool_export()  # a zsn that sees it finished records it (the export, as root)
+    [entry] = json.loads(zsn("zfs", "scrubs", TANK, "--json").stdout)
+    runs = entry["runs"]
+    for scan, run in zip(seen, runs[-2:], strict=True):
+        assert abs(run["ended"] - scan["ended"]) <= 2, (scan, run)
+        assert abs(run["seconds"] - scan["duration_seconds"]) <= 2, (scan, run)
+        assert run["seen_in"] == ["history", "status"], run
+        assert run["examined"] and run["rate"] and run["errors"] == 0, run
+    assert runs[-1]["seconds"] > runs[-2]["seconds"], runs
+    trend = entry["trend"]
+    assert trend["duration_change_percent"] > 0 and trend["before"] >= 1, trend
+    record = json.loads(Path("/var/lib/zsn/zfs/scrubs.json").read_text())
+    assert len(record["pools"][TANK]) >= 2
+    text = zsn("zfs", "scrubs", TANK).stdout
+    assert "longer than the median of the" in text, text
+    metrics = zsn("--export", "zfs", "--format", "prometheus").stdout
+    assert f'zsn_zfs_scrub_last_duration_seconds{{pool="{TANK}"}} {runs[-1]["seconds"]}' \
+        in metrics, metrics
 
 
 async def test_an_offlined_member_degrades_the_pool_in_the_pane_and_export(

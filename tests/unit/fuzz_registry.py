@@ -1677,6 +1677,22 @@ def _spliced(value: tuple[str, list[tuple[int, str]]]) -> str:
 
 # -- disks: smartctl's JSON, zsn's SMART records, SCSI serial VPD pages ---------------------
 
+def _edited_records(written: str, words: list[str]) -> st.SearchStrategy[str]:
+    """Any JSON, and `written` (a record file zsn wrote) with a few pieces overwritten
+    by JSON's punctuation, numbers, literals or `words`."""
+    def changed(edits: list[tuple[int, str]]) -> str:
+        text = written
+        for where, piece in edits:
+            where %= len(text)
+            text = text[:where] + piece + text[where + len(piece):]
+        return text
+
+    return st.one_of(_hostile_json, _json_value.map(json.dumps), st.lists(st.tuples(
+        st.integers(0, 4000), st.sampled_from(["0", "9", '"', "[", "]", "{", "}", ",", "-1",
+                                               "null", "true", "1e999", *words])),
+        min_size=1, max_size=3).map(changed))
+
+
 @entry("smartctl JSON", 600, ["zsn.zfs.smart:parse", "zsn.zfs.smart:from_output"])
 def smartctl_json() -> Fuzz:
     """Real outputs (tests/fixtures/smart) with one value anywhere replaced by any JSON
@@ -1736,19 +1752,7 @@ def smart_records() -> Fuzz:
     disk_state.add_reading(records, "naa.5000cca37fca81a8", "sdc", reading)
     disk_state.add_reading(records, "naa.5000cca37fca81a8", "sdc",
                            reading._replace(read_at=2000.0, pending=9))
-    written = disk_state.render(records)
-
-    def changed(edits: list[tuple[int, str]]) -> str:
-        text = written
-        for where, piece in edits:
-            where %= len(text)
-            text = text[:where] + piece + text[where + len(piece):]
-        return text
-
-    texts = st.one_of(_hostile_json, _json_value.map(json.dumps), st.lists(st.tuples(
-        st.integers(0, 4000), st.sampled_from(["0", "9", '"', "[", "]", "{", "}", ",", "-1",
-                                               "null", "true", "1e999", '"ok"', "2"])),
-        min_size=1, max_size=3).map(changed))
+    texts = _edited_records(disk_state.render(records), ['"ok"', "2"])
 
     def check(text: str) -> None:
         found = only_typed_errors(lambda: disk_state.parse(text, "smart.json"))
@@ -1821,6 +1825,54 @@ def scrub_schedules() -> Fuzz:
         assert found is None or all(set(kinds) <= {"scrub", "trim"} for kinds in found.values())
 
     return _schedule_text, check
+# -- scrub history: zpool history lines, zsn's scrub records -------------------------------
+
+@entry("zpool history", 600,
+       ["zsn.zfs.scrub_history:parse_history", "zsn.zfs.scrub_history:history_time"])
+def zpool_history() -> Fuzz:
+    """The lab's real `zpool history -il` (tests/fixtures/zfs-scrubs-lab) cut into lines,
+    shuffled, repeated, changed and mixed with noise: finished scrubs or nothing, never an
+    exception; each run ends after it starts and says so."""
+    from zsn.zfs import scrub_history as scrubs
+
+    lines = (_FIXTURES / "zfs-scrubs-lab" / "zpool-history-il.txt").read_text().splitlines()
+    changed_line = st.tuples(st.sampled_from(lines), st.integers(0, 120), st.sampled_from(
+        ["9", "0", " ", "]", "[", "=", "func=2", "done", "-", "99999", "\x00", "é"])).map(
+        lambda c: c[0][:c[1]] + c[2] + c[0][c[1] + len(c[2]):])
+    texts = st.lists(st.one_of(st.sampled_from(lines), changed_line, _noise),
+                     max_size=30).map("\n".join)
+
+    def check(text: str) -> None:
+        runs = only_typed_errors(lambda: scrubs.parse_history(text))
+        for run in runs or ():
+            assert run.seconds is not None and run.seconds >= 0
+            assert run.started is not None and run.started <= run.ended
+            assert run.seen_in == ("history",)
+
+    return texts, check
+
+
+@entry("scrub records", 300, ["zsn.zfs.scrub_history:parse_records"])
+def scrub_records() -> Fuzz:
+    """zsn's scrub record file: any JSON, and records zsn wrote from the lab's history
+    with values replaced: records or one line; what is accepted renders and reads back
+    the same."""
+    from zsn.zfs import scrub_history as scrubs
+
+    runs = scrubs.parse_history((_FIXTURES / "zfs-scrubs-lab" /
+                                 "zpool-history-il.txt").read_text())
+    written = scrubs.render(scrubs.ScrubRecords(pools={"scrublab": scrubs.merge([], runs)}))
+    texts = _edited_records(written, ['"scan"', '"history"', '"x"'])
+
+    def check(text: str) -> None:
+        found = only_typed_errors(lambda: scrubs.parse_records(text, "scrubs.json"))
+        if found is not None:
+            assert scrubs.parse_records(scrubs.render(found), "again") == found
+            for runs in found.pools.values():
+                scrubs.trend(runs)
+
+    return texts, check
+
 
 
 # -- ZFS protection ---------------------------------------------------------------------

@@ -9,9 +9,10 @@ DOMAIN = Domain(
     export="zsn.zfs.export",
     commands=(
         CommandGroup("zfs", "ZFS pools: health, vdevs, live I/O, scrubs, dataset properties, "
-                     "snapshots, snapshot policies, replication, advisor, disks", "zsn.zfs.cli",
+                     "snapshots, snapshot policies, replication, advisor, disks, scrub history",
+                     "zsn.zfs.cli",
                      "zfs list|status|iostat|scrub|trim|set|clear|snapshots|snapshot|send|policy|"
-                     "replicate|advise|disks ..."),
+                     "replicate|advise|disks|scrubs ..."),
     ),
     pane="zsn.tui.panes.zfs:ZfsPane",
     lint="zsn.zfs.lint",

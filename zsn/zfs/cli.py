@@ -104,6 +104,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "(read at most every 10 minutes per disk)")
     disks.add_argument("pool", metavar="POOL", nargs="?")
     disks.add_argument("--json", action="store_true", help="print them as JSON")
+    scrubs = verbs.add_parser(
+        "scrubs", help="the last finished scrubs of each pool: when, how long, how fast, "
+                       "and the last one against the ones before")
+    scrubs.add_argument("pool", metavar="POOL", nargs="?")
+    scrubs.add_argument("--json", action="store_true", help="print them as JSON")
     policy_cli.add_arguments(verbs)
     advise = verbs.add_parser("advise", help="the advisor: findings with their fixes as "
                                              "commands; exit 1 when there are errors")
@@ -155,6 +160,10 @@ def run(args: argparse.Namespace, host: Host) -> int:
         from zsn.zfs.disk_cli import show_disks
 
         return show_disks(host, args.pool, args.json)
+    if args.action == "scrubs":
+        from zsn.zfs.scrub_history_cli import show_scrubs
+
+        return show_scrubs(host, args.pool, args.json)
     if args.action == "iostat":
         return _iostat(host, validate_pool_name(args.pool), args.interval, args.count,
                        args.json)

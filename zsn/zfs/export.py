@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from zsn.zfs.facts import Facts
     from zsn.zfs.model import Dataset, IostatBlock, IostatRow, Pool, Vdev, ZfsSnapshot
     from zsn.zfs.monitor import IostatMonitor, PoolIostat
+    from zsn.zfs.scrub_history import ScrubHistory, ScrubWatch
     from zsn.zfs.scrubs import Schedules, Slot
     from zsn.zfs.snapshots import Snapshot
 
@@ -155,10 +156,16 @@ def collect(host: Host, *, include_secrets: bool = False) -> dict[str, Any]:
                 errors.append(f"zpool iostat output not understood: {exc}")
     findings = [f.as_dict(SUBJECT) for f in advise(snapshot, facts)]
     from zsn.zfs.protection import collect as protection
+    from zsn.zfs.scrub_history import ScrubReader
 
+    # zsn's record and what zpool status says now; the pools' histories (a zpool run
+    # each) are merged into the record by zsn zfs scrubs, the pane and zsn serve.
+    scrubs = ScrubReader(host).read(snapshot.pools, history=False)
     data = section(snapshot, blocks, dataset_counters(host, names), findings,
-                   tuple(facts.notes), errors, _transfers(host, errors), protection(host))
-    return with_schedules_dict(with_disks(data, snapshot, facts.disks), facts)
+                   (*facts.notes, *scrubs.notes), errors, _transfers(host, errors),
+                   protection(host))
+    return with_scrubs(with_schedules_dict(with_disks(data, snapshot, facts.disks), facts),
+                       snapshot, scrubs)
 
 
 def with_schedules_dict(data: dict[str, Any], facts: Facts) -> dict[str, Any]:
@@ -217,6 +224,16 @@ def with_disks(data: dict[str, Any], snapshot: ZfsSnapshot,
 
     if not snapshot.unavailable:
         data["disks"] = entries(snapshot.pools, reading, time.time()) if reading else []
+    return data
+
+
+def with_scrubs(data: dict[str, Any], snapshot: ZfsSnapshot,
+                history: ScrubHistory | None) -> dict[str, Any]:
+    """The section with its ``scrubs``: each pool's finished scrubs and their trend."""
+    from zsn.zfs.scrub_history_export import entries
+
+    if not snapshot.unavailable and history is not None:
+        data["scrubs"] = entries(snapshot.pools, history)
     return data
 
 
@@ -290,6 +307,7 @@ class Poller:
         self._monitor: IostatMonitor | None = None
         self._advice = Every(ADVISE_SECONDS)
         self._disks: DiskWatch | None = None
+        self._scrubs: ScrubWatch | None = None
         self._protection = Every(PROTECTION_SECONDS, background=True)
         self._schedules: Schedules | None = None
 
@@ -299,6 +317,7 @@ class Poller:
             self._stop()
             return snapshot, {}
         self._watch_disks(snapshot)
+        self._watch_scrubs(snapshot)
         monitor = self._monitor_for()
         if monitor is None:
             return snapshot, {}
@@ -323,11 +342,12 @@ class Poller:
         running = _transfers(self.host, errors)
         protection = refreshed(self._protection.get("protection", lambda: collect(self.host)),
                                running, time.time())
-        data = section(snapshot, blocks, dataset_counters(self.host, names), findings, notes,
-                       errors, running, protection)
+        scrubs = self._scrubs.latest() if self._scrubs is not None else None
+        data = section(snapshot, blocks, dataset_counters(self.host, names), findings,
+                       (*notes, *(scrubs.notes if scrubs else ())), errors, running, protection)
         if self._schedules is not None:
             data["schedules"] = schedules_to_dict(self._schedules, time.time())
-        return with_disks(data, snapshot, disks)
+        return with_scrubs(with_disks(data, snapshot, disks), snapshot, scrubs)
 
     def _watch_disks(self, snapshot: ZfsSnapshot) -> None:
         """The disks under the pools, mapped and their SMART read in a thread of their
@@ -338,6 +358,15 @@ class Poller:
         if self._disks is None:
             self._disks = DiskWatch(self.host)
         self._disks.want(leaf_paths(snapshot.pools))
+
+    def _watch_scrubs(self, snapshot: ZfsSnapshot) -> None:
+        """The pools' scrubs (their histories, zsn's record) read in a thread of their
+        own (`zsn.zfs.scrub_history.ScrubWatch`), which also records each scrub seen finished."""
+        from zsn.zfs.scrub_history import ScrubWatch
+
+        if self._scrubs is None:
+            self._scrubs = ScrubWatch(self.host)
+        self._scrubs.want(snapshot.pools)
 
     def _advise(self, snapshot: ZfsSnapshot) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
         from zsn.zfs.diskwatch import with_disks
@@ -371,6 +400,8 @@ class Poller:
         self._stop()
         if self._disks is not None:
             self._disks.stop()
+        if self._scrubs is not None:
+            self._scrubs.stop()
 
 
 HEALTH_CODES = {"ONLINE": 0, "DEGRADED": 1, "FAULTED": 2, "OFFLINE": 3, "UNAVAIL": 4,
@@ -453,12 +484,14 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
     for severity, count in count_by_severity(data.get("findings", ())).items():
         findings.add({"severity": severity}, count)
     from zsn.zfs.disk_export import metrics as disk_metrics
+    from zsn.zfs.scrub_history_export import metrics as scrub_metrics
 
     return [health, *sizes.values(), *ratios.values(), readonly, dedup, state, data_errors,
             vdev_state, vdev_errors, *rates.values(), scan_active, scan_progress, last_scrub,
             *dataset_counters.values(), findings,
             *transfer_metrics(data.get("transfers") or {}),
             *disk_metrics(data.get("disks") or []),
+            *scrub_metrics(data.get("scrubs") or []),
             *protection_metrics(data.get("protection") or {})]
 
 

@@ -46,6 +46,8 @@ from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
 from zsn.zfs.protection import collect as collect_protection
 from zsn.zfs.protection import refreshed
+from zsn.zfs.scrub_history import EMPTY as NO_SCRUBS
+from zsn.zfs.scrub_history import ScrubHistory, ScrubWatch
 from zsn.zfs.send import SendRequest
 from zsn.zfs.snapshots import Snapshot, read_dataset
 from zsn.zfs.transfers import read_transfers
@@ -91,6 +93,8 @@ class ZfsView:
     protection: dict[str, Any] | None = None
     """The policies' and jobs' proof, while the policies or transfers view is shown
     (`zsn.zfs.protection`)."""
+    scrubs: ScrubHistory = NO_SCRUBS
+    """The pools' finished scrubs (read by `ScrubWatch` in its own thread)."""
 
 
 class ZfsPane(LivePane[ZfsView]):
@@ -109,9 +113,13 @@ health from SMART (`ok 34°`, `warn`, `FAIL`, `asleep`: zsn never wakes a disk t
 it; read at most every 10 minutes per disk, as root). The box under the tree shows the
 highlighted device's way down to its disks (partition, dm-crypt, multipath), the disk
 (model, serial, size, by-id name) and its SMART with the reading's age, and what is
-wrong with it. `*` after a state: the device is resilvering. Or its datasets (`d`): used, available,
-compression, record size, compression ratio, atime, xattr, mountpoint. A pool that
-disappears (exported, or its disks gone) stays greyed in the list until it is back.
+wrong with it. On the pool's own row the box shows its last finished scrubs: how long
+each took, how much it read and how fast, and the last one against the median of the
+ones before (a scrub that got slower after a change shows there); from the pool's
+history (as root) and zsn's own record. `*` after a state: the device is resilvering.
+Or its datasets (`d`): used, available, compression, record size, compression ratio,
+atime, xattr, mountpoint. A pool that disappears (exported, or its disks gone) stays
+greyed in the list until it is back.
 
 I/O comes from one `zpool iostat` per pool, running only while this tab is shown;
 one that stalls, dies or prints garbage is stopped, shown and restarted.
@@ -183,6 +191,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._snapshots_of: str | None = None
         self._snapshots: tuple[str, float, list[Snapshot]] | None = None
         self.disks = DiskWatch(host)
+        self.scrubs = ScrubWatch(host)
         self._disk_text: list[str] | None = None
         self._protection = Every(PROTECTION_EVERY)
 
@@ -238,6 +247,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def on_unmount(self) -> None:
         self._stop_streams()
         self.disks.stop()
+        self.scrubs.stop()
 
     def _stop_streams(self) -> None:
         with self._monitor_lock:
@@ -270,20 +280,23 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
     def _fetch_pools(self) -> ZfsView:
         snapshot = self.reader.read()
         disks = EMPTY
+        scrubs = NO_SCRUBS
         if snapshot.pools:
             self.disks.want(leaf_paths(snapshot.pools))
             disks = self.disks.latest()
+            self.scrubs.want(snapshot.pools)
+            scrubs = self.scrubs.latest()
         monitor = self._monitor_for() if snapshot.pools else None
         if monitor is None:
             self._stop_streams()
-            return ZfsView(snapshot, disks=disks)
+            return ZfsView(snapshot, disks=disks, scrubs=scrubs)
         if not self._is_shown():
-            return ZfsView(snapshot, disks=disks)
+            return ZfsView(snapshot, disks=disks, scrubs=scrubs)
         rows = {p.name: sum(1 for v in p.vdevs if v.kind != "group" and v.group != "spares")
                 for p in snapshot.pools}
         monitor.watch([p.name for p in snapshot.pools], rows)
         return ZfsView(snapshot, monitor.poll(), monitor.history.reads,
-                       monitor.history.writes, disks=disks)
+                       monitor.history.writes, disks=disks, scrubs=scrubs)
 
     def show(self, snapshot: ZfsView) -> None:
         if not self._is_shown():  # hidden while this read ran: no stream may outlive that
@@ -382,8 +395,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._update_disk()
 
     def _update_disk(self) -> None:
-        """The box under the vdev tree: the highlighted device's disks, when it is one."""
+        """The box under the vdev tree: the highlighted device's disks, when it is one;
+        the pool's scrubs on the pool's own row."""
         lines: list[str] = []
+        title = "Disk"
         pool = self.selected_pool()
         key = self.query_one("#zfs-vdevs", LiveTable).cursor_key
         if self._lower == "vdevs" and pool is not None and key is not None \
@@ -391,10 +406,15 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             vdev = pool.vdev(key.split("\0", 1)[1])
             if vdev is not None and vdev.is_leaf:
                 lines = view.disk_lines(vdev, self._view.disks, now())
+            elif vdev is not None and vdev.kind == "pool":
+                lines = view.scrub_lines(pool.name, self._view.scrubs.of(pool.name), now())
+                title = "Scrubs"
         box = self.query_one("#zfs-disk", DetailsBox)
         if lines != self._disk_text:
             self._disk_text = lines
             box.display = bool(lines)
+            if box.border_title != title:
+                box.border_title = title
             box.show_lines(lines)
 
     def _refresh_io(self) -> None:
