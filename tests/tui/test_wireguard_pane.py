@@ -565,3 +565,74 @@ async def test_bring_up_and_enable_are_offered_only_when_they_can_act(
                          "U offered for the stopped one")
         assert pane.not_now("enable_peer", ()) is None
         assert "U" not in app.query_one(KeyBar).greyed_keys
+
+
+async def test_a_peer_off_screen_is_current_when_scrolled_to_found_or_ordered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll brings only the peers on screen up to date (200 moving peers cost their
+    formatting every second); a peer scrolled into view, found by the filter or placed
+    by an order shows the last poll's values, as a table of every row would."""
+    from tests.pilot import screen_text
+    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from zsn.view import cell_text
+    from zsn.wireguard import view
+
+    snapshot = fixed_snapshot()
+    server = snapshot.interfaces[0]
+    template = server.peers[0]
+
+    def reading(second: int) -> WireGuardSnapshot:
+        # Rates that change from one poll to the next, each peer's its own.
+        peers = tuple(template._replace(public_key=f"{index:043d}=", name=f"peer-{index}",
+                                        rx_bytes=1000 + second ** 2 * (index + 1) * 1024,
+                                        tx_bytes=2000 + second ** 2 * (index + 3) * 512)
+                      for index in range(60))
+        return snapshot._replace(interfaces=(server._replace(peers=peers),),
+                                 taken_at=float(CAPTURED_HANDSHAKE + second))
+
+    clock = float(CAPTURED_HANDSHAKE + 42)
+    expected = view.PeerRows()  # every row, as the table would have them all
+    for second in (0, 1, 2):
+        expected.observe(reading(second))
+    latest = reading(2)
+    want = {row.key: row.cells for row in expected.rows(latest.interfaces[0], {}, clock)}
+    last = f"{59:043d}="
+
+    current = {"second": 0}
+    app = app_reading(monkeypatch, lambda: reading(current["second"]))
+    monkeypatch.setattr("zsn.tui.panes.wireguard.now", lambda: clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_rows(pilot)
+        pane = app.query_one(WireGuardPane)
+        table = app.query_one("#wg-peers", LiveTable)
+        for second in (1, 2):
+            current["second"] = second
+            count = pane.snapshot_count
+            pane.poll(force=True)
+            await wait_until(pilot, lambda count=count: pane.snapshot_count > count,
+                             f"poll {second}")
+        on_screen = table.window_keys()
+        assert last not in on_screen
+        assert all(shown_row(table, key).cells == want[key] for key in on_screen)
+        assert shown_row(table, last).cells != want[last]  # not formatted while unseen
+
+        await pilot.press("end")
+        await pilot.pause()
+        assert shown_row(table, last).cells == want[last]
+        rate = cell_text(want[last][table.column_index("rx_rate")])
+        assert any(line.startswith("│ peer-59 ") and rate in line
+                   for line in screen_text(app)), rate
+
+        await pilot.press("home")
+        await pilot.pause()
+        unseen = f"{40:043d}="
+        assert unseen not in table.window_keys()
+        await pilot.press("slash", *"peer-40", "enter")
+        await wait_until(pilot, lambda: table.shown_keys == [unseen], "peer-40 found")
+        assert shown_row(table, unseen).cells == want[unseen]
+        await pilot.press("escape")
+
+        table.sort_by("rx_rate", reverse=True)
+        await pilot.pause()
+        assert {key: shown_row(table, key).cells for key in want} == want
+        assert table.shown_keys[0] == last

@@ -7,7 +7,7 @@ without a terminal. ``Row.data`` is the `InterfaceState` for an interface row, a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -195,12 +195,18 @@ class PeerRows:
     told what moved. An idle peer keeps its row object (an idle server formats
     nothing, and the table skips such rows without comparing them); a peer whose
     counters moved gets the cells that follow them (`counter_cells`) formatted as
-    shown, and keeps its cells as they are when those read the same."""
+    shown, and keeps its cells as they are when those read the same.
+
+    `rows(..., current=KEYS)` brings only those peers' rows up to date (the rows on
+    screen, while the table's order and filter do not depend on values): the others
+    keep the row they had (`stale` holds their keys) until they are asked for."""
 
     def __init__(self) -> None:
         self._tracker = RateTracker()
         self._rates: dict[tuple[str, str], Rates] = {}
         self._rows: dict[str, tuple[PeerState, Rates, tuple[str, ...], Row]] = {}
+        self.stale: set[str] = set()
+        """Keys of the rows last given as they were, not brought up to date."""
 
     def observe(self, snapshot: WireGuardSnapshot) -> None:
         """Take a snapshot's counters: every peer's rates since the last one."""
@@ -219,11 +225,32 @@ class PeerRows:
     def forget(self) -> None:
         """Another interface's peers are shown: nothing to reuse."""
         self._rows.clear()
+        self.stale.clear()
 
     def rows(self, interface: InterfaceState,
-             sessions: Mapping[tuple[str, str], PeerSession], clock: float) -> list[Row]:
-        shown = [self._row(interface, peer, sessions.get((interface.name, peer.public_key)),
-                           clock) for peer in interface.peers]
+             sessions: Mapping[tuple[str, str], PeerSession], clock: float,
+             current: Container[str] | None = None) -> list[Row]:
+        """Every peer's row; only those in `current` up to date, when it is given (a
+        peer seen for the first time is always)."""
+        if current is None:
+            self.stale.clear()
+            shown = [self._row(interface, peer, sessions.get((interface.name,
+                                                              peer.public_key)), clock)
+                     for peer in interface.peers]
+        else:
+            cached = self._rows
+            stale: set[str] = set()
+            shown = []
+            for peer in interface.peers:
+                key = peer.public_key
+                kept = cached.get(key) if key not in current else None
+                if kept is not None:
+                    shown.append(kept[3])
+                    stale.add(key)
+                else:
+                    shown.append(self._row(interface, peer,
+                                           sessions.get((interface.name, key)), clock))
+            self.stale = stale
         if len(self._rows) > len(shown):
             keys = {row.key for row in shown}
             self._rows = {key: kept for key, kept in self._rows.items() if key in keys}

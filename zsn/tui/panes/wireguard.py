@@ -89,8 +89,10 @@ in the config after them, by name). `enter` on a peer shows all of it.
         yield StatusLine()
         yield FindingsLine(id="wg-findings")
         yield LiveTable(view.INTERFACE_COLUMNS, id="wg-interfaces", title="Interfaces")
-        yield LiveTable(view.PEER_COLUMNS, id="wg-peers", title="Peers", zebra=True,
-                        empty_text="No peers.")
+        peers = LiveTable(view.PEER_COLUMNS, id="wg-peers", title="Peers", zebra=True,
+                          empty_text="No peers.")
+        peers.on_window_moved = self._peers_came_into_view
+        yield peers
         rules = LiveTable(view.RULE_COLUMNS, id="wg-rules", title="Access rules",
                           empty_text="No rules.")
         tests = LiveTable(view.TEST_COLUMNS, id="wg-tests", title="Tests",
@@ -173,8 +175,8 @@ in the config after them, by name). `enter` on a peer shows all of it.
         interface = self.selected_interface()
         name = interfaces.cursor_key
         if name != self._shown_interface:
-            table.clear()
             self._peers.forget()
+            table.clear()
             self._shown_interface = name
         title = "Peers"
         if name and interface is None:
@@ -183,8 +185,24 @@ in the config after them, by name). `enter` on a peer shows all of it.
             title = f"Peers of {name}" + ("" if interface.in_namespace else " (other netns)")
         table.set_title(title)
         sessions = self._snapshot.sessions if self._snapshot is not None else {}
-        table.update(self._peers.rows(interface, sessions, now()) if interface else [])
+        # Only the rows on screen are brought up to date each poll (200 peers whose
+        # rates move cost their formatting and the table's comparison every second);
+        # the others when they come into view, or all while the order or the filter
+        # depends on their values.
+        current = None if table.orders_by_value else set(table.window_keys())
+        table.update(self._peers.rows(interface, sessions, now(), current)
+                     if interface else [])
         self._refresh_details(interface)
+
+    def _peers_came_into_view(self) -> None:
+        """`LiveTable.on_window_moved` of the peers' table: rows kept as they were may be
+        drawn now."""
+        stale = self._peers.stale
+        if not stale or self._snapshot is None:
+            return
+        table = self.query_one("#wg-peers", LiveTable)
+        if table.orders_by_value or not stale.isdisjoint(table.window_keys()):
+            self._update_peers()
 
     def _refresh_details(self, interface: InterfaceState | None) -> None:
         screen = self.app.screen

@@ -20,6 +20,13 @@ Cells and titles are outside text (names, daemon replies): the table measures an
 draws them through `zsn.terminal.safe`, so no pane can forget to; `cell()` and the
 rows keep the text as given.
 
+A feeder whose rows are costly to keep current (200 peers whose rates move every
+second) may give fresh rows only for those on screen (`window_keys`) and the others
+as they were, while the order and the filter do not depend on values
+(`orders_by_value`): `on_window_moved` tells it when other rows come into view
+(scrolled to, resized), or the order or filter changed, so it updates them before
+they are drawn.
+
 Rows may form a tree: `Row.depth` indents the first cell under the row above it
 with a lower depth (bond -> members, pool -> vdevs), with guide lines.
 
@@ -33,7 +40,7 @@ it is announced once, so a new bond or network is never silently invisible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
@@ -273,6 +280,10 @@ class LiveTable(ScrollView, can_focus=True):
         """The pane's own words in the subtitle (after the filter and order)."""
         self.repaint_count = 0
         """Regions this table asked Textual to repaint (for tests and benchmarks)."""
+        self.on_window_moved: Callable[[], None] | None = None
+        """Called when other rows may be drawn now (see the module docstring)."""
+        self._updating = False
+        self._window_moved = False
 
     # -- public API --------------------------------------------------------------
     @property
@@ -293,6 +304,28 @@ class LiveTable(ScrollView, can_focus=True):
     def shown_keys(self) -> list[str]:
         """The keys of the rows shown, top to bottom."""
         return list(self._view)
+
+    @property
+    def orders_by_value(self) -> bool:
+        """Whether which rows are shown, and where, depends on their values (an order
+        by a column, a filter): then every row must be current."""
+        return self._sort is not None or bool(self._filter)
+
+    def window_keys(self) -> list[str]:
+        """The keys of the rows on screen now, and the cursor's."""
+        top = int(self.scroll_y)
+        keys = self._view[top:top + self._body_height()]
+        if self._cursor_key is not None and self._cursor_key not in keys:
+            keys.append(self._cursor_key)
+        return keys
+
+    def _tell_window_moved(self) -> None:
+        if self.on_window_moved is None:
+            return
+        if self._updating:
+            self._window_moved = True  # told once the update is done
+            return
+        self.on_window_moved()
 
     def get_row(self, key: str) -> Row | None:
         return self._rows.get(key)
@@ -348,6 +381,20 @@ class LiveTable(ScrollView, can_focus=True):
     def update(self, rows: Iterable[Row]) -> None:
         """Show `rows` (every row, in their natural order). Only cells whose text or
         tone changed are repainted; nothing is when nothing changed."""
+        if self._updating:
+            self._update(rows)
+            return
+        self._updating = True
+        self._window_moved = False
+        try:
+            self._update(rows)
+        finally:
+            self._updating = False
+        if self._window_moved:  # the update scrolled: rows it did not refresh came in
+            self._window_moved = False
+            self._tell_window_moved()
+
+    def _update(self, rows: Iterable[Row]) -> None:
         new_rows = list(rows)
         if self.reading:
             self.reading = False
@@ -448,6 +495,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._sort = None if column is None else (self.column_index(column), reverse)
         self._rebuild_view()
         self._repaint_all()
+        self._tell_window_moved()
 
     def set_filter(self, text: str) -> None:
         """Show only rows with `text` in any cell (case-insensitive); '' shows all."""
@@ -455,6 +503,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._filter = text
         self._rebuild_view()
         self._repaint_all()
+        self._tell_window_moved()
         if kept_before != bool(text):
             self.refresh_bindings()  # `esc` clears it: in the footer while it is kept
 
@@ -735,6 +784,12 @@ class LiveTable(ScrollView, can_focus=True):
     def _on_resize(self, event: events.Resize) -> None:
         self._lines.clear()
         self._scroll_to_cursor()
+        self._tell_window_moved()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if int(old_value) != int(new_value):
+            self._tell_window_moved()
 
     def _on_focus(self, event: events.Focus) -> None:
         self._lines.clear()
