@@ -13,16 +13,30 @@ Spans start where a widget asked for a repaint (`LiveTable` asks for a row's cha
 cells, which start and end on cell boundaries); a span that started inside a
 double-width character would have its left half replaced by a space, which is why
 `tight` keeps Textual's own update for a line with such a character before the span.
+
+What is rendered for it (`FrontCompositor`): Textual renders every widget under the
+changed region, whole (the screen and each container around a table, every line of
+each, through the app's colour filter), and then keeps, for each cell, the frontmost
+widget's; it never blends one widget with another. Once a widget covers the whole
+region, nothing behind it can show there: rendering stops at it. And the region is
+one box around every change of the frame: a peer's rates in one table and its
+interface's totals in another made one box over both, which only the screen covers.
+The changes are rendered in groups instead, one for each widget that covers them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from rich.cells import cell_len
 from rich.color import Color, ColorSystem
 from rich.console import Console, RenderableType
 from rich.control import Control
 from rich.style import Style
-from textual._compositor import ChopsUpdate  # Textual 8's partial update
+from textual._compositor import ChopsUpdate, Compositor  # Textual 8's partial update
+from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 
 
@@ -49,6 +63,80 @@ class CellUpdate(ChopsUpdate):
                     append(pen.write(text, style))
         append(pen.write("", None))
         return "".join(sequences)
+
+
+class FrontCompositor(Compositor):
+    """Textual's compositor, which renders for a region only the widgets that show in it."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        screen = self.size.region
+        regions = [region.intersection(screen) for region in self._dirty_regions]
+        self._dirty_regions.clear()
+        regions = [region for region in regions if region]
+        if not regions:
+            return None
+        spans = list(self._regions_to_spans(regions))
+        is_rendered_line = {y for y, _, _ in spans}.__contains__
+        covers: list[Region] = []
+        groups: list[list[Region]] = []
+        for region in regions:
+            for cover, group in zip(covers, groups, strict=True):
+                if cover.contains_region(region):
+                    group.append(region)
+                    break
+            else:
+                covers.append(self._cover(region))
+                groups.append([region])
+        chops: Sequence[Mapping[int, Strip | None]]
+        if len(groups) == 1:
+            chops = self._render_chops(Region.from_union(groups[0]), is_rendered_line)
+        else:
+            # Each group's chops are right where they overlap its box (every widget in
+            # front of the one that covers it was rendered); a change is only ever
+            # written from the chops it overlaps.
+            merged: list[dict[int, Strip | None]] = [
+                dict.fromkeys(cut_set[:-1]) for cut_set in self.cuts]
+            for group in groups:
+                crop = Region.from_union(group)
+                part = self._render_chops(crop, is_rendered_line)
+                left, right = crop.x, crop.right
+                for y in crop.line_range:
+                    if not is_rendered_line(y):
+                        continue
+                    line = merged[y]
+                    for (x, strip), end in zip(part[y].items(), self.cuts[y][1:],
+                                               strict=False):
+                        if strip is not None and x < right and end > left:
+                            line[x] = strip
+            chops = merged
+        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
+
+    def _cover(self, region: Region) -> Region:
+        """What the frontmost widget that holds all of `region` shows (the screen's
+        region if none does)."""
+        for widget_region, clip in self.visible_widgets.values():  # front to back
+            shown = widget_region.intersection(clip)
+            if shown.contains_region(region):
+                return shown
+        return self.size.region
+
+    def _get_renders(self, crop: Region | None = None) -> Iterator[tuple[Region, Region,
+                                                                          list[Strip]]]:
+        renders = super()._get_renders(crop)  # front to back, each rendered when taken
+        for render in renders:
+            yield render
+            region, clip, _ = render
+            if crop and region.intersection(clip).contains_region(crop):
+                return  # every cell of `crop` is this widget's or one in front of it
+
+
+class FrontScreen(Screen[Any]):
+    """A screen drawn by a `FrontCompositor`."""
+
+    def __init__(self, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name, id, classes)
+        self._compositor = FrontCompositor()
 
 
 class _Pen:

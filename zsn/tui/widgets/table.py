@@ -272,6 +272,9 @@ class LiveTable(ScrollView, can_focus=True):
         self._layout: ColumnLayout | None = None
         self._lines: dict[str, tuple[Row, int, bool, Strip]] = {}
         self._styles: dict[str, Style] = {}
+        self._base: Style | None = None
+        """`rich_style`, kept as `_styles` are (it walks every ancestor: a third of
+        drawing a changed row)."""
         self._cursor_key: str | None = None
         self._sort: tuple[int, bool] | None = None
         self._filter = ""
@@ -709,10 +712,9 @@ class LiveTable(ScrollView, can_focus=True):
     def _repaint_cells(self, y: int, columns: list[int], layout: ColumnLayout,
                        old: Row) -> None:
         """Repaint what changed of a row on line `y`: its cells `columns`, from `old`."""
-        width = self.scrollable_content_region.width
         if len(columns) == len(self.columns):  # its state: the padding's colours too
             self.repaint_count += 1
-            self.refresh(Region(0, y, width, 1))
+            self.refresh(Region(0, y, layout.width, 1))
             return
         # One region from the first changed character to the last: the terminal gets
         # the line once, not once per cell (each region is sent from the start of the
@@ -779,6 +781,7 @@ class LiveTable(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._base = None
         self._lines.clear()
 
     def _on_resize(self, event: events.Resize) -> None:
@@ -793,9 +796,11 @@ class LiveTable(ScrollView, can_focus=True):
 
     def _on_focus(self, event: events.Focus) -> None:
         self._lines.clear()
+        self._base = None
 
     def _on_blur(self, event: events.Blur) -> None:
         self._lines.clear()
+        self._base = None
         self._set_filtering(False)
 
     # -- drawing ---------------------------------------------------------------------
@@ -815,7 +820,9 @@ class LiveTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self._content_width()
         layout = self._current_layout()
-        base = self.rich_style
+        base = self._base
+        if base is None:
+            base = self._base = self.rich_style
         if layout is None:
             return Strip.blank(width, base)
         if y < HEADER_LINES:
