@@ -3,7 +3,11 @@
 same partial updates zsn's app sends (`zsn.tui.output.tight`), then writes the screen
 as the app itself knows it to OUT (`tests/tui/test_terminal_output.py` compares that
 with what tmux shows) and waits to be killed. ``still`` shows the last state at once
-(one whole frame, as Textual draws it), to compare colours with."""
+(one whole frame, as Textual draws it), to compare colours with.
+
+A second table above the first changes in the same frames (a peer's rates and its
+interface's totals): the ticking app is drawn by `zsn.tui.output.FrontScreen`, which
+renders each table's changes apart; the still one by Textual's own screen."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from rich.console import RenderableType
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 
-from zsn.tui.output import tight
+from zsn.tui.output import FrontScreen, tight
 from zsn.tui.widgets.table import LiveTable
 from zsn.view import Cell, Column, Row
 
@@ -37,19 +41,32 @@ def rows(tick: int) -> list[Row]:
             for n in range(12)]
 
 
+TOTAL_COLUMNS = (Column("name", "Interface", 1), Column("total", "Total", 2, align="right"))
+
+
+def totals(tick: int) -> list[Row]:
+    return [Row("wg0", ("wg0", Cell(f"{tick * 1234} B", "good")))]
+
+
 class TickingApp(App[None]):
     CSS_PATH = [str(STYLES)]
+    CSS = "#totals { height: 4; }"
 
     def __init__(self, out: Path, still: bool) -> None:
         super().__init__()
         self.out = out
         self.tick = TICKS if still else 0
 
+    def get_default_screen(self) -> Screen[Any]:
+        return Screen(id="_default") if self.tick else FrontScreen(id="_default")
+
     def compose(self) -> ComposeResult:
+        yield LiveTable(TOTAL_COLUMNS, id="totals", title="Totals")
         yield LiveTable(COLUMNS, id="table", title="Ticking")
 
     def on_mount(self) -> None:
-        table = self.query_one(LiveTable)
+        self.query_one("#totals", LiveTable).update(totals(self.tick))
+        table = self.query_one("#table", LiveTable)
         table.update(rows(self.tick))
         table.focus()  # a cursor row, in colours of its own
         self.set_interval(0.05, self._next)
@@ -57,7 +74,8 @@ class TickingApp(App[None]):
     def _next(self) -> None:
         self.tick += 1
         if self.tick <= TICKS:
-            self.query_one(LiveTable).update(rows(self.tick))
+            self.query_one("#totals", LiveTable).update(totals(self.tick))
+            self.query_one("#table", LiveTable).update(rows(self.tick))
         elif self.tick == TICKS + 10:  # drawn: write what is on the screen
             lines = [strip.text for strip in self.screen._compositor.render_strips()]
             self.out.write_text("\n".join(lines))

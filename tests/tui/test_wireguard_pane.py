@@ -480,6 +480,13 @@ async def test_filtering_peers_takes_the_letter_keys_and_the_footer_says_so(
         assert peers.filter_text == "bob"
 
 
+async def poll_once(pilot: Pilot[int], pane: WireGuardPane) -> None:
+    """A poll of the pane, shown."""
+    shown = pane.snapshot_count
+    pane.poll(force=True)
+    await wait_until(pilot, lambda: pane.snapshot_count > shown, "a poll shown")
+
+
 def app_reading(monkeypatch: pytest.MonkeyPatch,
                 read: Callable[[], WireGuardSnapshot]) -> ZsnApp:
     """An app whose WireGuard pane reads `read()` (and records no history)."""
@@ -607,10 +614,7 @@ async def test_a_peer_off_screen_is_current_when_scrolled_to_found_or_ordered(
         table = app.query_one("#wg-peers", LiveTable)
         for second in (1, 2):
             current["second"] = second
-            count = pane.snapshot_count
-            pane.poll(force=True)
-            await wait_until(pilot, lambda count=count: pane.snapshot_count > count,
-                             f"poll {second}")
+            await poll_once(pilot, pane)
         on_screen = table.window_keys()
         assert last not in on_screen
         assert all(shown_row(table, key).cells == want[key] for key in on_screen)
