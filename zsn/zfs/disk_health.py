@@ -8,6 +8,7 @@ shows (`health`: failing, warning, ok, or why there is nothing to judge).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 from zsn.zfs.disk_state import Growth
@@ -85,6 +86,13 @@ class DiskReading(NamedTuple):
     """By the disk's kernel name."""
     notes: tuple[str, ...] = ()
     taken_at: float = 0.0
+    verdicts: Mapping[str, Health] | None = None
+    """Each disk's `health` by kernel name, judged once where the reading is made (the
+    disk watch's thread), so a refresh that shows it judges nothing again."""
+
+    def health_of(self, report: DiskReport) -> Health:
+        found = self.verdicts.get(report.disk.name) if self.verdicts is not None else None
+        return found if found is not None else health(report)
 
     def of_leaf(self, leaf: str) -> list[DiskReport]:
         chain = self.map.leaves.get(leaf)

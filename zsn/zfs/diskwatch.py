@@ -26,7 +26,7 @@ from zsn.errors import CommandError, ZsnError
 from zsn.system import commands
 from zsn.system.host import Host
 from zsn.zfs import disk_state, disks, smart
-from zsn.zfs.disk_health import EMPTY, DiskReading, DiskReport
+from zsn.zfs.disk_health import EMPTY, DiskReading, DiskReport, health
 from zsn.zfs.disk_state import SmartRecords
 from zsn.zfs.disks import Disk
 from zsn.zfs.smart import Smart
@@ -133,7 +133,8 @@ class DiskReader:
                 notes.append(self._record_note)
             reports = {name: self._report(records, disk) for name, disk
                        in mapped.disks.items()}
-            return DiskReading(mapped, reports, tuple(notes), now)
+            verdicts = {name: health(report) for name, report in reports.items()}
+            return DiskReading(mapped, reports, tuple(notes), now, verdicts)
 
     @staticmethod
     def _due(records: SmartRecords, disk: Disk, now: float) -> bool:

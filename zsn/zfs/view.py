@@ -22,7 +22,7 @@ from zsn.format import (
     sparkline,
 )
 from zsn.view import Cell, Column, Row, row_of
-from zsn.zfs.disk_health import DiskReading, DiskReport, health
+from zsn.zfs.disk_health import DiskReading, DiskReport, Health, health
 from zsn.zfs.model import Dataset, IostatRow, Pool, Scan, Vdev
 from zsn.zfs.scrub_history import ScrubRun
 from zsn.zfs.scrub_history import trend as scrub_trend
@@ -360,9 +360,11 @@ LEVEL_ORDER = ("failing", "warning", "unreadable", "asleep", "unread", "ok", "no
 """From the worst: the level a leaf on several disks shows."""
 
 
-def leaf_health(reports: Sequence[DiskReport]) -> Cell:
-    """A leaf vdev's disk column: its worst disk's health in a word."""
-    judged = [health(report) for report in reports]
+def leaf_health(reports: Sequence[DiskReport], judged: Sequence[Health] | None = None) -> Cell:
+    """A leaf vdev's disk column: its worst disk's health in a word (`judged`: the
+    reports' health, judged already)."""
+    if judged is None:
+        judged = [health(report) for report in reports]
     if not judged:
         return Cell("")
     worst = min(judged, key=lambda found: LEVEL_ORDER.index(found.level))
@@ -392,8 +394,9 @@ def disk_column(pool: Pool, reading: DiskReading) -> dict[str, Cell]:
         if not vdev.is_leaf:
             continue
         reports = reading.of_leaf(vdev.name)
-        cells[vdev.name] = leaf_health(reports)
-        judged = [health(report).level for report in reports]
+        verdicts = [reading.health_of(report) for report in reports]
+        cells[vdev.name] = leaf_health(reports, verdicts)
+        judged = [verdict.level for verdict in verdicts]
         parent = vdev.parent
         while parent is not None:
             levels.setdefault(parent, []).extend(judged)

@@ -75,6 +75,8 @@ def test_smart_is_read_when_due_and_kept_between_runs(host: Host) -> None:
     assert all("--nocheck=standby" in call and "-d" in call for call in smartctl.calls)
     assert [health(report).level for report in first.of_leaf(LEAVES[0])] == ["ok"]
     assert first.reports["nvme0n1"].smart.serial == "ZLABNVME0"  # type: ignore[union-attr]
+    # judged once, in the reader (the disk watch's thread), not at every refresh
+    assert first.verdicts == {name: health(report) for name, report in first.reports.items()}
     # another zsn nine minutes later: the records answer, no disk is asked
     clock[0] = NOW + 540
     again = reader(host, smartctl, clock).read(LEAVES)
