@@ -36,6 +36,11 @@ amortised over the 10 minutes (points of one core).
 Run as root on the host (boots one guest under the lab's lock; ~15 minutes under TCG):
 
     .venv/bin/python bench/zfs_smart_idle.py [--rounds 3] [--seconds 45]
+
+``--refresh-path`` boots nothing: it times, in this process, what the SMART readings add
+to a refresh of the vdev tree (`zsn.zfs.view.vdev_rows` of the pane tests' tank with the
+real readings of tests/tui/test_zfs_disks.py, judged as the disk watch judges them,
+against no readings), per leaf and for 24 leaves at one refresh a second.
 """
 
 from __future__ import annotations
@@ -206,6 +211,41 @@ def in_guest(results: Path, rounds: int, seconds: float) -> None:
 
 
 # -- on the host ------------------------------------------------------------------------
+def refresh_path(calls: int = 2000, rounds: int = 7) -> None:
+    from tests.tui.test_zfs_disks import lab_disks
+    from tests.tui.test_zfs_pane import fixed_snapshot
+    from zsn.zfs import view
+    from zsn.zfs.disk_health import EMPTY, health
+
+    pool = fixed_snapshot("scrub-finished").pool("tank")
+    assert pool is not None
+    plain = lab_disks()
+    readings = {"judged by the watch": plain._replace(verdicts={
+        name: health(report) for name, report in plain.reports.items()}),
+        "judged at each refresh": plain, "no SMART": EMPTY}
+
+    def no_samples(name: str) -> list[int]:
+        return []
+
+    times: dict[str, list[float]] = {label: [] for label in readings}
+    for _ in range(rounds):  # interleaved: the box's load hits each alike
+        for label, reading in readings.items():
+            started = time.perf_counter()
+            for _ in range(calls):
+                view.vdev_rows(pool, {}, no_samples, no_samples, reading)
+            times[label].append((time.perf_counter() - started) / calls)
+    timed = {label: statistics.median(values) for label, values in times.items()}
+    leaves = sum(1 for vdev in pool.vdevs if vdev.is_leaf)
+    print(f"vdev tree of tank ({leaves} leaves), median of {rounds} x {calls} refreshes, "
+          f"interleaved; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for label in ("judged at each refresh", "judged by the watch"):
+        extra = (timed[label] - timed["no SMART"]) / leaves
+        print(f"  {label:24} {timed[label] * 1e6:7.1f} us ({timed['no SMART'] * 1e6:.1f} "
+              f"without SMART): {extra * 1e6:5.1f} us a leaf, 24 leaves at one refresh a "
+              f"second {extra * 24 * 100:.4f} points")
+
+
 SATA = 6
 """Disks on QEMU's AHCI controller (one PCI slot, six ports); the others NVMe (a PCI
 slot each: 24 of them and the lab's own devices would not fit one bus)."""
@@ -223,7 +263,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each mode")
     parser.add_argument("--seconds", type=float, default=45.0, help="idle window per round")
     parser.add_argument("--in-guest", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--refresh-path", action="store_true",
+                        help="only time what SMART adds to a refresh, here (no guest)")
     args = parser.parse_args()
+    if args.refresh_path:
+        refresh_path()
+        return 0
     if args.in_guest:
         in_guest(Path(args.in_guest), args.rounds, args.seconds)
         return 0
