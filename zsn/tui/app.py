@@ -308,6 +308,11 @@ class ZsnApp(App[int]):
 
 def run(host: Host, theme: str | None = None, refresh: float = 1.0,
         startup: Startup | None = None, **kwargs: Any) -> int:
+    terminal = _terminal_fd()  # before: a hung-up terminal is no longer a tty
     app = ZsnApp(host, theme=theme, refresh=refresh, startup=startup)
     app.run(**kwargs)
-    return EXIT_HANGUP if app.return_code == EXIT_HANGUP else 0
+    # Whoever saw the hang-up first, the 2 s check or a write that failed with EIO (which
+    # ends Textual with 1), it is a hang-up.
+    if app.return_code == EXIT_HANGUP or (terminal is not None and terminal_hung_up(terminal)):
+        return EXIT_HANGUP
+    return 0
