@@ -410,7 +410,9 @@ def test_a_rollback_that_meets_a_changed_state_says_what_is_left(fresh: SshLab) 
         session = lab.session(zsn_command("link", "create", "bridge", "zbr7", "--ports",
                                           f"{lab.uplink},{spare}", "--try", str(SECONDS)))
         try:
-            wait_for(lambda: _bridged(lab), 30, "the bridge")
+            # zsn has applied the change and noted the state it left (what a rollback
+            # compares with): on a busy machine the bridge shows before that note
+            wait_for(lambda: _bridged(lab) and lab.applied(), 30, "the bridge, applied")
             run(["ip", "-n", lab.server, "link", "del", spare])
             done = lab.wait_state(("rolled back", "rollback incomplete"), SECONDS + 20)
         finally:
