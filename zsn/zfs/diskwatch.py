@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from zsn.errors import CommandError, ZsnError
 from zsn.system import commands
 from zsn.system.host import Host
+from zsn.watch import Watch
 from zsn.zfs import disk_state, disks, smart
 from zsn.zfs.disk_health import EMPTY, DiskReading, DiskReport, health
 from zsn.zfs.disk_state import SmartRecords
@@ -178,54 +179,20 @@ def read_with_disks(host: Host, snapshot: ZfsSnapshot, facts: Facts) -> Facts:
     return with_disks(facts, DiskReader(host).read(leaf_paths(snapshot.pools)))
 
 
-class DiskWatch:
-    """`DiskReader` in a thread of its own: `want` names the leaves, `latest` gives the
-    last reading at once. The thread maps the disks every `MAP_EVERY` seconds (or as soon
-    as the leaves change) and reads SMART when due; it stops with `stop`."""
+class DiskWatch(Watch[tuple[str, ...], DiskReading]):
+    """`DiskReader` in a thread of its own (`zsn.watch.Watch`): `want` names the leaves,
+    `latest` gives the last reading at once. The thread maps the disks every `MAP_EVERY`
+    seconds (or as soon as the leaves change) and reads SMART when due; it stops with
+    `stop`."""
 
     def __init__(self, host: Host, *, reader: DiskReader | None = None,
                  smart_reads: bool = True, map_every: float = MAP_EVERY) -> None:
         self.reader = reader or DiskReader(host)
         self.smart_reads = smart_reads
-        self.map_every = map_every
-        self._leaves: tuple[str, ...] | None = None
-        self._latest = EMPTY
-        self._wake = threading.Event()
-        self._stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.error: str | None = None
+        super().__init__(self._read_leaves, EMPTY, every=map_every, name="zsn-disks")
 
     def want(self, leaves: Iterable[str]) -> None:
-        wanted = tuple(sorted(set(leaves)))
-        with self._lock:
-            changed = wanted != self._leaves
-            self._leaves = wanted
-            if self._thread is None and not self._stopped.is_set():
-                self._thread = threading.Thread(target=self._loop, daemon=True,
-                                                name="zsn-disks")
-                self._thread.start()
-        if changed:
-            self._wake.set()
+        super().want(tuple(sorted(set(leaves))))
 
-    def latest(self) -> DiskReading:
-        with self._lock:
-            return self._latest
-
-    def _loop(self) -> None:
-        while not self._stopped.is_set():
-            self._wake.clear()
-            with self._lock:
-                leaves = self._leaves or ()
-            try:
-                reading = self.reader.read(leaves, smart_reads=self.smart_reads)
-                error = None
-            except (OSError, ZsnError) as exc:
-                reading, error = self.latest(), str(exc)
-            with self._lock:
-                self._latest, self.error = reading, error
-            self._wake.wait(self.map_every)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._wake.set()
+    def _read_leaves(self, leaves: tuple[str, ...]) -> DiskReading:
+        return self.reader.read(leaves, smart_reads=self.smart_reads)

@@ -40,6 +40,7 @@ from zsn import decode
 from zsn.errors import CommandError, ZsnError
 from zsn.system import commands, files
 from zsn.system.host import Host
+from zsn.watch import Watch
 from zsn.zfs.model import Pool
 
 STATE_FILE = "/var/lib/zsn/zfs/scrubs.json"
@@ -397,58 +398,26 @@ def last_ends(pools: Iterable[Pool]) -> tuple[tuple[str, float | None], ...]:
                  for pool in pools)
 
 
-class ScrubWatch:
-    """`ScrubReader` in a thread of its own: `want` names the pools, `latest` gives the
-    last reading at once. The thread reads the pools' histories when the pools or their
-    last scans' ends change (nothing new can be in a history otherwise), and zsn's
-    record alone every `every` seconds (another zsn may have added to it)."""
+class ScrubWatch(Watch[tuple[Pool, ...], ScrubHistory]):
+    """`ScrubReader` in a thread of its own (`zsn.watch.Watch`): `want` names the pools,
+    `latest` gives the last reading at once. The thread reads the pools' histories when
+    the pools or their last scans' ends change (nothing new can be in a history
+    otherwise), and zsn's record alone every `every` seconds (another zsn may have added
+    to it)."""
 
     def __init__(self, host: Host, *, reader: ScrubReader | None = None,
                  every: float = 600.0) -> None:
         self.reader = reader or ScrubReader(host)
-        self.every = every
-        self._pools: tuple[Pool, ...] = ()
-        self._key: object = None
-        self._latest = EMPTY
-        self._wake = threading.Event()
-        self._stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.error: str | None = None
+        self._history_read_for: object = None
+        super().__init__(self._read_pools, EMPTY, every=every, name="zsn-scrubs",
+                         key=last_ends)
 
     def want(self, pools: Sequence[Pool]) -> None:
-        key = last_ends(pools)
         self.reader.watch_running(pools)
-        with self._lock:
-            changed = key != self._key
-            self._pools, self._key = tuple(pools), key
-            if self._thread is None and not self._stopped.is_set():
-                self._thread = threading.Thread(target=self._loop, daemon=True,
-                                                name="zsn-scrubs")
-                self._thread.start()
-        if changed:
-            self._wake.set()
+        super().want(tuple(pools))
 
-    def latest(self) -> ScrubHistory:
-        with self._lock:
-            return self._latest
-
-    def _loop(self) -> None:
-        read_key: object = None
-        while not self._stopped.is_set():
-            self._wake.clear()
-            with self._lock:
-                pools, key = self._pools, self._key
-            try:
-                reading, error = self.reader.read(pools, history=key != read_key), None
-                read_key = key
-            except (OSError, ZsnError) as exc:
-                reading, error = self.latest(), str(exc)
-            with self._lock:
-                self._latest, self.error = reading, error
-            self._wake.wait(self.every)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._wake.set()
-
+    def _read_pools(self, pools: tuple[Pool, ...]) -> ScrubHistory:
+        key = last_ends(pools)
+        reading = self.reader.read(pools, history=key != self._history_read_for)
+        self._history_read_for = key
+        return reading
