@@ -25,10 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from zsn.errors import CommandError, ParseError, ZsnError
+from zsn.errors import CommandError, ParseError, ValidationError, ZsnError
 from zsn.system import commands, files
 from zsn.system.host import Host
-from zsn.zfs.names import DATASET_COLUMNS, POOL_COLUMNS
+from zsn.zfs.names import DATASET_COLUMNS, POOL_COLUMNS, validate_pool_name
 
 if TYPE_CHECKING:
     from zsn.zfs.facts import Facts
@@ -197,6 +197,22 @@ def read_zfs(host: Host, *, datasets: bool = True, runner: Runner = _run,
     """Pools (health, sizes, vdev tree, scan) and, with `datasets`, every filesystem and
     volume: a snapshot that says why whatever is missing is missing."""
     return read_with(host, {}, datasets=datasets, runner=runner, clock=clock)[0]
+
+
+def read_pools(host: Host, pool: str | None) -> tuple[ZfsSnapshot, list[Pool]]:
+    """The pools a command about pools is asked for (`pool`, or all when None), read
+    now: `pool` checked first, and an unavailable ZFS or an unread pool list refused."""
+    if pool is not None:
+        validate_pool_name(pool)
+    snapshot = read_zfs(host, datasets=False)
+    if snapshot.unavailable:
+        raise ZsnError(f"ZFS is not available: {snapshot.unavailable}")
+    if snapshot.errors and not snapshot.pools:
+        raise ZsnError("; ".join(snapshot.errors))
+    if pool is not None and snapshot.pool(pool) is None:
+        known = ", ".join(p.name for p in snapshot.pools) or "none"
+        raise ValidationError(f"no pool named {pool!r} (pools: {known})")
+    return snapshot, [p for p in snapshot.pools if pool is None or p.name == pool]
 
 
 def read_with(host: Host, extra: Callable[[str], Mapping[str, Sequence[str]]] | dict[str, Any],

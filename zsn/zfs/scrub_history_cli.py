@@ -6,30 +6,19 @@ import json
 import sys
 import time
 
-from zsn.errors import EXIT_OK, ValidationError, ZsnError
+from zsn.errors import EXIT_OK
 from zsn.format import human_bytes, human_duration, human_rate
 from zsn.headless import print_table
 from zsn.system.host import Host
 from zsn.terminal import safe
-from zsn.zfs.live import read_zfs
-from zsn.zfs.names import validate_pool_name
+from zsn.zfs.live import read_pools
 from zsn.zfs.scrub_history import ScrubReader
 from zsn.zfs.scrub_history_export import entries
 from zsn.zfs.view import scrub_summary
 
 
 def show_scrubs(host: Host, pool: str | None, as_json: bool) -> int:
-    if pool is not None:
-        validate_pool_name(pool)
-    snapshot = read_zfs(host, datasets=False)
-    if snapshot.unavailable:
-        raise ZsnError(f"ZFS is not available: {snapshot.unavailable}")
-    if snapshot.errors and not snapshot.pools:
-        raise ZsnError("; ".join(snapshot.errors))
-    if pool is not None and snapshot.pool(pool) is None:
-        known = ", ".join(p.name for p in snapshot.pools) or "none"
-        raise ValidationError(f"no pool named {pool!r} (pools: {known})")
-    pools = [p for p in snapshot.pools if pool is None or p.name == pool]
+    snapshot, pools = read_pools(host, pool)
     history = ScrubReader(host).read(pools)
     for note in (*snapshot.errors, *history.notes):
         print(f"zsn zfs scrubs: {note}", file=sys.stderr)
