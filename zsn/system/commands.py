@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 import selectors
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from zsn.errors import CommandError
 from zsn.system.limits import ByteBudget, Deadline, MiB
@@ -48,6 +50,21 @@ class CommandResult:
         """What the program said first (stderr, else stdout), as an error may quote it:
         one line, escaped, capped (`zsn.terminal.one_line`)."""
         return one_line(self.stderr or self.stdout) or f"exit status {self.returncode}"
+
+
+def hand_over(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> NoReturn:
+    """Replace this process with `argv` (a service's command handing its work to the
+    program that does it: systemd then watches that program, its exit status is the
+    unit's, and stopping the unit stops it). `env` as for `spawn`; what was printed is
+    flushed first."""
+    if isinstance(argv, str):
+        raise TypeError("argv must be a sequence of arguments, not a string")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(argv[0], list(argv), {**os.environ, **(env or {})})
+    except OSError as exc:
+        raise CommandError(f"{argv[0]}: {exc.strerror or exc}") from None
 
 
 def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None,

@@ -7,17 +7,25 @@ zsn's drop-in ``zsn.conf`` beside the instance (``OnCalendar=`` emptied, then th
 no random delay); without a time the instance runs as OpenZFS ships it. Where Debian's
 cron job would scrub (trim) the same pool, the plan sets the pool's opt-out property
 (`zsn.zfs.scrubs.CRON_PROPERTY`) to ``disable``: the cron job then skips it.
+
+zsn's own units (where OpenZFS ships none) run ``zsn zfs KIND schedule POOL --run``
+(`run_scheduled`), which does what OpenZFS's ``zfs-KIND@.service`` does: a scrub (trim)
+already under way is waited for (``zpool wait -t KIND``), not started again, so the run
+succeeds when it ends instead of failing on zpool's "currently scrubbing"; else
+``zpool KIND -w POOL``. It hands the process over to zpool (no shell: the pool is one
+argv word), so stopping the unit stops the wait or the run.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
 from zsn.errors import ValidationError, ZsnError, about_input
 from zsn.formats.unitfile import UnitFile
 from zsn.plan import FileEdit, LiveStep, Plan, Step
-from zsn.system import files
+from zsn.system import commands, files
 from zsn.system.host import Host
 from zsn.zfs import timers
 from zsn.zfs.actions import shown
@@ -145,17 +153,17 @@ def change_steps(host: Host, schedules: Schedules, change: Change,
             host, unit, f"{folder}/zfs-{change.kind}-{change.every}ly@.timer")
         steps += enabling
     else:
-        zpool = require_program("zpool")
         slot = change.effective
         spec = timers.TimerSpec(zsn_unit_name(change.kind, pool),
                                 f"zsn: {change.kind} pool {pool}",
-                                (zpool, change.kind, "-w", pool), slot.calendar, slot.delay,
-                                command=command, network=False)
+                                timers.zsn_argv("zfs", change.kind, "schedule", pool, "--run"),
+                                slot.calendar, slot.delay, command=command, network=False)
         steps += _removals(host, schedules, pool, change.kind, spec.timer)
         made, notes = timers.timer_steps(host, spec)
         steps += made
         notes = [*notes, f"OpenZFS here ships no zfs-{change.kind}@.service: zsn's "
-                         f"{spec.timer} runs zpool {change.kind} -w {pool}"]
+                         f"{spec.timer} runs zpool {change.kind} -w {pool} (or waits for "
+                         f"the {change.kind} under way), as OpenZFS's would"]
     opt_out, said = _property_step(schedules, change)
     return steps + opt_out, notes + said
 
@@ -275,3 +283,44 @@ def plan_stagger(host: Host, kind: Kind, every: str | None,
                                  "free slot was left (fewer pools per controller, or a "
                                  "weekly period, leaves more)")
     return plan, placed
+
+
+def under_way(kind: Kind, status_text: str) -> bool:
+    """Whether `zpool status POOL` says a `kind` runs on the pool: what OpenZFS's
+    ``zfs-KIND@.service`` looks for (``scrub in progress`` on the scan line, a vdev
+    ``(trimming)``). A paused scrub is not under way: ``zpool scrub`` resumes it."""
+    lines = status_text.splitlines()
+    if kind == "scrub":
+        return any(line.strip().startswith("scan: scrub in progress") for line in lines)
+    return any(len(line.split()) > 1 and line.rstrip().endswith("(trimming)")
+               for line in lines)
+
+
+def scheduled_argv(zpool: str, kind: Kind, pool: str,
+                   status_text: str | None) -> tuple[list[str], str]:
+    """What a scheduled run of `kind` on `pool` runs, given its `zpool status` (None: not
+    read; zpool then says what is wrong), and a line saying why."""
+    if status_text is not None and under_way(kind, status_text):
+        return [zpool, "wait", "-t", kind, pool], (
+            f"a {kind} is already running on {pool}: waiting for it to end, not starting "
+            "another")
+    return [zpool, kind, "-w", pool], f"{kind} of {pool}: started, waiting for it to end"
+
+
+def run_scheduled(host: Host, kind: Kind, pool: str, dry_run: bool = False) -> int:
+    """``zsn zfs KIND schedule POOL --run``: what zsn's timer runs (see the module's
+    docstring); hands the process over to zpool unless `dry_run`."""
+    validate_pool_name(pool)
+    if not host.is_live:
+        raise ValidationError(f"--run {kind}s a pool of the live system, not under --root")
+    zpool = require_program("zpool")
+    try:
+        result = run_zfs_command([zpool, "status", pool], timeout=ACTION_TIMEOUT)
+        status_text = result.stdout if result.ok else None
+    except ZsnError:
+        status_text = None
+    argv, why = scheduled_argv(zpool, kind, pool, status_text)
+    print(f"zsn zfs {kind} schedule: {why}: {shown(argv)}", file=sys.stderr)
+    if dry_run:
+        return 0
+    commands.hand_over(argv, env={"LC_ALL": "C"})

@@ -17,7 +17,13 @@ from zsn.headless import apply_or_show, print_table
 from zsn.system.host import Host
 from zsn.terminal import safe
 from zsn.zfs.export import schedules_to_dict
-from zsn.zfs.scrub_actions import plan_off, plan_schedule, plan_stagger, read_state
+from zsn.zfs.scrub_actions import (
+    plan_off,
+    plan_schedule,
+    plan_stagger,
+    read_state,
+    run_scheduled,
+)
 from zsn.zfs.scrubs import (
     CRON_PROPERTY,
     PAST,
@@ -30,7 +36,7 @@ from zsn.zfs.scrubs import (
 )
 
 SCHEDULE = "schedule"
-OPTIONS = ("every", "at", "stagger", "off", "json")
+OPTIONS = ("every", "at", "stagger", "off", "json", "run")
 
 
 def add_schedule_arguments(parser: argparse.ArgumentParser, kind: Kind) -> None:
@@ -49,6 +55,10 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, kind: Kind) -> None:
                         help=f"schedule: remove the pool's {kind} timer")
     parser.add_argument("--json", action="store_true",
                         help="schedule: print the schedules as JSON")
+    parser.add_argument("--run", action="store_true",
+                        help=f"schedule: {kind} the pool now as its timer does (what zsn's "
+                             f"own timer runs): a {kind} already under way is waited for, "
+                             "not failed")
 
 
 def _given(args: argparse.Namespace) -> list[str]:
@@ -65,6 +75,11 @@ def refuse_schedule_options(args: argparse.Namespace, kind: Kind) -> None:
 
 def run_schedule(args: argparse.Namespace, host: Host, kind: Kind) -> int:
     pool = args.scheduled
+    if args.run:
+        if pool is None or args.every or args.at or args.off or args.stagger or args.json:
+            raise ValidationError(f"--run takes a POOL and nothing else but --dry-run: zsn zfs "
+                                  f"{kind} schedule POOL --run")
+        return run_scheduled(host, kind, pool, args.dry_run)
     if args.stagger:
         if pool is not None or args.at or args.off:
             raise ValidationError("--stagger places every pool: no POOL, --at or --off")

@@ -27,7 +27,7 @@ from zsn.zfs.disks import Disk, DiskMap, LeafChain
 from zsn.zfs.export import schedules_to_dict
 from zsn.zfs.facts import Facts
 from zsn.zfs.model import ZfsSnapshot
-from zsn.zfs.scrub_actions import plan_off, plan_schedule, plan_stagger
+from zsn.zfs.scrub_actions import plan_off, plan_schedule, plan_stagger, scheduled_argv
 from zsn.zfs.scrubs import (
     Kind,
     Schedules,
@@ -277,11 +277,14 @@ def test_without_openzfs_units_zsn_writes_its_own_that_systemd_accepts(
     host = Host.at(str(tmp_path))
     zpool = shutil.which("true") or "/bin/true"  # verify wants ExecStart's program to exist
     monkeypatch.setattr("zsn.zfs.scrub_actions.require_program", lambda name: zpool)
-    plan_schedule(host, "trim", "rpool", "week", "Sat 03:00", _state(tmp_path)).apply()
+    plan = plan_schedule(host, "trim", "rpool", "week", "Sat 03:00", _state(tmp_path))
+    assert any("or waits for the trim under way" in note for note in plan.notes)
+    plan.apply()
     unit = tmp_path / "etc/systemd/system"
     service = UnitFile((unit / "zsn-zfs-trim-rpool.service").read_text())
     timer = UnitFile((unit / "zsn-zfs-trim-rpool.timer").read_text())
-    assert service.get("Service", "ExecStart") == f"{zpool} trim -w rpool"
+    assert service.get("Service", "ExecStart") == \
+        f"{sys.executable} -m zsn zfs trim schedule rpool --run"
     assert service.get("Unit", "Wants") is None and service.get("Unit", "After") == "zfs.target"
     assert timer.get("Timer", "OnCalendar") == "Sat *-*-* 03:00:00"
     assert timer.get("Timer", "RandomizedDelaySec") == "0"
@@ -295,6 +298,57 @@ def test_without_openzfs_units_zsn_writes_its_own_that_systemd_accepts(
         plan_schedule(host, "trim", "wilbur", "week", None, _state(tmp_path))
     plan_off(host, "trim", "rpool", _state(tmp_path)).apply()
     assert read_timers(host) == [] and not (unit / "zsn-zfs-trim-rpool.timer").exists()
+
+
+# -- what a scheduled run runs ---------------------------------------------------------
+ZFS = FIXTURES / "zfs"
+SCRUBBING_AND_TRIMMING = (ZFS / "zpool-status-scrub-in-progress.0.8-2.1-format."
+                                "check_zpool_scrub.txt").read_text()
+
+
+@pytest.mark.parametrize("status,kind,argv", [
+    # a scrub (a trim) under way: waited for, as OpenZFS's zfs-scrub@.service does
+    (SCRUBBING_AND_TRIMMING, "scrub", ["/sbin/zpool", "wait", "-t", "scrub", "tank"]),
+    (SCRUBBING_AND_TRIMMING, "trim", ["/sbin/zpool", "wait", "-t", "trim", "tank"]),
+    ((ZFS / "zpool-status-scrub-in-progress.2.2plus-format.zpool-status-exporter.txt")
+     .read_text(), "scrub", ["/sbin/zpool", "wait", "-t", "scrub", "tank"]),
+    # none under way (a finished scrub, a resilver, no status read): started and waited for
+    ((ZFS / "zpool-status-two-pools-features.zpool-status-exporter.txt").read_text(),
+     "scrub", ["/sbin/zpool", "scrub", "-w", "tank"]),
+    ((ZFS / "zpool-status-two-pools-features.zpool-status-exporter.txt").read_text(),
+     "trim", ["/sbin/zpool", "trim", "-w", "tank"]),
+    ((ZFS / "zpool-status-resilver-healing-replacing-in-progress.openzfs-docs.txt")
+     .read_text(), "scrub", ["/sbin/zpool", "scrub", "-w", "tank"]),
+    (None, "scrub", ["/sbin/zpool", "scrub", "-w", "tank"]),
+])
+def test_a_scheduled_run_waits_for_one_under_way_instead_of_failing(
+        status: str | None, kind: Kind, argv: list[str]) -> None:
+    found, why = scheduled_argv("/sbin/zpool", kind, "tank", status)
+    assert found == argv
+    assert ("already running" in why) == (argv[1] == "wait")
+
+
+def test_the_timers_run_hands_over_to_zpool_and_succeeds_on_one_under_way(
+        fake_zfs: FakeZfs) -> None:
+    """``--run`` as zsn's service runs it (the live system, no --root): zpool status, then
+    the process is zpool's own (its exit status is the unit's)."""
+    fake_zfs.answer("zpool status tank", SCRUBBING_AND_TRIMMING)
+    fake_zfs.answer("zpool wait -t scrub tank")
+    fake_zfs.answer("zpool trim -w tank", stderr="cannot trim: no devices support it", rc=1)
+    ran = subprocess.run([sys.executable, "-m", "zsn", "zfs", "scrub", "schedule", "tank",
+                          "--run"], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert "a scrub is already running on tank: waiting for it to end" in ran.stderr
+    assert [call["argv"] for call in fake_zfs.calls()] == [
+        ["status", "tank"], ["wait", "-t", "scrub", "tank"]]
+    fake_zfs.answer("zpool status tank", (ZFS / "zpool-status-two-pools-features."
+                                          "zpool-status-exporter.txt").read_text())
+    ran = subprocess.run([sys.executable, "-m", "zsn", "zfs", "trim", "schedule", "tank",
+                          "--run"], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 1 and "cannot trim: no devices support it" in ran.stderr
+    assert fake_zfs.calls()[-1]["argv"] == ["trim", "-w", "tank"]
+    refused = zsn(fake_zfs, "zfs", "scrub", "schedule", "tank", "--run")
+    assert refused.returncode == 2 and "not under --root" in refused.stderr
 
 
 # -- the advisor and the export ------------------------------------------------------
@@ -342,6 +396,8 @@ def zsn(fake: FakeZfs, *args: str) -> subprocess.CompletedProcess[str]:
     (("trim", "full"), "invalid choice: 'full'"),
     (("scrub", "schedule", "--every", "week"), "name a pool"),
     (("scrub", "schedule", "full", "--stagger"), "--stagger places every pool"),
+    (("scrub", "schedule", "--run"), "--run takes a POOL and nothing else"),
+    (("trim", "schedule", "full", "--run", "--every", "week"), "--run takes a POOL"),
 ])
 def test_bad_command_lines_get_one_line_and_exit_2(fake_zfs: FakeZfs, args: tuple[str, ...],
                                                    message: str) -> None:
