@@ -492,7 +492,27 @@ def prometheus(data: dict[str, Any]) -> list[MetricFamily]:
             *transfer_metrics(data.get("transfers") or {}),
             *disk_metrics(data.get("disks") or []),
             *scrub_metrics(data.get("scrubs") or []),
+            *schedule_metrics(data.get("schedules")),
             *protection_metrics(data.get("protection") or {})]
+
+
+def schedule_metrics(schedules: dict[str, Any] | None) -> list[MetricFamily]:
+    """Per pool and kind (a trim only where the pool has a solid-state disk): how many
+    schedules run it (timers and the distribution's cron job) and when the next run is."""
+    runs = MetricFamily("zsn_zfs_schedules", "gauge",
+                        "Timers and cron jobs that scrub (trim) the pool: 0 none, 2 or more "
+                        "twice.")
+    next_run = MetricFamily("zsn_zfs_schedule_next_run_timestamp_seconds", "gauge",
+                            "Unix time of the pool's next scheduled scrub (trim) (absent: "
+                            "none within a year).")
+    for entry in (schedules or {}).get("pools", ()):
+        if not entry["applies"]:
+            continue
+        labels = {"pool": entry["pool"], "kind": entry["kind"]}
+        runs.add(labels, len(entry["timers"]) + int(entry["cron"]))
+        if entry["next_run"] is not None:
+            next_run.add(labels, entry["next_run"])
+    return [runs, next_run]
 
 
 def _add_space(pool: dict[str, Any], labels: dict[str, str], sizes: dict[str, MetricFamily],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zsn.errors import ValidationError, ZsnError, about_input
@@ -31,7 +32,7 @@ from zsn.zfs import timers
 from zsn.zfs.actions import shown
 from zsn.zfs.disks import read_map
 from zsn.zfs.live import read_zfs, require_program, run_zfs_command, zfs_stdout
-from zsn.zfs.model import ZfsSnapshot
+from zsn.zfs.model import Pool, ZfsSnapshot
 from zsn.zfs.names import validate_pool_name
 from zsn.zfs.scrubs import (
     CRON_PROPERTY,
@@ -63,8 +64,13 @@ def read_state(host: Host) -> tuple[ZfsSnapshot, Schedules]:
         raise ZsnError(f"ZFS is not available: {snapshot.unavailable}")
     if snapshot.errors and not snapshot.pools:
         raise ZsnError("; ".join(snapshot.errors))
-    disks = read_map(host, [leaf for pool in snapshot.pools for leaf in leaves_of(pool)])
-    return snapshot, read_schedules(host, snapshot.pools, disks, zfs_stdout)
+    return snapshot, schedules_of(host, snapshot.pools)
+
+
+def schedules_of(host: Host, pools: Sequence[Pool]) -> Schedules:
+    """The schedules of `pools` (their disks mapped from sysfs: which share hardware)."""
+    disks = read_map(host, [leaf for pool in pools for leaf in leaves_of(pool)])
+    return read_schedules(host, pools, disks, zfs_stdout)
 
 
 def _unit_word(pool: str) -> str:

@@ -790,3 +790,71 @@ def scrub_lines(pool: str, runs: Sequence[ScrubRun], now: float) -> list[str]:
         lines.append("  " + " · ".join(parts)
                      + f" ({human_duration(max(0.0, now - run.ended))} ago)")
     return lines
+
+
+# -- the scrub and trim schedules (w) ------------------------------------------------
+SCHEDULE_COLUMNS = (
+    Column("pool", "Pool", 0, truncate=True, help="each pool, once for its scrubs and once "
+                                                  "for its trims"),
+    Column("kind", "Kind", 0, help="scrub or trim (a trim only on solid-state disks)"),
+    Column("next", "Next", 1, help="the next run (and how long until it)"),
+    Column("note", "Note", 1, help="twice: more than one schedule runs it; clashes: it can "
+                                   "run at once with a pool on the same controller or disks"),
+    Column("when", "When", 2, help="when its timer (or the cron job) runs it, local time; "
+                                   "never: nothing does"),
+    Column("by", "By", 3, truncate=True, help="the timer unit, or the distribution's cron "
+                                              "job"),
+    Column("shares", "Shares disks with", 4, truncate=True,
+           help="the pools on the same controller or disks"),
+)
+
+
+def schedules_title(schedules: Mapping[str, Any]) -> str:
+    """The schedules table's title: whose units, and the cron job if there is one."""
+    units = schedules.get("units", {})
+    whose = ", ".join(f"{kind}: {'OpenZFS' if units.get(kind) == 'openzfs' else 'zsn'}"
+                      for kind in ("scrub", "trim"))
+    cron = schedules.get("cron")
+    return f"Schedules ({whose} units" + (f"; cron job {cron['path']})" if cron else ")")
+
+
+def schedule_rows(schedules: Mapping[str, Any], now: float) -> list[Row]:
+    """One row per pool and kind (`zsn.zfs.export.schedules_to_dict`'s ``pools``): what
+    runs it, when, the next run, and what is wrong (run twice or never, a clash)."""
+    cron = schedules.get("cron") or {}
+    clashes: dict[tuple[str, str], list[str]] = {}
+    for first, first_kind, second, second_kind in schedules.get("clashes", ()):
+        clashes.setdefault((first, first_kind), []).append(f"{second} {second_kind}")
+        clashes.setdefault((second, second_kind), []).append(f"{first} {first_kind}")
+    rows = []
+    for entry in schedules.get("pools", ()):
+        pool, kind = entry["pool"], entry["kind"]
+        by = [timer["unit"] for timer in entry["timers"]]
+        when = [timer["when"] or timer["calendar"] for timer in entry["timers"]]
+        if entry["cron"]:
+            by.append("cron")
+            when.append((cron.get(kind) or {}).get("when") or "?")
+        notes = ["twice"] if len(by) > 1 else []
+        if (pool, kind) in clashes:
+            notes.append("clashes with " + ", ".join(clashes[pool, kind]))
+        upcoming = entry["next_run"]
+        if not entry["applies"]:
+            shown_when = Cell("- (spinning disks)", "muted")
+        elif not by:
+            shown_when = Cell("never", "warn" if kind == "scrub" else "muted")
+        else:
+            brief = [text.split(" (+", 1)[0] for text in when]  # without the random delay
+            shown_when = Cell(" + ".join(when), short=brief[0] + (
+                f" +{len(brief) - 1}" if len(brief) > 1 else ""))
+        rows.append(row_of(f"{pool}\0{kind}", SCHEDULE_COLUMNS, {
+            "pool": Cell(pool, "bold"), "kind": Cell(kind),
+            "when": shown_when,
+            "next": Cell(time.strftime("%b %d %H:%M", time.localtime(upcoming))
+                         + f" (in {human_duration(max(0.0, upcoming - now))})",
+                         short=time.strftime("%b %d %H:%M", time.localtime(upcoming)))
+            if upcoming is not None else Cell("-"),
+            "note": Cell("; ".join(notes), "warn"),
+            "by": Cell(", ".join(by) or "-"),
+            "shares": Cell(", ".join(entry["shares_with"]) or "-")},
+            state="muted" if not entry["applies"] else ""))
+    return rows

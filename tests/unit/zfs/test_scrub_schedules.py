@@ -20,11 +20,13 @@ import pytest
 from tests.needs import needs_tools
 from tests.schema import SCHEMA_PATH, validator
 from tests.unit.zfs.conftest import FIXTURES, FakeZfs
+from zsn.exporter.prometheus import render
 from zsn.formats.unitfile import UnitFile
 from zsn.system.host import Host
+from zsn.view import Cell
 from zsn.zfs import lint
 from zsn.zfs.disks import Disk, DiskMap, LeafChain
-from zsn.zfs.export import schedules_to_dict
+from zsn.zfs.export import schedule_metrics, schedules_to_dict
 from zsn.zfs.facts import Facts
 from zsn.zfs.model import ZfsSnapshot
 from zsn.zfs.scrub_actions import plan_off, plan_schedule, plan_stagger, scheduled_argv
@@ -381,6 +383,27 @@ def test_the_advisor_names_pools_scrubbed_twice_or_never(tmp_path: Path) -> None
     # the cron job's 2nd Sunday of December comes before the timer's 1 January
     assert rpool["next_run"] == datetime(2026, 12, 13, 0, 24).timestamp()
     assert rpool["timers"][0]["next_run"] == datetime(2027, 1, 1, 0, 0).timestamp()
+    text = render(schedule_metrics(exported))
+    assert 'zsn_zfs_schedules{pool="rpool",kind="scrub"} 2' in text
+    assert 'zsn_zfs_schedules{pool="wilbur",kind="scrub"} 0' in text
+    assert 'zsn_zfs_schedule_next_run_timestamp_seconds{pool="rpool",kind="scrub"} ' \
+           f'{datetime(2026, 12, 13, 0, 24).timestamp()}' in text
+    assert 'zsn_zfs_schedule_next_run_timestamp_seconds{pool="wilbur"' not in text
+    assert 'kind="trim"} 0' in text and 'pool="wilbur",kind="trim"' not in text  # HDDs only
+    # the pane's view (w) of the same
+    from zsn.zfs.view import SCHEDULE_COLUMNS, schedule_rows
+
+    exported["clashes"] = [["rpool", "scrub", "wilbur", "trim"]]
+    keys = [column.key for column in SCHEDULE_COLUMNS]
+    shown = {row.key: dict(zip(keys, row.cells, strict=True))
+             for row in schedule_rows(exported, NOW)}
+    rpool_scrub = shown["rpool\0scrub"]
+    assert rpool_scrub["note"] == Cell("twice; clashes with wilbur trim", "warn")
+    assert rpool_scrub["by"] == Cell("zfs-scrub-monthly@rpool.timer, cron")
+    assert rpool_scrub["next"].text.startswith("Dec 13 00:24 (in 10d 08h)")
+    assert shown["wilbur\0scrub"]["when"] == Cell("never", "warn")
+    assert shown["wilbur\0trim"]["when"] == Cell("- (spinning disks)", "muted")
+    assert shown["wilbur\0trim"]["note"].text == "clashes with rpool scrub"
 
 
 # -- the command line ----------------------------------------------------------------

@@ -35,6 +35,7 @@ from zsn.tui.widgets.table import LiveTable
 from zsn.zfs import actions, snapshots, view
 from zsn.zfs.disk_health import EMPTY, DiskReading
 from zsn.zfs.diskwatch import DiskWatch
+from zsn.zfs.export import schedules_to_dict
 from zsn.zfs.facts import leaf_paths
 from zsn.zfs.live import (
     ZfsReader,
@@ -46,6 +47,7 @@ from zsn.zfs.model import Dataset, IostatRow, Pool, ZfsSnapshot
 from zsn.zfs.monitor import IostatMonitor, PoolIostat
 from zsn.zfs.protection import collect as collect_protection
 from zsn.zfs.protection import refreshed
+from zsn.zfs.scrub_actions import schedules_of
 from zsn.zfs.scrub_history import EMPTY as NO_SCRUBS
 from zsn.zfs.scrub_history import ScrubHistory, ScrubWatch
 from zsn.zfs.send import SendRequest
@@ -63,6 +65,9 @@ SNAPSHOTS_EVERY = 10.0
 PROTECTION_EVERY = 10.0
 """Seconds between two readings of the policies' snapshots and the jobs' bytes behind
 (the ages and a running transfer's progress follow every refresh)."""
+SCHEDULES_EVERY = 60.0
+"""Seconds between two readings of the schedules (unit files, the cron job, a zfs get)
+while they are shown (the time to the next run follows every refresh)."""
 
 VALUES = {
     "compression": ("lz4", "zstd", "gzip", "zle", "off"),
@@ -95,6 +100,9 @@ class ZfsView:
     (`zsn.zfs.protection`)."""
     scrubs: ScrubHistory = NO_SCRUBS
     """The pools' finished scrubs (read by `ScrubWatch` in its own thread)."""
+    schedules: dict[str, Any] | None = None
+    """The scrub and trim schedules (`zsn.zfs.export.schedules_to_dict`), while the
+    schedules view is shown."""
 
 
 class ZfsPane(LivePane[ZfsView]):
@@ -152,6 +160,12 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
 - `P` probes the highlighted transfer's pair: the source's read speed, zsn's pipe, SSH
   (with its cipher) and TCP to the target, the target's write speed, and which one
   limits the transfer.
+
+#### Schedules
+- `w` the scrub and trim schedules (`zsn zfs scrub schedule`): per pool and kind, when
+  its timer (or the distribution's cron job) runs it, the next run, and `twice`,
+  `never` or `clashes with` a pool on the same controller or disks (`zsn zfs scrub
+  schedule --stagger` spreads them).
 """
 
     # Most important first: the footer shows as many as fit.
@@ -171,6 +185,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         Binding("N", "take_snapshot", "Snapshot…", key_display="N"),
         Binding("P", "probe", "Probe", key_display="P"),
         Binding("K", "stop_transfer", "Stop send", key_display="K"),
+        Binding("w", "lower('schedules')", "Schedules"),
         Binding("r", "refresh_now", "Refresh", show=False),
     ]
 
@@ -194,6 +209,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self.scrubs = ScrubWatch(host)
         self._disk_text: list[str] | None = None
         self._protection = Every(PROTECTION_EVERY)
+        self._schedules = Every(SCHEDULES_EVERY)
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -211,6 +227,8 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
                                        "--keep hourly=24,daily=7).")
             yield LiveTable(view.TRANSFER_COLUMNS, id="zfs-transfers", title="Transfers",
                             empty_text="No transfers yet (S sends a dataset).")
+            yield LiveTable(view.SCHEDULE_COLUMNS, id="zfs-schedules", title="Schedules",
+                            empty_text="No pools to schedule.")
         yield DetailsBox("Disk", id="zfs-disk")
 
     # -- the iostat streams: only while shown --------------------------------------
@@ -263,6 +281,11 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             shown.protection = refreshed(
                 self._protection.get("protection", lambda: collect_protection(self.host)),
                 shown.transfers, now())
+        if self._lower == "schedules" and shown.snapshot.pools:
+            pools = shown.snapshot.pools
+            shown.schedules = self._schedules.get(
+                tuple(pool.name for pool in pools),
+                lambda: schedules_to_dict(schedules_of(self.host, pools), now()))
         dataset = self._snapshots_of
         if self._lower == "snapshots" and dataset is not None:
             shown.snapshots = (dataset, self._read_snapshots(dataset))
@@ -544,7 +567,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self._update_disk()
         self.query_one(f"#zfs-{which}", LiveTable).focus()
         self.state_changed()
-        if which in ("snapshots", "transfers", "policies"):
+        if which in ("snapshots", "transfers", "policies", "schedules"):
             self.poll(force=True)
 
     # -- snapshots and transfers -----------------------------------------------------
@@ -568,6 +591,10 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
             line, _ = view.last_run_line(protection, now())
             table.set_title(f"Policies: {line}")
             table.update(view.policy_rows(protection))
+        if current.schedules is not None:
+            table = self.query_one("#zfs-schedules", LiveTable)
+            table.set_title(view.schedules_title(current.schedules))
+            table.update(view.schedule_rows(current.schedules, now()))
         if current.snapshots is not None and current.snapshots[0] == self._snapshots_of:
             dataset, found = current.snapshots
             self.query_one("#zfs-snapshots", LiveTable).update(
@@ -672,6 +699,7 @@ Every change is shown as a plan first and applied on `y`. Nothing destroys data.
         self.reader.invalidate(datasets=True)
         self._snapshots = None
         self._protection = Every(PROTECTION_EVERY)
+        self._schedules = Every(SCHEDULES_EVERY)
 
     def action_scrub(self, verb: str) -> None:
         pool = self._need_pool()
