@@ -55,7 +55,7 @@ class CommandResult:
 def hand_over(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> NoReturn:
     """Replace this process with `argv` (a service's command handing its work to the
     program that does it: systemd then watches that program, its exit status is the
-    unit's, and stopping the unit stops it). `env` as for `spawn`; what was printed is
+    unit's, and stopping the unit signals it). `env` as for `spawn`; what was printed is
     flushed first."""
     if isinstance(argv, str):
         raise TypeError("argv must be a sequence of arguments, not a string")

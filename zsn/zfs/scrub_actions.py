@@ -13,7 +13,9 @@ zsn's own units (where OpenZFS ships none) run ``zsn zfs KIND schedule POOL --ru
 already under way is waited for (``zpool wait -t KIND``), not started again, so the run
 succeeds when it ends instead of failing on zpool's "currently scrubbing"; else
 ``zpool KIND -w POOL``. It hands the process over to zpool (no shell: the pool is one
-argv word), so stopping the unit stops the wait or the run.
+argv word), so the unit's status is zpool's. Stopping the unit ends zpool's wait; the
+scrub (trim) goes on in the pool (OpenZFS's unit pauses it then, with an ExecStop= that
+zsn's units do not have yet).
 """
 
 from __future__ import annotations
