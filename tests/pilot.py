@@ -40,6 +40,23 @@ async def wait_until(pilot: Any, predicate: Callable[[], object], what: str = "c
         await pilot.pause(0.02)
 
 
+async def settle(pilot: Any) -> None:
+    """Until no worker runs (an action, a plan) and no pane reads: what they started
+    (a plan applied, then the read after it) is shown."""
+    from zsn.tui.panes.base import LivePane
+
+    app = pilot.app
+    while True:
+        await app.workers.wait_for_complete()
+        reading = [pane for pane in app.query(LivePane) if pane.reading]
+        if not reading:
+            if not any(worker.is_running for worker in app.workers):
+                return
+            continue
+        for pane in reading:
+            await pane.reads_shown()
+
+
 async def wait_for_rows(pilot: Any, table: str = "#wg-peers") -> None:
     """Until the table shows the first poll's rows (and the screen has settled)."""
     rows = pilot.app.query_one(table)
@@ -87,7 +104,7 @@ def drawing_pending(app: App[Any]) -> bool:
 async def wait_until_quiet(pilot: Any) -> None:
     """Until start-up's deferred work is over and drawn: every pane made (a timer makes
     the panes not shown yet a second after start), WireGuard's first findings line
-    (a timer starts it), every worker ended and nothing waiting to be drawn. A test
+    (a timer starts it), every worker and read ended and nothing waiting to be drawn. A test
     of what a refresh writes then measures the refresh only, however slow the machine."""
     from zsn.tui.panes.base import LivePane
 
@@ -98,7 +115,7 @@ async def wait_until_quiet(pilot: Any) -> None:
     if panes:
         await wait_until(pilot, lambda: hasattr(panes.first(), "findings"),
                          "WireGuard's first findings line")
-    await app.workers.wait_for_complete()
+    await settle(pilot)
     await wait_until(pilot, lambda: not drawing_pending(app), "everything drawn")
 
 

@@ -3,14 +3,16 @@
 `Watch(read, empty, every=...)`: `want(wanted)` says what to read and starts the thread
 (a different `key(wanted)` than before wakes it at once); `latest()` gives the last
 reading without waiting (`empty` until the first); the thread reads again every `every`
-seconds or when woken (`wake()`), until `stop()`. A read that fails with `OSError` or
-`ZsnError` keeps the last reading and sets `error` (None again after a good one);
-`on_reading(reading, error)`, if given, is called in the thread after each read.
+seconds (None: never by itself) or when woken (`wake()`), until `stop()`. A read that
+fails with `OSError` or `ZsnError` keeps the last reading and sets `error` (None again
+after a good one); `on_reading(reading, error)`, if given, is called in the thread
+after each read.
 
 Used where a reading costs seconds or more and the caller polls for it: the disks and
 their SMART (`zsn.zfs.diskwatch.DiskWatch`), the pools' scrub histories
-(`zsn.zfs.scrub_history.ScrubWatch`). No Textual here: ``zsn serve`` and the panes
-share it.
+(`zsn.zfs.scrub_history.ScrubWatch`); and, woken by each poll (``every=None``), by every
+pane for its live reads (`zsn.tui.panes.base.LivePane.poll`). No Textual here: ``zsn
+serve`` and the panes share it.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ def _same(wanted: object) -> object:
 class Watch(Generic[Wanted, Reading]):
     """`read(wanted)` in a thread of its own; the module docstring has the details."""
 
-    def __init__(self, read: Callable[[Wanted], Reading], empty: Reading, *, every: float,
+    def __init__(self, read: Callable[[Wanted], Reading], empty: Reading, *,
+                 every: float | None,
                  name: str = "zsn-watch", key: Callable[[Wanted], object] = _same,
                  on_reading: Callable[[Reading, str | None], None] | None = None) -> None:
         self.every = every
-        """Seconds between two reads when nothing wakes the thread (read at each wait)."""
+        """Seconds between two reads when nothing wakes the thread (read at each wait);
+        None: it reads only when woken."""
         self.error: str | None = None
         """Why the last read failed (`latest` is then the reading before), or None."""
         self._read = read

@@ -11,7 +11,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tests.pilot import row_texts, screen_as, screen_text, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, screen_text, settle, wait_for_rows, wait_until
 from tests.tui.conftest import SnapCompare
 from tests.unit.links.conftest import LINK_FIXTURES, captured_snapshot
 from zsn.links import actions, bonding
@@ -248,7 +248,7 @@ async def test_mtu_key_plans_the_order_and_y_applies(links_app: ZsnApp,
         text = screen_as(links_app, PlanScreen).text
         assert text.index("lower rr0.10 MTU 9000 -> 1500") < text.index("lower rr0 MTU")
         await pilot.press("y")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         assert calls == [("rr0.10", {"mtu": 1500}), ("rr0", {"mtu": 1500})]
         assert any("Done: set rr0 MTU to 1500" in n.message for n in links_app._notifications)

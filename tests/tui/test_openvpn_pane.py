@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, RichLog
 
-from tests.pilot import row_texts, screen_as, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, settle, wait_for_rows, wait_until
 from tests.tui.conftest import SnapCompare
 from zsn.errors import ZsnError
 from zsn.format import human_rate
@@ -208,7 +208,7 @@ async def test_import_by_keyboard_writes_a_private_config(tmp_path: Path) -> Non
         assert "as openvpn-client@office" in screen_as(app, PlanScreen).plan_title
         assert "PRIVATE" not in screen_as(app, PlanScreen).text
         await pilot.press("y")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
     target = root / "etc/openvpn/client/office.conf"
     assert target.read_text() == profile.read_text()
@@ -294,7 +294,7 @@ async def test_hook_key_offers_route_all_and_keeps_the_current_choice(tmp_path: 
         await pilot.pause()
         assert isinstance(app.screen, PlanScreen)
         await pilot.press("y")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         return labels
 
@@ -332,7 +332,7 @@ async def test_rates_come_from_two_readings(monkeypatch: pytest.MonkeyPatch) -> 
         table = app.query_one("#ovpn-connections", LiveTable)
         assert table.cell("openvpn-client@office.service", "rx_rate") == "-"
         await pilot.press("r")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         assert table.cell("openvpn-client@office.service", "rx_rate") == human_rate(2048.0)
         assert table.cell("openvpn-client@office.service", "tx_rate") == human_rate(1024.0)
@@ -357,13 +357,13 @@ async def test_journal_shows_lines_and_a_read_error(ovpn_app: ZsnApp,
     async with ovpn_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         await pilot.press("l")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         log = ovpn_app.screen.query_one("#journal", RichLog)
         text = "\n".join(line.text for line in log.lines)
         assert "Exiting due to fatal error" in text and "DNS settings reverted" in text
         await pilot.press("r")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         text = "\n".join(line.text for line in log.lines)
         assert "Cannot read the journal: journalctl: not found" in text
@@ -409,7 +409,7 @@ async def test_connections_are_never_cut_and_an_idle_refresh_writes_nothing(
         output = TerminalOutput(ovpn_app)
         for _ in range(2):
             ovpn_app.query_one("#openvpn", OpenVpnPane).poll(force=True)
-            await pilot.app.workers.wait_for_complete()
+            await settle(pilot)
             await pilot.pause()
         assert output.bytes == 0
 
@@ -425,7 +425,7 @@ async def test_long_journal_lines_wrap_and_keep_every_word(ovpn_app: ZsnApp,
     async with ovpn_app.run_test(size=(80, 24)) as pilot:
         await open_tab(pilot)
         await pilot.press("l")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         shown = " ".join(" ".join(line.strip("│ ▁▔").split()) for line in screen_text(ovpn_app))
         assert message in shown  # every word, none cut at the right edge

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from tests.pilot import row_texts, shown_row, wait_for_rows, wait_until
+from tests.pilot import row_texts, settle, shown_row, wait_for_rows, wait_until
 from tests.tui.conftest import SnapCompare
 from zsn.system.host import Host
 from zsn.tui.app import PaneSwitcher, ZsnApp
@@ -213,7 +213,7 @@ async def test_an_unexpected_failure_in_an_action_is_shown_and_the_app_goes_on(
     async with fixed_app.run_test(size=(80, 24)) as pilot:
         await wait_for_rows(pilot)
         fixed_app.query_one("#wireguard", WireGuardPane).refresh_findings()
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         assert any("RuntimeError: lint exploded" in n.message for n in fixed_app._notifications)
         assert fixed_app.is_running
@@ -257,7 +257,7 @@ async def test_an_idle_refresh_with_unchanged_data_writes_nothing(fixed_app: Zsn
         pane = fixed_app.query_one("#wireguard", WireGuardPane)
         for _ in range(3):  # what the 1 s timer does, with the same snapshot
             pane.poll(force=True)
-            await pilot.app.workers.wait_for_complete()
+            await settle(pilot)
             await pilot.pause()
         assert output.bytes == 0, f"{output.updates} screen updates, {output.bytes} bytes"
 
@@ -342,7 +342,7 @@ async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
 
         async def poll() -> None:
             pane.poll(force=True)
-            await pilot.app.workers.wait_for_complete()
+            await settle(pilot)
             await pilot.pause()
 
         current[0] = without
@@ -386,10 +386,10 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
                 break
             await pilot.pause(0.02)
         await pilot.press("y")
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         fixed_app.query_one("#wireguard", WireGuardPane).poll(force=True)
-        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
         await pilot.pause()
         messages = [n.message for n in fixed_app._notifications]
         assert [m for m in messages if m.startswith("Done: bring zcapwg1 down")]
@@ -458,7 +458,7 @@ async def test_an_open_peer_stays_still_when_nothing_changed(fixed_app: ZsnApp) 
         output = TerminalOutput(fixed_app)
         for _ in range(2):
             fixed_app.query_one("#wireguard", WireGuardPane).poll(force=True)
-            await pilot.app.workers.wait_for_complete()
+            await settle(pilot)
             await pilot.pause()
         assert output.bytes == 0
 

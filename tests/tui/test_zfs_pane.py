@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, OptionList, Static
 
-from tests.pilot import row_texts, screen_as, screen_text, wait_for_rows, wait_until
+from tests.pilot import row_texts, screen_as, screen_text, settle, wait_for_rows, wait_until
 from tests.tui.conftest import SnapCompare
 from tests.unit.zfs.conftest import VM, read
 from zsn.lint import Finding
@@ -386,7 +386,7 @@ async def test_nothing_cut_at_80x24_and_an_idle_refresh_writes_nothing(zfs_app: 
         pane = zfs_app.query_one("#zfs", ZfsPane)
         for _ in range(2):
             pane.poll(force=True)
-            await pilot.app.workers.wait_for_complete()
+            await settle(pilot)
             await pilot.pause()
         assert output.bytes == 0
 
@@ -422,7 +422,8 @@ async def test_a_vanished_pool_stays_greyed_until_it_is_back(
             row[0] == "tank (gone)" for row in rows(app, "#zfs-pools")), "the greyed pool")
         table = app.query_one("#zfs-pools", LiveTable)
         assert table.get_row("tank").state == "gone"  # type: ignore[union-attr]
-        assert any("tank disappeared" in n.message for n in app._notifications)
+        await wait_until(pilot, lambda: any(
+            "tank disappeared" in n.message for n in app._notifications), "the notice")
         # the cursor is on it: no vdev tree of another pool, no actions on it
         assert table.cursor_key == "tank"
         assert app.query_one("#zfs-vdevs", LiveTable).row_count == 0

@@ -118,3 +118,20 @@ def test_stop_ends_the_thread_and_a_stopped_watch_never_starts(reads: Reads) -> 
     never.stop()
     never.want("tank")
     assert not never.running and never.latest() == ""
+
+
+
+def test_with_no_period_it_reads_when_woken(reads: Reads) -> None:
+    watch: Watch[str, str] = Watch(reads.read, "", every=None, on_reading=reads.on_reading)
+    try:
+        watch.want("wg0")
+        assert reads.asked.get(timeout=WAIT) == "wg0"
+        reads.answers.put("first")
+        assert reads.told.get(timeout=WAIT) == ("first of wg0", None)
+        assert reads.asked.empty()  # no period: it waits to be woken
+        watch.wake()
+        assert reads.asked.get(timeout=WAIT) == "wg0"
+        reads.answers.put("second")
+        assert reads.told.get(timeout=WAIT) == ("second of wg0", None)
+    finally:
+        watch.stop()

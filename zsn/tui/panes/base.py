@@ -1,13 +1,16 @@
 """`LivePane`: the base of every pane. How to build one (links, WLAN, ZFS ...):
 
-1. **Read** in `fetch()`: it runs in a worker thread (pyroute2's sync API, sockets,
-   D-Bus calls and commands must not block Textual's loop) and returns one frozen
+1. **Read** in `fetch()`: it runs in the pane's reader thread (one per pane, woken by
+   each poll: pyroute2's sync API, sockets, D-Bus calls and commands must not block
+   Textual's loop) and returns one frozen
    snapshot from the domain's core (`zsn/<domain>/live.py`), no Textual inside. A
-   stream (journal, `zpool iostat` lines) is read the same way: the worker keeps
+   stream (journal, `zpool iostat` lines) is read the same way: its thread keeps
    the latest state and `fetch()` returns it. A fetch that raises is shown in the
    status line and polling goes on, so the pane recovers when the daemon is back.
    Polling runs every ``refresh_seconds``, pauses while the pane is hidden behind
-   another tab, and never overlaps itself; `poll(force=True)` reads now. Name the
+   another tab, and never overlaps itself; `poll(force=True)` reads now (once more
+   after the read under way); `await reads_shown()` waits until what was asked is
+   shown (tests wait on it). Name the
    same reader in the domain's ``live=`` (`zsn.domains`): for the first pane, its
    first read then runs while Textual loads (`zsn.tui.startup`), and the first frame
    already has the rows. Otherwise the first read starts once the first frame is
@@ -71,8 +74,9 @@ Declare the pane in the domain's `DOMAIN.pane` (see `zsn.domains`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import threading
+import contextvars
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
@@ -81,6 +85,7 @@ from textual import events
 from textual.actions import parse as parse_action
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.timer import Timer
 
 from zsn.errors import SessionLinkError, ZsnError
@@ -91,6 +96,7 @@ from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
 from zsn.view import Cell, Row, cell_text
+from zsn.watch import Watch
 
 if TYPE_CHECKING:
     from zsn.plan import Plan
@@ -200,6 +206,16 @@ def failure_line(title: str, message: str) -> str:
     return first + tail
 
 
+class Read(Message, bubble=False):
+    """A read's result, from the pane's reader thread to the pane."""
+
+    def __init__(self, snapshot: Any = None, error: str | None = None) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.error = error
+        """Why the read failed (None: it did not)."""
+
+
 class LivePane(Vertical, Generic[SnapshotT]):
     PANE_HELP: ClassVar[str] = ""
     """Markdown for the help screen: what the pane shows and its markers. The
@@ -209,9 +225,14 @@ class LivePane(Vertical, Generic[SnapshotT]):
         super().__init__(**kwargs)
         self.host = host
         self.refresh_seconds = refresh_seconds
-        self._busy = threading.Event()
+        self._busy = False
+        """A read is asked for or under way, until it is shown (UI thread only)."""
         self._again = False
-        """A forced read was asked for during a read: it runs when that one ends."""
+        """A forced read was asked for during a read: it runs when that one is shown."""
+        self._reader: Watch[None, Read] | None = None
+        """The thread that reads (made by the first poll, stopped on unmount)."""
+        self._waiting: list[asyncio.Future[None]] = []
+        """`reads_shown` callers, told when the pane is idle."""
         self._footer_state: tuple[tuple[str, ...], tuple[NotNow | None, ...]] = ((), ())
         """What the footer was last drawn from (`state_changed`)."""
         self._timer: Timer | None = None
@@ -227,7 +248,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
 
     # -- to implement ----------------------------------------------------------
     def fetch(self) -> SnapshotT:
-        """Read the live state (worker thread). Return a frozen snapshot."""
+        """Read the live state (the pane's reader thread). Return a frozen snapshot."""
         raise NotImplementedError
 
     def show(self, snapshot: SnapshotT) -> None:
@@ -536,9 +557,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
             snapshot = first.take(0)
             if snapshot is not None:  # shown before the first frame is drawn
                 self._last_poll = time.monotonic()  # as fresh as a read started now
-                self.show(snapshot)
-                self.snapshot_count += 1
-                self.state_changed()
+                self._deliver(snapshot)
                 return
         # Once the first frame is drawn: the read's thread (imports, netlink) would
         # otherwise take turns with it for the interpreter.
@@ -564,43 +583,90 @@ class LivePane(Vertical, Generic[SnapshotT]):
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
 
     def poll(self, force: bool = False) -> None:
-        if self._busy.is_set():
+        """Read now (UI thread): the pane's reader thread reads and `show`s the result.
+        Not while hidden unless `force`; never two reads at once."""
+        if self._busy:
             # A read is under way, maybe begun before the change that asks for this
-            # one: read once more as soon as it ends, so the change shows at once.
+            # one: read once more as soon as it is shown, so the change shows at once.
             self._again = self._again or force
             return
         if not force and not self._is_shown():
             return
-        self._busy.set()
+        self._busy = True
         self._last_poll = time.monotonic()
-        self.run_worker(self._fetch_in_thread, thread=True, group=f"poll-{self.id}")
+        if self._reader is None:
+            # Its reads run in the app's context, as Textual's own workers do.
+            context = contextvars.copy_context()
+            self._reader = Watch(lambda _: context.run(self._read), Read(), every=None,
+                                 name=f"zsn-read-{self.id}", on_reading=self._read_done)
+            self._reader.want(None)  # starts the thread, which reads at once
+        else:
+            self._reader.wake()
 
-    def _fetch_in_thread(self) -> None:
+    @property
+    def reading(self) -> bool:
+        """A read is asked for or under way (until it is shown)."""
+        return self._busy
+
+    async def reads_shown(self) -> None:
+        """Until no read is under way or asked for: what the pane read last is shown
+        (tests wait on it). Returns at once when the pane is idle."""
+        if self._busy:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+            await waiter
+
+    def _read(self) -> Read:
+        """One read (the reader's thread): the first read's snapshot, else `fetch`;
+        whatever fails is the read's error (the watch's own catch never sees it)."""
         try:
             first, self.first_read = self.first_read, None
             snapshot = first.take(FIRST_READ_WAIT_SECONDS) if first is not None else None
             if snapshot is None:
                 snapshot = self.fetch()
         except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
-            message = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
-            self.app.call_from_thread(self._deliver_error, message)
-        else:
-            self.app.call_from_thread(self._deliver, snapshot)
-        finally:
-            self._busy.clear()
-            if self._again:
-                self._again = False
-                with contextlib.suppress(RuntimeError):  # the app is closing
-                    self.app.call_from_thread(self.poll, True)
+            return Read(error=f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc))
+        return Read(snapshot)
+
+    def _read_done(self, read: Read, _: str | None) -> None:
+        # From the reader's thread: the result is handled in the pane's turn, so the
+        # thread never waits for the UI (Textual's `call_from_thread` would).
+        with contextlib.suppress(RuntimeError):  # the app's loop is closed
+            self.post_message(read)
+
+    def on_read(self, read: Read) -> None:
+        read.stop()
+        self._busy = False
+        if self.is_mounted:
+            if read.error is None:
+                self._deliver(read.snapshot)
+            else:
+                self._deliver_error(read.error)
+        if self._again:
+            self._again = False
+            self.poll(force=True)
+        if not self._busy:
+            self._wake_waiting()
+
+    def on_unmount(self) -> None:
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
+        self._busy = False
+        self._wake_waiting()
+
+    def _wake_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _deliver(self, snapshot: SnapshotT) -> None:
-        if self.is_mounted:
-            self.show(snapshot)
-            self.snapshot_count += 1
-            self.state_changed()
+        self.show(snapshot)
+        self.snapshot_count += 1
+        self.state_changed()
 
     def _deliver_error(self, message: str) -> None:
-        if self.is_mounted:
-            self.set_status([f"Cannot read: {message}. Retrying every "
-                             f"{self.refresh_seconds:g} s."], severity="error")
+        self.set_status([f"Cannot read: {message}. Retrying every "
+                         f"{self.refresh_seconds:g} s."], severity="error")
 

@@ -86,7 +86,7 @@ SSH session runs over asks you to type its name first.
     def on_unmount(self) -> None:
         self._watch.close()
 
-    # -- data (worker thread) --------------------------------------------------------
+    # -- data (reader thread) --------------------------------------------------------
     def fetch(self) -> LinksView:
         return self._watch.read()
 
