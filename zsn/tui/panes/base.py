@@ -550,7 +550,10 @@ class LivePane(Vertical, Generic[SnapshotT]):
 
     # -- machinery -------------------------------------------------------------
     def on_mount(self) -> None:
-        self._timer = self.set_interval(self.refresh_seconds, self.poll)
+        # Paused while the pane is hidden (a pane not shown yet included): a hidden
+        # pane does not poll, and its timer need not wake the loop to be told so.
+        self._timer = self.set_interval(self.refresh_seconds, self.poll,
+                                        pause=not self._is_shown())
         first = self.first_read
         if first is not None and first.ready():
             self.first_read = None
@@ -572,12 +575,16 @@ class LivePane(Vertical, Generic[SnapshotT]):
         # Shown for the first time: read unless a read was started (or its rows came
         # with the app). Shown again after polling paused while it was hidden: read at
         # once rather than at the next tick, unless the last read is fresh.
+        if self._timer is not None:
+            self._timer.resume()
         if not self._last_poll or (self._hidden and time.monotonic() - self._last_poll
                                    > SHOWN_AGAIN_SECONDS):
             self.poll()
 
     def on_hide(self) -> None:
         self._hidden = True
+        if self._timer is not None:
+            self._timer.pause()
 
     def _is_shown(self) -> bool:
         return all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
