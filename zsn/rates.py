@@ -6,6 +6,19 @@ from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 
 
+def counter_rates(then: float, old: Sequence[int], when: float,
+                  values: Sequence[int]) -> tuple[float, ...] | None:
+    """Each counter's rate from the reading `old` at `then` to `values` at `when`;
+    None when a counter went down (a reset, a recreated device) or no time passed."""
+    elapsed = when - then
+    if values == old and elapsed > 0:  # idle: the common case on a big host
+        return (0.0,) * len(values)
+    if elapsed <= 0 or len(old) != len(values) or any(
+            new < before for new, before in zip(values, old, strict=True)):
+        return None
+    return tuple((new - before) / elapsed for new, before in zip(values, old, strict=True))
+
+
 @dataclass
 class CounterRates:
     """Per key, each counter's rate between the last two readings.
@@ -23,14 +36,7 @@ class CounterRates:
         self._last[key] = (when, values)
         if previous is None:
             return None
-        then, old = previous
-        elapsed = when - then
-        if values == old and elapsed > 0:  # idle: the common case on a big host
-            return (0.0,) * len(values)
-        if elapsed <= 0 or len(old) != len(values) or any(
-                new < before for new, before in zip(values, old, strict=True)):
-            return None
-        return tuple((new - before) / elapsed for new, before in zip(values, old, strict=True))
+        return counter_rates(*previous, when, values)
 
     def forget_except(self, keys: Collection[Hashable]) -> None:
         """Drop state for keys no longer present, so a big churn does not grow memory."""

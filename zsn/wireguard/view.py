@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from zsn.format import coarse_duration, human_bytes, human_rate, short_key
-from zsn.rates import RateTracker
+from zsn.rates import counter_rates
 from zsn.view import Cell, CellValue, Column, Row, rate_columns, row_of
 from zsn.wireguard.model import (
     InterfaceState,
@@ -189,6 +189,13 @@ def _moved(row: Row, cells: dict[str, CellValue],
     return tuple(new)
 
 
+class Counters(NamedTuple):
+    """A snapshot's peers by (interface, public key), for their rates."""
+
+    taken_at: float
+    peers: dict[tuple[str, str], PeerState]
+
+
 class PeerRows:
     """The peers' rows, poll after poll: each peer's rates from the change of its
     counters since the last snapshot, and each peer's row built once and then only
@@ -202,25 +209,39 @@ class PeerRows:
     keep the row they had (`stale` holds their keys) until they are asked for."""
 
     def __init__(self) -> None:
-        self._tracker = RateTracker()
+        self._readings: tuple[Counters | None, Counters | None] = (None, None)
+        """The counters of the snapshot before and of the last one."""
         self._rates: dict[tuple[str, str], Rates] = {}
+        """The rates asked for since the last snapshot."""
         self._rows: dict[str, tuple[PeerState, Rates, tuple[str, ...], Row]] = {}
         self.stale: set[str] = set()
         """Keys of the rows last given as they were, not brought up to date."""
 
     def observe(self, snapshot: WireGuardSnapshot) -> None:
-        """Take a snapshot's counters: every peer's rates since the last one."""
-        rates: dict[tuple[str, str], Rates] = {}
-        for interface in snapshot.interfaces:
-            for peer in interface.peers:
-                key = (interface.name, peer.public_key)
-                rates[key] = self._tracker.update(key, snapshot.taken_at, peer.rx_bytes,
-                                                  peer.tx_bytes)
-        self._rates = rates
-        self._tracker.forget_except(rates.keys())
+        """Take a snapshot's counters: a peer's rate is since the snapshot before,
+        worked out when asked for (the rows on screen, not every peer each poll)."""
+        peers = {(interface.name, peer.public_key): peer
+                 for interface in snapshot.interfaces for peer in interface.peers}
+        self._readings = (self._readings[1], Counters(snapshot.taken_at, peers))
+        self._rates = {}
 
     def rates(self, interface: str, public_key: str) -> Rates:
-        return self._rates.get((interface, public_key), NO_RATES)
+        key = (interface, public_key)
+        found = self._rates.get(key)
+        if found is None:
+            found = self._rates[key] = self._rates_of(key)
+        return found
+
+    def _rates_of(self, key: tuple[str, str]) -> Rates:
+        before, last = self._readings
+        if before is None or last is None:
+            return NO_RATES
+        old, new = before.peers.get(key), last.peers.get(key)
+        if old is None or new is None:
+            return NO_RATES
+        rates = counter_rates(before.taken_at, (old.rx_bytes, old.tx_bytes), last.taken_at,
+                              (new.rx_bytes, new.tx_bytes))
+        return NO_RATES if rates is None else (rates[0], rates[1])
 
     def forget(self) -> None:
         """Another interface's peers are shown: nothing to reuse."""
