@@ -15,6 +15,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -24,6 +26,7 @@ from zsn.domains import Domain, domains, load
 from zsn.system.host import Host
 from zsn.terminal import safe, safe_text
 from zsn.tui.commands import ZsnCommands
+from zsn.tui.driver import QuietDriver
 from zsn.tui.keys import KeySequencer
 from zsn.tui.notices import HeldNotices, Notice
 from zsn.tui.output import FrontScreen, tight
@@ -99,6 +102,12 @@ class ZsnApp(App[int]):
         *(Binding(str(number), f"show_pane_number({number})", show=False)
           for number in range(1, 10)),
     ]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's, or on Linux its driver with an input thread that sleeps while
+        nothing is typed (`zsn.tui.driver`)."""
+        driver = super().get_driver_class()
+        return QuietDriver if driver is LinuxDriver else driver
 
     def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0,
                  startup: Startup | None = None) -> None:
