@@ -291,12 +291,13 @@ def main() -> int:
     htop = [r for r in results if r.label.startswith("htop")]
     reference = sum(r.bytes_per_second for r in htop) / len(htop)
     print(f"\n{'idle, over the same seconds':42} {'bytes/s':>9} {'x htop':>7} {'CPU %':>7} "
-          f"{'RSS MiB':>8}")
+          f"{'RSS MiB':>8} {'main thread %':>14}")
     failures = []
     for result in results:
         ratio = result.bytes_per_second / reference if reference else float("inf")
         print(f"{result.label:42} {result.bytes_per_second:9.1f} {ratio:7.2f} "
-              f"{result.cpu_percent:7.2f} {result.rss_mib:8.1f}")
+              f"{result.cpu_percent:7.2f} {result.rss_mib:8.1f} "
+              f"{result.main_thread_percent:14.2f}")
         if not result.label.startswith("htop") and result.bytes_per_second > reference:
             failures.append(f"{result.label}: {result.bytes_per_second:.0f} B/s > htop's "
                             f"{reference:.0f} B/s")
