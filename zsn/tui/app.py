@@ -256,7 +256,10 @@ class ZsnApp(App[int]):
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         if self.host.is_superuser:
-            self.run_worker(self.tries.pick_up, thread=True, group="tries")
+            # After the first frame: its thread (the store's imports, a read of /run/zsn)
+            # would take turns with drawing it.
+            self.call_after_refresh(self.run_worker, self.tries.pick_up, thread=True,
+                                    group="tries")
         # A dropped session whose SIGHUP did not reach zsn (started by a program that
         # set it aside, or in a session of its own) would leave Textual's input thread
         # reading end-of-file in a loop at half a core, on the server, for ever.

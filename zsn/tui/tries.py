@@ -14,12 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zsn.errors import UnsafeStateError
 from zsn.system.host import Host
-from zsn.tries import store as records
-from zsn.tries.store import Change, Store
+
+if TYPE_CHECKING:
+    from zsn.tries.store import Change
 
 TRY_SECONDS = 60.0
 """How long a change the TUI tries waits to be kept."""
@@ -114,8 +115,10 @@ class Tries:
 
     def _watch_end(self, tried: PendingTry) -> None:
         """Past the deadline (worker thread): tell how the guardian ended it."""
+        from zsn.tries import store as records
+
         try:
-            change = Store(self.app.host).load(tried.change_id)
+            change = records.Store(self.app.host).load(tried.change_id)
         except Exception:  # noqa: BLE001 - the record may be gone: nothing to tell
             self.app.call_from_thread(self._ended, tried, None)
             return
@@ -130,6 +133,8 @@ class Tries:
         self.refresh()
         if change is None:
             return
+        from zsn.tries import store as records
+
         outcome = change.outcome
         left = outcome.get("left") or []
         if change.state == records.CONFIRMED:
@@ -181,9 +186,12 @@ class Tries:
             pane.run_in_thread(job, done, failed)
 
     def pick_up(self) -> None:
-        """At start-up (worker thread): a change still pending is shown as tried."""
+        """At start-up (worker thread, once the first frame is drawn): a change still
+        pending is shown as tried. The store is imported here, not before that frame."""
+        from zsn.tries import store as records
+
         try:
-            waiting = [c for c in Store(self.app.host).waiting()
+            waiting = [c for c in records.Store(self.app.host).waiting()
                        if c.state == records.PENDING]
         except UnsafeStateError as exc:  # the state rule: said once, with the fix
             self.app.call_from_thread(self._refused_store, str(exc))

@@ -89,7 +89,6 @@ from textual.message import Message
 from textual.timer import Timer
 
 from zsn.errors import SessionLinkError, ZsnError
-from zsn.plan import Planned, SessionPlan
 from zsn.system.host import Host
 from zsn.terminal import safe
 from zsn.tui.widgets.status import Severity, StatusLine
@@ -99,7 +98,7 @@ from zsn.view import Cell, Row, cell_text
 from zsn.watch import Watch
 
 if TYPE_CHECKING:
-    from zsn.plan import Plan
+    from zsn.plan import Plan, Planned, SessionPlan
     from zsn.tries.lifecycle import AppliedTry
     from zsn.tries.session import SessionPath
     from zsn.tui.startup import FirstRead
@@ -472,6 +471,8 @@ class LivePane(Vertical, Generic[SnapshotT]):
     def plan_in_dialog(build: SessionPlan) -> Planned:
         """For a form's build (its worker thread): the plan, or the SSH-link question
         for after the form closed; any other refusal keeps the form open."""
+        from zsn.plan import Planned  # not before the first frame: plans come with actions
+
         try:
             return Planned(build, build(None))
         except SessionLinkError as exc:
