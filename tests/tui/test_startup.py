@@ -37,6 +37,15 @@ def read_and_fail(host: Host) -> WireGuardSnapshot:
     raise RuntimeError("the daemon is not there")
 
 
+def read_big_server(host: Host) -> WireGuardSnapshot:
+    """The captured server with 500 peers: its real peer under other keys and names."""
+    snapshot = fixed_snapshot()
+    server = snapshot.interfaces[0]
+    peers = tuple(server.peers[0]._replace(public_key=f"{index:043d}=", name=f"peer-{index:03d}")
+                  for index in range(500))
+    return snapshot._replace(interfaces=(server._replace(peers=peers),))
+
+
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The pane's own reads (each returns the fixture), counted."""
@@ -70,6 +79,22 @@ async def test_the_first_frame_already_shows_the_rows(reads: list[int]) -> None:
         assert row_texts(app.query_one("#wg-peers", LiveTable))[0][0] == "alice-laptop"
         await pilot.pause(0.2)
     assert reads == []  # the pane did not read again for its first rows
+
+
+async def test_a_big_first_read_makes_the_rows_on_screen_first_then_the_others(
+        reads: list[int]) -> None:
+    first = arrived(FirstRead("tests.tui.test_startup:read_big_server", ROOT))
+    app = ZsnApp(ROOT, theme="zsn-night", refresh=3600, startup=Startup(first))
+    output = TerminalOutput(app)
+    async with app.run_test(size=(80, 24)) as pilot:
+        peers = app.query_one("#wg-peers", LiveTable)
+        await wait_until(pilot, lambda: peers.row_count == 500, "every peer's row")
+        assert "peer-000" in output.first_frame
+        assert [row[0] for row in row_texts(peers)][:3] == ["peer-000", "peer-001", "peer-002"]
+        await pilot.press("end")
+        await pilot.pause()
+        assert peers.cursor_key == f"{499:043d}="
+    assert reads == []
 
 
 async def test_a_first_read_still_running_is_waited_for_not_repeated(reads: list[int]) -> None:

@@ -250,14 +250,16 @@ class PeerRows:
 
     def rows(self, interface: InterfaceState,
              sessions: Mapping[tuple[str, str], PeerSession], clock: float,
-             current: Container[str] | None = None) -> list[Row]:
+             current: Container[str] | None = None, first: int | None = None) -> list[Row]:
         """Every peer's row; only those in `current` up to date, when it is given (a
-        peer seen for the first time is always)."""
+        peer seen for the first time is always). `first`: the first so many peers'
+        rows only (a table not drawn yet: the lines a screen can show)."""
         if current is None:
             self.stale.clear()
+            peers = interface.peers if first is None else interface.peers[:first]
             shown = [self._row(interface, peer, sessions.get((interface.name,
                                                               peer.public_key)), clock)
-                     for peer in interface.peers]
+                     for peer in peers]
         else:
             cached = self._rows
             stale: set[str] = set()
