@@ -112,6 +112,11 @@ def main() -> int:
             Case("zsn --root EMPTY", [python, "-m", "zsn", "--root", empty_root],
                  {"first frame": first_frame, "pane polled": shows("No WireGuard interfaces")}),
         ]
+        if args.against:
+            cases.append(Case(f"zsn from {args.against} --root EMPTY",
+                              _lab.zsn_from(args.against, "--root", empty_root),
+                              {"first frame": first_frame,
+                               "pane polled": shows("No WireGuard interfaces")}))
         if args.no_live:
             run_phase("no live interface", cases, args.runs)
             return 0
