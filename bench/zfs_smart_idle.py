@@ -136,12 +136,25 @@ def tree_cpu(pid: int) -> tuple[float, float]:
     return total, own
 
 
+def thread_cpu(pid: int, tid_file: Path) -> float | None:
+    """CPU seconds of zsn's disk watch thread (its native id written by _smart_probe.py),
+    from the scheduler's own nanosecond count."""
+    try:
+        tid = int(tid_file.read_text())
+        return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
 def one_round(smart: bool, seconds: float) -> dict[str, Any]:
     import _lab
 
     smart_hidden(not smart)
     RECORD.unlink(missing_ok=True)
-    child = _lab.spawn_on_pty([sys.executable, "-m", "zsn", "--refresh", "1"], ROWS, COLUMNS)
+    tid_file = Path(tempfile.mkdtemp()) / "disk-thread"
+    os.environ["ZSN_BENCH_DISK_THREAD"] = str(tid_file)
+    child = _lab.spawn_on_pty([sys.executable, str(REPO / "bench" / "_smart_probe.py"),
+                               "--refresh", "1"], ROWS, COLUMNS)
     try:
         child.read(3)
         os.write(child.master, b"3")  # the ZFS tab
@@ -155,26 +168,33 @@ def one_round(smart: bool, seconds: float) -> dict[str, Any]:
                 child.read(1)
         child.read(SETTLE)
         before, own_before = tree_cpu(child.process.pid)
+        watch_before = thread_cpu(child.process.pid, tid_file)
         started = time.monotonic()
         child.read(seconds)
         after, own_after = tree_cpu(child.process.pid)
+        watch_after = thread_cpu(child.process.pid, tid_file)
         wall = time.monotonic() - started
         screen = _ESCAPES.sub(b"", bytes(child.output[-20000:])).decode(errors="replace")
     finally:
         child.stop()
     return {"smart": smart, "cpu_percent": 100 * (after - before) / wall,
             "zsn_percent": 100 * (own_after - own_before) / wall, "seconds": wall,
+            "watch_percent": (None if watch_before is None or watch_after is None
+                              else 100 * (watch_after - watch_before) / wall),
             "smart_on_screen": bool(re.search(r"ok \d+°", screen))}
 
 
 def read_cost(leaves: list[str], times: int = 3) -> dict[str, Any]:
-    """CPU of one `DiskReader.read` of the 24 disks with no record (SMART of all read)."""
+    """CPU of one `DiskReader.read` of the 24 disks with no record (SMART of all read),
+    each run right after the calibration workloads, so both meet the same host load (a
+    guest's CPU times grow when the host's other work takes its vCPU's turn)."""
     from zsn.system.host import Host
     from zsn.zfs.diskwatch import READ_EVERY, DiskReader
 
     smart_hidden(False)
     costs = []
     for _ in range(times):
+        calibrated = calibration(rounds=1)
         RECORD.unlink(missing_ok=True)
         before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                       resource.RUSAGE_CHILDREN)]
@@ -187,10 +207,44 @@ def read_cost(leaves: list[str], times: int = 3) -> dict[str, Any]:
                for a, b in zip(after, before, strict=True)]
         read = sum(1 for report in reading.reports.values()
                    if report.smart is not None and report.smart.state == "ok")
-        costs.append({"process": cpu[0], "smartctl": cpu[1], "wall": wall, "read": read})
+        costs.append({"process": cpu[0], "smartctl": cpu[1], "wall": wall, "read": read,
+                      "calibration": calibrated})
     total = statistics.median(c["process"] + c["smartctl"] for c in costs)
     return {"runs": costs, "median_cpu": total, "every": READ_EVERY,
             "amortised_points": 100 * total / READ_EVERY}
+
+
+def calibration(rounds: int = 3) -> dict[str, float]:
+    """CPU seconds of two fixed workloads, run in the guest and on the host alike, so
+    the guest's figures can be put at this host's speed: Python (zsn's part of a reading:
+    50 processes started and reaped, 2 x 2,000 smartctl JSON documents decoded) and C
+    (smartctl's part: `smartctl -P showall`, its drive database parsed and printed, 5
+    times)."""
+    from zsn.zfs.smart import parse
+
+    fixtures = REPO / "tests" / "fixtures" / "zfs-disks-lab"
+    documents = [(fixtures / name).read_bytes() for name in
+                 ("smartctl-j-nvme.ZLABNVME0.json", "smartctl-j-sat.ZLABSATA0.json")]
+
+    def cpu() -> float:
+        return sum(usage.ru_utime + usage.ru_stime for usage in
+                   (resource.getrusage(resource.RUSAGE_SELF),
+                    resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+    figures: dict[str, list[float]] = {"python": [], "c": []}
+    for _ in range(rounds):
+        started = cpu()
+        for _ in range(50):
+            subprocess.run(["true"], check=True)
+        for _ in range(2000):
+            for document in documents:
+                parse(document, "calibration", read_at=0.0)
+        figures["python"].append(cpu() - started)
+        started = cpu()
+        for _ in range(5):
+            subprocess.run([SMARTCTL, "-P", "showall"], check=True, stdout=subprocess.DEVNULL)
+        figures["c"].append(cpu() - started)
+    return {kind: statistics.median(values) for kind, values in figures.items()}
 
 
 def in_guest(results: Path, rounds: int, seconds: float) -> None:
@@ -288,7 +342,11 @@ def main() -> int:
     if run.returncode != 0 or not path.exists():
         print(run.tail(60))
         return 1
-    report(json.loads(path.read_text()), run.boot.kernel, args.seconds)
+    found = json.loads(path.read_text())
+    found["host_calibration"] = calibration()
+    report(found, run.boot.kernel, args.seconds)
+    (results / "figures.json").write_text(json.dumps(found, indent=2))
+    print(f"(figures: {results / 'figures.json'})")
     return 0
 
 
@@ -302,8 +360,10 @@ def report(figures: dict[str, Any], kernel: str, seconds: float) -> None:
     by_mode: dict[bool, list[float]] = {False: [], True: []}
     for number, found in enumerate(figures["rounds"], 1):
         by_mode[found["smart"]].append(found["cpu_percent"])
+        watch = found.get("watch_percent")
         print(f"  round {number:2}  SMART {'on ' if found['smart'] else 'off'}  "
               f"{found['cpu_percent']:6.2f} %  ({found['zsn_percent']:5.2f} %)"
+              + ("" if watch is None else f"  disk watch thread {watch:.3f} %")
               + ("  SMART on screen" if found["smart_on_screen"] else ""))
     off, on = (statistics.median(by_mode[mode]) for mode in (False, True))
     spread = max(max(v) - min(v) for v in by_mode.values())
@@ -317,6 +377,37 @@ def report(figures: dict[str, Any], kernel: str, seconds: float) -> None:
     print(f"one reading of all {DISKS} disks (zsn's DiskReader, no record): CPU {runs}; "
           f"median {read['median_cpu']:.2f} s every {read['every']:.0f} s = "
           f"{read['amortised_points']:.3f} points of one core")
+    host = figures.get("host_calibration")
+    if not host:
+        return
+    by_mode_watch = {mode: [r["watch_percent"] for r in figures["rounds"]
+                            if r["smart"] is mode and r.get("watch_percent") is not None]
+                     for mode in (False, True)}
+    if all(by_mode_watch.values()):
+        off_watch, on_watch = (statistics.median(by_mode_watch[m]) for m in (False, True))
+        print(f"\nthe disk watch thread in the idle windows (it maps the disks every "
+              f"60 s in both modes): off {off_watch:.3f} %, on {on_watch:.3f} % of the "
+              f"guest's core (medians)")
+    print("\neach reading next to the calibration run just before it (the guest against "
+          "this host, CPU of the same work), and the reading at this host's speed:")
+    at_host = []
+    for run in read["runs"]:
+        guest = run["calibration"]
+        slower = {kind: guest[kind] / host[kind] for kind in ("python", "c")}
+        # zsn's share at Python's factor; smartctl's between the two factors (its runs
+        # are process start and kernel work as much as its own C code)
+        low = run["process"] / slower["python"] + run["smartctl"] / slower["python"]
+        high = run["process"] / slower["python"] + run["smartctl"] / slower["c"]
+        at_host.append((low, high))
+        print(f"  zsn {run['process']:.2f} s + smartctl {run['smartctl']:.2f} s; guest "
+              f"slower by {slower['python']:.1f}x (Python) / {slower['c']:.1f}x (smartctl "
+              f"-P showall): at host speed {low:.3f}-{high:.3f} s = "
+              f"{100 * low / read['every']:.3f}-{100 * high / read['every']:.3f} points")
+    low = statistics.median(pair[0] for pair in at_host)
+    high = statistics.median(pair[1] for pair in at_host)
+    print(f"median at host speed: {100 * low / read['every']:.3f}-"
+          f"{100 * high / read['every']:.3f} points every {read['every']:.0f} s (goal: "
+          f"within {GOAL_POINTS})")
 
 
 if __name__ == "__main__":
