@@ -322,7 +322,14 @@ def run(host: Host, theme: str | None = None, refresh: float = 1.0,
         startup: Startup | None = None, **kwargs: Any) -> int:
     terminal = _terminal_fd()  # before: a hung-up terminal is no longer a tty
     app = ZsnApp(host, theme=theme, refresh=refresh, startup=startup)
-    app.run(**kwargs)
+    try:
+        app.run(**kwargs)
+    except OSError:
+        # Textual's last words (the error it exits on, printed at shutdown) can meet the
+        # terminal gone too: EIO out of `run` is then the hang-up, not a failure.
+        if terminal is not None and terminal_hung_up(terminal):
+            return EXIT_HANGUP
+        raise
     # Whoever saw the hang-up first, the 2 s check or a write that failed with EIO (which
     # ends Textual with 1), it is a hang-up.
     if app.return_code == EXIT_HANGUP or (terminal is not None and terminal_hung_up(terminal)):
