@@ -84,6 +84,13 @@ in the config after them, by name). `enter` on a peer shows all of it.
         self._shown_interface: str | None = None
         self.rules_shown = False
         self._rules_reading = False
+        # Mounted when `P` first shows them: two hidden tables cost the first frame
+        # their mounting and styles (~2 % of its instructions).
+        self._rules_table = LiveTable(view.RULE_COLUMNS, id="wg-rules", title="Access rules",
+                                      empty_text="No rules.")
+        self._tests_table = LiveTable(view.TEST_COLUMNS, id="wg-tests", title="Tests",
+                                      empty_text="No tests: T adds one.")
+        self._rules_table.display = self._tests_table.display = False
 
     def compose(self) -> ComposeResult:
         yield StatusLine()
@@ -93,13 +100,12 @@ in the config after them, by name). `enter` on a peer shows all of it.
                           empty_text="No peers.")
         peers.on_window_moved = self._peers_came_into_view
         yield peers
-        rules = LiveTable(view.RULE_COLUMNS, id="wg-rules", title="Access rules",
-                          empty_text="No rules.")
-        tests = LiveTable(view.TEST_COLUMNS, id="wg-tests", title="Tests",
-                          empty_text="No tests: T adds one.")
-        rules.display = tests.display = False
-        yield rules
-        yield tests
+
+    def tables(self) -> list[LiveTable]:
+        """Every table, the access rules' and tests' before they are first shown too."""
+        mounted = super().tables()
+        return mounted + [table for table in (self._rules_table, self._tests_table)
+                          if table not in mounted]
 
     def on_mount(self) -> None:
         # Textual runs LivePane.on_mount too (handlers of every class are called):
@@ -291,12 +297,14 @@ in the config after them, by name). `enter` on a peer shows all of it.
         """The access rules (and tests) of the highlighted interface instead of its
         peers, or the peers again."""
         self.rules_shown = shown
-        rules = self.query_one("#wg-rules", LiveTable)
+        rules, tests = self._rules_table, self._tests_table
+        if shown and rules.parent is None:
+            self.mount(rules, tests)
         self.query_one("#wg-peers", LiveTable).display = not shown
-        rules.display = self.query_one("#wg-tests", LiveTable).display = shown
+        rules.display = tests.display = shown
         if shown:
             rules.clear()
-            self.query_one("#wg-tests", LiveTable).clear()
+            tests.clear()
             self._read_rules()
             rules.focus()
         else:
@@ -317,13 +325,12 @@ in the config after them, by name). `enter` on a peer shows all of it.
 
         def failed(message: str) -> None:
             self._rules_reading = False
-            self.query_one("#wg-rules", LiveTable).set_title(
-                f"Access rules of {interface}: {message}")
+            self._rules_table.set_title(f"Access rules of {interface}: {message}")
 
         self.run_in_thread(lambda: read_access_rules(self.host, interface), done, failed)
 
     def _show_rules(self, interface: str, data: dict[str, Any]) -> None:
-        rules = self.query_one("#wg-rules", LiveTable)
+        rules = self._rules_table
         state = "in the kernel" if data["loaded"] else "not loaded"
         if data["problem"]:
             state = "differs from the kernel's (l: lint)"
@@ -333,13 +340,13 @@ in the config after them, by name). `enter` on a peer shows all of it.
                         f"{state}")
         with self.app.batch_update():
             rules.update(view.rule_rows(data))
-            self.query_one("#wg-tests", LiveTable).update(view.policy_test_rows(data))
+            self._tests_table.update(view.policy_test_rows(data))
 
     def highlighted_rule(self) -> tuple[str, int | None] | None:
-        tests = self.query_one("#wg-tests", LiveTable)
+        tests = self._tests_table
         if tests.has_focus and tests.cursor_row is not None:
             return "test", tests.cursor_row.data
-        row = self.query_one("#wg-rules", LiveTable).cursor_row
+        row = self._rules_table.cursor_row
         return ("rule", row.data) if row is not None else None
 
     def urgent_keys(self) -> tuple[str, ...]:
