@@ -23,7 +23,7 @@ from tests.unit.zfs.conftest import FIXTURES, FakeZfs
 from zsn.exporter.prometheus import render
 from zsn.formats.unitfile import UnitFile
 from zsn.system.host import Host
-from zsn.view import Cell
+from zsn.view import Cell, cell_text
 from zsn.zfs import lint
 from zsn.zfs.disks import Disk, DiskMap, LeafChain
 from zsn.zfs.export import schedule_metrics, schedules_to_dict
@@ -400,10 +400,10 @@ def test_the_advisor_names_pools_scrubbed_twice_or_never(tmp_path: Path) -> None
     rpool_scrub = shown["rpool\0scrub"]
     assert rpool_scrub["note"] == Cell("twice; clashes with wilbur trim", "warn")
     assert rpool_scrub["by"] == Cell("zfs-scrub-monthly@rpool.timer, cron")
-    assert rpool_scrub["next"].text.startswith("Dec 13 00:24 (in 10d 08h)")
+    assert cell_text(rpool_scrub["next"]).startswith("Dec 13 00:24 (in 10d 08h)")
     assert shown["wilbur\0scrub"]["when"] == Cell("never", "warn")
     assert shown["wilbur\0trim"]["when"] == Cell("- (spinning disks)", "muted")
-    assert shown["wilbur\0trim"]["note"].text == "clashes with rpool scrub"
+    assert cell_text(shown["wilbur\0trim"]["note"]) == "clashes with rpool scrub"
 
 
 # -- the command line ----------------------------------------------------------------
