@@ -13,9 +13,12 @@ zsn's own units (where OpenZFS ships none) run ``zsn zfs KIND schedule POOL --ru
 already under way is waited for (``zpool wait -t KIND``), not started again, so the run
 succeeds when it ends instead of failing on zpool's "currently scrubbing"; else
 ``zpool KIND -w POOL``. It hands the process over to zpool (no shell: the pool is one
-argv word), so the unit's status is zpool's. Stopping the unit ends zpool's wait; the
-scrub (trim) goes on in the pool (OpenZFS's unit pauses it then, with an ExecStop= that
-zsn's units do not have yet).
+argv word), so the unit's status is zpool's. Stopping the unit ends zpool's wait, and
+its ``ExecStop=-`` pauses the scrub (``zpool scrub -p POOL``; a trim: ``zpool trim -s``,
+suspended), as OpenZFS's unit does, run directly rather than through ``sh -c``: the
+next run resumes it. systemd runs ExecStop after a run that ended by itself too, when
+there is nothing to pause: zpool says so in the journal, and the ``-`` keeps that from
+failing the unit.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ from zsn.zfs.scrubs import (
 )
 
 ACTION_TIMEOUT = 60.0
+STOP_OPTION: dict[Kind, str] = {"scrub": "-p", "trim": "-s"}
+"""zpool's option that pauses a scrub (suspends a trim): what zsn's unit runs on stop."""
 DROPIN_SCHEMA = {key: timers.SCHEMA[key] for key in (("Timer", "OnCalendar"),
                                                      ("Timer", "RandomizedDelaySec"))}
 
@@ -162,10 +167,12 @@ def change_steps(host: Host, schedules: Schedules, change: Change,
         steps += enabling
     else:
         slot = change.effective
+        zpool = require_program("zpool")
         spec = timers.TimerSpec(zsn_unit_name(change.kind, pool),
                                 f"zsn: {change.kind} pool {pool}",
                                 timers.zsn_argv("zfs", change.kind, "schedule", pool, "--run"),
-                                slot.calendar, slot.delay, command=command, network=False)
+                                slot.calendar, slot.delay, command=command, network=False,
+                                stop_argv=(zpool, change.kind, STOP_OPTION[change.kind], pool))
         steps += _removals(host, schedules, pool, change.kind, spec.timer)
         made, notes = timers.timer_steps(host, spec)
         steps += made

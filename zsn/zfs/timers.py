@@ -2,9 +2,10 @@
 timer that starts it (persistent: a run missed while the box was off happens once at
 the next boot; a randomized delay spreads a fleet's runs).
 
-A unit is a `TimerSpec` of typed values: its name, a plain description, the argv
-(words of a safe set: systemd expands ``%`` and ``$`` and splits on quotes, so a word
-that would need any of that is refused rather than escaped), a calendar expression
+A unit is a `TimerSpec` of typed values: its name, a plain description, the argv (and
+an ``ExecStop=-``'s, for work that goes on when the process is stopped), all words of a
+safe set (systemd expands ``%`` and ``$`` and splits on quotes, so a word that would
+need any of that is refused rather than escaped), a calendar expression
 and durations. `units` writes the two files through the unit file format's one renderer
 (`zsn.formats.unitfile`, each value checked by `SCHEMA`), and the plan's file edits read
 them back with that format's reader before they are written: they must mean exactly the
@@ -53,6 +54,10 @@ class TimerSpec:
     """What wrote it (the files' first line says so)."""
     network: bool = True
     """The command needs the network (replication): the service waits for it."""
+    stop_argv: tuple[str, ...] = ()
+    """ExecStop's words (none: no ExecStop). systemd runs them when the unit is stopped
+    and after every run that succeeded, prefixed ``-``: a failure (nothing to stop) does
+    not fail the unit."""
 
     def checked(self) -> TimerSpec:
         """The spec, every value checked as systemd would read it (`ValidationError`)."""
@@ -61,13 +66,16 @@ class TimerSpec:
                                   "digits and '_.:-'")
         if not _TEXT_RE.fullmatch(self.description):
             raise ValidationError(f"description {self.description[:40]!r}: plain words only")
-        if not self.argv or not self.argv[0].startswith("/"):
+        if not self.argv:
             raise ValidationError("the command must start with an absolute path")
-        for word in self.argv:
-            if not _WORD_RE.fullmatch(word):
-                raise ValidationError(f"{word[:60]!r} cannot go into ExecStart unquoted "
-                                      "(systemd would expand or split it): install zsn where "
-                                      "its path has plain characters")
+        for key, argv in (("ExecStart", self.argv), ("ExecStop", self.stop_argv)):
+            if argv and not argv[0].startswith("/"):
+                raise ValidationError(f"{key}: the command must start with an absolute path")
+            for word in argv:
+                if not _WORD_RE.fullmatch(word):
+                    raise ValidationError(f"{word[:60]!r} cannot go into {key} unquoted "
+                                          "(systemd would expand or split it): install zsn "
+                                          "where its path has plain characters")
         if not _CALENDAR_RE.fullmatch(self.on_calendar):
             raise ValidationError(f"calendar {self.on_calendar[:40]!r}: not a systemd "
                                   "calendar expression")
@@ -94,6 +102,8 @@ def meaning(spec: TimerSpec) -> dict[str, list[tuple[str, str, str]]]:
                        *after,
                        ("Service", "Type", "oneshot"),
                        ("Service", "ExecStart", " ".join(spec.argv)),
+                       *([("Service", "ExecStop", "-" + " ".join(spec.stop_argv))]
+                         if spec.stop_argv else []),
                        ("Service", "Nice", "10"),
                        ("Service", "IOSchedulingClass", "idle")],
         spec.timer: [("Unit", "Description", spec.description),
@@ -113,6 +123,8 @@ SCHEMA: Schema = {
     ("Service", "Type"): values.one_of("oneshot"),
     ("Service", "ExecStart"): values.pattern("an absolute command of plain words",
                                              rf"/{_WORD_RE.pattern}( {_WORD_RE.pattern})*"),
+    ("Service", "ExecStop"): values.pattern("'-', then an absolute command of plain words",
+                                            rf"-/{_WORD_RE.pattern}( {_WORD_RE.pattern})*"),
     ("Service", "Nice"): values.pattern("a nice level", r"-?[0-9]{1,2}"),
     ("Service", "IOSchedulingClass"): values.one_of("idle"),
     ("Timer", "OnCalendar"): values.pattern("a calendar expression", _CALENDAR_RE.pattern),

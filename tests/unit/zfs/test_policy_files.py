@@ -246,6 +246,22 @@ def test_the_units_read_back_as_their_spec() -> None:
         units[spec.timer].intent.verify("", edited, spec.timer)
 
 
+def test_a_stop_command_is_one_ignored_failure_read_back_as_such() -> None:
+    # ExecStop=- (a failure does not fail the stop), argv words only: no sh -c
+    from dataclasses import replace
+
+    spec = replace(timers.specs(900)[0], stop_argv=("/sbin/zpool", "scrub", "-p", "tank"))
+    texts = timers.render(spec)
+    service = timers.units(spec)[spec.service]
+    service.intent.verify("", texts[spec.service], spec.service)
+    assert "ExecStop=-/sbin/zpool scrub -p tank\n" in texts[spec.service]
+    for changed in (texts[spec.service].replace("ExecStop=-/", "ExecStop=/"),
+                    texts[spec.service].replace("ExecStop=-/sbin/zpool scrub -p tank\n", "")):
+        with pytest.raises(ValidationError, match="does not mean what the plan meant"):
+            service.intent.verify("", changed, spec.service)
+    assert "ExecStop" not in timers.render(timers.specs(900)[0])[spec.service]
+
+
 def test_a_value_the_schema_refuses_never_reaches_a_unit() -> None:
     from zsn.formats.unitfile import UnitFile
 
@@ -263,6 +279,8 @@ def test_a_value_the_schema_refuses_never_reaches_a_unit() -> None:
     ("argv", ("/usr/bin/zsn", "%h"), "cannot go into ExecStart"),
     ("argv", ("/usr/bin/zsn", "$HOME"), "cannot go into ExecStart"),
     ("argv", ("zsn",), "absolute path"),
+    ("stop_argv", ("/sbin/zpool", "scrub", "-p", "$POOL"), "cannot go into ExecStop"),
+    ("stop_argv", ("zpool", "scrub", "-p", "tank"), "ExecStop: .*absolute path"),
     ("description", "runs\nExecStartPre=/bin/sh", "plain words only"),
     ("on_calendar", "daily\nOnBootSec=0", "not a systemd calendar"),
     ("name", "../../etc/passwd", "unit name"),

@@ -287,6 +287,8 @@ def test_without_openzfs_units_zsn_writes_its_own_that_systemd_accepts(
     timer = UnitFile((unit / "zsn-zfs-trim-rpool.timer").read_text())
     assert service.get("Service", "ExecStart") == \
         f"{sys.executable} -m zsn zfs trim schedule rpool --run"
+    # stopped, it suspends the trim as OpenZFS's zfs-trim@.service does, with no shell
+    assert service.get("Service", "ExecStop") == f"-{zpool} trim -s rpool"
     assert service.get("Unit", "Wants") is None and service.get("Unit", "After") == "zfs.target"
     assert timer.get("Timer", "OnCalendar") == "Sat *-*-* 03:00:00"
     assert timer.get("Timer", "RandomizedDelaySec") == "0"
