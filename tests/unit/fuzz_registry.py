@@ -1787,6 +1787,8 @@ def vpd_serial() -> Fuzz:
 
 _CRON_TEXT = (Path(__file__).parents[1] / "fixtures/zfs-schedules/"
               "etc-cron.d-zfsutils-linux.debian12.txt").read_text()
+_OLD_UNIT_TEXT = (Path(__file__).parents[1] / "fixtures/zfs-schedules/"
+                  "zsn-zfs-scrub-wilbur.service.zsn-0d46de4").read_text()
 _schedule_words = st.sampled_from([
     "24", "0", "8-14", "1-7", "*", "7", "9", "0-40", "root", "/usr/lib/zfs-linux/scrub",
     "/usr/lib/zfs-linux/trim", "[ $(date +\\%w) -eq 0 ]", "-eq 9", "Sun", "*-*-08..14",
@@ -1797,22 +1799,28 @@ _schedule_text = st.one_of(
                      max_size=8)),
     st.tuples(st.integers(0, len(_CRON_TEXT)), _noise).map(
         lambda cut: _CRON_TEXT[:cut[0]] + cut[1] + _CRON_TEXT[cut[0]:]),
+    st.tuples(st.integers(0, len(_OLD_UNIT_TEXT)), _noise).map(
+        lambda cut: _OLD_UNIT_TEXT[:cut[0]] + cut[1] + _OLD_UNIT_TEXT[cut[0]:]),
     _noise)
 
 
 @entry("scrub schedules", 600, ["zsn.zfs.scrubs:parse_at", "zsn.zfs.scrubs:parse_calendar",
                                 "zsn.zfs.scrubs:parse_cron",
-                                "zsn.zfs.scrubs:parse_cron_properties"])
+                                "zsn.zfs.scrubs:parse_cron_properties",
+                                "zsn.zfs.scrubs:old_unit"])
 def scrub_schedules() -> Fuzz:
     """Debian's cron file with noise put in, and lines of cron fields, calendar
-    expressions, --at words and ``zfs get`` rows: typed errors or nothing found; every
-    slot read (from the cron job, an OnCalendar or --at) renders to a calendar that
-    reads back as the same slot."""
+    expressions, --at words, ``zfs get`` rows and zsn's old unit with noise put in: typed
+    errors or nothing found; every slot read (from the cron job, an OnCalendar or --at)
+    renders to a calendar that reads back as the same slot, and to an --at (when one
+    says it) that does; an old unit is named by a line of the text."""
     from zsn.zfs import scrubs
 
     def round_trip(slot: scrubs.Slot | None) -> None:
         if slot is not None:
             assert scrubs.parse_calendar(slot.calendar, slot.delay) == slot, slot
+            at = scrubs.at_text(slot)
+            assert at is None or scrubs.parse_at(at, slot.every) == slot, (slot, at)
 
     def check(text: str) -> None:
         job = only_typed_errors(lambda: scrubs.parse_cron(text))
@@ -1823,6 +1831,8 @@ def scrub_schedules() -> Fuzz:
             round_trip(only_typed_errors(partial(scrubs.parse_at, text, every)))
         found = only_typed_errors(lambda: scrubs.parse_cron_properties(text))
         assert found is None or all(set(kinds) <= {"scrub", "trim"} for kinds in found.values())
+        old = only_typed_errors(lambda: scrubs.old_unit(text, "/x.service", "scrub", "wilbur"))
+        assert old is None or 1 <= old.line <= len(text.splitlines()), old
 
     return _schedule_text, check
 # -- scrub history: zpool history lines, zsn's scrub records -------------------------------

@@ -52,6 +52,8 @@ RULES = {
               "timer, or by two timers",
     "ZFS022": "a pool no schedule scrubs (no timer, no cron job)",
     "ZFS023": "pools on the same controller or disks scrub or trim at the same time",
+    "ZFS024": "zsn's scrub (trim) service as an older zsn wrote it: it fails when a scrub "
+              "is under way, or leaves one running when stopped",
 }
 
 NOTE_FPU = "field note 000_9ccc6ac61298d936.txt (kernel FPU exports, zfs_fletcher_4_impl)"
@@ -423,6 +425,17 @@ def _schedules(schedules: Schedules, now: float) -> Iterator[Finding]:
                       f"its {first.kind} and {second.pool}'s {second.kind} can run at once, "
                       "on the same controller or disks: each slows the other",
                       f"zsn zfs {first.kind} schedule --stagger")
+    yield from _old_units(schedules)
+
+
+def _old_units(schedules: Schedules) -> Iterator[Finding]:
+    from zsn.zfs.scrubs import describe_old_unit, old_units, rewrite_command
+
+    for timer, found in old_units(schedules):
+        yield Finding("ZFS024", "warning" if found.runs_zpool else "info", timer.pool,
+                      f"{describe_old_unit(timer, found)}; setting the schedule again "
+                      "rewrites it", rewrite_command(timer),
+                      path=found.path, line=found.line)
 
 
 def with_schedules(host: Host, snapshot: ZfsSnapshot, facts: Facts) -> Facts:

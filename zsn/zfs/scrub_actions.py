@@ -176,6 +176,9 @@ def change_steps(host: Host, schedules: Schedules, change: Change,
         steps += _removals(host, schedules, pool, change.kind, spec.timer)
         made, notes = timers.timer_steps(host, spec)
         steps += made
+        notes += [f"{timer.old_unit.path} was written by an older zsn: written again"
+                  for timer in schedules.timers
+                  if timer.unit == spec.timer and timer.old_unit is not None]
         notes = [*notes, f"OpenZFS here ships no zfs-{change.kind}@.service: zsn's "
                          f"{spec.timer} runs zpool {change.kind} -w {pool} (or waits for "
                          f"the {change.kind} under way), as OpenZFS's would"]

@@ -31,7 +31,10 @@ from zsn.zfs.scrubs import (
     Placed,
     Schedules,
     clashes,
+    describe_old_unit,
     never,
+    old_units,
+    rewrite_command,
     twice,
 )
 
@@ -157,7 +160,8 @@ def show(host: Host, kind: Kind, as_json: bool) -> int:
 
 
 def problems(schedules: Schedules, kind: Kind, now: float) -> list[str]:
-    """Pools run twice or never, and pools that run at once on shared hardware."""
+    """Pools run twice or never, pools that run at once on shared hardware, and zsn's
+    services an older zsn wrote."""
     found = [f"{entry.pool} is {PAST[kind]} twice: by {' and '.join(by)}"
              for entry, by in twice(schedules) if entry.kind == kind]
     if kind == "scrub":
@@ -167,4 +171,7 @@ def problems(schedules: Schedules, kind: Kind, now: float) -> list[str]:
             found.append(f"{first.pool}'s {first.kind} and {second.pool}'s {second.kind} can "
                          "run at once on a shared controller or disks (zsn zfs "
                          f"{kind} schedule --stagger)")
+    found += [f"{old.path}:{old.line}: {describe_old_unit(timer, old)}: "
+              f"{rewrite_command(timer)} rewrites it"
+              for timer, old in old_units(schedules) if timer.kind == kind]
     return found

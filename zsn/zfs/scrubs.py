@@ -21,6 +21,7 @@ timer, so no pool is scrubbed twice.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from typing import Literal, NamedTuple
@@ -168,6 +169,18 @@ def parse_at(text: str, every: Every) -> Slot:
     return Slot("month", weekday, (1 + 7 * week, 7 + 7 * week), hour, minute)
 
 
+def at_text(slot: Slot) -> str | None:
+    """`slot` as ``--at`` writes it (`parse_at` reads it back the same); None for the
+    units' own time (a schedule without ``--at``) and for slots ``--at`` cannot say."""
+    if slot == default_slot(slot.every) or slot.delay or slot.weekday is None:
+        return None
+    time = f"{WEEKDAYS[slot.weekday]} {slot.hour:02d}:{slot.minute:02d}"
+    week = _week_of(slot.days)
+    if slot.every == "week":
+        return time if slot.days is None else None
+    return f"{ORDINALS[week]} {time}" if week is not None else None
+
+
 def parse_calendar(text: str, delay: int = 0) -> Slot | None:
     """A slot from an OnCalendar expression zsn writes (or OpenZFS's ``weekly`` and
     ``monthly``); None for any other."""
@@ -270,6 +283,18 @@ def cron_covers(kind: Kind, pool: Pool, value: str | None, nvme_only: bool) -> b
 
 
 # -- timers ---------------------------------------------------------------------------
+class OldUnit(NamedTuple):
+    """zsn's service for a timer as an older zsn wrote it."""
+
+    path: str
+    line: int
+    """1-based: its ExecStart."""
+    runs_zpool: bool
+    """True: ExecStart runs ``zpool KIND -w POOL`` itself (zsn before its ``--run``),
+    which fails, and the unit with it, when a scrub (trim) is already under way. False:
+    it runs ``--run`` but has no ExecStop, so stopping it leaves the scrub running."""
+
+
 class Timer(NamedTuple):
     """A timer that scrubs or trims a pool (enabled), or zsn's files for one."""
 
@@ -287,6 +312,8 @@ class Timer(NamedTuple):
     """The file it is enabled from (a template's for an instance)."""
     zsn_files: tuple[str, ...] = ()
     """zsn's files for it (its units, or its drop-in): removed with the schedule."""
+    old_unit: OldUnit | None = None
+    """zsn's service, when an older zsn wrote it (setting the schedule again rewrites it)."""
 
 
 def openzfs_unit_name(kind: Kind, every: Every, pool: str) -> str:
@@ -367,21 +394,69 @@ def _seconds(value: str) -> int:
         found.group(2) or "s", 1)
 
 
+def old_unit(text: str, path: str, kind: Kind, pool: str) -> OldUnit | None:
+    """`text`, zsn's service for `pool`'s `kind`, when it is as an older zsn wrote it:
+    ExecStart ``ZPOOL KIND -w POOL``, or ``... zfs KIND schedule POOL --run`` and no
+    ExecStop. None for today's and for one zsn never wrote (an admin's edit)."""
+    unit = UnitFile(text)
+    starts = unit.assignments("Service", "ExecStart")
+    if not starts:
+        return None
+    words = starts[-1].value.split()
+    line = starts[-1].line + 1
+    if len(words) == 4 and words[0].startswith("/") and words[1:] == [kind, "-w", pool]:
+        return OldUnit(path, line, runs_zpool=True)
+    if words[-5:] == ["zfs", kind, "schedule", pool, "--run"] \
+            and unit.get("Service", "ExecStop") is None:
+        return OldUnit(path, line, runs_zpool=False)
+    return None
+
+
+def rewrite_command(timer: Timer) -> str:
+    """The command that writes `timer`'s units again as zsn writes them now, at the same
+    time (a calendar zsn does not make: monthly, at the units' own time)."""
+    words = ["zsn", "zfs", timer.kind, "schedule", timer.pool, "--every",
+             timer.slot.every if timer.slot else "month"]
+    at = at_text(timer.slot) if timer.slot else None
+    return shlex.join(words + (["--at", at] if at else []))
+
+
+def describe_old_unit(timer: Timer, found: OldUnit) -> str:
+    """What is wrong with a service an older zsn wrote (where: `found`'s path and line)."""
+    if found.runs_zpool:
+        return (f"zsn's {timer.kind} service runs zpool {timer.kind} -w {timer.pool} itself "
+                f"(written by an older zsn): the run fails, and the unit with it, when a "
+                f"{timer.kind} is already under way")
+    return (f"zsn's {timer.kind} service has no ExecStop (written by an older zsn): "
+            f"stopping the unit leaves the {timer.kind} running")
+
+
+def old_units(schedules: Schedules) -> list[tuple[Timer, OldUnit]]:
+    """The enabled timers whose service an older zsn wrote."""
+    return [(timer, timer.old_unit) for timer in schedules.timers
+            if timer.enabled and timer.old_unit is not None]
+
+
 def _timer(host: Host, unit: str, pool: str, kind: Kind, origin: Literal["openzfs", "zsn"],
            enabled: bool) -> Timer:
     main, texts = _texts(host, unit)
     calendars, delay = effective_calendar(texts)
     slot = parse_calendar(calendars[0], delay) if len(calendars) == 1 else None
+    found = None
     if origin == "zsn":
         own = tuple(f"{UNIT_DIR}/{zsn_unit_name(kind, pool)}.{suffix}"
                     for suffix in ("service", "timer"))
+        if files.is_file(host.path(own[0])):
+            found = old_unit(files.read_tracked(host.path(own[0]), UNIT_CAP).text, own[0],
+                             kind, pool)
     else:
         dropin = f"{UNIT_DIR}/{unit}.d/{DROPIN}"
         own = (dropin,) if files.is_file(host.path(dropin)) else ()
     template = re.sub(r"@[^.]*\.", "@.", unit)
     return Timer(pool, kind, unit, origin, enabled, "; ".join(calendars), slot,
                  main or f"{UNIT_DIR}/{template}", tuple(path for path in own
-                                                        if files.exists(host.path(path))))
+                                                        if files.exists(host.path(path))),
+                 found)
 
 
 def read_timers(host: Host) -> list[Timer]:

@@ -75,7 +75,7 @@ def ids(findings: list) -> list[tuple[str, str | None]]:  # type: ignore[type-ar
 
 
 def test_every_rule_names_its_source_and_a_command() -> None:
-    assert sorted(RULES) == [f"ZFS{n:03d}" for n in range(1, 24)]
+    assert sorted(RULES) == [f"ZFS{n:03d}" for n in range(1, 25)]
 
 
 def test_device_facts_follow_by_id_links_partitions_and_dm_crypt(tmp_path: Path) -> None:

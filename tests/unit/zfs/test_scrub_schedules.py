@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.schema import SCHEMA_PATH, validator
 from tests.unit.zfs.conftest import FIXTURES, FakeZfs
 from zsn.exporter.prometheus import render
 from zsn.formats.unitfile import UnitFile
+from zsn.plan import FileEdit
 from zsn.system.host import Host
 from zsn.view import Cell, cell_text
 from zsn.zfs import lint
@@ -30,14 +32,20 @@ from zsn.zfs.export import schedule_metrics, schedules_to_dict
 from zsn.zfs.facts import Facts
 from zsn.zfs.model import ZfsSnapshot
 from zsn.zfs.scrub_actions import plan_off, plan_schedule, plan_stagger, scheduled_argv
+from zsn.zfs.scrub_cli import problems
 from zsn.zfs.scrubs import (
+    Every,
     Kind,
+    OldUnit,
     Schedules,
     Slot,
     assemble,
+    at_text,
     candidates,
     clashes,
+    default_slot,
     never,
+    old_unit,
     overlap,
     parse_at,
     parse_calendar,
@@ -302,6 +310,92 @@ def test_without_openzfs_units_zsn_writes_its_own_that_systemd_accepts(
         plan_schedule(host, "trim", "wilbur", "week", None, _state(tmp_path))
     plan_off(host, "trim", "rpool", _state(tmp_path)).apply()
     assert read_timers(host) == [] and not (unit / "zsn-zfs-trim-rpool.timer").exists()
+
+
+def _old_units(root: Path, service: str) -> Path:
+    """zsn's units for wilbur's scrub as an older zsn wrote them, enabled (no systemd
+    here: linked into timers.target.wants)."""
+    unit = root / "etc/systemd/system"
+    (unit / "timers.target.wants").mkdir(parents=True)
+    shutil.copy(HERE / service, unit / "zsn-zfs-scrub-wilbur.service")
+    shutil.copy(HERE / "zsn-zfs-scrub-wilbur.timer.zsn-0d46de4",
+                unit / "zsn-zfs-scrub-wilbur.timer")
+    os.symlink("/etc/systemd/system/zsn-zfs-scrub-wilbur.timer",
+               unit / "timers.target.wants/zsn-zfs-scrub-wilbur.timer")
+    return unit
+
+
+@pytest.mark.parametrize("service,severity,said", [
+    ("zsn-zfs-scrub-wilbur.service.zsn-0d46de4", "warning",
+     "zsn's scrub service runs zpool scrub -w wilbur itself (written by an older zsn): the "
+     "run fails"),
+    ("zsn-zfs-scrub-wilbur.service.zsn-724dbc8", "info",
+     "zsn's scrub service has no ExecStop (written by an older zsn): stopping the unit "
+     "leaves the scrub running"),
+])
+def test_a_unit_an_older_zsn_wrote_is_named_and_setting_the_schedule_rewrites_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service: str, severity: str,
+        said: str) -> None:
+    unit = _old_units(tmp_path, service)
+    host = Host.at(str(tmp_path))
+    zpool = shutil.which("true") or "/bin/true"
+    monkeypatch.setattr("zsn.zfs.scrub_actions.require_program", lambda name: zpool)
+    snapshot, schedules = _state(tmp_path)
+    [timer] = schedules.timers
+    assert timer.slot == Slot("month", 6, (8, 14), 1, 0) and timer.old_unit is not None
+    [finding] = [f for f in lint.advise(snapshot, Facts(now=NOW, schedules=schedules))
+                 if f.id == "ZFS024"]
+    assert (finding.severity, finding.subject) == (severity, "wilbur")
+    assert (finding.path, finding.line) == ("/etc/systemd/system/zsn-zfs-scrub-wilbur.service",
+                                            8)
+    assert said in finding.message and "setting the schedule again rewrites it" in \
+        finding.message
+    assert finding.fix == "zsn zfs scrub schedule wilbur --every month --at '2nd Sun 01:00'"
+    # zsn zfs scrub schedule lists it as a warning: where, what, the command
+    [listed] = [problem for problem in problems(schedules, "scrub", NOW) if "older" in problem]
+    assert listed.startswith(f"/etc/systemd/system/zsn-zfs-scrub-wilbur.service:8: {said}")
+    assert listed.endswith(f": {finding.fix} rewrites it")
+    assert "(/etc/systemd/system/zsn-zfs-scrub-wilbur.service:8)" in finding.describe()
+    assert not any("older zsn" in problem for problem in problems(schedules, "trim", NOW))
+    # the fix, as the command line reads it: the service rewritten, the timer as it was
+    args = shlex.split(finding.fix)
+    plan = plan_schedule(host, "scrub", "wilbur", args[args.index("--every") + 1],
+                         args[args.index("--at") + 1], _state(tmp_path))
+    assert [str(step.path) for step in plan.steps if isinstance(step, FileEdit)] == [
+        str(unit / "zsn-zfs-scrub-wilbur.service")]
+    assert "/etc/systemd/system/zsn-zfs-scrub-wilbur.service was written by an older zsn: " \
+           "written again" in plan.notes
+    plan.apply()
+    rewritten = UnitFile((unit / "zsn-zfs-scrub-wilbur.service").read_text())
+    assert rewritten.get("Service", "ExecStart") == \
+        f"{sys.executable} -m zsn zfs scrub schedule wilbur --run"
+    assert rewritten.get("Service", "ExecStop") == f"-{zpool} scrub -p wilbur"
+    assert (unit / "zsn-zfs-scrub-wilbur.timer").read_text() == \
+        (HERE / "zsn-zfs-scrub-wilbur.timer.zsn-0d46de4").read_text()
+    snapshot, schedules = _state(tmp_path)
+    assert [t.old_unit for t in schedules.timers] == [None]
+    assert not [f for f in lint.advise(snapshot, Facts(now=NOW, schedules=schedules))
+                if f.id == "ZFS024"]
+    verified = _verify(tmp_path, "zsn-zfs-scrub-wilbur.timer", "zsn-zfs-scrub-wilbur.service")
+    assert verified.returncode == 0, verified.stderr
+
+
+def test_only_the_commands_an_older_zsn_wrote_are_said_to_be_its() -> None:
+    text = (HERE / "zsn-zfs-scrub-wilbur.service.zsn-0d46de4").read_text()
+    path = "/etc/systemd/system/zsn-zfs-scrub-wilbur.service"
+    assert old_unit(text, path, "scrub", "wilbur") == OldUnit(path, 8, runs_zpool=True)
+    assert old_unit(text, path, "scrub", "tank") is None  # another pool's command
+    assert old_unit(text, path, "trim", "wilbur") is None
+    edited = text.replace("scrub -w wilbur", "scrub -w wilbur\nExecStartPost=/bin/true")
+    assert old_unit(edited, path, "scrub", "wilbur") is not None
+    assert old_unit(text.replace("-w wilbur", "wilbur"), path, "scrub", "wilbur") is None
+
+
+@pytest.mark.parametrize("at,every", [("Sun 01:00", "week"), ("Wed 23:59", "week"),
+                                      ("1st Sun 01:00", "month"), ("4th Sat 13:30", "month")])
+def test_a_slot_is_said_as_at_reads_it(at: str, every: Every) -> None:
+    assert at_text(parse_at(at, every)) == at
+    assert at_text(default_slot(every)) is None
 
 
 # -- what a scheduled run runs ---------------------------------------------------------
