@@ -174,6 +174,14 @@ _WIREGUARD_GO_PEER = re.compile(
     r"((?:\nallowed_ip=[^\n]+)*)\n?",
     re.ASCII,  # \d is 0-9 only, as in `_number`
 )
+_HANDSHAKE_LINE = "\nlast_handshake_time_sec="
+_MOVED_LINES = re.compile(  # the lines of `_WIREGUARD_GO_PEER` that a moving peer changes
+    r"\nlast_handshake_time_sec=(\d+)\n"
+    r"last_handshake_time_nsec=\d+\n"
+    r"tx_bytes=(\d+)\n"
+    r"rx_bytes=(\d+)",
+    re.ASCII,
+)
 _HEX_KEY_RE = re.compile(r"[0-9a-fA-F]{64}")
 _NUMBER_RE = re.compile(r"[0-9]{1,20}")
 _PEER_SEPARATOR = "\npublic_key="
@@ -183,25 +191,33 @@ _ALLOWED_SEPARATOR = "\nallowed_ip="
 
 
 class PeerCache:
-    """One device's peers from its previous read, by the exact text of their block.
+    """One device's peers from its previous read, by public key with the exact text of
+    their block.
 
     Most peers of a big server are idle, so their lines do not change between
-    polls and need not be parsed again. Used only where handshakes are Unix times
-    (an age, as boringtun sends, changes every second anyway).
+    polls and need not be parsed again; a peer that moves changes only its
+    handshake and counter lines, so a block in wireguard-go's layout whose other
+    lines are as before has only those read again. Used only where handshakes are
+    Unix times (an age, as boringtun sends, changes every second anyway).
     """
 
     def __init__(self) -> None:
-        self._by_text: dict[str, PeerState] = {}
+        self._by_key: dict[str, _Cached] = {}
         self._names: Mapping[str, str] | None = None
 
-    def previous(self, names: Mapping[str, str]) -> dict[str, PeerState]:
+    def previous(self, names: Mapping[str, str]) -> dict[str, _Cached]:
         if names is not self._names:  # names changed: cached peers carry old ones
-            self._by_text = {}
+            self._by_key = {}
             self._names = names
-        return self._by_text
+        return self._by_key
 
-    def keep(self, by_text: dict[str, PeerState]) -> None:
-        self._by_text = by_text
+    def keep(self, by_key: dict[str, _Cached]) -> None:
+        self._by_key = by_key
+
+
+_Cached = tuple[str, str, str, PeerState]
+"""A peer's block, its text before the handshake line and from the line after
+``rx_bytes`` on (empty when not in wireguard-go's layout), and the peer read from it."""
 
 
 def parse_get(
@@ -244,31 +260,55 @@ def parse_get(
         elif key == "fwmark":
             fwmark = _number(value, key, number, source) or None
     if handshake_is_age or cache is None:
-        previous: dict[str, PeerState] = {}
+        previous: dict[str, _Cached] = {}
         age_now = (now if now is not None else time.time()) if handshake_is_age else None
     else:
         previous, age_now = cache.previous(names), None
-    current: dict[str, PeerState] = {}
+    current: dict[str, _Cached] = {}
     peers: list[PeerState] = []
     # Line numbers only matter in an error message: counted up to a block read
     # line by line, never for wireguard-go's blocks read whole.
     line, counted = first_peer_line, 0
     for index, block in enumerate(blocks):
-        peer = previous.get(block) if previous else None
+        peer: PeerState | None = None
+        cached = previous.get(block[:64]) if previous else None
+        if cached is not None:
+            text, head, tail, known = cached
+            if block == text:
+                peer = known
+            elif head:
+                peer = _moved(block, head, tail, known)
         if peer is None:
+            head = tail = ""
             match = _WIREGUARD_GO_PEER.fullmatch(block) if age_now is None else None
             if match is not None:
                 peer = _wireguard_go_peer(match, names)
+                head = block[:match.start(4) - len(_HANDSHAKE_LINE)]
+                tail = block[match.end(6):]
             else:
                 line += sum(earlier.count("\n") + 1 for earlier in blocks[counted:index])
                 counted = index
                 peer = _parse_peer(block, names, age_now, line, source)
         if cache is not None:
-            current[block] = peer
+            current[block[:64]] = (block, head, tail, peer)
         peers.append(peer)
     if cache is not None and not handshake_is_age:
         cache.keep(current)
     return DeviceState(private_key, public_key, listen_port, fwmark, tuple(peers))
+
+
+def _moved(block: str, head: str, tail: str, peer: PeerState) -> PeerState | None:
+    """`peer` with the handshake and counters of `block`, when only those lines
+    changed since `head` and `tail` were read with it (else None)."""
+    end = len(block) - len(tail)
+    if not (block.startswith(head) and block.endswith(tail)):
+        return None
+    match = _MOVED_LINES.fullmatch(block, len(head), end)
+    if match is None:
+        return None
+    handshake, tx, rx = match.groups()
+    return tuple.__new__(PeerState, (peer[0], peer[1], peer[2], peer[3], int(handshake) or None,
+                                     int(rx), int(tx), peer[7], peer[8]))
 
 
 def _parse_peer(
