@@ -62,57 +62,62 @@ class Step(NamedTuple):
 
 def advance(row: LiveRow | None, peer: PeerState, instance: str, now: int) -> Step:
     """The peer's record after the sample `peer` taken at `now` (pure: no store)."""
+    # Fields unpacked once and the new row made by tuple.__new__: this runs for every
+    # moving peer at every poll (200 of them each second), where attribute reads and
+    # the NamedTuple's Python-level __new__ were most of its time.
+    _key, _psk, endpoint_now, _ips, handshake, peer_rx, peer_tx, _keepalive, _name = peer
     hour = now // 3600
-    handshake = peer.latest_handshake or None
+    handshake = handshake or None
     connected = handshake is not None and now - handshake <= CONNECTED_WITHIN
     if row is None:
         row = LiveRow(0, instance, now, 0, 0, 0, 0, hour, 0, 0, None, None, False, None, None)
-        restarted = False
-        rx, tx = peer.rx_bytes, peer.tx_bytes
-    elif row.instance != instance or peer.rx_bytes < row.rx or peer.tx_bytes < row.tx:
+    (peer_id, row_instance, sampled_at, row_rx, row_tx, total_rx, total_tx, row_hour,
+     hour_rx, hour_tx, row_handshake, row_endpoint, row_connected, since, last_seen) = row
+    if row_instance != instance or peer_rx < row_rx or peer_tx < row_tx:
         restarted = True  # the counters began again at zero
-        rx, tx = peer.rx_bytes, peer.tx_bytes
+        rx, tx = peer_rx, peer_tx
     else:
         restarted = False
-        rx, tx = peer.rx_bytes - row.rx, peer.tx_bytes - row.tx
+        rx, tx = peer_rx - row_rx, peer_tx - row_tx
     closed = None
-    if row.hour == hour:
-        hour_rx, hour_tx = row.hour_rx + rx, row.hour_tx + tx
+    if row_hour == hour:
+        hour_rx, hour_tx = hour_rx + rx, hour_tx + tx
     else:
-        if row.hour_rx or row.hour_tx:
-            closed = HourAmounts(row.hour, row.hour_rx, row.hour_tx)
+        if hour_rx or hour_tx:
+            closed = HourAmounts(row_hour, hour_rx, hour_tx)
         hour_rx, hour_tx = rx, tx
-    last_seen = row.last_seen
-    if handshake is not None and (last_seen is None or handshake > last_seen):
-        last_seen = handshake
+    seen = last_seen
+    if handshake is not None and (seen is None or handshake > seen):
+        seen = handshake
     if rx and handshake is not None:
         # Received bytes: heard from since the last sample, and no later than the
         # session could carry data (a session ends 180 s after its handshake).
         heard = min(now, handshake + HANDSHAKE_STALE_AFTER)
-        last_seen = max(last_seen or 0, heard)
+        seen = max(seen or 0, heard)
     events: list[Event] = []
-    was_connected, since = row.connected, row.since
+    was_connected = row_connected
     if was_connected and (restarted or not connected):
-        end = max(row.last_seen or row.sampled_at, since or 0)
-        if not restarted and last_seen is not None:
-            end = max(end, min(last_seen, now))
-        events.append(Event(end, "disconnect", row.endpoint, end - since if since else None))
+        end = max(last_seen or sampled_at, since or 0)
+        if not restarted and seen is not None:
+            end = max(end, min(seen, now))
+        events.append(Event(end, "disconnect", row_endpoint, end - since if since else None))
         was_connected, since = False, None
     if connected and not was_connected:
         assert handshake is not None
         since = handshake
-        events.append(Event(handshake, "connect", peer.endpoint, None))
-    elif connected and peer.endpoint and row.endpoint and peer.endpoint != row.endpoint:
-        events.append(Event(now, "endpoint", peer.endpoint, None))
-    endpoint = peer.endpoint or row.endpoint
-    if not (rx or tx or events or closed or restarted) and row.peer and \
-            (handshake, endpoint, connected, last_seen) == \
-            (row.handshake, row.endpoint, row.connected, row.last_seen):
-        return Step(row, (), None)  # an idle peer: its record stays as it is, unwritten
-    new = LiveRow(row.peer, instance, now, peer.rx_bytes, peer.tx_bytes, row.total_rx + rx,
-                  row.total_tx + tx, hour, hour_rx, hour_tx, handshake, endpoint, connected,
-                  since if connected else None, last_seen)
-    return Step(new, tuple(events), closed)
+        events.append(Event(handshake, "connect", endpoint_now, None))
+    elif connected and endpoint_now and row_endpoint and endpoint_now != row_endpoint:
+        events.append(Event(now, "endpoint", endpoint_now, None))
+    endpoint = endpoint_now or row_endpoint
+    if not (rx or tx or events or closed or restarted) and peer_id and \
+            (handshake, endpoint, connected, seen) == \
+            (row_handshake, row_endpoint, row_connected, last_seen):
+        # An idle peer: its record stays as it is, unwritten.
+        return tuple.__new__(Step, (row, (), None))
+    new = tuple.__new__(LiveRow, (
+        peer_id, instance, now, peer_rx, peer_tx, total_rx + rx, total_tx + tx, hour, hour_rx,
+        hour_tx, handshake, endpoint, connected, since if connected else None, seen))
+    return tuple.__new__(Step, (new, tuple(events), closed))
 
 
 def vanished(row: LiveRow, now: int) -> Step:
@@ -125,8 +130,9 @@ def vanished(row: LiveRow, now: int) -> Step:
 
 
 def session_of(row: LiveRow) -> PeerSession:
-    return PeerSession(row.connected, row.since, row.last_seen, row.endpoint, row.total_rx,
-                       row.total_tx)
+    (_peer, _instance, _at, _rx, _tx, total_rx, total_tx, _hour, _hour_rx, _hour_tx,
+     _handshake, endpoint, connected, since, last_seen) = row
+    return tuple.__new__(PeerSession, (connected, since, last_seen, endpoint, total_rx, total_tx))
 
 
 def boot_id() -> str:
@@ -194,12 +200,13 @@ class Recorder:
         # Only the sessions whose records changed are made again: with 200 peers whose
         # counters move, every peer's each second was a fifth of a poll's recording.
         sessions = self._sessions
-        for key in self._changed:
-            row = self._state.get(key)
+        state = self._state
+        for key in self._changed:  # a PeerKey is the (interface, public key) tuple itself
+            row = state.get(key)
             if row is None:
-                sessions.pop((key.interface, key.public_key), None)
+                sessions.pop(key, None)
             else:
-                sessions[(key.interface, key.public_key)] = session_of(row)
+                sessions[key] = session_of(row)
         self._changed.clear()
         return snapshot._replace(sessions=MappingProxyType(dict(sessions)))
 
@@ -297,7 +304,7 @@ class Recorder:
             instance = f"{self._boot}:{interface.instance}"
             seen = self._seen
             for peer in interface.peers:
-                key = PeerKey(interface.name, peer.public_key)
+                key = tuple.__new__(PeerKey, (interface.name, peer.public_key))
                 row = state.get(key)
                 if row is not None and not row.connected and row.peer \
                         and seen.get(key) is peer and row.instance == instance:
@@ -316,17 +323,17 @@ class Recorder:
         return steps
 
     def _apply(self, steps: dict[PeerKey, Step]) -> None:
-        for key, step in steps.items():
-            previous = self._state.get(key)
-            row = step.row
+        state, dirty, changed = self._state, self._dirty, self._changed
+        for key, (row, _events, closed) in steps.items():
+            previous = state.get(key)
             if previous is not None and row.peer != previous.peer:
                 row = row._replace(peer=previous.peer)
             if row != previous:
-                self._state[key] = row
-                self._dirty.add(key)
-                self._changed.add(key)
-            if step.closed is not None:
-                self._closed.append((key, step.closed))
+                state[key] = row
+                dirty.add(key)
+                changed.add(key)
+            if closed is not None:
+                self._closed.append((key, closed))
 
     def _renamed(self, store: HistoryStore) -> list[tuple[int, str | None]]:
         """Peers whose name in the config changed since the store learnt it."""
