@@ -154,6 +154,25 @@ def test_a_poller_reuses_unchanged_peers_and_rereads_changed_ones() -> None:
     assert [p.name for p in third.peers] == ["alice-laptop-2", "bob-site-2"]
 
 
+def test_a_moving_peer_read_from_its_changed_lines_equals_a_whole_parse() -> None:
+    # A moving peer's block differs in its handshake and counter lines only: read from
+    # those, it must equal the peer parsed anew; any other line changed is read whole.
+    cache = uapi.PeerCache()
+    reply = TWO_PEERS.read_text()
+    uapi.parse_get(reply, cache=cache)
+    moved = reply.replace("last_handshake_time_sec=1795367367",
+                          "last_handshake_time_sec=1795367399").replace(
+        "tx_bytes=348", "tx_bytes=4096")
+    roamed = moved.replace("endpoint=192.168.77.2:51902", "endpoint=192.168.77.9:4000")
+    widened = roamed.replace("allowed_ip=fd77::2/128", "allowed_ip=fd77::/64")
+    broken = widened.replace("tx_bytes=4096", "tx_bytes=-1")
+    for changed in (moved, roamed, widened, moved):
+        assert uapi.parse_get(changed, cache=cache) == uapi.parse_get(changed)
+    assert uapi.parse_get(moved, cache=cache).peers[0].latest_handshake == 1795367399
+    with pytest.raises(ParseError):
+        uapi.parse_get(broken, cache=cache)
+
+
 def test_a_reordered_reply_reads_the_same_as_wireguard_gos_layout() -> None:
     # Same lines, another order: the line-by-line path must agree with the fast one.
     reply = TWO_PEERS.read_text()
