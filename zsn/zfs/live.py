@@ -117,10 +117,12 @@ Runner = Callable[[Sequence[str]], commands.CommandResult]
 
 
 def run_zfs_command(argv: Sequence[str], *, timeout: float | None = None,
-                    check: bool = False) -> commands.CommandResult:
+                    check: bool = False,
+                    max_output: int = commands.DEFAULT_MAX_OUTPUT) -> commands.CommandResult:
     """`commands.run` with ``LC_ALL=C``; errors name the program, not its directory."""
     try:
-        return commands.run(argv, timeout=timeout or COMMAND_TIMEOUT, check=check, env=ENV)
+        return commands.run(argv, timeout=timeout or COMMAND_TIMEOUT, check=check, env=ENV,
+                            max_output=max_output)
     except CommandError as exc:
         raise CommandError(str(exc).replace(argv[0], os.path.basename(argv[0]), 1)) from exc
 
