@@ -177,7 +177,7 @@ def with_schedules_dict(data: dict[str, Any], facts: Facts) -> dict[str, Any]:
 
 def schedules_to_dict(schedules: Schedules, now: float) -> dict[str, Any]:
     """The ``schedules`` of ``--export zfs`` (and ``zsn zfs scrub schedule --json``)."""
-    from zsn.zfs.scrubs import CRON_PROPERTY, clashes
+    from zsn.zfs.scrubs import CRON_PROPERTY, clashes, describe_old_unit, rewrite_command
 
     def slot(found: Slot | None) -> dict[str, Any] | None:
         if found is None:
@@ -197,7 +197,11 @@ def schedules_to_dict(schedules: Schedules, now: float) -> dict[str, Any]:
             "pool": entry.pool, "kind": entry.kind, "applies": entry.applies,
             "timers": [{"unit": t.unit, "origin": t.origin, "calendar": t.calendar,
                         "when": t.slot.describe() if t.slot else None,
-                        "next_run": t.slot.next_run(now) if t.slot else None}
+                        "next_run": t.slot.next_run(now) if t.slot else None,
+                        "old_unit": None if t.old_unit is None else {
+                            "path": t.old_unit.path, "line": t.old_unit.line,
+                            "problem": describe_old_unit(t, t.old_unit),
+                            "rewrite": rewrite_command(t)}}
                        for t in entry.timers],
             "cron": entry.cron, "cron_property": entry.cron_property,
             "next_run": min(upcoming) if upcoming else None,

@@ -799,7 +799,9 @@ SCHEDULE_COLUMNS = (
     Column("kind", "Kind", 0, help="scrub or trim (a trim only on solid-state disks)"),
     Column("next", "Next", 1, help="the next run (and how long until it)"),
     Column("note", "Note", 1, help="twice: more than one schedule runs it; clashes: it can "
-                                   "run at once with a pool on the same controller or disks"),
+                                   "run at once with a pool on the same controller or disks; "
+                                   "older zsn's unit: its service as an older zsn wrote it "
+                                   "(the advisor, l, says which command rewrites it)"),
     Column("when", "When", 2, help="when its timer (or the cron job) runs it, local time; "
                                    "never: nothing does"),
     Column("by", "By", 3, truncate=True, help="the timer unit, or the distribution's cron "
@@ -835,6 +837,8 @@ def schedule_rows(schedules: Mapping[str, Any], now: float) -> list[Row]:
             by.append("cron")
             when.append((cron.get(kind) or {}).get("when") or "?")
         notes = ["twice"] if len(by) > 1 else []
+        if any(timer.get("old_unit") for timer in entry["timers"]):
+            notes.append("older zsn's unit (l)")
         if (pool, kind) in clashes:
             notes.append("clashes with " + ", ".join(clashes[pool, kind]))
         upcoming = entry["next_run"]

@@ -44,6 +44,7 @@ from zsn.zfs.scrubs import (
     candidates,
     clashes,
     default_slot,
+    describe_old_unit,
     never,
     old_unit,
     overlap,
@@ -343,6 +344,17 @@ def test_a_unit_an_older_zsn_wrote_is_named_and_setting_the_schedule_rewrites_it
     snapshot, schedules = _state(tmp_path)
     [timer] = schedules.timers
     assert timer.slot == Slot("month", 6, (8, 14), 1, 0) and timer.old_unit is not None
+    # --export zfs and the pane's schedules view (w) name it too
+    assert _exported_old_unit(schedules) == {
+        "path": "/etc/systemd/system/zsn-zfs-scrub-wilbur.service", "line": 8,
+        "problem": describe_old_unit(timer, timer.old_unit),
+        "rewrite": "zsn zfs scrub schedule wilbur --every month --at '2nd Sun 01:00'"}
+    from zsn.zfs.view import SCHEDULE_COLUMNS, schedule_rows
+
+    note = SCHEDULE_COLUMNS.index(next(c for c in SCHEDULE_COLUMNS if c.key == "note"))
+    [shown] = [row.cells[note] for row in schedule_rows(schedules_to_dict(schedules, NOW), NOW)
+               if row.key == "wilbur\0scrub"]
+    assert cell_text(shown) == "older zsn's unit (l)"
     [finding] = [f for f in lint.advise(snapshot, Facts(now=NOW, schedules=schedules))
                  if f.id == "ZFS024"]
     assert (finding.severity, finding.subject) == (severity, "wilbur")
@@ -376,8 +388,22 @@ def test_a_unit_an_older_zsn_wrote_is_named_and_setting_the_schedule_rewrites_it
     assert [t.old_unit for t in schedules.timers] == [None]
     assert not [f for f in lint.advise(snapshot, Facts(now=NOW, schedules=schedules))
                 if f.id == "ZFS024"]
+    assert _exported_old_unit(schedules) is None
     verified = _verify(tmp_path, "zsn-zfs-scrub-wilbur.timer", "zsn-zfs-scrub-wilbur.service")
     assert verified.returncode == 0, verified.stderr
+
+
+def _exported_old_unit(schedules: Schedules) -> dict[str, object] | None:
+    """The wilbur scrub timer's ``old_unit`` in ``--export zfs``, checked by the schema."""
+    exported = schedules_to_dict(schedules, NOW)
+    definitions = json.loads(SCHEMA_PATH.read_text())["$defs"]
+    errors = list(validator().evolve(schema={
+        "$ref": "#/$defs/zfs_schedules", "$defs": definitions}).iter_errors(exported))
+    assert not errors, errors
+    [wilbur] = [p for p in exported["pools"] if p["pool"] == "wilbur" and p["kind"] == "scrub"]
+    [timer] = wilbur["timers"]
+    found: dict[str, object] | None = timer["old_unit"]
+    return found
 
 
 def test_only_the_commands_an_older_zsn_wrote_are_said_to_be_its() -> None:
