@@ -640,3 +640,39 @@ async def test_a_peer_off_screen_is_current_when_scrolled_to_found_or_ordered(
         await pilot.pause()
         assert {key: shown_row(table, key).cells for key in want} == want
         assert table.shown_keys[0] == last
+
+
+def test_history_is_recorded_every_few_seconds_and_its_sessions_shown_between(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each poll reads the device, but history is recorded every `RECORD_SECONDS`:
+    the polls between show the sessions (and the history note) the last record made."""
+    from types import MappingProxyType
+
+    from tests.tui.conftest import fixed_snapshot
+    from zsn.tui.panes import wireguard
+    from zsn.wireguard.model import PeerSession
+
+    snapshot = fixed_snapshot()
+    interface = snapshot.interfaces[0]
+    key = (interface.name, interface.peers[0].public_key)
+    clock = [1000.0]
+    recorded: list[float] = []
+
+    def record(recorder: object, read: WireGuardSnapshot) -> WireGuardSnapshot:
+        recorded.append(clock[0])
+        session = PeerSession(True, int(clock[0]), int(clock[0]), None, 0, 0)
+        return read._replace(sessions=MappingProxyType({key: session}),
+                             history_note=f"note {len(recorded)}")
+
+    monkeypatch.setattr(wireguard, "read_wireguard", lambda host, cache: snapshot)
+    monkeypatch.setattr(wireguard, "record_history", record)
+    monkeypatch.setattr(wireguard, "monotonic", lambda: clock[0])
+    pane = WireGuardPane(Host(tmp_path), 1.0)
+    shown = []
+    for step in range(12):  # a poll a second
+        clock[0] = 1000.0 + step
+        polled = pane.fetch()
+        shown.append((polled.sessions[key].since, polled.history_note))
+    assert recorded == [1000.0, 1005.0, 1010.0]
+    assert shown == [(1000.0, "note 1")] * 5 + [(1005.0, "note 2")] * 5 + \
+        [(1010.0, "note 3")] * 2
