@@ -676,3 +676,43 @@ def test_history_is_recorded_every_few_seconds_and_its_sessions_shown_between(
     assert recorded == [1000.0, 1005.0, 1010.0]
     assert shown == [(1000.0, "note 1")] * 5 + [(1005.0, "note 2")] * 5 + \
         [(1010.0, "note 3")] * 2
+
+
+def test_the_findings_line_lints_again_when_a_file_changed_or_a_minute_passed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every 10 s the pane stats lint's files; it lints only when one changed, or when
+    the last lint is a minute old (the kernel's tables, the clock), or when asked."""
+    from zsn.tui.panes import wireguard_actions
+    from zsn.wireguard import lint
+
+    config = tmp_path / "etc/wireguard/wg0.conf"
+    config.parent.mkdir(parents=True)
+    config.write_text("[Interface]\nListenPort = 51820\n")
+    linted: list[float] = []
+    clock = [100.0]
+
+    def count(host: Host) -> list[object]:
+        linted.append(clock[0])
+        return []
+
+    monkeypatch.setattr(lint, "lint", count)
+    monkeypatch.setattr(wireguard_actions, "monotonic", lambda: clock[0])
+    pane = WireGuardPane(Host(tmp_path), 1.0)
+    answers: list[object] = []
+    monkeypatch.setattr(pane, "run_in_thread", lambda job, done: answers.append(job()))
+    pane.refresh_findings()  # the first, 0.5 s after the start
+    for second in (10, 20, 30):
+        clock[0] = 100.0 + second
+        pane.refresh_findings(when_changed=True)
+    assert linted == [100.0] and answers == [[], None, None, None]
+    config.write_text("[Interface]\nListenPort = 51821\n")
+    clock[0] = 140.0
+    pane.refresh_findings(when_changed=True)
+    clock[0] = 150.0
+    pane.refresh_findings(when_changed=True)
+    assert linted == [100.0, 140.0]
+    clock[0] = 200.0  # a minute after the last lint
+    pane.refresh_findings(when_changed=True)
+    clock[0] = 201.0
+    pane.refresh_findings()  # a change zsn made (plan_done), or l
+    assert linted == [100.0, 140.0, 200.0, 201.0]

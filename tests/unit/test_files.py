@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,36 @@ def _exited_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
     return process.pid
+
+
+def test_a_stamp_changes_when_a_file_below_changes_and_only_then(tmp_path: Path) -> None:
+    """A file written (even to the same size), added, removed, renamed or chmod-ed
+    changes the stamp; reading it, or nothing at all, does not."""
+    folder = tmp_path / "wireguard"
+    (folder / "clients/alice").mkdir(parents=True)
+    config = folder / "wg0.conf"
+    config.write_text("[Interface]\nListenPort = 51820\n")
+    (folder / "clients/alice/wg0.conf").write_text("[Interface]\n")
+    settings = tmp_path / "zsn.json"  # absent at first: its absence is stamped
+    before = files.stamp(folder, settings)
+    assert files.stamp(folder, settings) == before
+    config.read_text()
+    assert files.stamp(folder, settings) == before
+
+    def changed(change: Callable[[], object]) -> bool:
+        first = files.stamp(folder, settings)
+        change()
+        return files.stamp(folder, settings) != first
+
+    assert changed(lambda: config.write_text("[Interface]\nListenPort = 51821\n"))  # same size
+    assert changed(lambda: os.chmod(config, 0o644))
+    assert changed(lambda: (folder / "clients/alice/wg1.conf").write_text("[Peer]\n"))
+    assert changed(lambda: (folder / "clients/alice/wg1.conf").unlink())
+    assert changed(lambda: (folder / "clients/alice/wg0.conf").rename(
+        folder / "clients/alice/wg2.conf"))
+    assert changed(lambda: settings.write_text("{}"))
+    (folder / "link").symlink_to(tmp_path)  # a link is stamped, never followed
+    linked = files.stamp(folder, settings)
+    assert changed(lambda: (tmp_path / "elsewhere").write_text("x")) is False
+    assert files.stamp(folder, settings) == linked
+    assert len(files.stamp(folder, settings, limit=3)) == 3

@@ -212,3 +212,17 @@ def test_every_file_access_goes_through_the_path_rule() -> None:
             if _RAW.search(code) and not _allowed(relative, code):
                 found.append(f"{relative}:{number}: {line.strip()}")
     assert found == [], "use zsn.system.files (the path rule):\n" + "\n".join(found)
+
+
+def test_a_stamp_looks_inside_the_root_only(tree: tuple[Host, Path]) -> None:
+    host, outside = tree
+    (outside.parent / "d").mkdir()
+    (outside.parent / "d" / "from-outside.conf").write_text(SECRET)
+    host.path("/etc/wireguard").symlink_to(outside.parent / "d")  # the host's path
+    assert files.stamp(host.path("/etc/wireguard")) == ()
+    host.path("/srv/wg").mkdir(parents=True)
+    host.path("/srv/wg/wg0.conf").write_text("[Interface]\n")
+    host.path("/etc/wireguard").unlink()
+    host.path("/etc/wireguard").symlink_to("/srv/wg")
+    assert [Path(entry[0]).name for entry in files.stamp(host.path("/etc/wireguard"))] == [
+        "wg", "wg0.conf"]

@@ -239,6 +239,34 @@ def walk(directory: Path) -> list[Path]:
     return sorted(found)
 
 
+Stamp = tuple[tuple[str, int, int, int, int], ...]
+
+
+def stamp(*places: Path, limit: int = 10_000) -> Stamp:
+    """What the files and folders at and below `places` look like, without reading them:
+    each one's name, inode, mode, size and change time (links not followed; under a root,
+    inside it). A file written, added, removed, renamed or chmod-ed changes it, so work
+    that depends on those files alone can be skipped while it stays equal. At most
+    `limit` entries."""
+    found: list[tuple[str, int, int, int, int]] = []
+    for place in places:
+        pending = [str(confine(place))]
+        while pending and len(found) < limit:
+            path = pending.pop()
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue  # gone (or not to be looked at): its absence is in the stamp
+            found.append((path, st.st_ino, st.st_mode, st.st_size, st.st_ctime_ns))
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    with os.scandir(path) as entries:
+                        pending.extend(entry.path for entry in entries)
+                except OSError:
+                    continue
+    return tuple(sorted(found))
+
+
 def exists(path: Path) -> bool:
     """Whether `path` exists; a ZsnError naming it when zsn may not even look."""
     found, staged_text = _staged_file(path)

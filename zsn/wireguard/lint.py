@@ -60,6 +60,12 @@ _COMMAND_SPLIT_RE = re.compile(r"(;|&&|\|\|)")
 _ROUTING_RULE_RE = re.compile(r"FORWARD|MASQUERADE|SNAT|forward", re.IGNORECASE)
 
 
+def inputs_stamp(host: Host) -> files.Stamp:
+    """The files `lint` reads (configs, clients, access rules, zsn's settings), stat-ed:
+    while it stays equal, only the kernel's tables and the clock can change a finding."""
+    return files.stamp(host.path(WIREGUARD_DIR), host.path(settings.SETTINGS_PATH))
+
+
 def lint(host: Host) -> list[Finding]:
     """Every finding for the WireGuard configs of `host`."""
     directory = host.path(WIREGUARD_DIR)
