@@ -271,6 +271,9 @@ class LiveTable(ScrollView, can_focus=True):
         self._natural = [0] * len(columns)
         self._layout: ColumnLayout | None = None
         self._lines: dict[str, tuple[Row, int, bool, Strip]] = {}
+        self._cells: dict[tuple[Any, ...], tuple[Segment, ...]] = {}
+        """A cell's segments by what makes them (its value, column, width, styles): a
+        changed row is made again from its cells, and most of its cells did not change."""
         self._styles: dict[str, Style] = {}
         self._base: Style | None = None
         """`rich_style`, kept as `_styles` are (it walks every ancestor: a third of
@@ -783,6 +786,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._styles.clear()
         self._base = None
         self._lines.clear()
+        self._cells.clear()
 
     def _on_resize(self, event: events.Resize) -> None:
         self._lines.clear()
@@ -885,39 +889,56 @@ class LiveTable(ScrollView, can_focus=True):
             line_style += cursor_style
         segments = [Segment(" " * PAD, line_style)]
         x = PAD
+        cells = self._cells
+        if len(cells) > 4096:
+            cells.clear()
         for placed in layout.placed:
-            column = self.columns[placed.column]
             value = row.cells[placed.column]
-            if isinstance(value, str):
-                text, tone, short = safe(value), "", None
-            else:
-                text, tone, short = safe(value.text), value.tone, value.short
-                short = safe(short) if short is not None else None
-            if placed.column == 0 and row.depth:
-                guide = self._guides.get(row.key, "")
-                text = guide + text
-                short = guide + short if short is not None else None
-            shown = fit(text, short, placed.width, column.truncate or placed.column == 0)
-            style = line_style
-            if tone in TONES:
-                style = row_style + self._style(tone)
-                if state_style is not None:
-                    style += state_style
-                if cursor_style is not None:
-                    style += cursor_style
+            guide = self._guides.get(row.key, "") if placed.column == 0 and row.depth else ""
             if placed.x > x:
                 segments.append(Segment(" " * (placed.x - x), line_style))
-            gap = placed.width - cell_len(shown)
-            if column.align == "right" and gap > 0:
-                segments.append(Segment(" " * gap, line_style))
-                segments.append(Segment(shown, style))
-            else:
-                segments.append(Segment(shown, style))
-                if gap > 0:
-                    segments.append(Segment(" " * gap, line_style))
+            key = (value, guide, placed.column, placed.width, row_style, line_style,
+                   state_style, cursor_style)
+            made = cells.get(key)
+            if made is None:
+                made = cells[key] = self._cell_segments(
+                    value, guide, placed, row_style, line_style, state_style, cursor_style)
+            segments += made
             x = placed.x + placed.width
+        if x < layout.width:
+            segments.append(Segment(" " * (layout.width - x), line_style))
+        elif x > layout.width:
+            return Strip(segments).adjust_cell_length(layout.width, line_style).simplify()
         # One segment per run of one style: fewer escape sequences on the wire.
-        return Strip(segments).adjust_cell_length(layout.width, line_style).simplify()
+        return Strip(list(Segment.simplify(segments)), layout.width)
+
+    def _cell_segments(self, value: CellValue, guide: str, placed: PlacedColumn,
+                       row_style: Style, line_style: Style, state_style: Style | None,
+                       cursor_style: Style | None) -> tuple[Segment, ...]:
+        """One cell of a row: its text fitted to its width, aligned, in its tone."""
+        column = self.columns[placed.column]
+        if isinstance(value, str):
+            text, tone, short = safe(value), "", None
+        else:
+            text, tone, short = safe(value.text), value.tone, value.short
+            short = safe(short) if short is not None else None
+        if guide:
+            text = guide + text
+            short = guide + short if short is not None else None
+        shown = fit(text, short, placed.width, column.truncate or placed.column == 0)
+        style = line_style
+        if tone in TONES:
+            style = row_style + self._style(tone)
+            if state_style is not None:
+                style += state_style
+            if cursor_style is not None:
+                style += cursor_style
+        gap = placed.width - cell_len(shown)
+        if gap <= 0:
+            return (Segment(shown, style),)
+        if column.align == "right":
+            return Segment(" " * gap, line_style), Segment(shown, style)
+        return Segment(shown, style), Segment(" " * gap, line_style)
 
     # -- cursor and keys ---------------------------------------------------------------
     def _set_cursor(self, key: str | None) -> None:
