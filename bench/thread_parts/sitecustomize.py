@@ -9,8 +9,9 @@ only in ``python -m zsn`` with ``ZSN_PARTS`` set. After ``ZSN_PARTS_START`` seco
 it wraps each function of `PARTS` that the tree has (`time.thread_time` around the
 outermost call in each thread) and times the main thread's collections, then after
 ``ZSN_PARTS_SECONDS`` (24) writes ms a second per part and per thread (each thread's CPU
-clock) to ``ZSN_PARTS``. The wrappers cost some CPU themselves: compare trees measured
-alike.
+clock) to ``ZSN_PARTS``; ``ZSN_PARTS_EXTRA`` adds parts (``module:Class.method`` or
+``module:function``, comma-separated). The wrappers cost some CPU themselves: compare
+trees measured alike.
 """
 import os
 import sys
@@ -91,7 +92,8 @@ if os.environ.get("ZSN_PARTS") and sys.orig_argv[1:3] == ["-m", "zsn"]:
 
     def later():
         time.sleep(float(os.environ.get("ZSN_PARTS_START", "8")))
-        for part in PARTS:
+        extra = [part for part in os.environ.get("ZSN_PARTS_EXTRA", "").split(",") if part]
+        for part in PARTS + extra:
             module, qual = part.split(":")
             try:
                 owner = importlib.import_module(module)

@@ -43,3 +43,18 @@ def test_cell_updates_leave_the_terminal_showing_the_apps_screen(tmp_path: Path)
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, timeout=30)
     assert any("名前-0" in line for line in expected) and any("宽字符" in line for line in expected)
+
+
+def test_a_span_starts_where_it_is_asked_only_on_a_character_boundary() -> None:
+    """A span may start at the cell asked unless a double-width character straddles it
+    (then its chop is sent from its start)."""
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    from zsn.tui.output import _narrow_before
+
+    ascii_line = Strip([Segment("  wg0  "), Segment("1.2 KiB/s"), Segment(" " * 20)])
+    assert all(_narrow_before(ascii_line, cells) for cells in range(40))
+    wide = Strip([Segment("ab"), Segment("名前x"), Segment("cd")])  # 名 at 2-3, 前 at 4-5
+    assert [_narrow_before(wide, cells) for cells in range(10)] == [
+        True, True, True, False, True, False, True, True, True, True]

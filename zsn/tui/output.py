@@ -182,7 +182,13 @@ def _narrow_before(strip: Strip, cells: int) -> bool:
     for segment in strip:
         if segment.control:
             continue
-        for character in segment.text:
+        text = segment.text
+        if text.isascii() and text.isprintable():  # a cell a character: no need to look
+            seen += len(text)
+            if seen >= cells:
+                return True
+            continue
+        for character in text:
             if seen >= cells:
                 return True
             seen += cell_len(character)
