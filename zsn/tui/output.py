@@ -7,7 +7,9 @@ whose rates tick every second costs most of the row every second. `CellUpdate` s
 each span from where it starts, as a terminal needs: the cells before it did not change;
 and it sets colours as a terminal keeps them, changing only what differs from the
 segment before (Textual resets and sets every attribute and both colours again for each
-segment, three quarters of a quiet table's bytes), also from one span to the next.
+segment, three quarters of a quiet table's bytes), also from one span to the next; and
+it sends the spans grouped by the style they start with, so a zebra table's changed rows
+switch the background once for the even rows and once for the odd, not once a row.
 
 Spans start where a widget asked for a repaint (`LiveTable` asks for a row's changed
 cells, which start and end on cell boundaries); a span that started inside a
@@ -33,6 +35,7 @@ from rich.cells import cell_len
 from rich.color import Color, ColorSystem
 from rich.console import Console, RenderableType
 from rich.control import Control
+from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor  # Textual 8's partial update
 from textual.geometry import Region
@@ -51,15 +54,22 @@ class CellUpdate(ChopsUpdate):
         # Every span begins with a move to where it starts (Textual also sends a line
         # break after each line, and so reset the colours there): the colours stay set
         # from one span to the next, and a row like the one before costs only what
-        # differs, its background at most.
+        # differs. Spans are sent grouped by the style they start with, so the rows of
+        # a zebra table change their background once a group, not once a row.
+        groups: dict[Style | None, list[tuple[int, int, list[Segment]]]] = {}
         for y, x1, x2 in self.spans:
             line = self.chops[y]
             for end, (x, strip) in zip(self.chop_ends[y], line.items(), strict=False):
                 if strip is None or x >= x2 or end <= x1:
                     continue
                 start = max(x, x1) if _narrow_before(strip, x1 - x) else x
+                segments = list(strip.crop(start - x, min(end, x2) - x))
+                first = segments[0].style if segments else None
+                groups.setdefault(first, []).append((start, y, segments))
+        for spans in groups.values():
+            for start, y, segments in spans:
                 append(move_to(start, y).segment.text)
-                for text, style, _ in strip.crop(start - x, min(end, x2) - x):
+                for text, style, _ in segments:
                     append(pen.write(text, style))
         append(pen.write("", None))
         return "".join(sequences)
