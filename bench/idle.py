@@ -14,7 +14,8 @@ for --seconds, and its CPU time (user + system, from /proc through psutil) is
 read before and after. htop runs on the same terminal size for the same time, at
 its default delay (1.5 s) and at 1 s like zsn. The peers never handshake (their
 endpoints are TEST-NET addresses), so nothing on zsn's screen should change:
-what it writes is pure overhead. RSS is printed too.
+what it writes is pure overhead. RSS is printed too. With ``ZSN_BENCH_CAPTURE=DIR``
+each case's idle output is written to DIR (a file per case) for a look at its bytes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import _lab
 import psutil
@@ -71,6 +73,10 @@ def measure(label: str, argv: list[str], rows: int, columns: int, seconds: float
         after = process.cpu_times()
         main_after = _main_thread_seconds(process)
         rss = process.memory_info().rss
+        capture = os.environ.get("ZSN_BENCH_CAPTURE")
+        if capture:  # what the idle window sent, one file per case
+            name = "".join(c if c.isalnum() else "-" for c in label.lower())
+            Path(capture, f"{name}.out").write_bytes(bytes(child.output[written:]))
     finally:
         child.stop()
     cpu = (after.user + after.system) - (before.user + before.system)
