@@ -187,6 +187,36 @@ async def test_a_changed_value_sends_only_the_characters_that_differ() -> None:
         assert "512 B/s" in "\n".join(screen_text(app))
 
 
+async def test_two_changes_far_apart_in_a_row_are_sent_without_the_cells_between() -> None:
+    """A row whose handshake and rate changed sends the two, each moved to: the cells
+    between them (and the colours they would set) are more than a cursor move."""
+    app = TableApp([peer_row(i) for i in range(5)])
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        table = table_of(app)
+        sent: list[str] = []
+        display = app._display
+
+        def tight_display(screen: Any, renderable: Any) -> None:
+            update = tight(renderable)
+            if isinstance(update, CellUpdate) and not app._batch_count:
+                sent.append(update.render_segments(app.console))
+            display(screen, renderable)
+
+        app._display = tight_display  # type: ignore[method-assign]
+        repaints = table.repaint_count
+        row = peer_row(1, "1.3 KiB/s")
+        table.update([row._replace(cells=(row.cells[0], Cell("47s", "good"), *row.cells[2:]))
+                      if i == 1 else peer_row(i) for i in range(5)])
+        await pilot.pause()
+        assert table.repaint_count == repaints + 2
+        [update] = sent
+        assert _ESCAPES.sub("", update) == "73"
+        assert update.count("H") == 2  # two cursor moves, one a change
+        assert "47s" in "\n".join(screen_text(app)) and "1.3 KiB/s" in "\n".join(
+            screen_text(app))
+
+
 async def test_end_and_home_go_to_the_last_and_first_row() -> None:
     app = TableApp([peer_row(i) for i in range(500)])
     async with app.run_test(size=(80, 12)) as pilot:

@@ -63,6 +63,11 @@ HEADER_LINES = 1
 ELLIPSIS = "…"
 
 
+SPAN_GAP = 8
+"""Unchanged cells between two changes of a row that make them two repaints: a cursor
+move to the second (``ESC [ y ; x H``) costs about as many bytes."""
+
+
 class PlacedColumn(NamedTuple):
     column: int
     """Index of the column in the table's `columns`."""
@@ -719,21 +724,25 @@ class LiveTable(ScrollView, can_focus=True):
             self.repaint_count += 1
             self.refresh(Region(0, y, layout.width, 1))
             return
-        # One region from the first changed character to the last: the terminal gets
-        # the line once, not once per cell (each region is sent from the start of the
-        # line's chop, so three cells of a row were three writes of most of it), and
-        # of a rate going from "1.2 KiB/s" to "1.3 KiB/s" only the "3".
+        # A region from the first changed character to the last, split where unchanged
+        # cells between two changes are more than a cursor move would cost: of a rate
+        # going from "1.2 KiB/s" to "1.3 KiB/s" only the "3" goes to the terminal, and
+        # a row whose handshake and rate changed sends those two, not the cells (and
+        # colour changes) between them.
         row = self._rows[old.key]
         wanted = set(columns)
-        start = end = -1
+        spans: list[list[int]] = []
         for placed in layout.placed:
             if placed.column not in wanted:
                 continue
             changed = self._changed_span(old, row, placed)
-            if changed is not None:
-                start = changed[0] if start < 0 else start
-                end = changed[1]
-        if start >= 0:
+            if changed is None:
+                continue
+            if spans and changed[0] - spans[-1][1] < SPAN_GAP:
+                spans[-1][1] = changed[1]
+            else:
+                spans.append(list(changed))
+        for start, end in spans:
             self.repaint_count += 1
             self.refresh(Region(start, y, end - start, 1))
 
