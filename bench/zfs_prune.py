@@ -186,10 +186,11 @@ def in_guest(results: Path, datasets: int, snapshots: int, keep: int, rounds: in
     (results / "figures.json").write_text(json.dumps(figures))
 
 
-def report(found: dict[str, Any], kernel: str) -> int:
+def report(found: dict[str, Any], kernel: str, cpus: int | None) -> int:
     sanoid, zsn = statistics.median(found["sanoid"]), statistics.median(found["zsn"])
     destroyed = found["datasets"] * (found["snapshots"] - found["keep"])
-    print(f"guest kernel {kernel}, TCG, 2 vCPUs; {found['datasets']} datasets x "
+    vcpus = f"{cpus} vCPU{'s' if cpus != 1 else ''}" if cpus else "vCPUs as run"
+    print(f"guest kernel {kernel}, TCG, {vcpus}; {found['datasets']} datasets x "
           f"{found['snapshots']} hourly snapshots, keep {found['keep']}: {destroyed} "
           f"destroyed per pass; {len(found['zsn'])} rounds, medians")
     print(f"  sanoid --prune-snapshots  {sanoid:8.2f} s   (rounds: {found['sanoid']})")
@@ -216,7 +217,7 @@ def main() -> int:
         in_guest(Path(args.in_guest), args.datasets, args.snapshots, args.keep, args.rounds)
         return 0
     if args.report:
-        return report(json.loads(Path(args.report).read_text()), "(as recorded)")
+        return report(json.loads(Path(args.report).read_text()), "(as recorded)", None)
     if shutil.which("sanoid") is None:
         sys.exit("bench: sanoid is missing (apt install sanoid)")
     sys.path.insert(0, str(REPO))
@@ -234,7 +235,7 @@ def main() -> int:
         return 1
     print("\n".join(line for line in run.tail(200).splitlines()
                     if line.startswith(("layout", "round"))))
-    return report(json.loads(figures.read_text()), run.boot.kernel)
+    return report(json.loads(figures.read_text()), run.boot.kernel, args.cpus)
 
 
 if __name__ == "__main__":
