@@ -34,6 +34,23 @@ def peer_row(index: int, rate: str = "1.2 KiB/s", depth: int = 0) -> Row:
     ), depth=depth)
 
 
+def sent_updates(app: App[None], plain: bool = False) -> list[str]:
+    """What each partial update of `app` sends to the terminal from now on (`plain`:
+    without its escape sequences), as zsn's `CellUpdate` writes it."""
+    sent: list[str] = []
+    display = app._display
+
+    def tight_display(screen: Any, renderable: Any) -> None:
+        update = tight(renderable)
+        if isinstance(update, CellUpdate) and not app._batch_count:
+            text = update.render_segments(app.console)
+            sent.append(_ESCAPES.sub("", text) if plain else text)
+        display(screen, renderable)
+
+    app._display = tight_display  # type: ignore[method-assign]
+    return sent
+
+
 class TableApp(App[None]):
     CSS_PATH = [str(STYLES)]
 
@@ -159,16 +176,7 @@ async def test_a_changed_value_sends_only_the_characters_that_differ() -> None:
     async with app.run_test(size=(80, 12)) as pilot:
         await pilot.pause()
         table = table_of(app)
-        sent: list[str] = []
-        display = app._display
-
-        def tight_display(screen: Any, renderable: Any) -> None:
-            update = tight(renderable)
-            if isinstance(update, CellUpdate) and not app._batch_count:
-                sent.append(_ESCAPES.sub("", update.render_segments(app.console)))
-            display(screen, renderable)
-
-        app._display = tight_display  # type: ignore[method-assign]
+        sent = sent_updates(app, plain=True)
 
         async def shown(rates: dict[int, str], tone: str = "good") -> list[str]:
             sent.clear()
@@ -194,16 +202,7 @@ async def test_two_changes_far_apart_in_a_row_are_sent_without_the_cells_between
     async with app.run_test(size=(80, 12)) as pilot:
         await pilot.pause()
         table = table_of(app)
-        sent: list[str] = []
-        display = app._display
-
-        def tight_display(screen: Any, renderable: Any) -> None:
-            update = tight(renderable)
-            if isinstance(update, CellUpdate) and not app._batch_count:
-                sent.append(update.render_segments(app.console))
-            display(screen, renderable)
-
-        app._display = tight_display  # type: ignore[method-assign]
+        sent = sent_updates(app)
         repaints = table.repaint_count
         row = peer_row(1, "1.3 KiB/s")
         table.update([row._replace(cells=(row.cells[0], Cell("47s", "good"), *row.cells[2:]))

@@ -46,8 +46,9 @@ DESTROY_TIMEOUT = 600.0
 LIST_TIMEOUT = 1800.0
 """A listing's deadline: tens of thousands of snapshots on spinning disks with a cold ARC
 take minutes to list (a run is a timer's, nobody waits on it at a prompt)."""
-LIST_MAX_OUTPUT = 256 * 1024 * 1024
-"""A listing's size cap: about two million snapshots' rows."""
+RUN_MAX_OUTPUT = 256 * 1024 * 1024
+"""The size cap of a run's `zfs` calls: its listings are the large ones (about two million
+snapshots' rows)."""
 DESTROY_WORKERS = 4
 """Destroys of several datasets at once: their transactions sync together."""
 MAX_DESTROY_ARGUMENT = 64 * 1024
@@ -60,7 +61,7 @@ Runner = Callable[[Sequence[str], float], commands.CommandResult]
 def _run(argv: Sequence[str], timeout: float) -> commands.CommandResult:
     from zsn.zfs.live import run_zfs_command
 
-    return run_zfs_command(argv, timeout=timeout, max_output=LIST_MAX_OUTPUT)
+    return run_zfs_command(argv, timeout=timeout, max_output=RUN_MAX_OUTPUT)
 
 
 def local_zone(host: Host) -> tzinfo:
