@@ -58,3 +58,22 @@ def test_a_span_starts_where_it_is_asked_only_on_a_character_boundary() -> None:
     wide = Strip([Segment("ab"), Segment("名前x"), Segment("cd")])  # 名 at 2-3, 前 at 4-5
     assert [_narrow_before(wide, cells) for cells in range(10)] == [
         True, True, True, False, True, False, True, True, True, True]
+
+
+def test_the_cursor_takes_the_shortest_move_a_terminal_reads_the_same_everywhere() -> None:
+    """From a known place: along the line, or up and down the column, by whichever is
+    shortest (as curses does); from an unknown one (or to another line and column), to
+    line and column. Never a line feed (ONLCR would add a carriage return)."""
+    from zsn.tui.output import _move
+
+    assert _move(None, 53, 11) == "\x1b[12;54H"
+    assert _move((53, 11), 53, 11) == ""
+    assert _move((43, 11), 53, 11) == "\x1b[54G"  # 5 bytes, as ESC [ 10 C
+    assert _move((50, 11), 53, 11) == "\x1b[3C"
+    assert _move((55, 11), 53, 11) == "\b\b"
+    assert _move((70, 11), 53, 11) == "\x1b[54G"
+    assert _move((53, 10), 53, 11) == "\x1b[B"
+    assert _move((53, 14), 53, 11) == "\x1b[3A"
+    assert _move((40, 10), 53, 11) == "\x1b[12;54H"
+    assert all("\n" not in _move((column, line), x, y) for column in range(0, 80, 7)
+               for line in range(0, 24, 5) for x in range(0, 80, 9) for y in range(0, 24, 4))

@@ -34,7 +34,6 @@ from typing import Any
 from rich.cells import cell_len
 from rich.color import Color, ColorSystem
 from rich.console import Console, RenderableType
-from rich.control import Control
 from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor  # Textual 8's partial update
@@ -49,7 +48,6 @@ class CellUpdate(ChopsUpdate):
     def render_segments(self, console: Console) -> str:
         sequences: list[str] = []
         append = sequences.append
-        move_to = Control.move_to
         pen = _Pen(console._color_system or ColorSystem.TRUECOLOR)
         # Every span begins with a move to where it starts (Textual also sends a line
         # break after each line, and so reset the colours there): the colours stay set
@@ -66,11 +64,17 @@ class CellUpdate(ChopsUpdate):
                 segments = list(strip.crop(start - x, min(end, x2) - x))
                 first = segments[0].style if segments else None
                 groups.setdefault(first, []).append((start, y, segments))
+        cursor: tuple[int, int] | None = None  # where the terminal's cursor is, if known
         for spans in groups.values():
             for start, y, segments in spans:
-                append(move_to(start, y).segment.text)
+                append(_move(cursor, start, y))
+                end = start
                 for text, style, _ in segments:
                     append(pen.write(text, style))
+                    end += len(text) if text.isascii() else cell_len(text)
+                # A write that reached the last column leaves the cursor waiting to
+                # wrap, where terminals disagree on what a relative move does.
+                cursor = (end, y) if end < self.chop_ends[y][-1] else None
         append(pen.write("", None))
         return "".join(sequences)
 
@@ -181,6 +185,32 @@ class _Pen:
         if color is None:
             return ["39" if foreground else "49"]
         return list(color.downgrade(self.color_system).get_ansi_codes(foreground))
+
+
+def _move(cursor: tuple[int, int] | None, x: int, y: int) -> str:
+    """The shortest sequence that takes the terminal's cursor from `cursor` (None:
+    not known) to column `x` of line `y`, as curses picks one: the next span on the
+    same line is a column move (``ESC [ 54 G`` or ``ESC [ 9 C``), not a move to a
+    line and column (``ESC [ 12 ; 54 H``). No line feed: the terminal's output
+    settings (ONLCR) can make it a carriage return too."""
+    moves = [f"\x1b[{y + 1};{x + 1}H"]
+    if cursor is not None:
+        column, line = cursor
+        if line == y:
+            if column == x:
+                return ""
+            moves.append(f"\x1b[{x + 1}G")
+            step = x - column
+            moves.append(_step(step, "C") if step > 0 else "\b" * -step)
+        elif column == x:
+            moves.append(f"\x1b[{y + 1}d")
+            step = y - line
+            moves.append(_step(step, "B") if step > 0 else _step(-step, "A"))
+    return min(moves, key=len)
+
+
+def _step(count: int, direction: str) -> str:
+    return f"\x1b[{direction}" if count == 1 else f"\x1b[{count}{direction}"
 
 
 def _narrow_before(strip: Strip, cells: int) -> bool:
