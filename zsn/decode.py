@@ -41,7 +41,7 @@ import functools
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from zsn.errors import ParseError
 
@@ -123,6 +123,10 @@ def from_toml(text: str, kind: type[T], source: str, *, max_bytes: int = MAX_BYT
         raise DecodeError(source, None, f"not valid TOML: {_first_line(exc)}") from None
     except RecursionError:
         raise DecodeError(source, None, f"nested more than {MAX_DEPTH} levels deep") from None
+    if kind == dict[str, Any]:
+        # What tomllib gives is such a table already: no msgspec to import for it (a
+        # theme read before the TUI's first frame).
+        return cast(T, value)
     return convert(value, kind, source)
 
 
