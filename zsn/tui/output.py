@@ -49,11 +49,12 @@ class CellUpdate(ChopsUpdate):
         sequences: list[str] = []
         append = sequences.append
         pen = _Pen(console._color_system or ColorSystem.TRUECOLOR)
-        # Every span begins with a move to where it starts (Textual also sends a line
-        # break after each line, and so reset the colours there): the colours stay set
-        # from one span to the next, and a row like the one before costs only what
-        # differs. Spans are sent grouped by the style they start with, so the rows of
-        # a zebra table change their background once a group, not once a row.
+        # Every span begins with a move to where it starts, the shortest from where
+        # the last one left the cursor (Textual also sends a line break after each
+        # line, and so reset the colours there): the colours stay set from one span to
+        # the next, and a row like the one before costs only what differs. Spans are
+        # sent grouped by the style they start with, so the rows of a zebra table
+        # change their background once a group, not once a row.
         groups: dict[Style | None, list[tuple[int, int, list[Segment]]]] = {}
         for y, x1, x2 in self.spans:
             line = self.chops[y]
