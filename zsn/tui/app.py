@@ -78,6 +78,27 @@ class PaneSwitcher(ContentSwitcher):
         self.current = container_id
 
 
+class MainScreen(FrontScreen):
+    """The panes' screen. Its first activation does less than Textual's: each node was
+    styled as it was mounted a moment before, so the whole screen is not styled again
+    when it first resumes; and no widget is given the keyboard by itself (the first
+    table) only for the shown pane to move it to its main one (`LivePane.focus_main`):
+    each move styles both tables again, with their dozen component classes each."""
+
+    AUTO_FOCUS = ""
+
+    def __init__(self, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name, id, classes)
+        self._resumed = False
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual runs Screen's own handler after this one, with the event as left here.
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+
+
 def _set_start_up_aside() -> None:
     """What start-up made (modules, styles, every pane's widgets: some 300,000 objects)
     is kept out of the collector's full passes from now on: idle, a refresh a second
@@ -272,7 +293,7 @@ class ZsnApp(App[int]):
             self.exit(return_code=EXIT_HANGUP)
 
     def get_default_screen(self) -> Screen[Any]:
-        return FrontScreen(id="_default")
+        return MainScreen(id="_default")
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         # Only the cells that changed go to the terminal (`zsn.tui.output`).
