@@ -87,15 +87,10 @@ class MainScreen(FrontScreen):
 
     AUTO_FOCUS = ""
 
-    def __init__(self, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
-        super().__init__(name, id, classes)
-        self._resumed = False
-
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Textual runs Screen's own handler after this one, with the event as left here.
-        if not self._resumed:
-            self._resumed = True
+        # Textual runs Screen's own handler after this one, with the event as left
+        # here; that handler counts each resume and suspension (`stack_updates`).
+        if self.stack_updates == 0:
             event.refresh_styles = False
 
 

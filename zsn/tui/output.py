@@ -55,27 +55,27 @@ class CellUpdate(ChopsUpdate):
         # the next, and a row like the one before costs only what differs. Spans are
         # sent grouped by the style they start with, so the rows of a zebra table
         # change their background once a group, not once a row.
-        groups: dict[Style | None, list[tuple[int, int, list[Segment]]]] = {}
+        groups: dict[Style | None, list[tuple[int, int, int, list[Segment]]]] = {}
         for y, x1, x2 in self.spans:
             line = self.chops[y]
             for end, (x, strip) in zip(self.chop_ends[y], line.items(), strict=False):
                 if strip is None or x >= x2 or end <= x1:
                     continue
                 start = max(x, x1) if _narrow_before(strip, x1 - x) else x
-                segments = list(strip.crop(start - x, min(end, x2) - x))
+                cropped = strip.crop(start - x, min(end, x2) - x)
+                segments = list(cropped)
                 first = segments[0].style if segments else None
-                groups.setdefault(first, []).append((start, y, segments))
+                groups.setdefault(first, []).append(
+                    (start, start + cropped.cell_length, y, segments))
         cursor: tuple[int, int] | None = None  # where the terminal's cursor is, if known
         for spans in groups.values():
-            for start, y, segments in spans:
+            for start, stop, y, segments in spans:
                 append(_move(cursor, start, y))
-                end = start
                 for text, style, _ in segments:
                     append(pen.write(text, style))
-                    end += len(text) if text.isascii() else cell_len(text)
                 # A write that reached the last column leaves the cursor waiting to
                 # wrap, where terminals disagree on what a relative move does.
-                cursor = (end, y) if end < self.chop_ends[y][-1] else None
+                cursor = (stop, y) if stop < self.chop_ends[y][-1] else None
         append(pen.write("", None))
         return "".join(sequences)
 
