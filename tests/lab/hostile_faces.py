@@ -94,7 +94,7 @@ def _closed(hint: Any) -> bool:
 
 def snapshots() -> dict[str, Any]:
     """Each pane's hostile snapshot (what its `fetch` returns), by domain name."""
-    from tests.tui.conftest import fixed_snapshot as wireguard
+    from tests.tui.captured import fixed_snapshot as wireguard
     from tests.tui.test_links_pane import fixed_view as links
     from tests.tui.test_openvpn_pane import fixed_snapshot as openvpn
     from tests.tui.test_wlan_pane import fixed_snapshot as wlan

@@ -24,7 +24,8 @@ from tests.pilot import (
     wait_for_rows,
     wait_until,
 )
-from tests.tui.conftest import CAPTURED_HANDSHAKE, FIXTURES, SnapCompare, fixed_snapshot
+from tests.tui.captured import CAPTURED_HANDSHAKE, FIXTURES, fixed_snapshot
+from tests.tui.conftest import SnapCompare
 from zsn.lint import Finding
 from zsn.plan import Plan
 from zsn.system.host import Host

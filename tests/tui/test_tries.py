@@ -15,7 +15,7 @@ import pytest
 
 from tests.needs import unavailable
 from tests.pilot import screen_as, wait_until
-from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 from tests.unit.tries.conftest import plan_of
 from zsn.system.host import Host
 from zsn.tries import lifecycle

@@ -12,7 +12,8 @@ from textual.pilot import Pilot
 
 from tests.fixtures.wireguard.acl.capture import INTERFACE, policy_and_peers
 from tests.pilot import row_texts, screen_as, wait_for_rows, wait_until
-from tests.tui.conftest import CAPTURED_HANDSHAKE, SnapCompare, fixed_snapshot
+from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
+from tests.tui.conftest import SnapCompare
 from zsn.system import nftables
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp

@@ -15,7 +15,8 @@ from textual.widgets import Input, Static
 
 from tests.needs import needs_tools
 from tests.pilot import screen_as, wait_for_rows, wait_until
-from tests.tui.conftest import FIXTURES, SnapCompare
+from tests.tui.captured import FIXTURES
+from tests.tui.conftest import SnapCompare
 from zsn.tui.app import ZsnApp
 from zsn.tui.screens.client_config import ClientConfigScreen
 from zsn.tui.screens.create_interface import CreateInterfaceScreen

@@ -136,7 +136,7 @@ async def test_no_interfaces_says_how_to_start_one(tmp_path: Path) -> None:
 
 async def test_not_root_shows_what_needs_root_not_empty_tables(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tui.conftest import fixed_snapshot
+    from tests.tui.captured import fixed_snapshot
     from zsn.wireguard.live import NEEDS_ROOT
 
     # What read_wireguard returns to a non-root user: names from the socket
@@ -177,7 +177,7 @@ async def test_number_keys_switch_panes_and_move_the_keyboard_with_them(
 async def test_a_big_server_shows_every_row_at_once_and_end_goes_to_the_last(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.pilot import screen_text
-    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 
     # The captured server with 5,000 peers: the real peer, repeated under other keys.
     snapshot = fixed_snapshot()
@@ -267,7 +267,7 @@ async def test_a_findings_line_too_long_for_80_columns_ends_in_an_ellipsis(
     """The line is one row high: a finding's message wrapped below it was lost whole
     ("... l shows them. WG006:" and nothing after)."""
     from tests.pilot import screen_text
-    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 
     (root / "etc/wireguard").chmod(0o755)  # WG006: a folder of private keys others read
     snapshot = fixed_snapshot()
@@ -325,7 +325,7 @@ async def test_footer_keeps_help_and_quit_and_shows_more_keys_when_wide(
 
 async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 
     full = fixed_snapshot()
     without = full._replace(interfaces=full.interfaces[:1])
@@ -362,7 +362,7 @@ async def test_a_vanished_interface_stays_a_grey_row_with_one_notification(
 
 async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice(
         monkeypatch: pytest.MonkeyPatch, fixed_app: ZsnApp) -> None:
-    from tests.tui.conftest import fixed_snapshot
+    from tests.tui.captured import fixed_snapshot
     from zsn.plan import LiveStep, Plan
     from zsn.tui.screens.plan import PlanScreen
 
@@ -399,7 +399,7 @@ async def test_bringing_an_interface_down_says_so_once_and_no_disappeared_notice
 
 async def test_another_namespaces_interface_is_labelled_not_passed_off_as_ours(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 
     snapshot = fixed_snapshot()
     other = snapshot.interfaces[1]._replace(in_namespace=False, addresses=())
@@ -548,7 +548,7 @@ async def test_keys_that_need_a_config_say_so_when_there_is_none(
 
 async def test_bring_up_and_enable_are_offered_only_when_they_can_act(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tui.conftest import fixed_snapshot
+    from tests.tui.captured import fixed_snapshot
     from zsn.tui.widgets.footer import KeyBar
 
     running = fixed_snapshot()
@@ -580,7 +580,7 @@ async def test_a_peer_off_screen_is_current_when_scrolled_to_found_or_ordered(
     formatting every second); a peer scrolled into view, found by the filter or placed
     by an order shows the last poll's values, as a table of every row would."""
     from tests.pilot import screen_text
-    from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+    from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
     from zsn.view import cell_text
     from zsn.wireguard import view
 
@@ -648,7 +648,7 @@ def test_history_is_recorded_every_few_seconds_and_its_sessions_shown_between(
     the polls between show the sessions (and the history note) the last record made."""
     from types import MappingProxyType
 
-    from tests.tui.conftest import fixed_snapshot
+    from tests.tui.captured import fixed_snapshot
     from zsn.tui.panes import wireguard
     from zsn.wireguard.model import PeerSession
 

@@ -2124,3 +2124,58 @@ def written_formats_renderers() -> Fuzz:
 
     return st.tuples(st.sampled_from(["wg-quick", "unit", "sysctl", "bash", "openvpn",
                                       "yaml"]), hostile), check
+
+
+# -- the first read's snapshot, sent back by its forked child --------------------------
+
+
+class _Call:
+    """Pickles as a call of `function` (what a hostile pickle asks for)."""
+
+    def __init__(self, function: object, *args: object) -> None:
+        self.reduced = (function, args)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return self.reduced
+
+
+@entry("first read's snapshot", 1500,
+      ["zsn.tui.startup:decode_snapshot", "zsn.tui.startup:encode_snapshot"])
+def first_read_snapshot() -> Fuzz:
+    """The captured wireguard-go server as a snapshot with a read-only mapping, pickled
+    by the child's encoder, then bytes overwritten, cut or repeated; pickles that call
+    something; noise: typed errors only, and what is accepted is a model's NamedTuple
+    that pickles and reads back the same (the untouched one is the snapshot)."""
+    import os
+    import pickle
+    from types import MappingProxyType
+
+    from zsn.tui.startup import decode_snapshot, encode_snapshot
+    from zsn.wireguard.model import InterfaceState, WireGuardSnapshot
+
+    server = uapi.parse_get(
+        (_FIXTURES / "wireguard/uapi-get.wireguard-go-0.0.20220316.two-peers.txt").read_text())
+    snapshot = WireGuardSnapshot(interfaces=(InterfaceState(
+        "zcapwg1", "userspace", None, server.private_key, server.listen_port, None,
+        ("10.77.0.1/24",), "/etc/wireguard/zcapwg1.conf", server.peers,
+        groups=MappingProxyType({"staff": ("alice",)})),), taken_at=1_700_000_000)
+    real = encode_snapshot(snapshot)
+    hostile = [pickle.dumps(_Call(os.system, "true")), pickle.dumps(_Call(eval, "1")),
+               pickle.dumps(_Call(decode_snapshot, real)), pickle.dumps({"interfaces": []}),
+               pickle.dumps(_Call(InterfaceState._make, range(10)))]
+    changed = st.tuples(st.integers(0, len(real) - 1), st.binary(min_size=1, max_size=8),
+                        st.integers(0, 2)).map(lambda edit: (
+                            real[:edit[0]] + edit[1] + real[edit[0] + len(edit[1]):],
+                            real[:edit[0]],
+                            real[:edit[0]] + real[edit[0]:] * 2)[edit[2]])
+
+    def check(data: bytes) -> None:
+        decoded = only_typed_errors(lambda: decode_snapshot(data))
+        if decoded is not None:
+            assert type(decoded).__module__.endswith(".model") and hasattr(decoded, "_fields")
+            assert decode_snapshot(encode_snapshot(decoded)) == decoded
+            if data == real:
+                assert decoded == snapshot
+
+    return st.one_of(st.just(real), st.sampled_from(hostile), changed,
+                     st.binary(max_size=600)), check

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tui.conftest import CAPTURED_HANDSHAKE, fixed_snapshot
+from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
 from zsn.view import Cell, Row, cell_text, cells_by_key
 from zsn.wireguard import view
 from zsn.wireguard.model import PeerSession

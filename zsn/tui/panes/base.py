@@ -91,6 +91,7 @@ from textual.timer import Timer
 from zsn.errors import SessionLinkError, ZsnError
 from zsn.system.host import Host
 from zsn.terminal import safe
+from zsn.tui.startup import FIRST_READ_SECONDS, FirstRead
 from zsn.tui.widgets.status import Severity, StatusLine
 from zsn.tui.widgets.table import LiveTable
 from zsn.tui.wording import say
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
     from zsn.plan import Plan, Planned, SessionPlan
     from zsn.tries.lifecycle import AppliedTry
     from zsn.tries.session import SessionPath
-    from zsn.tui.startup import FirstRead
     from zsn.tui.tries import Tries
 
 T = TypeVar("T")
@@ -109,8 +109,6 @@ SnapshotT = TypeVar("SnapshotT")
 """What a pane's `fetch` reads and its `show` draws."""
 
 GONE_NOTICE_SECONDS = 8
-FIRST_READ_WAIT_SECONDS = 10.0
-"""How long the first poll waits for the read started with the app (`zsn.tui.startup`)."""
 SHOWN_AGAIN_SECONDS = 0.5
 """A pane shown within this long of its last read does not read again at once."""
 EXPECT_GONE_SECONDS = 60.0
@@ -629,7 +627,7 @@ class LivePane(Vertical, Generic[SnapshotT]):
         whatever fails is the read's error (the watch's own catch never sees it)."""
         try:
             first, self.first_read = self.first_read, None
-            snapshot = first.take(FIRST_READ_WAIT_SECONDS) if first is not None else None
+            snapshot = first.take(FIRST_READ_SECONDS) if first is not None else None
             if snapshot is None:
                 snapshot = self.fetch()
         except Exception as exc:  # noqa: BLE001 - any failure is shown, polling goes on
