@@ -104,9 +104,10 @@ def compile_repo(*others: str) -> None:
 
 def zsn_from(tree: str, *args: str) -> list[str]:
     """argv that runs zsn with `args` from another checkout `tree` (e.g. an export of
-    main: ``git archive main | tar -x -C /tmp/main``), to compare in the same run."""
-    code = (f"import sys; sys.path.insert(0, {tree!r}); from zsn.cli import main; "
-            f"sys.exit(main({list(args)!r}))")
+    main: ``git archive main | tar -x -C /tmp/main``), to compare in the same run: as
+    ``python -m zsn`` runs it."""
+    code = (f"import runpy, sys; sys.path.insert(0, {tree!r}); sys.argv[1:] = {list(args)!r}; "
+            "runpy.run_module('zsn', run_name='__main__', alter_sys=True)")
     return [sys.executable, "-c", code]
 
 

@@ -1,3 +1,3 @@
-from zsn.cli import main
+from zsn.launch import main
 
 raise SystemExit(main())

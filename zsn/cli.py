@@ -170,6 +170,7 @@ def _run_command(group: CommandGroup, args: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    gc.enable()  # paused while zsn was imported (`zsn.launch`)
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = command_word(args_list)
     if command is not None and command[0] == "serve":

@@ -105,7 +105,7 @@ RAW_DECODERS = {
     ("decode", "timestamp"),
 }
 """``module.function`` calls that turn outside bytes into values."""
-RAW_MODULES = {"yaml", "msgspec", "pickle", "marshal"}
+RAW_MODULES = {"yaml", "msgspec", "pickle", "_pickle", "marshal"}
 """Modules any of whose functions decode."""
 READER_NAMES = re.compile(r"_?(parse|decode|unpack)(_|$)|parsed$|from_dict$")
 """Functions named as decoders."""
