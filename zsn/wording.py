@@ -13,11 +13,10 @@ An input the user gave is named the same way, through `ValidationError.field`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     name: str
     """The action as the TUI calls it (``show_client``): its binding gives the key."""
     command: str

@@ -6,6 +6,7 @@ import gc
 import os
 import select
 import sys
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -166,7 +167,8 @@ class ZsnApp(App[int]):
         daemon's reply, so it is escaped (`zsn.terminal`) and never read as markup
         (`Widget.notify` asks for markup by default)."""
         notice = Notice(safe_text(message), safe(title), severity,
-                        self.NOTIFICATION_TIMEOUT if timeout is None else timeout, False)
+                        self.NOTIFICATION_TIMEOUT if timeout is None else timeout, False,
+                        time.monotonic())
         if not self._notices.hold(notice):
             self._show_notice(notice)
 

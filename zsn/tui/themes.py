@@ -8,9 +8,8 @@ colour Textual cannot parse is reported and skipped, never fatal.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -28,10 +27,9 @@ FALLBACK_THEME = "zsn-night"
 BUILTIN_FALLBACK = "textual-dark"
 
 
-@dataclass
-class LoadedThemes:
-    themes: list[Theme] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+class LoadedThemes(NamedTuple):
+    themes: list[Theme]
+    problems: list[str]
 
 
 def theme_dirs() -> list[Path]:
@@ -78,7 +76,7 @@ def theme_from_toml(text: str, source: str = "theme") -> Theme:
 
 
 def load_themes(directories: list[Path] | None = None) -> LoadedThemes:
-    loaded = LoadedThemes()
+    loaded = LoadedThemes([], [])
     for directory in theme_dirs() if directories is None else directories:
         for path in sorted(directory.glob("*.toml")):
             try:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from zsn.errors import UnsafeStateError
 from zsn.system.host import Host
@@ -28,8 +27,7 @@ KEEP_KEY = "k"
 UNDO_KEY = "u"
 
 
-@dataclass
-class PendingTry:
+class PendingTry(NamedTuple):
     change_id: str
     title: str
     deadline_wall: float
