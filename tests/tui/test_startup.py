@@ -27,6 +27,7 @@ from zsn.errors import ParseError
 from zsn.system.host import Host
 from zsn.tui import startup
 from zsn.tui.app import ZsnApp
+from zsn.tui.screens.ask import AskScreen
 from zsn.tui.startup import FirstRead, Startup, decode_snapshot, encode_snapshot
 from zsn.tui.widgets.table import LiveTable
 from zsn.wireguard.model import WireGuardSnapshot
@@ -251,3 +252,30 @@ def test_a_snapshot_is_only_ever_data(data: bytes) -> None:
 def test_a_snapshot_reads_back_the_same() -> None:
     snapshot = first_readers.read_with_groups(ROOT)
     assert decode_snapshot(encode_snapshot(snapshot)) == snapshot
+
+
+def _has_style(app: ZsnApp, name: str) -> bool:
+    return any(path.endswith(f"/{name}") for path, _ in app.stylesheet.source)
+
+
+async def test_a_pane_made_early_is_styled_as_always(reads: list[int]) -> None:
+    """The first frame parses only the style files it needs; a pane asked for before
+    the others are made (a key typed at once) has its styles all the same."""
+    app = ZsnApp(ROOT, theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert _has_style(app, "wireguard.tcss") and not _has_style(app, "zfs.tcss")
+        await pilot.press("3")
+        await wait_until(pilot, lambda: app.query("#zfs-pools"), "the ZFS pane")
+        pools = app.query_one("#zfs-pools")
+        assert pools.styles.max_height is not None and pools.styles.max_height.value == 8
+
+
+async def test_a_form_opened_early_is_styled_as_always(reads: list[int]) -> None:
+    app = ZsnApp(ROOT, theme="zsn-night", refresh=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert not _has_style(app, "forms.tcss")
+        app.push_screen(AskScreen("Rename", "Name", "alice", str))
+        await wait_until(pilot, lambda: isinstance(app.screen, AskScreen)
+                         and app.screen.query(".form"), "the form")
+        form = app.screen.query_one(".form")
+        assert form.styles.max_width is not None and form.styles.max_width.value == 110

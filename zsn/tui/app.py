@@ -39,6 +39,11 @@ from zsn.tui.widgets.footer import KeyBar
 from zsn.tui.widgets.panebar import PaneBar
 
 STYLES = Path(__file__).parent / "styles"
+FIRST_STYLES = ("app.tcss", "table.tcss")
+"""Styles every first frame needs; with the first pane's (``<domain>.tcss``), all it
+parses. The others (the other panes', the forms') are read once something else is
+made: Textual parses every file it is given before the first frame (~0.5 ms each
+beyond what they hold)."""
 MOUNT_OTHER_PANES_AFTER = 1.0
 """Seconds after start-up when the panes not shown yet are made (their imports)."""
 HANGUP_CHECK_SECONDS = 2.0
@@ -108,6 +113,7 @@ def _set_start_up_aside() -> None:
 class ZsnApp(App[int]):
     TITLE = "zsn"
     CSS_PATH = [str(path) for path in sorted(STYLES.glob("*.tcss"))]
+    """Every style file; the app starts with those its first frame needs (`FIRST_STYLES`)."""
     COMMANDS = {ZsnCommands}  # Textual's own commands come through it, less duplicates
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -128,9 +134,14 @@ class ZsnApp(App[int]):
 
     def __init__(self, host: Host, theme: str | None = None, refresh: float = 1.0,
                  startup: Startup | None = None) -> None:
-        super().__init__()
-        self.startup = startup
         self.domains: list[Domain] = domains()
+        first = [STYLES / name for name in FIRST_STYLES]
+        if self.domains and (STYLES / f"{self.domains[0].name}.tcss").is_file():
+            first.append(STYLES / f"{self.domains[0].name}.tcss")
+        super().__init__(css_path=[str(path) for path in first])
+        self._styles_to_read = [path for path in self.CSS_PATH
+                                if Path(path) not in first]
+        self.startup = startup
         self.host = host
         self.refresh_seconds = refresh
         self._requested_theme = theme
@@ -234,7 +245,20 @@ class ZsnApp(App[int]):
         except NoMatches:  # the timer fired as the app closed: nothing left to mount in
             return
         if not container.query(LivePane):
+            self._read_every_style()
             await container.mount(self._new_pane(domain))
+
+    def _read_every_style(self) -> None:
+        """The style files left out of the first frame's, before anything else is made
+        (a pane, a screen): parsed with the next styling, the others' parse kept."""
+        if self._styles_to_read:
+            self.stylesheet.read_all([Path(path) for path in self._styles_to_read])
+            self._styles_to_read = []
+            self.stylesheet.update(self)
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        self._read_every_style()
+        return super().push_screen(*args, **kwargs)
 
     async def _mount_remaining_panes(self) -> None:
         # A while after start-up, so the first pane's first rows do not wait for
