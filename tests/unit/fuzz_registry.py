@@ -55,6 +55,10 @@ What the entries check beyond the rule:
 - 802.1X (`zsn.eap`): iwd's ``.8021x`` files (its test suite's, changed) render back
   byte for byte; network blocks' values, EAP events, NetworkManager keyfiles and
   STATUS replies give typed values only.
+- The first read's snapshot (`zsn.tui.startup.decode_snapshot`: what the forked
+  child pickled, bytes overwritten, cut or repeated; pickles that call something;
+  noise): typed errors only, and what is accepted is a model's NamedTuple that
+  pickles and reads back the same.
 - Try records (`zsn.tries.store.Store.load`, `Change.from_dict`, every undo kind's
   typed parameters through `zsn.tries.undo.Undo.from_dict`: a valid record with one
   value anywhere replaced by another, a hostile word or any JSON, or noise): typed
