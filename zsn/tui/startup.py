@@ -81,10 +81,11 @@ class FirstRead:
     """A snapshot read by ``reader`` ("module:function", called with the host) in a
     forked child (a thread where forking is not safe)."""
 
-    def __init__(self, reader: str, host: Host, *, fork: bool = True) -> None:
+    def __init__(self, reader: str, host: Host) -> None:
         self._done = threading.Event()
         self._snapshot: Any = None
-        child = _fork_reader(reader, host) if fork and threading.active_count() == 1 else None
+        # Forked only with no other thread running: one could hold a lock the child needs.
+        child = _fork_reader(reader, host) if threading.active_count() == 1 else None
         if child is None:
             threading.Thread(target=self._read, args=(reader, host), name="zsn-first-read",
                              daemon=True).start()
