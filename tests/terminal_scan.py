@@ -9,6 +9,7 @@ sequences a Textual app draws with (CSI, and OSC 22 for the pointer's shape).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from zsn.terminal import safe
 
@@ -55,9 +56,11 @@ def raw_controls(written: str) -> list[str]:
 
 def run_in_terminal(argv: list[str], *, columns: int = 80, lines: int = 24,
                     timeout: float = 60.0, cwd: str | None = None,
-                    env: dict[str, str] | None = None) -> tuple[int, bytes]:
+                    env: dict[str, str] | None = None,
+                    until: Callable[[bytes], bool] | None = None) -> tuple[int, bytes]:
     """Run `argv` with a pseudo-terminal of `columns` x `lines` as its terminal (stdin,
-    stdout, stderr); its exit status and every byte it wrote there."""
+    stdout, stderr); its exit status and every byte it wrote there. With `until`, it
+    is killed as soon as what it wrote makes `until` true."""
     import fcntl
     import os
     import select
@@ -85,6 +88,9 @@ def run_in_terminal(argv: list[str], *, columns: int = 80, lines: int = 24,
                 if not chunk:
                     break
                 written += chunk
+                if until is not None and until(bytes(written)):
+                    process.kill()
+                    break
             elif process.poll() is not None:
                 break
         else:

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
-import re
-import select
-import struct
-import subprocess
 import sys
-import termios
-import time
 
 import pytest
 
 from tests.integration.conftest import WgPair
 from tests.pilot import wait_until
+from tests.terminal_scan import drawn_text, run_in_terminal
 from zsn.system.host import Host
 from zsn.tui.app import ZsnApp
 from zsn.tui.widgets.table import LiveTable
@@ -73,35 +66,23 @@ async def test_tui_keeps_a_vanished_daemon_as_a_gone_row_and_recovers(wg_pair: W
                          != "gone")
 
 
+def first_frame_drawn(written: bytes) -> bool:
+    """Textual's first paint has reached the last row (after its move to the first)."""
+    return written.find(b"\x1b[24;1H", written.find(b"\x1b[1;1H") + 1) > 0
+
+
 def test_the_first_frame_already_shows_the_live_devices(wg_pair: WgPair) -> None:
     """`zsn` started on a terminal: its first full frame already lists the live
     wireguard-go devices, read by the first read's forked child while Textual loaded
     and sent back to the app (zsn.tui.startup). The process gets a /var/lib of its
     own (a tmpfs in a mount namespace): nothing it might record lands on the machine."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    process = subprocess.Popen(
+    _, written = run_in_terminal(
         ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
          'mount -t tmpfs zsn-test /var/lib && exec "$0" -m zsn --refresh 3600',
-         sys.executable],
-        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-        env={**os.environ, "TERM": "xterm-256color"})
-    os.close(slave)
-    drawn = bytearray()
-    try:
-        deadline = time.monotonic() + 60
-        while (start := drawn.find(b"\x1b[1;1H")) < 0 or drawn.find(b"\x1b[24;1H", start) < 0:
-            assert time.monotonic() < deadline, f"no first frame: {bytes(drawn[-300:])!r}"
-            assert process.poll() is None, f"exited {process.returncode}: {bytes(drawn)!r}"
-            if select.select([master], [], [], 0.2)[0]:
-                drawn += os.read(master, 65536)
-    finally:
-        process.kill()
-        process.wait()
-        os.close(master)
+         sys.executable], until=first_frame_drawn)
+    assert first_frame_drawn(written), f"no first frame: {written[-300:]!r}"
     # The first frame's rows above its last (the tables'), nothing drawn after it.
-    last_row = drawn.find(b"\x1b[24;1H", drawn.find(b"\x1b[1;1H"))
-    frame = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", bytes(drawn[:last_row])).decode(
-        errors="replace")
+    last_row = written.find(b"\x1b[24;1H", written.find(b"\x1b[1;1H"))
+    frame = drawn_text(written[:last_row].decode(errors="replace"))
     for name in wg_pair.ifnames:
         assert name in frame, f"{name} not in the first frame"

@@ -22,6 +22,7 @@ import pytest
 from tests.pilot import TerminalOutput, row_texts, wait_until
 from tests.tui import first_readers
 from tests.tui.captured import CAPTURED_HANDSHAKE, fixed_snapshot
+from tests.unit.fuzz_registry import PickledCall
 from zsn.domains import domain
 from zsn.errors import ParseError
 from zsn.system.host import Host
@@ -223,20 +224,10 @@ def test_with_threads_running_the_first_read_is_a_thread(release: None) -> None:
         waiting.join()
 
 
-class _Call:
-    """Unpickles as a call of `function` (what a hostile pickle would do)."""
-
-    def __init__(self, function: object, *args: object) -> None:
-        self.reduced = (function, args)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return self.reduced
-
-
 @pytest.mark.parametrize("data", [
-    pickle.dumps(_Call(os.system, "touch /tmp/zsn-pwned")),
-    pickle.dumps(_Call(eval, "1")),
-    pickle.dumps(_Call(startup.FirstRead, "os:getcwd", ROOT)),
+    pickle.dumps(PickledCall(os.system, "touch /tmp/zsn-pwned")),
+    pickle.dumps(PickledCall(eval, "1")),
+    pickle.dumps(PickledCall(startup.FirstRead, "os:getcwd", ROOT)),
     pickle.dumps({"interfaces": ()}),
     encode_snapshot(fixed_snapshot())[:-20],
     b"",

@@ -2133,7 +2133,7 @@ def written_formats_renderers() -> Fuzz:
 # -- the first read's snapshot, sent back by its forked child --------------------------
 
 
-class _Call:
+class PickledCall:
     """Pickles as a call of `function` (what a hostile pickle asks for)."""
 
     def __init__(self, function: object, *args: object) -> None:
@@ -2164,9 +2164,9 @@ def first_read_snapshot() -> Fuzz:
         ("10.77.0.1/24",), "/etc/wireguard/zcapwg1.conf", server.peers,
         groups=MappingProxyType({"staff": ("alice",)})),), taken_at=1_700_000_000)
     real = encode_snapshot(snapshot)
-    hostile = [pickle.dumps(_Call(os.system, "true")), pickle.dumps(_Call(eval, "1")),
-               pickle.dumps(_Call(decode_snapshot, real)), pickle.dumps({"interfaces": []}),
-               pickle.dumps(_Call(InterfaceState._make, range(10)))]
+    hostile = [pickle.dumps(PickledCall(os.system, "true")), pickle.dumps(PickledCall(eval, "1")),
+               pickle.dumps(PickledCall(decode_snapshot, real)), pickle.dumps({"interfaces": []}),
+               pickle.dumps(PickledCall(InterfaceState._make, range(10)))]
     changed = st.tuples(st.integers(0, len(real) - 1), st.binary(min_size=1, max_size=8),
                         st.integers(0, 2)).map(lambda edit: (
                             real[:edit[0]] + edit[1] + real[edit[0] + len(edit[1]):],

@@ -139,7 +139,7 @@ class ZsnApp(App[int]):
         if self.domains and (STYLES / f"{self.domains[0].name}.tcss").is_file():
             first.append(STYLES / f"{self.domains[0].name}.tcss")
         super().__init__(css_path=[str(path) for path in first])
-        self._styles_to_read = [path for path in self.CSS_PATH
+        self._styles_to_read = [Path(path) for path in self.CSS_PATH
                                 if Path(path) not in first]
         self.startup = startup
         self.host = host
@@ -252,7 +252,7 @@ class ZsnApp(App[int]):
         """The style files left out of the first frame's, before anything else is made
         (a pane, a screen): parsed with the next styling, the others' parse kept."""
         if self._styles_to_read:
-            self.stylesheet.read_all([Path(path) for path in self._styles_to_read])
+            self.stylesheet.read_all(self._styles_to_read)
             self._styles_to_read = []
             self.stylesheet.update(self)
 

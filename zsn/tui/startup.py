@@ -7,9 +7,9 @@ early and already has rows.
   (config, netlink, UAPI, cryptography) and its parsing never take the main
   process's interpreter lock (with 5,000 peers, the rows on screen 347 -> 270 ms).
   The child sends the snapshot back through a pipe, pickled: it is zsn's own
-  process, but what comes back is still decoded strictly (`decode_snapshot`:
-  NamedTuples of a ``zsn.*.model`` module and read-only mappings, nothing callable
-  else, within `MAX_SNAPSHOT_BYTES`), and the child ends itself after
+  process, but what comes back is still read within `MAX_SNAPSHOT_BYTES` and decoded
+  strictly (`decode_snapshot`: NamedTuples of a ``zsn.*.model`` module and read-only
+  mappings, nothing callable else), and the child ends itself after
   `FIRST_READ_SECONDS`. Where a fork is not safe (threads already running) or
   fails, the read runs in a thread instead. The pane takes the snapshot when it is
   mounted: if it has arrived, the first frame has the rows; if not, the pane's
@@ -86,12 +86,8 @@ class FirstRead:
         self._snapshot: Any = None
         # Forked only with no other thread running: one could hold a lock the child needs.
         child = _fork_reader(reader, host) if threading.active_count() == 1 else None
-        if child is None:
-            threading.Thread(target=self._read, args=(reader, host), name="zsn-first-read",
-                             daemon=True).start()
-        else:
-            threading.Thread(target=self._receive, args=child, name="zsn-first-read",
-                             daemon=True).start()
+        work, args = (self._read, (reader, host)) if child is None else (self._receive, child)
+        threading.Thread(target=work, args=args, name="zsn-first-read", daemon=True).start()
 
     def _read(self, reader: str, host: Host) -> None:
         try:
@@ -200,9 +196,6 @@ def decode_snapshot(data: bytes) -> tuple[Any, ...]:
     # would cost the app ~1.5 ms to import before its first frame.
     import _pickle
 
-    if len(data) > MAX_SNAPSHOT_BYTES:
-        raise ParseError(f"more than {MAX_SNAPSHOT_BYTES} bytes", source="the first read")
-
     class Snapshots(_pickle.Unpickler):
         def find_class(self, module: str, name: str) -> Any:
             return _snapshot_class(module, name)
@@ -222,9 +215,8 @@ def decode_snapshot(data: bytes) -> tuple[Any, ...]:
 def _snapshot_class(module: str, name: str) -> Any:
     if (module, name) == (__name__, read_only_mapping.__name__):
         return read_only_mapping
-    found = getattr(sys.modules.get(module), name, None) if _MODEL.fullmatch(module) else None
-    if found is None and _MODEL.fullmatch(module):
-        found = getattr(importlib.import_module(module), name, None)
+    found = getattr(importlib.import_module(module), name, None) \
+        if _MODEL.fullmatch(module) else None
     if not (isinstance(found, type) and _is_model(found)):
         raise ParseError("not a snapshot: it names another class", source="the first read")
     return found
